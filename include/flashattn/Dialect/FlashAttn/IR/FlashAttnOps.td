@@ -1,0 +1,288 @@
+//===- FlashAttnOps.td - FlashAttn operations --------------*- tablegen -*-===//
+//
+// flashattn.attention, flashattn.combine and flashattn.yield.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHATTN_OPS
+#define FLASHATTN_OPS
+
+include "flashattn/Dialect/FlashAttn/IR/FlashAttnDialect.td"
+include "flashattn/Dialect/FlashAttn/IR/FlashAttnAttrs.td"
+include "mlir/Interfaces/DestinationStyleOpInterface.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/OpAsmInterface.td"
+
+// Operands are ranked tensors (value semantics) or ranked memrefs (buffer
+// semantics); one op uses one kind throughout. Element types and ranks are
+// checked by the op verifiers, which name the offending value.
+def FlashAttn_Shaped : AnyTypeOf<[AnyRankedTensor, AnyNon0RankedMemRef],
+                                 "ranked tensor or memref">;
+
+//===----------------------------------------------------------------------===//
+// AttentionOp
+//===----------------------------------------------------------------------===//
+
+def FlashAttn_AttentionOp : FlashAttn_Op<"attention", [
+    AttrSizedOperandSegments,
+    DestinationStyleOpInterface,
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
+    DeclareOpInterfaceMethods<OpAsmOpInterface,
+        ["getAsmBlockArgumentNames", "getAsmResultNames"]>]> {
+  let summary = "Scaled dot-product attention (FlashAttention semantics)";
+  let description = [{
+    Computes `out = softmax(mask(score(scale * q k^T))) v` and optionally the
+    row log-sum-exp `lse`, per query head, with the semantics of FlashAttention
+    2/3 (Dao, arXiv 2307.08691; Shah et al., arXiv 2407.08608) restated in the
+    dialect description and in DESIGN.md section 1.
+
+    The op is in destination-passing style: `outs` holds `out` and, when
+    present, `lse`. On tensors it returns one result per `outs` operand; on
+    memrefs it writes them in place and returns nothing. All shaped operands
+    are tensors, or all are memrefs.
+
+    **Layout follows from the operands** (B batch, S sequence length, T total
+    tokens of a packed batch, Hq/Hkv query/kv heads, D head_dim, Dv value
+    head_dim):
+
+    | form | q | k, v | out | lse (f32) |
+    |---|---|---|---|---|
+    | dense | `[B, Sq, Hq, D]` | `[B, Sk, Hkv, D/Dv]` | `[B, Sq, Hq, Dv]` | `[B, Hq, Sq]` |
+    | varlen q (`cu_seqlens_q [B+1] i32`) | `[Tq, Hq, D]` | | `[Tq, Hq, Dv]` | `[Hq, Tq]` |
+    | varlen k (`cu_seqlens_k [B+1] i32`) | | `[Tk, Hkv, D/Dv]` | | |
+    | paged (`block_table [B, max_pages] i32`) | | `[num_pages, page_size, Hkv, D/Dv]` | | |
+
+    q of rank 3 is packed (varlen) and needs `cu_seqlens_q`; k/v of rank 3
+    are packed and need `cu_seqlens_k`; a `block_table` makes k/v paged and
+    needs `seqused_k`. `seqused_k [B] i32` limits the keys used per sequence.
+    `alibi_slopes` is `[Hq]` or `[B, Hq]` f32. Hq must be a multiple of Hkv
+    (query head h reads kv head h / (Hq / Hkv)).
+
+    **kv-cache append**: `k_new [B, S_new, Hkv, D]`, `v_new [B, S_new, Hkv, Dv]`
+    and `cache_seqlens [B] i32` (valid keys in the cache before the append)
+    write the new rows into k/v (through `block_table` when paged) at
+    positions `cache_seqlens[b] .. cache_seqlens[b] + S_new - 1`, then attend
+    over `cache_seqlens[b] + S_new` keys. This updates k/v in place, so it
+    needs the memref form. S_new larger than the cache capacity is rejected.
+
+    **Attributes**: `scale` (f32; absent = 1/sqrt(D)), `causal`
+    (`none` | `top_left` | `bottom_right`), `window_size` (`[L, R]`, -1 =
+    unbounded, bottom-right aligned), `softcap` (f32 >= 0, 0 = off),
+    `num_splits` (0 = automatic, 1 = no split), `pack_gqa` (absent =
+    automatic) and `plan` (the typed decisions of `flashattn-plan`).
+
+    **Regions**: an optional `score` region
+    `(%s: f32, %b: index, %h: index, %i: index, %j: index)` yields the new
+    score (f32) and an optional `mask` region
+    `(%b: index, %h: index, %i: index, %j: index)` yields an `i1` (true keeps
+    the pair). `%i` and `%j` are positions inside the sequence, never packed
+    offsets, and stay so after tiling and splitting. Regions may use values
+    defined above the op (bias tables, document ids).
+
+    Rows without any allowed key give `out = 0` and `lse = -inf`.
+
+    Example (GQA, bottom-right causal, a relative-position bias, on tensors):
+
+    ```mlir
+    %o, %lse = flashattn.attention
+        ins(%q, %k, %v : tensor<2x128x32x128xbf16>, tensor<2x512x8x128xbf16>,
+                         tensor<2x512x8x128xbf16>)
+        outs(%out, %l : tensor<2x128x32x128xbf16>, tensor<2x32x128xf32>)
+        {causal = #flashattn.causal<bottom_right>}
+        score(%s: f32, %b: index, %h: index, %i: index, %j: index) {
+          %d = arith.subi %i, %j : index
+          %di = arith.index_cast %d : index to i64
+          %df = arith.sitofp %di : i64 to f32
+          %c = arith.constant -0.01 : f32
+          %bias = arith.mulf %df, %c : f32
+          %r = arith.addf %s, %bias : f32
+          flashattn.yield %r : f32
+        }
+        -> tensor<2x128x32x128xbf16>, tensor<2x32x128xf32>
+    ```
+
+    Example (paged decode with split-KV, on memrefs):
+
+    ```mlir
+    flashattn.attention
+        ins(%q, %kc, %vc : memref<16x1x32x128xf16>, memref<4096x16x8x128xf16>,
+                           memref<4096x16x8x128xf16>)
+        seqused_k(%used : memref<16xi32>)
+        block_table(%bt : memref<16x256xi32>)
+        outs(%out : memref<16x1x32x128xf16>)
+        {causal = #flashattn.causal<bottom_right>, num_splits = 4 : i64}
+    ```
+  }];
+
+  let arguments = (ins
+    FlashAttn_Shaped:$q,
+    FlashAttn_Shaped:$k,
+    FlashAttn_Shaped:$v,
+    Optional<FlashAttn_Shaped>:$cu_seqlens_q,
+    Optional<FlashAttn_Shaped>:$cu_seqlens_k,
+    Optional<FlashAttn_Shaped>:$seqused_k,
+    Optional<FlashAttn_Shaped>:$block_table,
+    Optional<FlashAttn_Shaped>:$alibi_slopes,
+    Optional<FlashAttn_Shaped>:$k_new,
+    Optional<FlashAttn_Shaped>:$v_new,
+    Optional<FlashAttn_Shaped>:$cache_seqlens,
+    Variadic<FlashAttn_Shaped>:$outs,
+    OptionalAttr<F32Attr>:$scale,
+    DefaultValuedAttr<FlashAttn_CausalAttr,
+                      "::mlir::flashattn::CausalKind::none">:$causal,
+    OptionalAttr<DenseI64ArrayAttr>:$window_size,
+    OptionalAttr<F32Attr>:$softcap,
+    DefaultValuedAttr<I64Attr, "0">:$num_splits,
+    OptionalAttr<BoolAttr>:$pack_gqa,
+    OptionalAttr<FlashAttn_PlanAttr>:$plan
+  );
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let regions = (region MaxSizedRegion<1>:$score, MaxSizedRegion<1>:$mask);
+
+  let assemblyFormat = [{
+    `ins` `(` $q `,` $k `,` $v `:` type($q) `,` type($k) `,` type($v) `)`
+    (`cu_seqlens_q` `(` $cu_seqlens_q^ `:` type($cu_seqlens_q) `)`)?
+    (`cu_seqlens_k` `(` $cu_seqlens_k^ `:` type($cu_seqlens_k) `)`)?
+    (`seqused_k` `(` $seqused_k^ `:` type($seqused_k) `)`)?
+    (`block_table` `(` $block_table^ `:` type($block_table) `)`)?
+    (`alibi_slopes` `(` $alibi_slopes^ `:` type($alibi_slopes) `)`)?
+    (`k_new` `(` $k_new^ `:` type($k_new) `)`)?
+    (`v_new` `(` $v_new^ `:` type($v_new) `)`)?
+    (`cache_seqlens` `(` $cache_seqlens^ `:` type($cache_seqlens) `)`)?
+    `outs` `(` $outs `:` type($outs) `)`
+    attr-dict ``
+    custom<AttentionRegions>($score, $mask)
+    (`->` type($results)^)?
+  }];
+
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+
+  let builders = [
+    // Dense or varlen attention without kv-cache append; every optional
+    // operand may be null. `lse` may be null.
+    OpBuilder<(ins "::mlir::Value":$q, "::mlir::Value":$k,
+                   "::mlir::Value":$v, "::mlir::Value":$out,
+                   "::mlir::Value":$lse,
+                   CArg<"::mlir::flashattn::CausalKind",
+                        "::mlir::flashattn::CausalKind::none">:$causal)>
+  ];
+
+  let extraClassDeclaration = [{
+    /// The output `out` (first init).
+    ::mlir::Value getOut() { return getOuts()[0]; }
+    /// The row log-sum-exp output, or null.
+    ::mlir::Value getLse() {
+      return getOuts().size() > 1 ? getOuts()[1] : ::mlir::Value();
+    }
+    ::mlir::MutableOperandRange getDpsInitsMutable() {
+      return getOutsMutable();
+    }
+    /// True when q is packed [Tq, Hq, D] (varlen).
+    bool isVarlenQ();
+    /// True when k/v are packed [Tk, Hkv, D] (varlen, not paged).
+    bool isVarlenK();
+    /// True when k/v are paged through `block_table`.
+    bool isPaged() { return static_cast<bool>(getBlockTable()); }
+    /// True when the op appends k_new/v_new to the kv cache.
+    bool hasAppend() { return static_cast<bool>(getKNew()); }
+    /// The softmax scale: the attribute, or 1/sqrt(head_dim) when absent
+    /// (head_dim must then be static).
+    double getEffectiveScale();
+    /// Left and right window sizes; -1 means unbounded.
+    std::pair<int64_t, int64_t> getWindow();
+    /// Dimension sizes (ShapedType::kDynamic when not static).
+    int64_t getNumQHeads();
+    int64_t getNumKVHeads();
+    int64_t getHeadDim();
+    int64_t getHeadDimV();
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// CombineOp
+//===----------------------------------------------------------------------===//
+
+def FlashAttn_CombineOp : FlashAttn_Op<"combine", [
+    DestinationStyleOpInterface,
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "Merge split-KV partial attention results";
+  let description = [{
+    Merges `num_splits` partial results of one attention, each computed over a
+    disjoint key range, into the final output (FlashAttention's split-KV
+    "flash-decoding" combine; Dao et al., 2023):
+
+    ```
+    lse = log(sum_s exp(lse_s))
+    out = sum_s exp(lse_s - lse) * out_s
+    ```
+
+    Splits with `lse_s = -inf` (no allowed key) weigh 0; when every split is
+    empty, `out = 0` and `lse = -inf`, never NaN.
+
+    `partial_out` is f32 `[num_splits] ++ shape(out)`; `partial_lse` is f32
+    `[num_splits] ++ shape(lse)`. `out` (f16, bf16 or f32) is `[B, Sq, Hq, Dv]`
+    with lse `[B, Hq, Sq]`, or packed `[Tq, Hq, Dv]` with lse `[Hq, Tq]`; the
+    `lse` output is optional. Destination-passing style like
+    `flashattn.attention`.
+
+    Example:
+
+    ```mlir
+    %o, %l = flashattn.combine
+        ins(%os, %ls : tensor<4x16x1x32x128xf32>, tensor<4x16x32x1xf32>)
+        outs(%out, %lse : tensor<16x1x32x128xbf16>, tensor<16x32x1xf32>)
+        -> tensor<16x1x32x128xbf16>, tensor<16x32x1xf32>
+    ```
+  }];
+
+  let arguments = (ins
+    FlashAttn_Shaped:$partial_out,
+    FlashAttn_Shaped:$partial_lse,
+    Variadic<FlashAttn_Shaped>:$outs
+  );
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+
+  let assemblyFormat = [{
+    `ins` `(` $partial_out `,` $partial_lse `:` type($partial_out) `,`
+          type($partial_lse) `)`
+    `outs` `(` $outs `:` type($outs) `)`
+    attr-dict
+    (`->` type($results)^)?
+  }];
+
+  let hasVerifier = 1;
+
+  let extraClassDeclaration = [{
+    ::mlir::Value getOut() { return getOuts()[0]; }
+    ::mlir::Value getLse() {
+      return getOuts().size() > 1 ? getOuts()[1] : ::mlir::Value();
+    }
+    ::mlir::MutableOperandRange getDpsInitsMutable() {
+      return getOutsMutable();
+    }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// YieldOp
+//===----------------------------------------------------------------------===//
+
+def FlashAttn_YieldOp : FlashAttn_Op<"yield", [
+    Pure, Terminator, ReturnLike,
+    ParentOneOf<["AttentionOp"]>]> {
+  let summary = "Yield the value of a score or mask region";
+  let description = [{
+    Terminates the `score` region (one f32) and the `mask` region (one i1) of
+    `flashattn.attention`.
+
+    ```mlir
+    flashattn.yield %keep : i1
+    ```
+  }];
+  let arguments = (ins Variadic<AnyType>:$values);
+  let assemblyFormat = "attr-dict ($values^ `:` type($values))?";
+}
+
+#endif // FLASHATTN_OPS

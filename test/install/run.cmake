@@ -1,0 +1,27 @@
+# cmake -P script: install, configure + build the consumer, run it.
+file(REMOVE_RECURSE ${WORK_DIR})
+set(prefix ${WORK_DIR}/prefix)
+
+function(run)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "command failed (${rc}): ${ARGN}")
+  endif()
+endfunction()
+
+run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
+foreach(f include/flashattn/Dialect/FlashAttn/IR/FlashAttn.h
+          include/flashattn/Dialect/FlashAttn/IR/FlashAttnOps.h.inc
+          include/flashattn-c/Dialects.h
+          lib/cmake/FlashAttn/FlashAttnConfig.cmake
+          bin/fa-opt)
+  if(NOT EXISTS ${prefix}/${f})
+    message(FATAL_ERROR "install tree lacks ${f}")
+  endif()
+endforeach()
+run(${CMAKE_COMMAND} -S ${CONSUMER_DIR} -B ${WORK_DIR}/build
+    -G ${CMAKE_GENERATOR}
+    -DCMAKE_PREFIX_PATH=${prefix}
+    -DMLIR_DIR=${MLIR_DIR})
+run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
+run(${WORK_DIR}/build/consumer ${EXAMPLE})

@@ -1,0 +1,28 @@
+# -*- Python -*-
+# lit configuration of flashattn-mlir: FileCheck tests of the dialect, the
+# passes and the conversions, run with the tools of this build.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "FLASHATTN"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.flashattn_obj_root, "test")
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "install", "CAPI"]
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+llvm_config.use_default_substitutions()
+
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+tool_dirs = [config.flashattn_tools_dir, config.llvm_tools_dir]
+tools = [ToolSubst("fa-opt", unresolved="fatal")]
+llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+# Examples shipped at the top of the repository.
+config.substitutions.append(("%examples", os.path.join(config.flashattn_src_root, "examples")))

@@ -1,0 +1,27 @@
+//===- fa-opt.cpp - flashattn optimizer driver ----------------------------===//
+//
+// mlir-opt with the flashattn dialect and passes registered: every upstream
+// dialect, extension and pass that the host and sm90 pipelines use is there
+// too, so a pipeline can be replayed pass by pass.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashattn/Dialect/FlashAttn/IR/FlashAttn.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+
+int main(int argc, char **argv) {
+  mlir::registerAllPasses();
+
+  mlir::DialectRegistry registry;
+  registry.insert<mlir::flashattn::FlashAttnDialect>();
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
+
+  return mlir::asMainReturnCode(mlir::MlirOptMain(
+      argc, argv, "flashattn optimizer driver\n", registry));
+}
