@@ -45,6 +45,14 @@ static std::string shapeStr(ArrayRef<int64_t> shape) {
   return s;
 }
 
+/// Prints types as "f32, index" (no quotes, unlike a diagnostic argument).
+static std::string typesStr(TypeRange types) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  llvm::interleaveComma(types, os, [&](Type t) { t.print(os); });
+  return s;
+}
+
 static std::string dimStr(int64_t d) {
   return isDyn(d) ? std::string("?") : std::to_string(d);
 }
@@ -599,12 +607,9 @@ static LogicalResult verifyRegionSignature(Operation *op, Region &region,
   if (block.getNumArguments() != argTypes.size() ||
       llvm::any_of(llvm::zip(block.getArgumentTypes(), argTypes),
                    [](auto p) { return std::get<0>(p) != std::get<1>(p); })) {
-    InFlightDiagnostic diag = op->emitOpError()
-                              << "'" << name << "' region must take "
-                              << argDesc << ", got (";
-    llvm::interleaveComma(block.getArgumentTypes(), diag);
-    diag << ")";
-    return diag;
+    return op->emitOpError() << "'" << name << "' region must take "
+                             << argDesc << ", got ("
+                             << typesStr(block.getArgumentTypes()) << ")";
   }
   auto yield = dyn_cast<YieldOp>(block.getTerminator());
   if (!yield)
@@ -612,12 +617,9 @@ static LogicalResult verifyRegionSignature(Operation *op, Region &region,
                              << "' region must end with flashattn.yield";
   if (yield.getValues().size() != 1 ||
       yield.getValues()[0].getType() != yieldType) {
-    InFlightDiagnostic diag = op->emitOpError()
-                              << "'" << name << "' region must yield one "
-                              << yieldType << ", got (";
-    llvm::interleaveComma(yield.getValues().getTypes(), diag);
-    diag << ")";
-    return diag;
+    return op->emitOpError() << "'" << name << "' region must yield one "
+                             << typesStr(yieldType) << ", got ("
+                             << typesStr(yield.getValues().getTypes()) << ")";
   }
   return success();
 }

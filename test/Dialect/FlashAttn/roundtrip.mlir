@@ -1,0 +1,252 @@
+// RUN: fa-opt %s | fa-opt | FileCheck %s
+// RUN: fa-opt %s --mlir-print-op-generic | fa-opt | FileCheck %s
+
+// Every operand, attribute and region combination of flashattn.attention and
+// flashattn.combine prints, parses again and prints the same.
+
+// CHECK-LABEL: func.func @dense_mha
+// CHECK: %{{.*}} = flashattn.attention ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<2x128x8x64xf16>, tensor<2x256x8x64xf16>, tensor<2x256x8x64xf16>) outs(%{{.*}} : tensor<2x128x8x64xf16>) -> tensor<2x128x8x64xf16>
+func.func @dense_mha(%q: tensor<2x128x8x64xf16>, %k: tensor<2x256x8x64xf16>,
+                     %v: tensor<2x256x8x64xf16>, %o: tensor<2x128x8x64xf16>)
+    -> tensor<2x128x8x64xf16> {
+  %r = flashattn.attention ins(%q, %k, %v : tensor<2x128x8x64xf16>,
+                               tensor<2x256x8x64xf16>, tensor<2x256x8x64xf16>)
+       outs(%o : tensor<2x128x8x64xf16>) -> tensor<2x128x8x64xf16>
+  return %r : tensor<2x128x8x64xf16>
+}
+
+// GQA 32/8 with lse, every scalar attribute and a plan.
+// CHECK-LABEL: func.func @gqa_lse_attrs
+// CHECK: %[[OUT:.*]], %[[LSE:.*]] = flashattn.attention
+// CHECK-SAME: outs(%{{.*}}, %{{.*}} : tensor<1x100x32x128xbf16>, tensor<1x32x100xf32>)
+// CHECK-SAME: causal = #flashattn.causal<top_left>
+// CHECK-SAME: num_splits = 2 : i64
+// CHECK-SAME: pack_gqa = true
+// CHECK-SAME: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 176, stages = 2, consumers = 2, schedule = lpt, num_splits = 2, pack_gqa = true>
+// CHECK-SAME: scale = 1.250000e-01 : f32
+// CHECK-SAME: softcap = 5.000000e+01 : f32
+// CHECK-SAME: window_size = array<i64: 4096, -1>
+// CHECK-SAME: -> tensor<1x100x32x128xbf16>, tensor<1x32x100xf32>
+// CHECK: return %[[OUT]], %[[LSE]]
+func.func @gqa_lse_attrs(%q: tensor<1x100x32x128xbf16>,
+                         %k: tensor<1x300x8x128xbf16>,
+                         %v: tensor<1x300x8x128xbf16>,
+                         %o: tensor<1x100x32x128xbf16>,
+                         %l: tensor<1x32x100xf32>)
+    -> (tensor<1x100x32x128xbf16>, tensor<1x32x100xf32>) {
+  %r:2 = flashattn.attention
+      ins(%q, %k, %v : tensor<1x100x32x128xbf16>, tensor<1x300x8x128xbf16>,
+                       tensor<1x300x8x128xbf16>)
+      outs(%o, %l : tensor<1x100x32x128xbf16>, tensor<1x32x100xf32>)
+      {scale = 0.125 : f32, causal = #flashattn.causal<top_left>,
+       window_size = array<i64: 4096, -1>, softcap = 50.0 : f32,
+       num_splits = 2, pack_gqa = true,
+       plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 176,
+                              stages = 2, consumers = 2, schedule = lpt,
+                              num_splits = 2, pack_gqa = true>}
+      -> tensor<1x100x32x128xbf16>, tensor<1x32x100xf32>
+  return %r#0, %r#1 : tensor<1x100x32x128xbf16>, tensor<1x32x100xf32>
+}
+
+// MQA on memrefs, bottom-right causal, f32 output from bf16 inputs, host plan.
+// CHECK-LABEL: func.func @mqa_memref
+// CHECK: flashattn.attention ins(%{{.*}}, %{{.*}}, %{{.*}} : memref<4x1x16x64xbf16>, memref<4x512x1x64xbf16>, memref<4x512x1x64xbf16>) outs(%{{.*}} : memref<4x1x16x64xf32>) {causal = #flashattn.causal<bottom_right>, plan = #flashattn.plan<target = host, block_m = 64, block_n = 64, stages = 1, consumers = 1, schedule = static, num_splits = 1, pack_gqa = false>}
+// CHECK-NOT: ->
+// CHECK: return
+func.func @mqa_memref(%q: memref<4x1x16x64xbf16>, %k: memref<4x512x1x64xbf16>,
+                      %v: memref<4x512x1x64xbf16>, %o: memref<4x1x16x64xf32>) {
+  flashattn.attention ins(%q, %k, %v : memref<4x1x16x64xbf16>,
+                          memref<4x512x1x64xbf16>, memref<4x512x1x64xbf16>)
+      outs(%o : memref<4x1x16x64xf32>)
+      {causal = #flashattn.causal<bottom_right>,
+       plan = #flashattn.plan<target = host, block_m = 64, block_n = 64,
+                              stages = 1, consumers = 1, schedule = static,
+                              num_splits = 1, pack_gqa = false>}
+  return
+}
+
+// Varlen q and k (packed), seqused_k, dynamic token counts, packed lse,
+// head_dim_v != head_dim (192/128).
+// CHECK-LABEL: func.func @varlen
+// CHECK: flashattn.attention ins(%{{.*}}, %{{.*}}, %{{.*}} : memref<?x16x192xf16>, memref<?x4x192xf16>, memref<?x4x128xf16>)
+// CHECK-SAME: cu_seqlens_q(%{{.*}} : memref<4xi32>) cu_seqlens_k(%{{.*}} : memref<4xi32>) seqused_k(%{{.*}} : memref<3xi32>)
+// CHECK-SAME: outs(%{{.*}}, %{{.*}} : memref<?x16x128xf16>, memref<16x?xf32>)
+func.func @varlen(%q: memref<?x16x192xf16>, %k: memref<?x4x192xf16>,
+                  %v: memref<?x4x128xf16>, %cq: memref<4xi32>,
+                  %ck: memref<4xi32>, %used: memref<3xi32>,
+                  %o: memref<?x16x128xf16>, %l: memref<16x?xf32>) {
+  flashattn.attention ins(%q, %k, %v : memref<?x16x192xf16>,
+                          memref<?x4x192xf16>, memref<?x4x128xf16>)
+      cu_seqlens_q(%cq : memref<4xi32>) cu_seqlens_k(%ck : memref<4xi32>)
+      seqused_k(%used : memref<3xi32>)
+      outs(%o, %l : memref<?x16x128xf16>, memref<16x?xf32>)
+      {causal = #flashattn.causal<bottom_right>}
+  return
+}
+
+// Varlen q over a dense (batched) kv cache, on tensors.
+// CHECK-LABEL: func.func @varlen_q_dense_k
+// CHECK: cu_seqlens_q(%{{.*}} : tensor<3xi32>) outs
+func.func @varlen_q_dense_k(%q: tensor<10x8x64xf16>, %k: tensor<2x32x8x64xf16>,
+                            %v: tensor<2x32x8x64xf16>, %cq: tensor<3xi32>,
+                            %o: tensor<10x8x64xf16>) -> tensor<10x8x64xf16> {
+  %r = flashattn.attention ins(%q, %k, %v : tensor<10x8x64xf16>,
+                               tensor<2x32x8x64xf16>, tensor<2x32x8x64xf16>)
+       cu_seqlens_q(%cq : tensor<3xi32>)
+       outs(%o : tensor<10x8x64xf16>) -> tensor<10x8x64xf16>
+  return %r : tensor<10x8x64xf16>
+}
+
+// Paged KV decode with split-KV.
+// CHECK-LABEL: func.func @paged_decode
+// CHECK: flashattn.attention ins(%{{.*}}, %{{.*}}, %{{.*}} : memref<16x1x32x128xf16>, memref<4096x16x8x128xf16>, memref<4096x16x8x128xf16>) seqused_k(%{{.*}} : memref<16xi32>) block_table(%{{.*}} : memref<16x256xi32>) outs(%{{.*}} : memref<16x1x32x128xf16>) {causal = #flashattn.causal<bottom_right>, num_splits = 4 : i64}
+func.func @paged_decode(%q: memref<16x1x32x128xf16>,
+                        %kc: memref<4096x16x8x128xf16>,
+                        %vc: memref<4096x16x8x128xf16>,
+                        %used: memref<16xi32>, %bt: memref<16x256xi32>,
+                        %o: memref<16x1x32x128xf16>) {
+  flashattn.attention ins(%q, %kc, %vc : memref<16x1x32x128xf16>,
+                          memref<4096x16x8x128xf16>, memref<4096x16x8x128xf16>)
+      seqused_k(%used : memref<16xi32>) block_table(%bt : memref<16x256xi32>)
+      outs(%o : memref<16x1x32x128xf16>)
+      {causal = #flashattn.causal<bottom_right>, num_splits = 4}
+  return
+}
+
+// kv-cache append into a dense cache, then attend.
+// CHECK-LABEL: func.func @append_dense
+// CHECK: k_new(%{{.*}} : memref<2x3x4x64xbf16>) v_new(%{{.*}} : memref<2x3x4x64xbf16>) cache_seqlens(%{{.*}} : memref<2xi32>) outs
+func.func @append_dense(%q: memref<2x3x8x64xbf16>, %kc: memref<2x1024x4x64xbf16>,
+                        %vc: memref<2x1024x4x64xbf16>,
+                        %kn: memref<2x3x4x64xbf16>, %vn: memref<2x3x4x64xbf16>,
+                        %cs: memref<2xi32>, %o: memref<2x3x8x64xbf16>) {
+  flashattn.attention ins(%q, %kc, %vc : memref<2x3x8x64xbf16>,
+                          memref<2x1024x4x64xbf16>, memref<2x1024x4x64xbf16>)
+      k_new(%kn : memref<2x3x4x64xbf16>) v_new(%vn : memref<2x3x4x64xbf16>)
+      cache_seqlens(%cs : memref<2xi32>)
+      outs(%o : memref<2x3x8x64xbf16>) {causal = #flashattn.causal<bottom_right>}
+  return
+}
+
+// kv-cache append into a paged cache.
+// CHECK-LABEL: func.func @append_paged
+// CHECK: seqused_k(%{{.*}} : memref<2xi32>) block_table(%{{.*}} : memref<2x8xi32>) k_new(%{{.*}} : memref<2x1x4x64xf16>) v_new(%{{.*}} : memref<2x1x4x64xf16>) cache_seqlens(%{{.*}} : memref<2xi32>)
+func.func @append_paged(%q: memref<2x1x4x64xf16>, %kc: memref<64x16x4x64xf16>,
+                        %vc: memref<64x16x4x64xf16>, %used: memref<2xi32>,
+                        %bt: memref<2x8xi32>, %kn: memref<2x1x4x64xf16>,
+                        %vn: memref<2x1x4x64xf16>, %cs: memref<2xi32>,
+                        %o: memref<2x1x4x64xf16>) {
+  flashattn.attention ins(%q, %kc, %vc : memref<2x1x4x64xf16>,
+                          memref<64x16x4x64xf16>, memref<64x16x4x64xf16>)
+      seqused_k(%used : memref<2xi32>) block_table(%bt : memref<2x8xi32>)
+      k_new(%kn : memref<2x1x4x64xf16>) v_new(%vn : memref<2x1x4x64xf16>)
+      cache_seqlens(%cs : memref<2xi32>)
+      outs(%o : memref<2x1x4x64xf16>)
+  return
+}
+
+// ALiBi slopes per head and per (batch, head).
+// CHECK-LABEL: func.func @alibi
+// CHECK: alibi_slopes(%{{.*}} : tensor<8xf32>)
+// CHECK: alibi_slopes(%{{.*}} : tensor<2x8xf32>)
+func.func @alibi(%q: tensor<2x64x8x64xf32>, %k: tensor<2x64x8x64xf32>,
+                 %v: tensor<2x64x8x64xf32>, %s1: tensor<8xf32>,
+                 %s2: tensor<2x8xf32>, %o: tensor<2x64x8x64xf32>)
+    -> (tensor<2x64x8x64xf32>, tensor<2x64x8x64xf32>) {
+  %r1 = flashattn.attention ins(%q, %k, %v : tensor<2x64x8x64xf32>,
+                                tensor<2x64x8x64xf32>, tensor<2x64x8x64xf32>)
+        alibi_slopes(%s1 : tensor<8xf32>)
+        outs(%o : tensor<2x64x8x64xf32>) -> tensor<2x64x8x64xf32>
+  %r2 = flashattn.attention ins(%q, %k, %v : tensor<2x64x8x64xf32>,
+                                tensor<2x64x8x64xf32>, tensor<2x64x8x64xf32>)
+        alibi_slopes(%s2 : tensor<2x8xf32>)
+        outs(%o : tensor<2x64x8x64xf32>) -> tensor<2x64x8x64xf32>
+  return %r1, %r2 : tensor<2x64x8x64xf32>, tensor<2x64x8x64xf32>
+}
+
+// A score region (relative-position bias from a table defined above the op)
+// and a mask region (document mask over a packed batch, also from above).
+// CHECK-LABEL: func.func @regions
+// CHECK: flashattn.attention
+// CHECK-SAME: score(%[[S:.*]]: f32, %[[B:.*]]: index, %[[H:.*]]: index, %[[I:.*]]: index, %[[J:.*]]: index) {
+// CHECK-NEXT:   %[[D:.*]] = arith.subi %[[I]], %[[J]] : index
+// CHECK-NEXT:   %[[BIAS:.*]] = memref.load %{{.*}}[%[[H]], %[[D]]] : memref<8x512xf32>
+// CHECK-NEXT:   %[[R:.*]] = arith.addf %[[S]], %[[BIAS]] : f32
+// CHECK-NEXT:   flashattn.yield %[[R]] : f32
+// CHECK-NEXT: } mask(%[[MB:.*]]: index, %[[MH:.*]]: index, %[[MI:.*]]: index, %[[MJ:.*]]: index) {
+// CHECK-NEXT:   %[[DI:.*]] = memref.load %{{.*}}[%[[MB]], %[[MI]]] : memref<2x256xi32>
+// CHECK-NEXT:   %[[DJ:.*]] = memref.load %{{.*}}[%[[MB]], %[[MJ]]] : memref<2x256xi32>
+// CHECK-NEXT:   %[[KEEP:.*]] = arith.cmpi eq, %[[DI]], %[[DJ]] : i32
+// CHECK-NEXT:   flashattn.yield %[[KEEP]] : i1
+// CHECK-NEXT: }
+func.func @regions(%q: memref<2x256x8x64xf16>, %k: memref<2x256x8x64xf16>,
+                   %v: memref<2x256x8x64xf16>, %o: memref<2x256x8x64xf16>,
+                   %bias: memref<8x512xf32>, %doc: memref<2x256xi32>) {
+  flashattn.attention ins(%q, %k, %v : memref<2x256x8x64xf16>,
+                          memref<2x256x8x64xf16>, memref<2x256x8x64xf16>)
+      outs(%o : memref<2x256x8x64xf16>)
+      score(%s: f32, %b: index, %h: index, %i: index, %j: index) {
+        %d = arith.subi %i, %j : index
+        %x = memref.load %bias[%h, %d] : memref<8x512xf32>
+        %r = arith.addf %s, %x : f32
+        flashattn.yield %r : f32
+      } mask(%b: index, %h: index, %i: index, %j: index) {
+        %di = memref.load %doc[%b, %i] : memref<2x256xi32>
+        %dj = memref.load %doc[%b, %j] : memref<2x256xi32>
+        %keep = arith.cmpi eq, %di, %dj : i32
+        flashattn.yield %keep : i1
+      }
+  return
+}
+
+// Mask region alone, on tensors (sliding window written as a mask).
+// CHECK-LABEL: func.func @mask_only
+// CHECK: outs(%{{.*}} : tensor<1x64x4x32xf16>) mask(
+// CHECK: flashattn.yield %{{.*}} : i1
+// CHECK: } -> tensor<1x64x4x32xf16>
+func.func @mask_only(%q: tensor<1x64x4x32xf16>, %k: tensor<1x64x4x32xf16>,
+                     %v: tensor<1x64x4x32xf16>, %o: tensor<1x64x4x32xf16>)
+    -> tensor<1x64x4x32xf16> {
+  %r = flashattn.attention ins(%q, %k, %v : tensor<1x64x4x32xf16>,
+                               tensor<1x64x4x32xf16>, tensor<1x64x4x32xf16>)
+       outs(%o : tensor<1x64x4x32xf16>)
+       mask(%b: index, %h: index, %i: index, %j: index) {
+         %c16 = arith.constant 16 : index
+         %lo = arith.subi %i, %c16 : index
+         %keep = arith.cmpi sge, %j, %lo : index
+         flashattn.yield %keep : i1
+       } -> tensor<1x64x4x32xf16>
+  return %r : tensor<1x64x4x32xf16>
+}
+
+// Dynamic batch and lengths with an explicit scale (head_dim static).
+// CHECK-LABEL: func.func @dynamic
+// CHECK: flashattn.attention ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<?x?x8x64xf16>, tensor<?x?x2x64xf16>, tensor<?x?x2x64xf16>) outs(%{{.*}}, %{{.*}} : tensor<?x?x8x64xf16>, tensor<?x8x?xf32>)
+func.func @dynamic(%q: tensor<?x?x8x64xf16>, %k: tensor<?x?x2x64xf16>,
+                   %v: tensor<?x?x2x64xf16>, %o: tensor<?x?x8x64xf16>,
+                   %l: tensor<?x8x?xf32>)
+    -> (tensor<?x?x8x64xf16>, tensor<?x8x?xf32>) {
+  %r:2 = flashattn.attention ins(%q, %k, %v : tensor<?x?x8x64xf16>,
+                                 tensor<?x?x2x64xf16>, tensor<?x?x2x64xf16>)
+         outs(%o, %l : tensor<?x?x8x64xf16>, tensor<?x8x?xf32>)
+         -> tensor<?x?x8x64xf16>, tensor<?x8x?xf32>
+  return %r#0, %r#1 : tensor<?x?x8x64xf16>, tensor<?x8x?xf32>
+}
+
+// Split-KV combine: dense with lse on tensors, packed without lse on memrefs.
+// CHECK-LABEL: func.func @combine
+// CHECK: %{{.*}}:2 = flashattn.combine ins(%{{.*}}, %{{.*}} : tensor<4x16x1x32x128xf32>, tensor<4x16x32x1xf32>) outs(%{{.*}}, %{{.*}} : tensor<16x1x32x128xbf16>, tensor<16x32x1xf32>) -> tensor<16x1x32x128xbf16>, tensor<16x32x1xf32>
+// CHECK: flashattn.combine ins(%{{.*}}, %{{.*}} : memref<3x?x8x64xf32>, memref<3x8x?xf32>) outs(%{{.*}} : memref<?x8x64xf16>)
+func.func @combine(%os: tensor<4x16x1x32x128xf32>, %ls: tensor<4x16x32x1xf32>,
+                   %o: tensor<16x1x32x128xbf16>, %l: tensor<16x32x1xf32>,
+                   %vos: memref<3x?x8x64xf32>, %vls: memref<3x8x?xf32>,
+                   %vo: memref<?x8x64xf16>)
+    -> (tensor<16x1x32x128xbf16>, tensor<16x32x1xf32>) {
+  %r:2 = flashattn.combine ins(%os, %ls : tensor<4x16x1x32x128xf32>,
+                                tensor<4x16x32x1xf32>)
+         outs(%o, %l : tensor<16x1x32x128xbf16>, tensor<16x32x1xf32>)
+         -> tensor<16x1x32x128xbf16>, tensor<16x32x1xf32>
+  flashattn.combine ins(%vos, %vls : memref<3x?x8x64xf32>, memref<3x8x?xf32>)
+      outs(%vo : memref<?x8x64xf16>)
+  return %r#0, %r#1 : tensor<16x1x32x128xbf16>, tensor<16x32x1xf32>
+}
