@@ -32,7 +32,8 @@ install(EXPORT FlashAttnTargets
 
 configure_package_config_file(cmake/FlashAttnConfig.cmake.in
   ${PROJECT_BINARY_DIR}/FlashAttnConfig.cmake
-  INSTALL_DESTINATION ${FLASHATTN_INSTALL_CMAKEDIR})
+  INSTALL_DESTINATION ${FLASHATTN_INSTALL_CMAKEDIR}
+  PATH_VARS CMAKE_INSTALL_INCLUDEDIR CMAKE_INSTALL_BINDIR)
 write_basic_package_version_file(
   ${PROJECT_BINARY_DIR}/FlashAttnConfigVersion.cmake
   VERSION ${PROJECT_VERSION}

@@ -1,0 +1,50 @@
+# flashattn-mlir: the README's two commands.
+#
+#   make run     install what is missing, build, run the main job
+#   make check   install what is missing, build, run every test (lit + ctest)
+#
+# Both work on a fresh Debian 12 machine (root, or a user with sudo) and are
+# quick when everything is already there. BUILD_DIR selects the build tree.
+
+BUILD_DIR ?= build
+CMAKE_FLAGS ?=
+
+# Debian 12 packages the build and the tests need (LLVM/MLIR 22 come from
+# bookworm-security). Checked one by one with dpkg-query; apt-get runs only
+# when one is missing.
+APT_PACKAGES := libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools \
+                ninja-build cmake make g++ python3
+
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: run check deps build docs clean
+
+deps:
+	@missing=""; \
+	for p in $(APT_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "make: installing$$missing"; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -q && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
+	fi
+
+$(BUILD_DIR)/build.ninja: | deps
+	cmake -G Ninja -S . -B $(BUILD_DIR) $(CMAKE_FLAGS)
+
+build: deps $(BUILD_DIR)/build.ninja
+	cmake --build $(BUILD_DIR)
+
+run: build
+	scripts/run-examples.sh $(BUILD_DIR)
+
+check: build
+	python3 scripts/check.py $(BUILD_DIR)
+
+# Regenerates docs/Dialects/ from the ODS definitions (checked by a test).
+docs: build
+	cp $(BUILD_DIR)/docs/Dialects/*.md docs/Dialects/
+
+clean:
+	rm -rf $(BUILD_DIR)

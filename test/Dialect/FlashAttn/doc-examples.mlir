@@ -1,0 +1,64 @@
+// RUN: fa-opt %s | FileCheck %s
+// The `mlir` examples of the op documentation (FlashAttnOps.td), verbatim
+// inside functions, parse and verify.
+
+// CHECK-LABEL: func.func @attention_gqa_score
+// CHECK: flashattn.attention {{.*}} score(
+func.func @attention_gqa_score(%q: tensor<2x128x32x128xbf16>,
+    %k: tensor<2x512x8x128xbf16>, %v: tensor<2x512x8x128xbf16>,
+    %out: tensor<2x128x32x128xbf16>, %l: tensor<2x32x128xf32>)
+    -> (tensor<2x128x32x128xbf16>, tensor<2x32x128xf32>) {
+    %o, %lse = flashattn.attention
+        ins(%q, %k, %v : tensor<2x128x32x128xbf16>, tensor<2x512x8x128xbf16>,
+                         tensor<2x512x8x128xbf16>)
+        outs(%out, %l : tensor<2x128x32x128xbf16>, tensor<2x32x128xf32>)
+        {causal = #flashattn.causal<bottom_right>}
+        score(%s: f32, %b: index, %h: index, %i: index, %j: index) {
+          %d = arith.subi %i, %j : index
+          %di = arith.index_cast %d : index to i64
+          %df = arith.sitofp %di : i64 to f32
+          %c = arith.constant -0.01 : f32
+          %bias = arith.mulf %df, %c : f32
+          %r = arith.addf %s, %bias : f32
+          flashattn.yield %r : f32
+        }
+        -> tensor<2x128x32x128xbf16>, tensor<2x32x128xf32>
+  return %o, %lse : tensor<2x128x32x128xbf16>, tensor<2x32x128xf32>
+}
+
+// CHECK-LABEL: func.func @attention_paged
+// CHECK: flashattn.attention {{.*}} block_table(
+func.func @attention_paged(%q: memref<16x1x32x128xf16>,
+    %kc: memref<4096x16x8x128xf16>, %vc: memref<4096x16x8x128xf16>,
+    %used: memref<16xi32>, %bt: memref<16x256xi32>,
+    %out: memref<16x1x32x128xf16>) {
+    flashattn.attention
+        ins(%q, %kc, %vc : memref<16x1x32x128xf16>, memref<4096x16x8x128xf16>,
+                           memref<4096x16x8x128xf16>)
+        seqused_k(%used : memref<16xi32>)
+        block_table(%bt : memref<16x256xi32>)
+        outs(%out : memref<16x1x32x128xf16>)
+        {causal = #flashattn.causal<bottom_right>, num_splits = 4 : i64}
+  return
+}
+
+// CHECK-LABEL: func.func @combine
+// CHECK: flashattn.combine
+func.func @combine(%os: tensor<4x16x1x32x128xf32>, %ls: tensor<4x16x32x1xf32>,
+    %out: tensor<16x1x32x128xbf16>, %lse: tensor<16x32x1xf32>)
+    -> (tensor<16x1x32x128xbf16>, tensor<16x32x1xf32>) {
+    %o, %l = flashattn.combine
+        ins(%os, %ls : tensor<4x16x1x32x128xf32>, tensor<4x16x32x1xf32>)
+        outs(%out, %lse : tensor<16x1x32x128xbf16>, tensor<16x32x1xf32>)
+        -> tensor<16x1x32x128xbf16>, tensor<16x32x1xf32>
+  return %o, %l : tensor<16x1x32x128xbf16>, tensor<16x32x1xf32>
+}
+
+// CHECK-LABEL: func.func @plan
+// CHECK: #flashattn.plan<target = sm90, block_m = 128, block_n = 176, stages = 2, consumers = 2, schedule = static, num_splits = 1, pack_gqa = false>
+func.func @plan() attributes {plan =
+    #flashattn.plan<target = sm90, block_m = 128, block_n = 176, stages = 2,
+                    consumers = 2, schedule = static, num_splits = 1,
+                    pack_gqa = false>} {
+  return
+}
