@@ -22,6 +22,10 @@ endforeach()
 run(${CMAKE_COMMAND} -S ${CONSUMER_DIR} -B ${WORK_DIR}/build
     -G ${CMAKE_GENERATOR}
     -DCMAKE_PREFIX_PATH=${prefix}
-    -DMLIR_DIR=${MLIR_DIR})
+    -DMLIR_DIR=${MLIR_DIR}
+    -DCAPI_TEST_SOURCE=${CAPI_TEST_SOURCE})
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 run(${WORK_DIR}/build/consumer ${EXAMPLE})
+run(${WORK_DIR}/build/capi-consumer)
+# The installed fa-opt starts (it finds libMLIR.so through its RUNPATH).
+run(${prefix}/bin/fa-opt ${EXAMPLE} -o ${WORK_DIR}/fa-opt-out.mlir)

@@ -220,6 +220,11 @@ void AttentionOp::build(OpBuilder &builder, OperationState &state, Value q,
         /*plan=*/nullptr);
 }
 
+bool AttentionOp::isSplitPartial() {
+  return cast<ShapedType>(getOut().getType()).getRank() ==
+         cast<ShapedType>(getQ().getType()).getRank() + 1;
+}
+
 bool AttentionOp::isVarlenQ() {
   return cast<ShapedType>(getQ().getType()).getRank() == 3;
 }
@@ -405,15 +410,34 @@ LogicalResult AttentionOp::verify() {
     return emitOpError() << "needs an explicit 'scale' when head_dim is "
                             "dynamic (the default is 1/sqrt(head_dim))";
 
-  // out: q's shape with head_dim_v.
-  SmallVector<int64_t> expectedOut(qType.getShape());
+  // out: q's shape with head_dim_v; in the split-KV partial form (out of
+  // rank q + 1) [num_splits] followed by that, f32, with lse required.
+  bool partial = outType.getRank() == qType.getRank() + 1;
+  int64_t splitDim = partial ? outType.getDimSize(0) : 0;
+  SmallVector<int64_t> expectedOut;
+  if (partial)
+    expectedOut.push_back(splitDim);
+  llvm::append_range(expectedOut, qType.getShape());
   expectedOut.back() = dv;
-  if (outType.getRank() != qType.getRank() ||
+  if (partial) {
+    if (!outType.getElementType().isF32() || !getLse())
+      return emitOpError() << "the split-KV partial form (out of rank "
+                           << outType.getRank()
+                           << ") needs an f32 'out' [num_splits, ...] and an "
+                              "'lse' [num_splits, ...]";
+    int64_t ns = getNumSplitsAttr().getValue().getSExtValue();
+    if (!isDyn(splitDim) && ns > 0 && splitDim != ns)
+      return emitOpError() << "'out' holds " << splitDim
+                           << " splits but num_splits is " << ns;
+  }
+  if (outType.getRank() != static_cast<int64_t>(expectedOut.size()) ||
       llvm::any_of(llvm::zip(outType.getShape(), expectedOut), [](auto p) {
         return staticMismatch(std::get<0>(p), std::get<1>(p));
       }))
     return emitOpError() << "'out' shape " << shapeStr(outType.getShape())
-                         << " must be 'q' shape with head_dim_v, i.e. "
+                         << " must be "
+                         << (partial ? "[num_splits] followed by " : "")
+                         << "'q' shape with head_dim_v, i.e. "
                          << shapeStr(expectedOut);
 
   // Batch size, seen through every operand that carries it.
@@ -471,10 +495,13 @@ LogicalResult AttentionOp::verify() {
   // lse.
   if (Value lse = getLse()) {
     auto lseType = cast<ShapedType>(lse.getType());
-    SmallVector<int64_t> expected =
-        varlenQ ? SmallVector<int64_t>{hq, qType.getDimSize(0)}
-                : SmallVector<int64_t>{qType.getDimSize(0), hq,
-                                       qType.getDimSize(1)};
+    SmallVector<int64_t> expected;
+    if (partial)
+      expected.push_back(splitDim);
+    if (varlenQ)
+      expected.append({hq, qType.getDimSize(0)});
+    else
+      expected.append({qType.getDimSize(0), hq, qType.getDimSize(1)});
     if (!lseType.getElementType().isF32())
       return emitOpError() << "'lse' element type must be f32, got "
                            << lseType.getElementType();
@@ -483,7 +510,7 @@ LogicalResult AttentionOp::verify() {
           return staticMismatch(std::get<0>(p), std::get<1>(p));
         }))
       return emitOpError() << "'lse' shape " << shapeStr(lseType.getShape())
-                           << " must be "
+                           << " must be " << (partial ? "[num_splits] ++ " : "")
                            << (varlenQ ? "[heads, total_q] = "
                                        : "[batch, heads, seqlen_q] = ")
                            << shapeStr(expected);

@@ -82,6 +82,13 @@ def FlashAttn_AttentionOp : FlashAttn_Op<"attention", [
 
     Rows without any allowed key give `out = 0` and `lse = -inf`.
 
+    **Split-KV partial form**: when `out` has one more dimension than `q`,
+    the op computes `num_splits` partial results over disjoint key ranges
+    (split s covers key blocks `[s * ceil(n / num_splits), ...)` of the plan's
+    `block_n`): `out` is f32 `[num_splits] ++ shape(out)` and `lse` (required)
+    is `[num_splits] ++ shape(lse)`; `flashattn.combine` merges them. This is
+    what `flashattn-split-kv` produces.
+
     Example (GQA, bottom-right causal, a relative-position bias, on tensors):
 
     ```mlir
@@ -179,6 +186,9 @@ def FlashAttn_AttentionOp : FlashAttn_Op<"attention", [
     ::mlir::MutableOperandRange getDpsInitsMutable() {
       return getOutsMutable();
     }
+    /// True in the split-KV partial form written by flashattn-split-kv:
+    /// out is f32 [num_splits] ++ shape(out), lse [num_splits] ++ shape(lse).
+    bool isSplitPartial();
     /// True when q is packed [Tq, Hq, D] (varlen).
     bool isVarlenQ();
     /// True when k/v are packed [Tk, Hkv, D] (varlen, not paged).
@@ -283,6 +293,195 @@ def FlashAttn_YieldOp : FlashAttn_Op<"yield", [
   }];
   let arguments = (ins Variadic<AnyType>:$values);
   let assemblyFormat = "attr-dict ($values^ `:` type($values))?";
+}
+
+
+//===----------------------------------------------------------------------===//
+// Tile-level ops
+//
+// The contract between flashattn-tile and the target conversions: the loop
+// bodies of the tiled online softmax (DESIGN.md section 2) operate on f32
+// scratch tiles with static shapes (M = block_m query rows, N = block_n keys,
+// D = head_dim, Dv = head_dim_v) and on 2-D [rows, D] views of q/k/v/out.
+// Scores are kept in the base-2 domain (s * log2(e)) so that the softmax uses
+// exp2 (FlashAttention-2, arXiv 2307.08691, section 3.1).
+//===----------------------------------------------------------------------===//
+
+def FlashAttn_F32Tile2D : MemRefRankOf<[F32], [2]>;
+def FlashAttn_F32Tile1D : MemRefRankOf<[F32], [1]>;
+
+def FlashAttn_TileInitOp : FlashAttn_Op<"tile_init"> {
+  let summary = "Reset the online-softmax state of a tile";
+  let description = [{
+    Sets the row maxima `m` [M] to -inf, the row sums `l` [M] to 0 and the
+    accumulator `acc` [M, Dv] to 0.
+
+    ```mlir
+    flashattn.tile_init %m, %l, %acc : memref<64xf32>, memref<64xf32>, memref<64x128xf32>
+    ```
+  }];
+  let arguments = (ins Arg<FlashAttn_F32Tile1D, "", [MemWrite]>:$m,
+                       Arg<FlashAttn_F32Tile1D, "", [MemWrite]>:$l,
+                       Arg<FlashAttn_F32Tile2D, "", [MemWrite]>:$acc);
+  let assemblyFormat = [{
+    $m `,` $l `,` $acc attr-dict `:` type($m) `,` type($l) `,` type($acc)
+  }];
+}
+
+def FlashAttn_TileLoadOp : FlashAttn_Op<"tile_load"> {
+  let summary = "Load rows of a 2-D view into an f32 tile";
+  let description = [{
+    Copies rows `row0 .. row0 + rows - 1` of `source` ([R, D], any float
+    element type, unit inner stride) into rows `0 .. rows - 1` of `tile`
+    ([T, D] f32), converting to f32, and writes zeros into rows
+    `rows .. T - 1`. `rows` must be at most T; rows past the view are never
+    read.
+
+    ```mlir
+    flashattn.tile_load %kv[%n0] rows %n into %kt
+        : memref<?x128xbf16, strided<[1024, 1], offset: ?>> into memref<64x128xf32>
+    ```
+  }];
+  let arguments = (ins Arg<AnyStridedMemRef, "", [MemRead]>:$source,
+                       Index:$row0, Index:$rows,
+                       Arg<FlashAttn_F32Tile2D, "", [MemWrite]>:$tile);
+  let assemblyFormat = [{
+    $source `[` $row0 `]` `rows` $rows `into` $tile attr-dict `:`
+    type($source) `into` type($tile)
+  }];
+  let hasVerifier = 1;
+}
+
+def FlashAttn_TileLoadPagedOp : FlashAttn_Op<"tile_load_paged"> {
+  let summary = "Gather rows of a paged KV cache into an f32 tile";
+  let description = [{
+    `pool` is a paged cache [num_pages, page_size, Hkv, D]; `pages` the 1-D
+    row of `block_table` of one sequence. Row r of the sequence lives in page
+    `pages[r / page_size]`, slot `r % page_size`. Copies rows
+    `row0 .. row0 + rows - 1` of kv head `head` into rows `0 .. rows - 1` of
+    `tile` ([T, D] f32) and zeros the rest.
+
+    ```mlir
+    flashattn.tile_load_paged %kcache[%pages, %g, %n0] rows %n into %kt
+        : memref<512x16x8x128xf16>, memref<64xi32, strided<[1], offset: ?>>
+          into memref<64x128xf32>
+    ```
+  }];
+  let arguments = (ins Arg<AnyStridedMemRef, "", [MemRead]>:$pool,
+                       Arg<MemRefRankOf<[I32], [1]>, "", [MemRead]>:$pages,
+                       Index:$head, Index:$row0, Index:$rows,
+                       Arg<FlashAttn_F32Tile2D, "", [MemWrite]>:$tile);
+  let assemblyFormat = [{
+    $pool `[` $pages `,` $head `,` $row0 `]` `rows` $rows `into` $tile
+    attr-dict `:` type($pool) `,` type($pages) `into` type($tile)
+  }];
+  let hasVerifier = 1;
+}
+
+def FlashAttn_TileQKOp : FlashAttn_Op<"tile_qk"> {
+  let summary = "S = scale * Q K^T on tiles";
+  let description = [{
+    `s[i, j] = scale * sum_d q[i, d] * k[j, d]` for q [M, D], k [N, D],
+    s [M, N], all f32. On sm_90a this is the first wgmma (SS, K-major B).
+
+    ```mlir
+    flashattn.tile_qk %qt, %kt into %s {scale = 0.127 : f32}
+        : memref<64x128xf32>, memref<64x128xf32> into memref<64x64xf32>
+    ```
+  }];
+  let arguments = (ins Arg<FlashAttn_F32Tile2D, "", [MemRead]>:$q,
+                       Arg<FlashAttn_F32Tile2D, "", [MemRead]>:$k,
+                       Arg<FlashAttn_F32Tile2D, "", [MemWrite]>:$s,
+                       F32Attr:$scale);
+  let assemblyFormat = [{
+    $q `,` $k `into` $s attr-dict `:` type($q) `,` type($k) `into` type($s)
+  }];
+  let hasVerifier = 1;
+}
+
+def FlashAttn_TileSoftmaxOp : FlashAttn_Op<"tile_softmax"> {
+  let summary = "Online-softmax update of one key block (base 2)";
+  let description = [{
+    For each row i of the scores `s` [M, N] (base-2 domain, -inf = masked),
+    with running max `m` [M], running sum `l` [M] and accumulator `acc`
+    [M, Dv]:
+
+    ```
+    m_new  = max(m[i], max_j s[i, j])
+    m_use  = m_new == -inf ? 0 : m_new        (no -inf - -inf = NaN)
+    p[i,j] = exp2(s[i, j] - m_use)            (written back into s)
+    alpha  = exp2(m[i] - m_use)
+    l[i]   = l[i] * alpha + sum_j p[i, j];  acc[i, :] *= alpha;  m[i] = m_new
+    ```
+
+    (Milakov & Gimelshein 2018; FlashAttention-2, arXiv 2307.08691, alg. 1.)
+
+    ```mlir
+    flashattn.tile_softmax %s, %m, %l, %acc
+        : memref<64x64xf32>, memref<64xf32>, memref<64xf32>, memref<64x128xf32>
+    ```
+  }];
+  let arguments = (ins Arg<FlashAttn_F32Tile2D, "", [MemRead, MemWrite]>:$s,
+                       Arg<FlashAttn_F32Tile1D, "", [MemRead, MemWrite]>:$m,
+                       Arg<FlashAttn_F32Tile1D, "", [MemRead, MemWrite]>:$l,
+                       Arg<FlashAttn_F32Tile2D, "", [MemRead, MemWrite]>:$acc);
+  let assemblyFormat = [{
+    $s `,` $m `,` $l `,` $acc attr-dict `:` type($s) `,` type($m) `,`
+    type($l) `,` type($acc)
+  }];
+  let hasVerifier = 1;
+}
+
+def FlashAttn_TilePVOp : FlashAttn_Op<"tile_pv"> {
+  let summary = "acc += P V on tiles";
+  let description = [{
+    `acc[i, d] += sum_j p[i, j] * v[j, d]` for p [M, N], v [N, Dv],
+    acc [M, Dv], all f32. On sm_90a this is the second wgmma (P in
+    registers, V MN-major).
+
+    ```mlir
+    flashattn.tile_pv %p, %vt into %acc
+        : memref<64x64xf32>, memref<64x128xf32> into memref<64x128xf32>
+    ```
+  }];
+  let arguments = (ins Arg<FlashAttn_F32Tile2D, "", [MemRead]>:$p,
+                       Arg<FlashAttn_F32Tile2D, "", [MemRead]>:$v,
+                       Arg<FlashAttn_F32Tile2D, "", [MemRead, MemWrite]>:$acc);
+  let assemblyFormat = [{
+    $p `,` $v `into` $acc attr-dict `:` type($p) `,` type($v) `into`
+    type($acc)
+  }];
+  let hasVerifier = 1;
+}
+
+def FlashAttn_TileStoreOp : FlashAttn_Op<"tile_store"> {
+  let summary = "Normalize a tile and store out (and lse)";
+  let description = [{
+    For rows r < `rows`: `out[r, :] = acc[r, :] / l[r]` converted to out's
+    element type, and `lse[r] = m[r] * ln(2) + ln(l[r])` (m in the base-2
+    domain); a row with `l[r] == 0` (no allowed key) gets `out = 0` and
+    `lse = -inf`. `out` is a 2-D view [R, Dv] with unit inner stride, `lse`
+    an optional 1-D f32 view [R].
+
+    ```mlir
+    flashattn.tile_store %acc, %m, %l into %ov rows %n lse %lv
+        : memref<64x128xf32>, memref<64xf32>, memref<64xf32>
+          into memref<?x128xbf16, strided<[4096, 1], offset: ?>>,
+               memref<?xf32, strided<[1], offset: ?>>
+    ```
+  }];
+  let arguments = (ins Arg<FlashAttn_F32Tile2D, "", [MemRead]>:$acc,
+                       Arg<FlashAttn_F32Tile1D, "", [MemRead]>:$m,
+                       Arg<FlashAttn_F32Tile1D, "", [MemRead]>:$l,
+                       Arg<AnyStridedMemRef, "", [MemWrite]>:$out,
+                       Index:$rows,
+                       Arg<Optional<AnyStridedMemRef>, "", [MemWrite]>:$lse);
+  let assemblyFormat = [{
+    $acc `,` $m `,` $l `into` $out `rows` $rows (`lse` $lse^)? attr-dict `:`
+    type($acc) `,` type($m) `,` type($l) `into` type($out)
+    (`,` type($lse)^)?
+  }];
+  let hasVerifier = 1;
 }
 
 #endif // FLASHATTN_OPS

@@ -1,0 +1,138 @@
+//===- TileOps.cpp - Verifiers of the flashattn tile-level ops ------------===//
+//
+// The tile ops work on static f32 scratch tiles; these verifiers check that
+// the tile shapes agree (M, N, D, Dv) and that views have a unit inner stride.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashattn/Dialect/FlashAttn/IR/FlashAttn.h"
+
+using namespace mlir;
+using namespace mlir::flashattn;
+
+static bool isStaticShape(MemRefType t) { return t.hasStaticShape(); }
+
+/// A view with a unit stride in its last dimension.
+static LogicalResult verifyUnitInnerStride(Operation *op, StringRef name,
+                                           Value view) {
+  auto type = cast<MemRefType>(view.getType());
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(type.getStridesAndOffset(strides, offset)) || strides.empty() ||
+      strides.back() != 1)
+    return op->emitOpError() << "'" << name
+                             << "' must have a unit stride in its last "
+                                "dimension, got "
+                             << type;
+  return success();
+}
+
+static LogicalResult verifyTiles(Operation *op, ArrayRef<StringRef> names,
+                                 ArrayRef<Value> tiles) {
+  for (auto [name, tile] : llvm::zip(names, tiles))
+    if (!isStaticShape(cast<MemRefType>(tile.getType())))
+      return op->emitOpError() << "tile '" << name
+                               << "' must have a static shape, got "
+                               << tile.getType();
+  return success();
+}
+
+static int64_t dim(Value v, unsigned i) {
+  return cast<MemRefType>(v.getType()).getDimSize(i);
+}
+
+LogicalResult TileLoadOp::verify() {
+  if (failed(verifyTiles(*this, {"tile"}, {getTile()})))
+    return failure();
+  auto srcType = cast<MemRefType>(getSource().getType());
+  if (srcType.getRank() != 2 || !isa<FloatType>(srcType.getElementType()))
+    return emitOpError() << "'source' must be a 2-D float view [rows, D], got "
+                         << srcType;
+  if (failed(verifyUnitInnerStride(*this, "source", getSource())))
+    return failure();
+  int64_t d = srcType.getDimSize(1);
+  if (!ShapedType::isDynamic(d) && d != dim(getTile(), 1))
+    return emitOpError() << "'source' has " << d << " columns but 'tile' has "
+                         << dim(getTile(), 1);
+  return success();
+}
+
+LogicalResult TileLoadPagedOp::verify() {
+  if (failed(verifyTiles(*this, {"tile"}, {getTile()})))
+    return failure();
+  auto poolType = cast<MemRefType>(getPool().getType());
+  if (poolType.getRank() != 4 || !isa<FloatType>(poolType.getElementType()))
+    return emitOpError() << "'pool' must be a 4-D float paged cache "
+                            "[num_pages, page_size, kv_heads, D], got "
+                         << poolType;
+  if (failed(verifyUnitInnerStride(*this, "pool", getPool())))
+    return failure();
+  int64_t d = poolType.getDimSize(3);
+  if (!ShapedType::isDynamic(d) && d != dim(getTile(), 1))
+    return emitOpError() << "'pool' head_dim is " << d << " but 'tile' has "
+                         << dim(getTile(), 1) << " columns";
+  return success();
+}
+
+LogicalResult TileQKOp::verify() {
+  if (failed(verifyTiles(*this, {"q", "k", "s"}, {getQ(), getK(), getS()})))
+    return failure();
+  if (dim(getQ(), 1) != dim(getK(), 1) || dim(getS(), 0) != dim(getQ(), 0) ||
+      dim(getS(), 1) != dim(getK(), 0))
+    return emitOpError() << "expects q [M, D], k [N, D] and s [M, N], got "
+                         << getQ().getType() << ", " << getK().getType()
+                         << " and " << getS().getType();
+  return success();
+}
+
+LogicalResult TileSoftmaxOp::verify() {
+  if (failed(verifyTiles(*this, {"s", "m", "l", "acc"},
+                         {getS(), getM(), getL(), getAcc()})))
+    return failure();
+  int64_t m = dim(getS(), 0);
+  if (dim(getM(), 0) != m || dim(getL(), 0) != m || dim(getAcc(), 0) != m)
+    return emitOpError() << "expects s [M, N], m [M], l [M] and acc [M, Dv] "
+                            "with one M, got "
+                         << getS().getType() << ", " << getM().getType()
+                         << ", " << getL().getType() << " and "
+                         << getAcc().getType();
+  return success();
+}
+
+LogicalResult TilePVOp::verify() {
+  if (failed(verifyTiles(*this, {"p", "v", "acc"}, {getP(), getV(), getAcc()})))
+    return failure();
+  if (dim(getP(), 1) != dim(getV(), 0) || dim(getAcc(), 0) != dim(getP(), 0) ||
+      dim(getAcc(), 1) != dim(getV(), 1))
+    return emitOpError() << "expects p [M, N], v [N, Dv] and acc [M, Dv], got "
+                         << getP().getType() << ", " << getV().getType()
+                         << " and " << getAcc().getType();
+  return success();
+}
+
+LogicalResult TileStoreOp::verify() {
+  if (failed(verifyTiles(*this, {"acc", "m", "l"}, {getAcc(), getM(), getL()})))
+    return failure();
+  int64_t m = dim(getAcc(), 0);
+  if (dim(getM(), 0) != m || dim(getL(), 0) != m)
+    return emitOpError() << "expects acc [M, Dv], m [M] and l [M], got "
+                         << getAcc().getType() << ", " << getM().getType()
+                         << " and " << getL().getType();
+  auto outType = cast<MemRefType>(getOut().getType());
+  if (outType.getRank() != 2 || !isa<FloatType>(outType.getElementType()))
+    return emitOpError() << "'out' must be a 2-D float view [rows, Dv], got "
+                         << outType;
+  if (failed(verifyUnitInnerStride(*this, "out", getOut())))
+    return failure();
+  int64_t dv = outType.getDimSize(1);
+  if (!ShapedType::isDynamic(dv) && dv != dim(getAcc(), 1))
+    return emitOpError() << "'out' has " << dv << " columns but 'acc' has "
+                         << dim(getAcc(), 1);
+  if (Value lse = getLse()) {
+    auto lseType = cast<MemRefType>(lse.getType());
+    if (lseType.getRank() != 1 || !lseType.getElementType().isF32())
+      return emitOpError() << "'lse' must be a 1-D f32 view [rows], got "
+                           << lseType;
+  }
+  return success();
+}
