@@ -16,12 +16,14 @@ install(DIRECTORY ${PROJECT_BINARY_DIR}/include/flashattn
   FILES_MATCHING PATTERN "*.inc"
   PATTERN "CMakeFiles" EXCLUDE)
 
-foreach(lib MLIRFlashAttn FlashAttnCAPI)
+foreach(lib MLIRFlashAttn MLIRFlashAttnTransforms MLIRFlashAttnToVector
+            MLIRFlashAttnPipelines FlashAttnCAPI)
   target_include_directories(${lib} INTERFACE
     $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
 endforeach()
 
-install(TARGETS MLIRFlashAttn FlashAttnCAPI fa-opt
+install(TARGETS MLIRFlashAttn MLIRFlashAttnTransforms MLIRFlashAttnToVector
+  MLIRFlashAttnPipelines FlashAttnCAPI fa-opt
   EXPORT FlashAttnTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flashattn/Dialect/FlashAttn/IR/FlashAttn.h"
+#include "flashattn/Pipelines/Pipelines.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
@@ -16,6 +17,7 @@
 
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
+  mlir::flashattn::registerFlashAttnPassesAndPipelines();
 
   mlir::DialectRegistry registry;
   registry.insert<mlir::flashattn::FlashAttnDialect>();

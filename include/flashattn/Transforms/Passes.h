@@ -1,0 +1,40 @@
+//===- Passes.h - flashattn transformation passes ---------------*- C++ -*-===//
+//
+// flashattn-plan, flashattn-split-kv and flashattn-tile (declared in
+// Passes.td), and the pattern sets and helpers behind them, for compilers that
+// run them inside their own pass pipelines.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHATTN_TRANSFORMS_PASSES_H
+#define FLASHATTN_TRANSFORMS_PASSES_H
+
+#include "flashattn/Dialect/FlashAttn/IR/FlashAttn.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir {
+class RewritePatternSet;
+namespace flashattn {
+
+#define GEN_PASS_DECL
+#include "flashattn/Transforms/Passes.h.inc"
+
+/// The plan flashattn-plan attaches to `op` for `target` on a device with
+/// `numSMs` multiprocessors (ignored on the host).
+PlanAttr computePlan(AttentionOp op, Target target, int64_t numSMs);
+
+/// flashattn-split-kv: attention with plan num_splits > 1 -> partial
+/// attention + flashattn.combine.
+void populateFlashAttnSplitKVPatterns(RewritePatternSet &patterns);
+
+/// flashattn-tile: planned attention on memrefs -> tiled online-softmax
+/// loops over the tile-level ops.
+void populateFlashAttnTilePatterns(RewritePatternSet &patterns);
+
+#define GEN_PASS_REGISTRATION
+#include "flashattn/Transforms/Passes.h.inc"
+
+} // namespace flashattn
+} // namespace mlir
+
+#endif // FLASHATTN_TRANSFORMS_PASSES_H

@@ -1,0 +1,76 @@
+//===- Passes.td - flashattn transformation passes ---------*- tablegen -*-===//
+
+#ifndef FLASHATTN_TRANSFORMS_PASSES
+#define FLASHATTN_TRANSFORMS_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def FlashAttnPlan : Pass<"flashattn-plan"> {
+  let summary = "Choose tile sizes, pipeline, schedule, num_splits and pack_gqa";
+  let description = [{
+    Attaches a `#flashattn.plan` to every `flashattn.attention` that has
+    none, for the given target:
+
+    - `host`: block_m = block_n = 64, 1 stage, 1 consumer, static schedule;
+      num_splits = the op's, or 1 when automatic (0); pack_gqa = the op's,
+      or false.
+    - `sm90`: block_m = 128 (2 consumer warpgroups of 64 rows), block_n by
+      head_dim and mask (FlashAttention-3's choices: 176 non-causal and 128
+      causal at head_dim <= 128, 80 at head_dim 256), 2 stages, the LPT
+      schedule for causal and varlen and the static one otherwise;
+      automatic num_splits by FlashAttention's occupancy heuristic over
+      `num-sms` SMs; automatic pack_gqa when the query rows of one kv head
+      (seqlen_q * Hq / Hkv) fit one tile and Hq > Hkv.
+
+    An op whose plan is already set is left alone.
+  }];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"host\"",
+           "code generation target: host or sm90">,
+    Option<"numSMs", "num-sms", "int64_t", /*default=*/"132",
+           "streaming multiprocessors of the sm90 target (H100/H200: 132)">
+  ];
+  let dependentDialects = ["::mlir::flashattn::FlashAttnDialect"];
+}
+
+def FlashAttnSplitKV : Pass<"flashattn-split-kv"> {
+  let summary = "Rewrite split-KV attention into partials plus flashattn.combine";
+  let description = [{
+    A `flashattn.attention` whose plan has num_splits > 1 becomes ONE
+    attention in the split-KV partial form, writing f32 partial outputs
+    `[num_splits] ++ shape(out)` and partial lse `[num_splits] ++ shape(lse)`
+    into new buffers (memref.alloc, or tensor.empty on tensors), followed by
+    `flashattn.combine` into the original outs. Buffers are freed after the
+    combine. Runs after `flashattn-plan`.
+  }];
+  let dependentDialects = ["::mlir::flashattn::FlashAttnDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+def FlashAttnTile : Pass<"flashattn-tile"> {
+  let summary = "Lower flashattn.attention to tiled online-softmax loops";
+  let description = [{
+    Rewrites every planned `flashattn.attention` on memrefs into the loops of
+    FlashAttention-2 (arXiv 2307.08691, algorithm 1): a loop over sequences,
+    a work loop over tiles (head, m_block, split), and a loop over the key
+    blocks [n_min, n_max) that causal, window, sequence ends and the split
+    leave (DESIGN.md section 2), whose bodies use the tile-level ops
+    (tile_load, tile_load_paged, tile_qk, tile_softmax, tile_pv,
+    tile_store). Softcap, ALiBi and the score region act on the scores in
+    an elementwise loop with in-sequence indices; causal, window and
+    sequence-end masks run only on boundary blocks (scf.if); the mask region
+    runs on every block. log2(e) is folded into the scale of tile_qk when
+    nothing acts on the scores. The kv-cache append is a copy loop before
+    the attention that never writes past the cache. `flashattn.combine` is
+    left for the conversion.
+  }];
+  let dependentDialects = ["::mlir::flashattn::FlashAttnDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect"];
+}
+
+#endif // FLASHATTN_TRANSFORMS_PASSES

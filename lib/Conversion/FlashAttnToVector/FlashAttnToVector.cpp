@@ -1,0 +1,433 @@
+//===- FlashAttnToVector.cpp - tile ops and combine to scf/vector ---------===//
+//
+// The host conversion of the tile-level ops: loops over rows whose bodies use
+// vector ops along the contiguous dimension (head_dim for loads, Q K^T and
+// P V; the key block for the softmax). flashattn.combine becomes a loop over
+// output rows implementing DESIGN.md section 1's merge.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashattn/Conversion/Passes.h"
+
+#include "flashattn/Dialect/FlashAttn/IR/FlashAttn.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+#include <cmath>
+
+namespace mlir::flashattn {
+#define GEN_PASS_DEF_CONVERTFLASHATTNTOVECTOR
+#include "flashattn/Conversion/Passes.h.inc"
+} // namespace mlir::flashattn
+
+using namespace mlir;
+using namespace mlir::flashattn;
+
+namespace {
+
+struct Emit {
+  OpBuilder &b;
+  Location loc;
+
+  Value c(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value f32(double v) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+  }
+  Value splat(VectorType t, double v) {
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(t, b.getFloatAttr(t.getElementType(), v)));
+  }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value size(Value memref, int64_t i) {
+    int64_t s = cast<MemRefType>(memref.getType()).getDimSize(i);
+    return ShapedType::isDynamic(s) ? memref::DimOp::create(b, loc, memref, i)
+                                    : c(s);
+  }
+  /// Loads a row of `n` elements at `indices` as f32.
+  Value loadRow(Value memref, ValueRange indices, int64_t n) {
+    Type elem = cast<MemRefType>(memref.getType()).getElementType();
+    Value v = vector::LoadOp::create(b, loc, VectorType::get({n}, elem), memref,
+                                     indices);
+    if (!elem.isF32())
+      v = arith::ExtFOp::create(b, loc, VectorType::get({n}, b.getF32Type()), v);
+    return v;
+  }
+  /// Stores an f32 row, converted to the memref's element type.
+  void storeRow(Value row, Value memref, ValueRange indices) {
+    Type elem = cast<MemRefType>(memref.getType()).getElementType();
+    auto vt = cast<VectorType>(row.getType());
+    if (!elem.isF32())
+      row = arith::TruncFOp::create(b, loc, VectorType::get(vt.getShape(), elem),
+                                    row);
+    vector::StoreOp::create(b, loc, row, memref, indices);
+  }
+};
+
+static void forLoop(OpBuilder &b, Location loc, Value lb, Value ub,
+                    function_ref<void(Value)> body) {
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  auto loop = scf::ForOp::create(b, loc, lb, ub, one);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  body(loop.getInductionVar());
+}
+
+/// scf.for carrying one value; `body(iv, carried)` returns the next value.
+static Value forLoopCarry(OpBuilder &b, Location loc, Value lb, Value ub,
+                          Value init,
+                          function_ref<Value(Value, Value)> body) {
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  auto loop = scf::ForOp::create(
+      b, loc, lb, ub, one, ValueRange{init},
+      [&](OpBuilder &nb, Location nloc, Value iv, ValueRange args) {
+        Value next = body(iv, args[0]);
+        scf::YieldOp::create(nb, nloc, next);
+      });
+  return loop.getResult(0);
+}
+
+static int64_t dimOf(Value v, unsigned i) {
+  return cast<MemRefType>(v.getType()).getDimSize(i);
+}
+
+struct LowerTileInit : OpRewritePattern<TileInitOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TileInitOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Emit e{rewriter, loc};
+    int64_t dv = dimOf(op.getAcc(), 1);
+    Value zeros = e.splat(VectorType::get({dv}, rewriter.getF32Type()), 0.0);
+    Value negInf = e.f32(-INFINITY), zero = e.f32(0.0);
+    forLoop(rewriter, loc, e.c(0), e.c(dimOf(op.getM(), 0)), [&](Value i) {
+      memref::StoreOp::create(rewriter, loc, negInf, op.getM(), i);
+      memref::StoreOp::create(rewriter, loc, zero, op.getL(), i);
+      vector::StoreOp::create(rewriter, loc, zeros, op.getAcc(),
+                              ValueRange{i, e.c(0)});
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// Zeroes rows [rows, T) of a tile.
+static void zeroTail(Emit &e, Value tile, Value rows) {
+  int64_t d = dimOf(tile, 1);
+  Value zeros = e.splat(VectorType::get({d}, e.b.getF32Type()), 0.0);
+  forLoop(e.b, e.loc, rows, e.c(dimOf(tile, 0)), [&](Value r) {
+    vector::StoreOp::create(e.b, e.loc, zeros, tile, ValueRange{r, e.c(0)});
+  });
+}
+
+struct LowerTileLoad : OpRewritePattern<TileLoadOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TileLoadOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Emit e{rewriter, loc};
+    int64_t d = dimOf(op.getTile(), 1);
+    forLoop(rewriter, loc, e.c(0), op.getRows(), [&](Value r) {
+      Value row = e.loadRow(op.getSource(), {e.add(op.getRow0(), r), e.c(0)}, d);
+      vector::StoreOp::create(rewriter, loc, row, op.getTile(),
+                              ValueRange{r, e.c(0)});
+    });
+    zeroTail(e, op.getTile(), op.getRows());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct LowerTileLoadPaged : OpRewritePattern<TileLoadPagedOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TileLoadPagedOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Emit e{rewriter, loc};
+    int64_t d = dimOf(op.getTile(), 1);
+    Value pageSize = e.size(op.getPool(), 1);
+    forLoop(rewriter, loc, e.c(0), op.getRows(), [&](Value r) {
+      Value pos = e.add(op.getRow0(), r);
+      Value slot = arith::DivSIOp::create(rewriter, loc, pos, pageSize);
+      Value pageI32 = memref::LoadOp::create(rewriter, loc, op.getPages(), slot);
+      Value page = arith::IndexCastOp::create(rewriter, loc,
+                                              rewriter.getIndexType(), pageI32);
+      Value within = arith::RemSIOp::create(rewriter, loc, pos, pageSize);
+      Value row = e.loadRow(op.getPool(), {page, within, op.getHead(), e.c(0)},
+                            d);
+      vector::StoreOp::create(rewriter, loc, row, op.getTile(),
+                              ValueRange{r, e.c(0)});
+    });
+    zeroTail(e, op.getTile(), op.getRows());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct LowerTileQK : OpRewritePattern<TileQKOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TileQKOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Emit e{rewriter, loc};
+    int64_t m = dimOf(op.getQ(), 0), n = dimOf(op.getK(), 0),
+            d = dimOf(op.getQ(), 1);
+    Value scale = e.f32(op.getScale().convertToDouble());
+    forLoop(rewriter, loc, e.c(0), e.c(m), [&](Value i) {
+      Value qrow = e.loadRow(op.getQ(), {i, e.c(0)}, d);
+      forLoop(rewriter, loc, e.c(0), e.c(n), [&](Value j) {
+        Value krow = e.loadRow(op.getK(), {j, e.c(0)}, d);
+        Value prod = arith::MulFOp::create(rewriter, loc, qrow, krow);
+        Value dot = vector::ReductionOp::create(
+            rewriter, loc, vector::CombiningKind::ADD, prod);
+        Value s = arith::MulFOp::create(rewriter, loc, dot, scale);
+        memref::StoreOp::create(rewriter, loc, s, op.getS(), ValueRange{i, j});
+      });
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct LowerTileSoftmax : OpRewritePattern<TileSoftmaxOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TileSoftmaxOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Emit e{rewriter, loc};
+    int64_t m = dimOf(op.getS(), 0), n = dimOf(op.getS(), 1),
+            dv = dimOf(op.getAcc(), 1);
+    Type f32 = rewriter.getF32Type();
+    auto rowType = VectorType::get({n}, f32);
+    forLoop(rewriter, loc, e.c(0), e.c(m), [&](Value i) {
+      Value row = vector::LoadOp::create(rewriter, loc, rowType, op.getS(),
+                                         ValueRange{i, e.c(0)});
+      Value rowMax = vector::ReductionOp::create(
+          rewriter, loc, vector::CombiningKind::MAXNUMF, row);
+      Value mOld = memref::LoadOp::create(rewriter, loc, op.getM(), i);
+      Value mNew = arith::MaxNumFOp::create(rewriter, loc, mOld, rowMax);
+      // Guard: a row that has seen only -inf uses 0 in the exponents.
+      Value isEmpty = arith::CmpFOp::create(
+          rewriter, loc, arith::CmpFPredicate::OEQ, mNew, e.f32(-INFINITY));
+      Value mUse = arith::SelectOp::create(rewriter, loc, isEmpty, e.f32(0.0),
+                                           mNew);
+      Value mUseVec = vector::BroadcastOp::create(rewriter, loc, rowType, mUse);
+      Value p = math::Exp2Op::create(
+          rewriter, loc, arith::SubFOp::create(rewriter, loc, row, mUseVec));
+      vector::StoreOp::create(rewriter, loc, p, op.getS(),
+                              ValueRange{i, e.c(0)});
+      Value alpha = math::Exp2Op::create(
+          rewriter, loc, arith::SubFOp::create(rewriter, loc, mOld, mUse));
+      Value rowSum = vector::ReductionOp::create(
+          rewriter, loc, vector::CombiningKind::ADD, p);
+      Value lOld = memref::LoadOp::create(rewriter, loc, op.getL(), i);
+      Value lNew = arith::AddFOp::create(
+          rewriter, loc, arith::MulFOp::create(rewriter, loc, lOld, alpha),
+          rowSum);
+      memref::StoreOp::create(rewriter, loc, lNew, op.getL(), i);
+      memref::StoreOp::create(rewriter, loc, mNew, op.getM(), i);
+      auto accType = VectorType::get({dv}, f32);
+      Value accRow = vector::LoadOp::create(rewriter, loc, accType, op.getAcc(),
+                                            ValueRange{i, e.c(0)});
+      Value alphaVec =
+          vector::BroadcastOp::create(rewriter, loc, accType, alpha);
+      accRow = arith::MulFOp::create(rewriter, loc, accRow, alphaVec);
+      vector::StoreOp::create(rewriter, loc, accRow, op.getAcc(),
+                              ValueRange{i, e.c(0)});
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct LowerTilePV : OpRewritePattern<TilePVOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TilePVOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Emit e{rewriter, loc};
+    int64_t m = dimOf(op.getP(), 0), n = dimOf(op.getP(), 1),
+            dv = dimOf(op.getV(), 1);
+    auto accType = VectorType::get({dv}, rewriter.getF32Type());
+    forLoop(rewriter, loc, e.c(0), e.c(m), [&](Value i) {
+      Value init = vector::LoadOp::create(rewriter, loc, accType, op.getAcc(),
+                                          ValueRange{i, e.c(0)});
+      Value sum = forLoopCarry(
+          rewriter, loc, e.c(0), e.c(n), init, [&](Value j, Value a) {
+            Value p = memref::LoadOp::create(rewriter, loc, op.getP(),
+                                             ValueRange{i, j});
+            Value pv = vector::BroadcastOp::create(rewriter, loc, accType, p);
+            Value vrow = vector::LoadOp::create(rewriter, loc, accType,
+                                                op.getV(), ValueRange{j, e.c(0)});
+            return vector::FMAOp::create(rewriter, loc, pv, vrow, a)
+                .getResult();
+          });
+      vector::StoreOp::create(rewriter, loc, sum, op.getAcc(),
+                              ValueRange{i, e.c(0)});
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct LowerTileStore : OpRewritePattern<TileStoreOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TileStoreOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Emit e{rewriter, loc};
+    int64_t dv = dimOf(op.getAcc(), 1);
+    auto accType = VectorType::get({dv}, rewriter.getF32Type());
+    forLoop(rewriter, loc, e.c(0), op.getRows(), [&](Value r) {
+      Value l = memref::LoadOp::create(rewriter, loc, op.getL(), r);
+      Value empty = arith::CmpFOp::create(rewriter, loc,
+                                          arith::CmpFPredicate::OEQ, l,
+                                          e.f32(0.0));
+      Value inv = arith::SelectOp::create(
+          rewriter, loc, empty, e.f32(0.0),
+          arith::DivFOp::create(rewriter, loc, e.f32(1.0), l));
+      Value row = vector::LoadOp::create(rewriter, loc, accType, op.getAcc(),
+                                         ValueRange{r, e.c(0)});
+      row = arith::MulFOp::create(
+          rewriter, loc, row,
+          vector::BroadcastOp::create(rewriter, loc, accType, inv));
+      e.storeRow(row, op.getOut(), {r, e.c(0)});
+      if (Value lse = op.getLse()) {
+        Value m = memref::LoadOp::create(rewriter, loc, op.getM(), r);
+        Value logL = math::LogOp::create(rewriter, loc, l);
+        Value value = arith::AddFOp::create(
+            rewriter, loc,
+            arith::MulFOp::create(rewriter, loc, m, e.f32(M_LN2)), logL);
+        value = arith::SelectOp::create(rewriter, loc, empty,
+                                        e.f32(-INFINITY), value);
+        memref::StoreOp::create(rewriter, loc, value, lse, r);
+      }
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// flashattn.combine on memrefs: per output row, lse = log sum_s exp(lse_s)
+/// (max-shifted), out = sum_s exp(lse_s - lse) O_s; empty splits weigh 0, all
+/// empty gives out 0 and lse -inf.
+struct LowerCombine : OpRewritePattern<CombineOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(CombineOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!isa<MemRefType>(op.getOut().getType()))
+      return rewriter.notifyMatchFailure(op, "tensor form: bufferize first");
+    int64_t rank = cast<MemRefType>(op.getOut().getType()).getRank();
+    int64_t dv = dimOf(op.getOut(), rank - 1);
+    if (ShapedType::isDynamic(dv))
+      return rewriter.notifyMatchFailure(op, "needs a static head_dim_v");
+    Location loc = op.getLoc();
+    Emit e{rewriter, loc};
+    Value out = op.getOut(), lse = op.getLse();
+    Value po = op.getPartialOut(), pl = op.getPartialLse();
+    bool varlen = cast<MemRefType>(out.getType()).getRank() == 3;
+    Type f32 = rewriter.getF32Type();
+    auto rowType = VectorType::get({dv}, f32);
+    Value splits = e.size(po, 0);
+
+    auto body = [&](ValueRange rowIdx) {
+      // rowIdx: (b, s, h) dense or (t, h) varlen; lse index (b, h, s) / (h, t).
+      SmallVector<Value> lseIdx =
+          varlen ? SmallVector<Value>{rowIdx[1], rowIdx[0]}
+                 : SmallVector<Value>{rowIdx[0], rowIdx[2], rowIdx[1]};
+      auto partialLse = [&](Value s) {
+        SmallVector<Value> idx{s};
+        idx.append(lseIdx);
+        return memref::LoadOp::create(rewriter, loc, pl, idx).getResult();
+      };
+      Value mx = forLoopCarry(rewriter, loc, e.c(0), splits, e.f32(-INFINITY),
+                              [&](Value s, Value acc) {
+                                return arith::MaxNumFOp::create(
+                                           rewriter, loc, acc, partialLse(s))
+                                    .getResult();
+                              });
+      Value allEmpty = arith::CmpFOp::create(
+          rewriter, loc, arith::CmpFPredicate::OEQ, mx, e.f32(-INFINITY));
+      Value mUse = arith::SelectOp::create(rewriter, loc, allEmpty, e.f32(0.0),
+                                           mx);
+      Value sum = forLoopCarry(
+          rewriter, loc, e.c(0), splits, e.f32(0.0), [&](Value s, Value acc) {
+            Value w = math::ExpOp::create(
+                rewriter, loc,
+                arith::SubFOp::create(rewriter, loc, partialLse(s), mUse));
+            return arith::AddFOp::create(rewriter, loc, acc, w).getResult();
+          });
+      Value inv = arith::SelectOp::create(
+          rewriter, loc, allEmpty, e.f32(0.0),
+          arith::DivFOp::create(rewriter, loc, e.f32(1.0), sum));
+      Value zeros = e.splat(rowType, 0.0);
+      Value acc = forLoopCarry(
+          rewriter, loc, e.c(0), splits, zeros, [&](Value s, Value a) {
+            Value w = math::ExpOp::create(
+                rewriter, loc,
+                arith::SubFOp::create(rewriter, loc, partialLse(s), mUse));
+            w = arith::MulFOp::create(rewriter, loc, w, inv);
+            SmallVector<Value> idx{s};
+            idx.append(rowIdx.begin(), rowIdx.end());
+            idx.push_back(e.c(0));
+            Value orow = vector::LoadOp::create(rewriter, loc, rowType, po, idx);
+            Value wv = vector::BroadcastOp::create(rewriter, loc, rowType, w);
+            return vector::FMAOp::create(rewriter, loc, wv, orow, a)
+                .getResult();
+          });
+      SmallVector<Value> outIdx(rowIdx.begin(), rowIdx.end());
+      outIdx.push_back(e.c(0));
+      e.storeRow(acc, out, outIdx);
+      if (lse) {
+        Value value = arith::AddFOp::create(
+            rewriter, loc, mUse, math::LogOp::create(rewriter, loc, sum));
+        value = arith::SelectOp::create(rewriter, loc, allEmpty,
+                                        e.f32(-INFINITY), value);
+        memref::StoreOp::create(rewriter, loc, value, lse, lseIdx);
+      }
+    };
+
+    // Nested loops over every index of out but the last.
+    std::function<void(int64_t, SmallVector<Value>)> nest =
+        [&](int64_t dim, SmallVector<Value> idx) {
+          if (dim == rank - 1)
+            return body(idx);
+          forLoop(rewriter, loc, e.c(0), e.size(out, dim), [&](Value iv) {
+            SmallVector<Value> next = idx;
+            next.push_back(iv);
+            nest(dim + 1, next);
+          });
+        };
+    nest(0, {});
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct ConvertFlashAttnToVectorPass
+    : public flashattn::impl::ConvertFlashAttnToVectorBase<
+          ConvertFlashAttnToVectorPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    populateFlashAttnToVectorConversionPatterns(patterns);
+    ConversionTarget target(getContext());
+    target.addIllegalOp<TileInitOp, TileLoadOp, TileLoadPagedOp, TileQKOp,
+                        TileSoftmaxOp, TilePVOp, TileStoreOp, CombineOp>();
+    target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+    if (failed(applyPartialConversion(getOperation(), target,
+                                      std::move(patterns))))
+      return signalPassFailure();
+  }
+};
+} // namespace
+
+void mlir::flashattn::populateFlashAttnToVectorConversionPatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<LowerTileInit, LowerTileLoad, LowerTileLoadPaged, LowerTileQK,
+               LowerTileSoftmax, LowerTilePV, LowerTileStore, LowerCombine>(
+      patterns.getContext());
+}

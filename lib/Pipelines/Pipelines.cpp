@@ -1,0 +1,54 @@
+//===- Pipelines.cpp - registered flashattn pipelines ---------------------===//
+
+#include "flashattn/Pipelines/Pipelines.h"
+
+#include "flashattn/Conversion/Passes.h"
+#include "flashattn/Transforms/Passes.h"
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+void mlir::flashattn::buildFlashAttnHostPipeline(OpPassManager &pm) {
+  flashattn::FlashAttnPlanOptions plan;
+  plan.target = "host";
+  pm.addPass(flashattn::createFlashAttnPlan(plan));
+  pm.addPass(flashattn::createFlashAttnSplitKV());
+  pm.addPass(flashattn::createFlashAttnTile());
+  pm.addPass(flashattn::createConvertFlashAttnToVector());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  // bf16 has no native x86 conversions: expand extf/truncf to integer ops.
+  arith::ArithExpandOpsPassOptions expand;
+  expand.includeBf16 = true;
+  pm.addPass(arith::createArithExpandOpsPass(expand));
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  ConvertVectorToLLVMPassOptions vectorToLLVM;
+  vectorToLLVM.reassociateFPReductions = true;
+  pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createCanonicalizerPass());
+}
+
+void mlir::flashattn::registerFlashAttnPassesAndPipelines() {
+  flashattn::registerFlashAttnTransformsPasses();
+  flashattn::registerFlashAttnConversionPasses();
+  PassPipelineRegistration<>(
+      "flashattn-host-pipeline",
+      "Lower flashattn.attention (memref form) to the LLVM dialect for the "
+      "host: plan, split-kv, tile, convert-flashattn-to-vector, LLVM",
+      buildFlashAttnHostPipeline);
+}

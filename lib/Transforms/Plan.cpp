@@ -1,0 +1,143 @@
+//===- Plan.cpp - flashattn-plan ------------------------------------------===//
+//
+// Chooses the tile sizes, pipeline depth, schedule, num_splits and pack_gqa
+// of each flashattn.attention and records them in #flashattn.plan.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashattn/Transforms/Passes.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/StringSwitch.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace mlir::flashattn {
+#define GEN_PASS_DEF_FLASHATTNPLAN
+#include "flashattn/Transforms/Passes.h.inc"
+} // namespace mlir::flashattn
+
+using namespace mlir;
+using namespace mlir::flashattn;
+
+static int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// FlashAttention's split-KV occupancy heuristic (flash_api.cpp,
+/// num_splits_heuristic): among 1..max splits, the smallest count whose wave
+/// efficiency is within 85% of the best.
+static int64_t numSplitsHeuristic(int64_t tiles, int64_t numSMs,
+                                  int64_t keyBlocks, int64_t maxSplits) {
+  if (tiles >= 0.8 * numSMs)
+    return 1;
+  maxSplits = std::min({maxSplits, numSMs, keyBlocks});
+  if (maxSplits <= 1)
+    return 1;
+  auto efficiency = [&](int64_t s) {
+    double waves = static_cast<double>(tiles * s) / numSMs;
+    return waves / std::ceil(waves);
+  };
+  double best = 0;
+  for (int64_t s = 1; s <= maxSplits; ++s)
+    best = std::max(best, efficiency(s));
+  for (int64_t s = 1; s <= maxSplits; ++s)
+    if (efficiency(s) >= 0.85 * best)
+      return s;
+  return 1;
+}
+
+PlanAttr mlir::flashattn::computePlan(AttentionOp op, Target target,
+                                      int64_t numSMs) {
+  MLIRContext *ctx = op.getContext();
+  int64_t opSplits = op.getNumSplitsAttr().getValue().getSExtValue();
+  std::optional<bool> opPack = op.getPackGqa();
+  if (op.isSplitPartial())
+    opSplits = cast<ShapedType>(op.getOut().getType()).getDimSize(0);
+
+  if (target == Target::host)
+    return PlanAttr::get(ctx, Target::host, /*block_m=*/64, /*block_n=*/64,
+                         /*stages=*/1, /*consumers=*/1, Schedule::static_,
+                         opSplits > 0 ? opSplits : 1, opPack.value_or(false));
+
+  // sm90: FlashAttention-3's tile shapes (hopper/tile_size.h).
+  int64_t d = op.getHeadDim();
+  if (ShapedType::isDynamic(d))
+    d = 128;
+  auto [left, right] = op.getWindow();
+  bool masked = op.getCausal() != CausalKind::none || left >= 0 || right >= 0;
+  int64_t blockM = 128, blockN;
+  if (d <= 64)
+    blockN = 128;
+  else if (d <= 128)
+    blockN = masked ? 128 : 176;
+  else if (d <= 192)
+    blockN = 112;
+  else
+    blockN = 80;
+  Schedule schedule =
+      masked || op.isVarlenQ() || op.isVarlenK() ? Schedule::lpt
+                                                 : Schedule::static_;
+
+  auto qType = cast<ShapedType>(op.getQ().getType());
+  int64_t hq = op.getNumQHeads(), hkv = op.getNumKVHeads();
+  int64_t sq = op.isVarlenQ() ? ShapedType::kDynamic : qType.getDimSize(1);
+  int64_t groups =
+      ShapedType::isDynamic(hq) || ShapedType::isDynamic(hkv) ? 1 : hq / hkv;
+  bool pack = opPack.value_or(groups > 1 && !ShapedType::isDynamic(sq) &&
+                              sq * groups <= blockM);
+
+  int64_t splits = opSplits;
+  if (splits <= 0) {
+    splits = 1;
+    auto kType = cast<ShapedType>(op.getK().getType());
+    int64_t batch = op.isVarlenQ() ? ShapedType::kDynamic : qType.getDimSize(0);
+    int64_t sk = kType.getRank() == 4 ? kType.getDimSize(1)
+                                      : ShapedType::kDynamic;
+    if (op.isPaged()) {
+      auto bt = cast<ShapedType>(op.getBlockTable().getType());
+      sk = ShapedType::isDynamic(bt.getDimSize(1)) ||
+                   ShapedType::isDynamic(sk)
+               ? ShapedType::kDynamic
+               : bt.getDimSize(1) * sk;
+    }
+    if (!ShapedType::isDynamic(batch) && !ShapedType::isDynamic(sq) &&
+        !ShapedType::isDynamic(sk) && !ShapedType::isDynamic(hq) &&
+        !ShapedType::isDynamic(hkv)) {
+      int64_t rows = pack ? sq * groups : sq;
+      int64_t tiles = batch * (pack ? hkv : hq) * ceilDiv(rows, blockM);
+      splits = numSplitsHeuristic(tiles, numSMs, ceilDiv(sk, blockN),
+                                  /*maxSplits=*/128);
+    }
+  }
+  return PlanAttr::get(ctx, Target::sm90, blockM, blockN, /*stages=*/2,
+                       /*consumers=*/2, schedule, splits, pack);
+}
+
+namespace {
+struct FlashAttnPlanPass
+    : public flashattn::impl::FlashAttnPlanBase<FlashAttnPlanPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    std::optional<Target> t = llvm::StringSwitch<std::optional<Target>>(target)
+                                  .Case("host", Target::host)
+                                  .Case("sm90", Target::sm90)
+                                  .Default(std::nullopt);
+    if (!t) {
+      getOperation()->emitError()
+          << "flashattn-plan: unknown target '" << target
+          << "' (expected host or sm90)";
+      return signalPassFailure();
+    }
+    if (numSMs <= 0) {
+      getOperation()->emitError()
+          << "flashattn-plan: num-sms must be positive, got " << numSMs;
+      return signalPassFailure();
+    }
+    getOperation()->walk([&](AttentionOp op) {
+      if (!op.getPlanAttr())
+        op.setPlanAttr(computePlan(op, *t, numSMs));
+    });
+  }
+};
+} // namespace

@@ -1,0 +1,507 @@
+//===- Tile.cpp - flashattn-tile ------------------------------------------===//
+//
+// Lowers a planned flashattn.attention on memrefs into the tiled online
+// softmax of FlashAttention-2 (arXiv 2307.08691, algorithm 1), with the key
+// ranges and boundary-only masking of DESIGN.md section 2:
+//
+//   scf.for %b (sequences)
+//     scf.for %t (work loop over tiles: head, m_block, split)
+//       tile_init; tile_load Q
+//       scf.for %nb in [n_min / block_n, ceil(n_max / block_n)) ∩ split
+//         tile_load(_paged) K; tile_qk
+//         [elementwise: softcap, ALiBi, score region, * log2(e)]
+//         [scf.if boundary block: causal / window / sequence-end mask]
+//         [mask region]
+//         tile_softmax; tile_load(_paged) V; tile_pv
+//       tile_store out (and lse)
+//
+// Scores are in the base-2 domain; log2(e) is folded into tile_qk's scale
+// when nothing acts on the scores after scaling.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashattn/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include <cmath>
+
+namespace mlir::flashattn {
+#define GEN_PASS_DEF_FLASHATTNTILE
+#include "flashattn/Transforms/Passes.h.inc"
+} // namespace mlir::flashattn
+
+using namespace mlir;
+using namespace mlir::flashattn;
+
+namespace {
+
+/// Index arithmetic on an OpBuilder at one location.
+struct Emit {
+  OpBuilder &b;
+  Location loc;
+
+  Value c(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
+  Value div(Value x, Value y) { return arith::DivSIOp::create(b, loc, x, y); }
+  Value rem(Value x, Value y) { return arith::RemSIOp::create(b, loc, x, y); }
+  Value ceilDiv(Value x, Value y) {
+    return arith::CeilDivSIOp::create(b, loc, x, y);
+  }
+  Value min(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
+  Value max(Value x, Value y) { return arith::MaxSIOp::create(b, loc, x, y); }
+  Value cmp(arith::CmpIPredicate p, Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, p, x, y);
+  }
+  Value f32(double v) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+  }
+  Value dim(Value memref, int64_t i) {
+    return memref::DimOp::create(b, loc, memref, i);
+  }
+  /// Loads an i32 element and casts it to index.
+  Value loadIndex(Value memref, ValueRange indices) {
+    Value v = memref::LoadOp::create(b, loc, memref, indices);
+    return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
+  }
+  /// A memref.dim, or the constant when the dimension is static.
+  Value size(Value memref, int64_t i) {
+    int64_t s = cast<MemRefType>(memref.getType()).getDimSize(i);
+    return ShapedType::isDynamic(s) ? dim(memref, i) : c(s);
+  }
+
+  /// The rank-reduced view of `src` at `offsets` with `sizes`; dimensions
+  /// listed in `dropped` (size 1) are removed.
+  Value view(Value src, ArrayRef<OpFoldResult> offsets,
+             ArrayRef<OpFoldResult> sizes, ArrayRef<int64_t> dropped) {
+    auto srcType = cast<MemRefType>(src.getType());
+    SmallVector<OpFoldResult> strides(srcType.getRank(), b.getIndexAttr(1));
+    // Constants become static offsets and sizes.
+    auto fold = [](ArrayRef<OpFoldResult> in) {
+      SmallVector<OpFoldResult> outs;
+      for (OpFoldResult ofr : in)
+        outs.push_back(isa<Value>(ofr) ? getAsOpFoldResult(cast<Value>(ofr))
+                                       : ofr);
+      return outs;
+    };
+    SmallVector<OpFoldResult> offsetsF = fold(offsets), sizesF = fold(sizes);
+    offsets = offsetsF;
+    sizes = sizesF;
+    SmallVector<int64_t> shape;
+    for (auto [i, s] : llvm::enumerate(sizes)) {
+      if (llvm::is_contained(dropped, static_cast<int64_t>(i)))
+        continue;
+      std::optional<int64_t> cst = getConstantIntValue(s);
+      shape.push_back(cst ? *cst : ShapedType::kDynamic);
+    }
+    MemRefType type = memref::SubViewOp::inferRankReducedResultType(
+        shape, srcType, offsets, sizes, strides);
+    return memref::SubViewOp::create(b, loc, type, src, offsets, sizes,
+                                     strides);
+  }
+};
+
+/// scf.for from lb to ub (step 1) whose body is built by `body(iv)`.
+static void forLoop(OpBuilder &b, Location loc, Value lb, Value ub,
+                    function_ref<void(Value)> body) {
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  auto loop = scf::ForOp::create(b, loc, lb, ub, one);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  body(loop.getInductionVar());
+}
+
+/// Clones the single block of `region` (minus its terminator) with the block
+/// arguments bound to `args`, and returns the yielded value.
+static Value inlineRegion(OpBuilder &b, Region &region, ValueRange args) {
+  Block &block = region.front();
+  IRMapping mapping;
+  mapping.map(block.getArguments(), args);
+  for (Operation &op : block.without_terminator())
+    b.clone(op, mapping);
+  return mapping.lookupOrDefault(
+      cast<YieldOp>(block.getTerminator()).getValues()[0]);
+}
+
+struct TileAttention : OpRewritePattern<AttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(AttentionOp op,
+                                PatternRewriter &rewriter) const override {
+    PlanAttr plan = op.getPlanAttr();
+    if (!plan)
+      return rewriter.notifyMatchFailure(op, "no plan: run flashattn-plan");
+    if (!isa<MemRefType>(op.getQ().getType()))
+      return rewriter.notifyMatchFailure(op, "tensor form: bufferize first");
+    if (plan.getNumSplits() > 1 && !op.isSplitPartial())
+      return rewriter.notifyMatchFailure(op, "run flashattn-split-kv first");
+    if (ShapedType::isDynamic(op.getHeadDim()) ||
+        ShapedType::isDynamic(op.getHeadDimV()))
+      return rewriter.notifyMatchFailure(op, "needs a static head_dim");
+
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    Emit e{b, loc};
+    const int64_t bm = plan.getBlockM(), bn = plan.getBlockN();
+    const int64_t d = op.getHeadDim(), dv = op.getHeadDimV();
+    const bool partial = op.isSplitPartial();
+    const int64_t splits = partial ? plan.getNumSplits() : 1;
+    const bool varlenQ = op.isVarlenQ(), varlenK = op.isVarlenK();
+    const bool paged = op.isPaged(), append = op.hasAppend();
+    Value q = op.getQ(), k = op.getK(), v = op.getV(), out = op.getOut(),
+          lse = op.getLse();
+    const int64_t qr = cast<MemRefType>(q.getType()).getRank();
+
+    // f32 scratch tiles.
+    Type f32 = b.getF32Type();
+    auto alloc = [&](ArrayRef<int64_t> shape) -> Value {
+      return memref::AllocOp::create(b, loc, MemRefType::get(shape, f32));
+    };
+    Value qt = alloc({bm, d}), kt = alloc({bn, d}), vt = alloc({bn, dv});
+    Value st = alloc({bm, bn}), mt = alloc({bm}), lt = alloc({bm});
+    Value acc = alloc({bm, dv});
+
+    Value hq = e.size(q, qr - 2);
+    Value hkv = e.size(k, cast<MemRefType>(k.getType()).getRank() - 2);
+    Value groups = e.div(hq, hkv);
+    Value batch = varlenQ ? e.sub(e.size(op.getCuSeqlensQ(), 0), e.c(1))
+                          : e.size(q, 0);
+    // Keys a sequence can hold: reads never go past this.
+    Value capacity = paged ? e.mul(e.size(op.getBlockTable(), 1), e.size(k, 1))
+                     : varlenK ? Value()
+                               : e.size(k, 1);
+
+    if (append)
+      emitAppend(b, loc, op, batch, hkv, capacity);
+
+    // Score modifiers and the scale (base-2 domain).
+    const double log2e = 1.4426950408889634;
+    double scale = op.getEffectiveScale();
+    double softcap = op.getSoftcap() ? op.getSoftcap()->convertToDouble() : 0;
+    bool hasScoreRegion = !op.getScore().empty();
+    bool hasMaskRegion = !op.getMask().empty();
+    bool hasMods = softcap > 0 || op.getAlibiSlopes() || hasScoreRegion;
+    double qkScale = hasMods ? scale : scale * log2e;
+    CausalKind causal = op.getCausal();
+    auto [winL, winR] = op.getWindow();
+
+    forLoop(b, loc, e.c(0), batch, [&](Value bIdx) {
+      Value one = e.c(1);
+      // Sequence extents (in-sequence positions start at 0).
+      Value qOff = e.c(0), sq = e.size(q, 1);
+      if (varlenQ) {
+        // Never past the packed tensor, never negative (callers check
+        // cu_seqlens and report bad input with a status).
+        qOff = e.loadIndex(op.getCuSeqlensQ(), {bIdx});
+        sq = e.sub(e.loadIndex(op.getCuSeqlensQ(), {e.add(bIdx, one)}), qOff);
+        sq = e.max(e.min(sq, e.sub(e.size(q, 0), qOff)), e.c(0));
+      }
+      Value kOff = e.c(0), sk;
+      if (append) {
+        sk = e.add(e.loadIndex(op.getCacheSeqlens(), {bIdx}),
+                   e.size(op.getKNew(), 1));
+      } else if (op.getSequsedK()) {
+        sk = e.loadIndex(op.getSequsedK(), {bIdx});
+        if (varlenK)
+          kOff = e.loadIndex(op.getCuSeqlensK(), {bIdx});
+      } else if (varlenK) {
+        kOff = e.loadIndex(op.getCuSeqlensK(), {bIdx});
+        sk = e.sub(e.loadIndex(op.getCuSeqlensK(), {e.add(bIdx, one)}), kOff);
+      } else {
+        sk = capacity;
+      }
+      if (capacity)
+        sk = e.min(sk, capacity);
+      else
+        sk = e.min(sk, e.sub(e.size(k, 0), kOff));
+      sk = e.max(sk, e.c(0));
+
+      Value nmb = e.ceilDiv(sq, e.c(bm));
+      Value numTiles = e.mul(e.mul(hq, nmb), e.c(splits));
+      forLoop(b, loc, e.c(0), numTiles, [&](Value t) {
+        Value split = e.rem(t, e.c(splits));
+        Value rest = e.div(t, e.c(splits));
+        Value mb = e.rem(rest, nmb);
+        Value h = e.div(rest, nmb);
+        Value g = e.div(h, groups);
+        Value m0 = e.mul(mb, e.c(bm));
+        Value rows = e.min(e.c(bm), e.sub(sq, m0));
+
+        // Views of this sequence and head.
+        OpFoldResult zero = b.getIndexAttr(0), unit = b.getIndexAttr(1);
+        auto seqView = [&](Value src, Value head, Value off, Value len,
+                           int64_t cols) -> Value {
+          if (cast<MemRefType>(src.getType()).getRank() == 3)
+            return e.view(src, {off, head, zero},
+                          {len, unit, b.getIndexAttr(cols)}, {1});
+          return e.view(src, {bIdx, zero, head, zero},
+                        {unit, e.size(src, 1), unit, b.getIndexAttr(cols)},
+                        {0, 2});
+        };
+        Value qv = seqView(q, h, qOff, sq, d);
+        Value kv, vv, pages;
+        if (paged) {
+          pages = e.view(op.getBlockTable(), {bIdx, zero},
+                         {unit, e.size(op.getBlockTable(), 1)}, {0});
+        } else {
+          Value len = varlenK ? sk : Value();
+          kv = seqView(k, g, kOff, len, d);
+          vv = seqView(v, g, kOff, len, dv);
+        }
+        SmallVector<OpFoldResult> outOffsets, outSizes, lseOffsets, lseSizes;
+        SmallVector<int64_t> outDropped, lseDropped;
+        if (partial) {
+          outOffsets.push_back(split);
+          outSizes.push_back(unit);
+          outDropped.push_back(0);
+          lseOffsets.push_back(split);
+          lseSizes.push_back(unit);
+          lseDropped.push_back(0);
+        }
+        int64_t base = partial ? 1 : 0;
+        if (varlenQ) {
+          outOffsets.append({e.add(qOff, m0), h, zero});
+          outSizes.append({rows, unit, b.getIndexAttr(dv)});
+          outDropped.push_back(base + 1);
+          lseOffsets.append({h, e.add(qOff, m0)});
+          lseSizes.append({unit, rows});
+          lseDropped.push_back(base);
+        } else {
+          outOffsets.append({bIdx, m0, h, zero});
+          outSizes.append({unit, rows, unit, b.getIndexAttr(dv)});
+          outDropped.append({base, base + 2});
+          lseOffsets.append({bIdx, h, m0});
+          lseSizes.append({unit, unit, rows});
+          lseDropped.append({base, base + 1});
+        }
+        Value ov = e.view(out, outOffsets, outSizes, outDropped);
+        Value lv = lse ? e.view(lse, lseOffsets, lseSizes, lseDropped)
+                       : Value();
+
+        // Key range [nLo, nHi) of rows [m0, m0 + rows) (DESIGN.md 2).
+        Value c = e.sub(sk, sq);
+        Value m1 = e.add(m0, rows);
+        Value nHi = sk;
+        if (causal == CausalKind::top_left)
+          nHi = e.min(nHi, m1);
+        if (causal == CausalKind::bottom_right)
+          nHi = e.min(nHi, e.add(m1, c));
+        if (winR >= 0)
+          nHi = e.min(nHi, e.add(e.add(m1, c), e.c(winR)));
+        nHi = e.max(nHi, e.c(0));
+        Value nLo = e.c(0);
+        if (winL >= 0)
+          nLo = e.max(nLo, e.sub(e.add(m0, c), e.c(winL)));
+        Value nbLo = e.div(nLo, e.c(bn));
+        Value nbHi = e.ceilDiv(nHi, e.c(bn));
+        if (splits > 1) {
+          Value perSplit = e.ceilDiv(e.ceilDiv(sk, e.c(bn)), e.c(splits));
+          Value sLo = e.mul(split, perSplit);
+          nbLo = e.max(nbLo, sLo);
+          nbHi = e.min(nbHi, e.add(sLo, perSplit));
+        }
+        nbHi = e.max(nbHi, nbLo);
+
+        TileInitOp::create(b, loc, mt, lt, acc);
+        TileLoadOp::create(b, loc, qv, m0, rows, qt);
+        forLoop(b, loc, nbLo, nbHi, [&](Value nb) {
+          Value n0 = e.mul(nb, e.c(bn));
+          Value cols = e.min(e.c(bn), e.sub(sk, n0));
+          auto loadKV = [&](Value src, Value viewOrNull, Value tile) {
+            if (paged)
+              TileLoadPagedOp::create(b, loc, src, pages, g, n0, cols, tile);
+            else
+              TileLoadOp::create(b, loc, viewOrNull, n0, cols, tile);
+          };
+          loadKV(k, kv, kt);
+          TileQKOp::create(b, loc, qt, kt, st, b.getF32FloatAttr(qkScale));
+
+          // Elementwise score modifiers on the real rows and columns.
+          if (hasMods) {
+            forLoop(b, loc, e.c(0), rows, [&](Value i) {
+              forLoop(b, loc, e.c(0), cols, [&](Value j) {
+                Value iAbs = e.add(m0, i), jAbs = e.add(n0, j);
+                Value s = memref::LoadOp::create(b, loc, st, ValueRange{i, j});
+                if (softcap > 0) {
+                  Value cap = e.f32(softcap);
+                  Value x = arith::DivFOp::create(b, loc, s, cap);
+                  x = math::TanhOp::create(b, loc, x);
+                  s = arith::MulFOp::create(b, loc, x, cap);
+                }
+                if (Value slopes = op.getAlibiSlopes()) {
+                  Value slope =
+                      cast<MemRefType>(slopes.getType()).getRank() == 1
+                          ? memref::LoadOp::create(b, loc, slopes, h)
+                          : memref::LoadOp::create(b, loc, slopes,
+                                                   ValueRange{bIdx, h});
+                  Value dist = e.sub(e.add(iAbs, c), jAbs);
+                  dist = math::AbsIOp::create(b, loc, dist);
+                  Value distI = arith::IndexCastOp::create(
+                      b, loc, b.getI64Type(), dist);
+                  Value distF = arith::SIToFPOp::create(b, loc, f32, distI);
+                  Value bias = arith::MulFOp::create(b, loc, slope, distF);
+                  s = arith::SubFOp::create(b, loc, s, bias);
+                }
+                if (hasScoreRegion)
+                  s = inlineRegion(b, op.getScore(), {s, bIdx, h, iAbs, jAbs});
+                s = arith::MulFOp::create(b, loc, s, e.f32(log2e));
+                memref::StoreOp::create(b, loc, s, st, ValueRange{i, j});
+              });
+            });
+          }
+
+          // Causal / window / sequence-end mask, on boundary blocks only.
+          using P = arith::CmpIPredicate;
+          Value lastKey = e.add(n0, e.c(bn - 1));
+          Value firstRow = m0, lastRow = e.add(m0, e.c(bm - 1));
+          Value boundary = e.cmp(P::slt, cols, e.c(bn));
+          auto orWith = [&](Value cond) {
+            boundary = arith::OrIOp::create(b, loc, boundary, cond);
+          };
+          if (causal == CausalKind::top_left)
+            orWith(e.cmp(P::sgt, lastKey, firstRow));
+          if (causal == CausalKind::bottom_right)
+            orWith(e.cmp(P::sgt, lastKey, e.add(firstRow, c)));
+          if (winR >= 0)
+            orWith(e.cmp(P::sgt, lastKey,
+                         e.add(e.add(firstRow, c), e.c(winR))));
+          if (winL >= 0)
+            orWith(e.cmp(P::slt, n0,
+                         e.sub(e.add(lastRow, c), e.c(winL))));
+          auto ifOp = scf::IfOp::create(b, loc, boundary, /*else=*/false);
+          {
+            OpBuilder::InsertionGuard guard(b);
+            b.setInsertionPointToStart(ifOp.thenBlock());
+            Value negInf = e.f32(-INFINITY);
+            forLoop(b, loc, e.c(0), e.c(bm), [&](Value i) {
+              forLoop(b, loc, e.c(0), e.c(bn), [&](Value j) {
+                Value iAbs = e.add(m0, i), jAbs = e.add(n0, j);
+                Value ok = e.cmp(P::slt, jAbs, sk);
+                auto andWith = [&](Value cond) {
+                  ok = arith::AndIOp::create(b, loc, ok, cond);
+                };
+                if (causal == CausalKind::top_left)
+                  andWith(e.cmp(P::sle, jAbs, iAbs));
+                if (causal == CausalKind::bottom_right)
+                  andWith(e.cmp(P::sle, jAbs, e.add(iAbs, c)));
+                if (winR >= 0)
+                  andWith(e.cmp(P::sle, jAbs,
+                                e.add(e.add(iAbs, c), e.c(winR))));
+                if (winL >= 0)
+                  andWith(e.cmp(P::sge, jAbs,
+                                e.sub(e.add(iAbs, c), e.c(winL))));
+                Value s = memref::LoadOp::create(b, loc, st, ValueRange{i, j});
+                s = arith::SelectOp::create(b, loc, ok, s, negInf);
+                memref::StoreOp::create(b, loc, s, st, ValueRange{i, j});
+              });
+            });
+          }
+
+          // The mask region, on every block (real rows and columns).
+          if (hasMaskRegion) {
+            Value negInf = e.f32(-INFINITY);
+            forLoop(b, loc, e.c(0), rows, [&](Value i) {
+              forLoop(b, loc, e.c(0), cols, [&](Value j) {
+                Value iAbs = e.add(m0, i), jAbs = e.add(n0, j);
+                Value keep = inlineRegion(b, op.getMask(), {bIdx, h, iAbs, jAbs});
+                Value s = memref::LoadOp::create(b, loc, st, ValueRange{i, j});
+                s = arith::SelectOp::create(b, loc, keep, s, negInf);
+                memref::StoreOp::create(b, loc, s, st, ValueRange{i, j});
+              });
+            });
+          }
+
+          TileSoftmaxOp::create(b, loc, st, mt, lt, acc);
+          loadKV(v, vv, vt);
+          TilePVOp::create(b, loc, st, vt, acc);
+        });
+        TileStoreOp::create(b, loc, acc, mt, lt, ov, rows, lv);
+      });
+    });
+
+    for (Value buffer : {qt, kt, vt, st, mt, lt, acc})
+      memref::DeallocOp::create(b, loc, buffer);
+    rewriter.eraseOp(op);
+    return success();
+  }
+
+  /// kv-cache append: k_new/v_new rows go to positions cache_seqlens[b] + r
+  /// (through block_table when paged); positions past the cache are skipped,
+  /// never written (callers reject such input with a status).
+  static void emitAppend(OpBuilder &b, Location loc, AttentionOp op,
+                         Value batch, Value hkv, Value capacity) {
+    Emit e{b, loc};
+    Value k = op.getK(), v = op.getV();
+    Value kNew = op.getKNew(), vNew = op.getVNew();
+    forLoop(b, loc, e.c(0), batch, [&](Value bIdx) {
+      Value start = e.loadIndex(op.getCacheSeqlens(), {bIdx});
+      forLoop(b, loc, e.c(0), e.size(kNew, 1), [&](Value r) {
+        Value pos = e.add(start, r);
+        Value inside = arith::AndIOp::create(
+            b, loc, e.cmp(arith::CmpIPredicate::sge, pos, e.c(0)),
+            e.cmp(arith::CmpIPredicate::slt, pos, capacity));
+        auto ifOp = scf::IfOp::create(b, loc, inside, /*else=*/false);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(ifOp.thenBlock());
+        Value first = bIdx, second = pos;
+        if (op.isPaged()) {
+          Value pageSize = e.size(k, 1);
+          first = e.loadIndex(op.getBlockTable(),
+                              {bIdx, e.div(pos, pageSize)});
+          second = e.rem(pos, pageSize);
+        }
+        forLoop(b, loc, e.c(0), hkv, [&](Value g) {
+          for (auto [src, dst] : {std::pair(kNew, k), std::pair(vNew, v)}) {
+            forLoop(b, loc, e.c(0), e.size(dst, 3), [&](Value x) {
+              Value val = memref::LoadOp::create(b, loc, src,
+                                                 ValueRange{bIdx, r, g, x});
+              memref::StoreOp::create(b, loc, val, dst,
+                                      ValueRange{first, second, g, x});
+            });
+          }
+        });
+      });
+    });
+  }
+};
+
+struct FlashAttnTilePass
+    : public flashattn::impl::FlashAttnTileBase<FlashAttnTilePass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    populateFlashAttnTilePatterns(patterns);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
+    // Anything left could not be tiled: say why.
+    WalkResult result = getOperation()->walk([&](AttentionOp op) {
+      if (!op.getPlanAttr())
+        op.emitError("flashattn-tile: no plan; run flashattn-plan first");
+      else if (!isa<MemRefType>(op.getQ().getType()))
+        op.emitError("flashattn-tile: needs the memref form; bufferize first "
+                     "(one-shot-bufferize)");
+      else if (op.getPlanAttr().getNumSplits() > 1 && !op.isSplitPartial())
+        op.emitError("flashattn-tile: plan has num_splits > 1; run "
+                     "flashattn-split-kv first");
+      else
+        op.emitError("flashattn-tile: needs a static head_dim");
+      return WalkResult::interrupt();
+    });
+    if (result.wasInterrupted())
+      signalPassFailure();
+  }
+};
+} // namespace
+
+void mlir::flashattn::populateFlashAttnTilePatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<TileAttention>(patterns.getContext());
+}
