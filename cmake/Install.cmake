@@ -16,13 +16,13 @@ install(DIRECTORY ${PROJECT_BINARY_DIR}/include/flashattn
   FILES_MATCHING PATTERN "*.inc"
   PATTERN "CMakeFiles" EXCLUDE)
 
-foreach(lib MLIRFlashAttn MLIRFlashAttnTransforms MLIRFlashAttnToVector
+foreach(lib MLIRFlashAttn MLIRFlashAttnBufferization MLIRFlashAttnTransforms MLIRFlashAttnToVector
             MLIRFlashAttnPipelines FlashAttnCAPI)
   target_include_directories(${lib} INTERFACE
     $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
 endforeach()
 
-install(TARGETS MLIRFlashAttn MLIRFlashAttnTransforms MLIRFlashAttnToVector
+install(TARGETS MLIRFlashAttn MLIRFlashAttnBufferization MLIRFlashAttnTransforms MLIRFlashAttnToVector
   MLIRFlashAttnPipelines FlashAttnCAPI fa-opt
   EXPORT FlashAttnTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flashattn/Dialect/FlashAttn/IR/FlashAttn.h"
+#include "flashattn/Dialect/FlashAttn/Transforms/BufferizableOpInterfaceImpl.h"
 #include "flashattn/Pipelines/Pipelines.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -23,6 +24,7 @@ int main(int argc, char **argv) {
   registry.insert<mlir::flashattn::FlashAttnDialect>();
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
+  mlir::flashattn::registerBufferizableOpInterfaceExternalModels(registry);
 
   return mlir::asMainReturnCode(mlir::MlirOptMain(
       argc, argv, "flashattn optimizer driver\n", registry));
