@@ -21,7 +21,7 @@ llvm_config.use_default_substitutions()
 
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 tool_dirs = [config.flashattn_tools_dir, config.llvm_tools_dir]
-tools = [ToolSubst("fa-opt", unresolved="fatal")]
+tools = [ToolSubst("fa-opt", unresolved="fatal"), ToolSubst("fa-run", unresolved="fatal")]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
 # Examples shipped at the top of the repository.

@@ -9,6 +9,7 @@
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
 #include <cmath>
@@ -54,10 +55,18 @@ PlanAttr mlir::flashattn::computePlan(AttentionOp op, Target target,
   if (op.isSplitPartial())
     opSplits = cast<ShapedType>(op.getOut().getType()).getDimSize(0);
 
-  if (target == Target::host)
-    return PlanAttr::get(ctx, Target::host, /*block_m=*/64, /*block_n=*/64,
+  if (target == Target::host) {
+    // Query blocks of 64 rows, fewer for short static query lengths (decode:
+    // one row per tile instead of 63 padded ones).
+    auto qType = cast<ShapedType>(op.getQ().getType());
+    int64_t blockM = 64;
+    if (!op.isVarlenQ() && !ShapedType::isDynamic(qType.getDimSize(1)))
+      blockM = std::min<int64_t>(
+          64, llvm::PowerOf2Ceil(std::max<int64_t>(1, qType.getDimSize(1))));
+    return PlanAttr::get(ctx, Target::host, blockM, /*block_n=*/64,
                          /*stages=*/1, /*consumers=*/1, Schedule::static_,
                          opSplits > 0 ? opSplits : 1, opPack.value_or(false));
+  }
 
   // sm90: FlashAttention-3's tile shapes (hopper/tile_size.h).
   int64_t d = op.getHeadDim();
