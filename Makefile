@@ -45,6 +45,7 @@ check: build
 # Regenerates docs/Dialects/ from the ODS definitions (checked by a test).
 docs: build
 	cp $(BUILD_DIR)/docs/Dialects/*.md docs/Dialects/
+	cp $(BUILD_DIR)/docs/Passes/*.md docs/Passes/
 
 clean:
 	rm -rf $(BUILD_DIR)

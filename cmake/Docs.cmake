@@ -1,0 +1,14 @@
+# The generated references (dialect, passes) are built with the default
+# target; a test compares each with its committed copy under docs/
+# (`make docs` refreshes the copies).
+add_custom_target(flashattn-docs ALL)
+add_dependencies(flashattn-docs FlashAttnDialectDocGen
+  FlashAttnTransformPassesDocGen FlashAttnConversionPassesDocGen)
+foreach(doc Dialects/FlashAttnDialect Passes/FlashAttnTransformPasses
+            Passes/FlashAttnConversionPasses)
+  string(REPLACE "/" "." name ${doc})
+  add_test(NAME docs.${name}-up-to-date
+    COMMAND ${CMAKE_COMMAND} -E compare_files
+      ${PROJECT_BINARY_DIR}/docs/${doc}.md
+      ${PROJECT_SOURCE_DIR}/docs/${doc}.md)
+endforeach()

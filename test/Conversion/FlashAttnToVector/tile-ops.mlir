@@ -1,0 +1,150 @@
+// RUN: fa-opt %s --convert-flashattn-to-vector --cse --split-input-file | FileCheck %s
+
+// tile_load: rows [0, rows) read as vectors of head_dim elements, extended to
+// f32; rows [rows, T) zeroed.
+// CHECK-LABEL: func.func @load
+// CHECK: scf.for %[[R:[a-z0-9_]+]] = %c0 to %arg2 step
+// CHECK:   %[[ROW:[a-z0-9_]+]] = arith.addi %arg1, %[[R]]
+// CHECK:   %[[V:[a-z0-9_]+]] = vector.load %arg0[%[[ROW]], %c0] : memref<?x64xbf16, strided<[128, 1], offset: ?>>, vector<64xbf16>
+// CHECK:   %[[E:[a-z0-9_]+]] = arith.extf %[[V]] : vector<64xbf16> to vector<64xf32>
+// CHECK:   vector.store %[[E]], %arg3[%[[R]], %c0]
+// CHECK: scf.for %[[Z:[a-z0-9_]+]] = %arg2 to %c32 step
+// CHECK:   vector.store %cst, %arg3[%[[Z]], %c0] : memref<32x64xf32>, vector<64xf32>
+func.func @load(%src: memref<?x64xbf16, strided<[128, 1], offset: ?>>, %row0: index, %rows: index, %t: memref<32x64xf32>) {
+  flashattn.tile_load %src[%row0] rows %rows into %t : memref<?x64xbf16, strided<[128, 1], offset: ?>> into memref<32x64xf32>
+  return
+}
+
+// -----
+
+// tile_load_paged: row r lives in page pages[r / page_size], slot r % page_size.
+// CHECK-LABEL: func.func @load_paged
+// CHECK: scf.for %[[R:[a-z0-9_]+]] = %c0 to %arg4 step
+// CHECK:   %[[POS:[a-z0-9_]+]] = arith.addi %arg3, %[[R]]
+// CHECK:   %[[SLOT:[a-z0-9_]+]] = arith.divsi %[[POS]], %c16
+// CHECK:   %[[P:[a-z0-9_]+]] = memref.load %arg1[%[[SLOT]]]
+// CHECK:   %[[PAGE:[a-z0-9_]+]] = arith.index_cast %[[P]] : i32 to index
+// CHECK:   %[[IN:[a-z0-9_]+]] = arith.remsi %[[POS]], %c16
+// CHECK:   vector.load %arg0[%[[PAGE]], %[[IN]], %arg2, %c0] : memref<8x16x2x64xf16>, vector<64xf16>
+func.func @load_paged(%pool: memref<8x16x2x64xf16>, %pages: memref<4xi32>, %g: index, %row0: index, %rows: index, %t: memref<32x64xf32>) {
+  flashattn.tile_load_paged %pool[%pages, %g, %row0] rows %rows into %t : memref<8x16x2x64xf16>, memref<4xi32> into memref<32x64xf32>
+  return
+}
+
+// -----
+
+// tile_qk: one dot product per (i, j) as a vector multiply and an add
+// reduction over head_dim, times the scale.
+// CHECK-LABEL: func.func @qk
+// CHECK: scf.for %[[I:[a-z0-9_]+]] = %c0 to %c16
+// CHECK:   %[[QR:[a-z0-9_]+]] = vector.load %arg0[%[[I]], %c0] : memref<16x64xf32>, vector<64xf32>
+// CHECK:   scf.for %[[J:[a-z0-9_]+]] = %c0 to %c32
+// CHECK:     %[[KR:[a-z0-9_]+]] = vector.load %arg1[%[[J]], %c0]
+// CHECK:     %[[P:[a-z0-9_]+]] = arith.mulf %[[QR]], %[[KR]] : vector<64xf32>
+// CHECK:     %[[D:[a-z0-9_]+]] = vector.reduction <add>, %[[P]] : vector<64xf32> into f32
+// CHECK:     %[[S:[a-z0-9_]+]] = arith.mulf %[[D]], %{{.*}} : f32
+// CHECK:     memref.store %[[S]], %arg2[%[[I]], %[[J]]]
+func.func @qk(%q: memref<16x64xf32>, %k: memref<32x64xf32>, %s: memref<16x32xf32>) {
+  flashattn.tile_qk %q, %k into %s {scale = 0.5 : f32} : memref<16x64xf32>, memref<32x64xf32> into memref<16x32xf32>
+  return
+}
+
+// -----
+
+// tile_softmax: per row, max (maxnumf), the -inf guard (0 in the exponent
+// when the new max is -inf), exp2 of the shifted row, alpha, the row sum and
+// the accumulator rescale.
+// CHECK-LABEL: func.func @softmax
+// CHECK: scf.for %[[I:[a-z0-9_]+]] =
+// CHECK:   %[[ROW:[a-z0-9_]+]] = vector.load %arg0[%[[I]], %c0] : memref<16x32xf32>, vector<32xf32>
+// CHECK:   %[[MX:[a-z0-9_]+]] = vector.reduction <maxnumf>, %[[ROW]]
+// CHECK:   %[[MOLD:[a-z0-9_]+]] = memref.load %arg1[%[[I]]]
+// CHECK:   %[[MNEW:[a-z0-9_]+]] = arith.maxnumf %[[MOLD]], %[[MX]] : f32
+// CHECK:   %[[EMPTY:[a-z0-9_]+]] = arith.cmpf oeq, %[[MNEW]], %{{.*}} : f32
+// CHECK:   %[[MUSE:[a-z0-9_]+]] = arith.select %[[EMPTY]], %{{.*}}, %[[MNEW]] : f32
+// CHECK:   %[[B:[a-z0-9_]+]] = vector.broadcast %[[MUSE]] : f32 to vector<32xf32>
+// CHECK:   %[[SH:[a-z0-9_]+]] = arith.subf %[[ROW]], %[[B]] : vector<32xf32>
+// CHECK:   %[[P:[a-z0-9_]+]] = math.exp2 %[[SH]] : vector<32xf32>
+// CHECK:   vector.store %[[P]], %arg0[%[[I]], %c0]
+// CHECK:   %[[D:[a-z0-9_]+]] = arith.subf %[[MOLD]], %[[MUSE]] : f32
+// CHECK:   %[[ALPHA:[a-z0-9_]+]] = math.exp2 %[[D]] : f32
+// CHECK:   %[[SUM:[a-z0-9_]+]] = vector.reduction <add>, %[[P]]
+// CHECK:   %[[LOLD:[a-z0-9_]+]] = memref.load %arg2[%[[I]]]
+// CHECK:   %[[SC:[a-z0-9_]+]] = arith.mulf %[[LOLD]], %[[ALPHA]] : f32
+// CHECK:   %[[LNEW:[a-z0-9_]+]] = arith.addf %[[SC]], %[[SUM]] : f32
+// CHECK:   memref.store %[[LNEW]], %arg2[%[[I]]]
+// CHECK:   memref.store %[[MNEW]], %arg1[%[[I]]]
+// CHECK:   %[[ACC:[a-z0-9_]+]] = vector.load %arg3[%[[I]], %c0] : memref<16x64xf32>, vector<64xf32>
+// CHECK:   %[[AB:[a-z0-9_]+]] = vector.broadcast %[[ALPHA]] : f32 to vector<64xf32>
+// CHECK:   %[[NACC:[a-z0-9_]+]] = arith.mulf %[[ACC]], %[[AB]]
+// CHECK:   vector.store %[[NACC]], %arg3[%[[I]], %c0]
+func.func @softmax(%s: memref<16x32xf32>, %m: memref<16xf32>, %l: memref<16xf32>, %acc: memref<16x64xf32>) {
+  flashattn.tile_softmax %s, %m, %l, %acc : memref<16x32xf32>, memref<16xf32>, memref<16xf32>, memref<16x64xf32>
+  return
+}
+
+// -----
+
+// tile_pv: per row, an fma chain over the key block carried in scf.for.
+// CHECK-LABEL: func.func @pv
+// CHECK: scf.for %[[I:[a-z0-9_]+]] =
+// CHECK:   %[[INIT:[a-z0-9_]+]] = vector.load %arg2[%[[I]], %c0] : memref<16x128xf32>, vector<128xf32>
+// CHECK:   %[[SUM:[a-z0-9_]+]] = scf.for %[[J:[a-z0-9_]+]] = %c0 to %c32 step %c1 iter_args(%[[A:[a-z0-9_]+]] = %[[INIT]]) -> (vector<128xf32>)
+// CHECK:     %[[P:[a-z0-9_]+]] = memref.load %arg0[%[[I]], %[[J]]]
+// CHECK:     %[[PB:[a-z0-9_]+]] = vector.broadcast %[[P]] : f32 to vector<128xf32>
+// CHECK:     %[[V:[a-z0-9_]+]] = vector.load %arg1[%[[J]], %c0]
+// CHECK:     %[[F:[a-z0-9_]+]] = vector.fma %[[PB]], %[[V]], %[[A]] : vector<128xf32>
+// CHECK:     scf.yield %[[F]]
+// CHECK:   vector.store %[[SUM]], %arg2[%[[I]], %c0]
+func.func @pv(%p: memref<16x32xf32>, %v: memref<32x128xf32>, %acc: memref<16x128xf32>) {
+  flashattn.tile_pv %p, %v into %acc : memref<16x32xf32>, memref<32x128xf32> into memref<16x128xf32>
+  return
+}
+
+// -----
+
+// tile_store: out = acc / l (0 when l == 0), truncated to the output type;
+// lse = m * ln 2 + log(l), -inf when l == 0.
+// CHECK-LABEL: func.func @store
+// CHECK: scf.for %[[R:[a-z0-9_]+]] = %c0 to %arg4 step
+// CHECK:   %[[L:[a-z0-9_]+]] = memref.load %arg2[%[[R]]]
+// CHECK:   %[[EMPTY:[a-z0-9_]+]] = arith.cmpf oeq, %[[L]], %{{.*}} : f32
+// CHECK:   %[[INV:[a-z0-9_]+]] = arith.divf
+// CHECK:   %[[SEL:[a-z0-9_]+]] = arith.select %[[EMPTY]], %{{.*}}, %[[INV]] : f32
+// CHECK:   %[[T:[a-z0-9_]+]] = arith.truncf %{{.*}} : vector<64xf32> to vector<64xf16>
+// CHECK:   vector.store %[[T]], %arg3[%[[R]], %c0]
+// CHECK:   %[[LOG:[a-z0-9_]+]] = math.log %[[L]] : f32
+// CHECK:   %[[LSE:[a-z0-9_]+]] = arith.select %[[EMPTY]], %{{.*}}, %{{.*}} : f32
+// CHECK:   memref.store %[[LSE]], %arg5[%[[R]]]
+func.func @store(%acc: memref<16x64xf32>, %m: memref<16xf32>, %l: memref<16xf32>,
+                 %o: memref<?x64xf16, strided<[256, 1], offset: ?>>, %rows: index,
+                 %lse: memref<?xf32, strided<[1], offset: ?>>) {
+  flashattn.tile_store %acc, %m, %l into %o rows %rows lse %lse : memref<16x64xf32>, memref<16xf32>, memref<16xf32> into memref<?x64xf16, strided<[256, 1], offset: ?>>, memref<?xf32, strided<[1], offset: ?>>
+  return
+}
+
+// -----
+
+// combine: per output row (b, s, h), the max over splits of lse_s, the sum of
+// exp(lse_s - max) (empty splits weigh 0), weights normalized, an fma over
+// the split outputs; all splits empty gives 0 and -inf.
+// CHECK-LABEL: func.func @combine
+// CHECK: scf.for %[[B:[a-z0-9_]+]] = %c0 to %c2
+// CHECK:   scf.for %[[S:[a-z0-9_]+]] = %c0 to %c3
+// CHECK:     scf.for %[[H:[a-z0-9_]+]] = %c0 to %c4
+// CHECK:       %[[MX:[a-z0-9_]+]] = scf.for %[[SP:[a-z0-9_]+]] = %c0 to %c5 step %c1 iter_args
+// CHECK:         memref.load %arg1[%[[SP]], %[[B]], %[[H]], %[[S]]]
+// CHECK:         arith.maxnumf
+// CHECK:       %[[ALL:[a-z0-9_]+]] = arith.cmpf oeq, %[[MX]]
+// CHECK:       scf.for
+// CHECK:         math.exp
+// CHECK:       %[[ACC:[a-z0-9_]+]] = scf.for
+// CHECK:         vector.load %arg0[%{{.*}}, %[[B]], %[[S]], %[[H]], %c0] : memref<5x2x3x4x64xf32>, vector<64xf32>
+// CHECK:         vector.fma
+// CHECK:       arith.truncf %[[ACC]] : vector<64xf32> to vector<64xbf16>
+// CHECK:       math.log
+// CHECK:       memref.store %{{.*}}, %arg3[%[[B]], %[[H]], %[[S]]]
+func.func @combine(%po: memref<5x2x3x4x64xf32>, %pl: memref<5x2x4x3xf32>, %o: memref<2x3x4x64xbf16>, %l: memref<2x4x3xf32>) {
+  flashattn.combine ins(%po, %pl : memref<5x2x3x4x64xf32>, memref<5x2x4x3xf32>) outs(%o, %l : memref<2x3x4x64xbf16>, memref<2x4x3xf32>)
+  return
+}

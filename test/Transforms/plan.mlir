@@ -1,0 +1,66 @@
+// RUN: fa-opt %s --flashattn-plan --split-input-file | FileCheck %s --check-prefix=HOST
+// RUN: fa-opt %s --flashattn-plan="target=sm90" --split-input-file | FileCheck %s --check-prefix=SM90
+// RUN: not fa-opt %s --flashattn-plan="target=tpu" --split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
+
+// BAD: error: flashattn-plan: unknown target 'tpu' (expected host or sm90)
+
+// Non-causal prefill, head_dim 128: host 64x64 tiles; sm90 128x176 with the
+// static schedule, no split, no GQA packing (the 4 x 1000 query rows of a kv
+// head do not fit one 128-row tile).
+// HOST-LABEL: func.func @prefill
+// HOST: plan = #flashattn.plan<target = host, block_m = 64, block_n = 64, stages = 1, consumers = 1, schedule = static, num_splits = 1, pack_gqa = false>
+// SM90-LABEL: func.func @prefill
+// SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 176, stages = 2, consumers = 2, schedule = static, num_splits = 1, pack_gqa = false>
+func.func @prefill(%q: memref<2x1000x32x128xbf16>, %k: memref<2x1000x8x128xbf16>,
+                   %v: memref<2x1000x8x128xbf16>, %o: memref<2x1000x32x128xbf16>) {
+  flashattn.attention ins(%q, %k, %v : memref<2x1000x32x128xbf16>, memref<2x1000x8x128xbf16>, memref<2x1000x8x128xbf16>)
+      outs(%o : memref<2x1000x32x128xbf16>)
+  return
+}
+
+// -----
+
+// Causal decode over 32k keys: the host takes 1-row tiles; sm90 packs the 4
+// query heads of each kv head into one tile (8 tiles), and splits the keys
+// so that 8 tiles fill the 132 SMs (FlashAttention's heuristic: 15 splits),
+// with the LPT schedule for the causal mask.
+// HOST-LABEL: func.func @decode
+// HOST: plan = #flashattn.plan<target = host, block_m = 1, block_n = 64, stages = 1, consumers = 1, schedule = static, num_splits = 1, pack_gqa = false>
+// SM90-LABEL: func.func @decode
+// SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 128, stages = 2, consumers = 2, schedule = lpt, num_splits = 15, pack_gqa = true>
+func.func @decode(%q: memref<1x1x32x128xbf16>, %k: memref<1x32768x8x128xbf16>,
+                  %v: memref<1x32768x8x128xbf16>, %o: memref<1x1x32x128xbf16>) {
+  flashattn.attention ins(%q, %k, %v : memref<1x1x32x128xbf16>, memref<1x32768x8x128xbf16>, memref<1x32768x8x128xbf16>)
+      outs(%o : memref<1x1x32x128xbf16>) {causal = #flashattn.causal<bottom_right>}
+  return
+}
+
+// -----
+
+// Explicit num_splits and pack_gqa are kept; head_dim 256 takes 80-key blocks
+// on sm90.
+// HOST-LABEL: func.func @explicit
+// HOST: plan = #flashattn.plan<target = host, block_m = 16, block_n = 64, stages = 1, consumers = 1, schedule = static, num_splits = 3, pack_gqa = true>
+// SM90-LABEL: func.func @explicit
+// SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 80, stages = 2, consumers = 2, schedule = static, num_splits = 3, pack_gqa = true>
+func.func @explicit(%q: memref<1x16x4x256xf16>, %k: memref<1x900x4x256xf16>,
+                    %v: memref<1x900x4x256xf16>, %o: memref<1x16x4x256xf16>) {
+  flashattn.attention ins(%q, %k, %v : memref<1x16x4x256xf16>, memref<1x900x4x256xf16>, memref<1x900x4x256xf16>)
+      outs(%o : memref<1x16x4x256xf16>) {num_splits = 3, pack_gqa = true}
+  return
+}
+
+// -----
+
+// A plan already present is left alone.
+// HOST-LABEL: func.func @kept
+// HOST: plan = #flashattn.plan<target = host, block_m = 32, block_n = 32, stages = 1, consumers = 1, schedule = static, num_splits = 1, pack_gqa = false>
+// SM90-LABEL: func.func @kept
+// SM90: plan = #flashattn.plan<target = host, block_m = 32, block_n = 32, stages = 1, consumers = 1, schedule = static, num_splits = 1, pack_gqa = false>
+func.func @kept(%q: memref<1x16x4x64xf16>, %k: memref<1x90x4x64xf16>,
+                %v: memref<1x90x4x64xf16>, %o: memref<1x16x4x64xf16>) {
+  flashattn.attention ins(%q, %k, %v : memref<1x16x4x64xf16>, memref<1x90x4x64xf16>, memref<1x90x4x64xf16>)
+      outs(%o : memref<1x16x4x64xf16>)
+      {plan = #flashattn.plan<target = host, block_m = 32, block_n = 32, stages = 1, consumers = 1, schedule = static, num_splits = 1, pack_gqa = false>}
+  return
+}

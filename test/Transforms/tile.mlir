@@ -1,0 +1,208 @@
+// RUN: fa-opt %s --flashattn-plan --flashattn-split-kv --flashattn-tile --split-input-file --verify-diagnostics | FileCheck %s
+
+// Causal bottom-right (Sq = 100 < Sk = 130, GQA 4/2), lse: a loop over
+// sequences, a work loop over tiles (head, m_block), views of this sequence
+// and head, tile_init of the carried state (row max, row sum, accumulator)
+// and the Q tile before the loop over key blocks [0, ceil(n_max / 64)),
+// n_max = min(Sk, m1 + Sk - Sq); log2(e)/sqrt(64) folded into tile_qk; the
+// causal and sequence-end mask only under scf.if on boundary blocks.
+// CHECK-LABEL: func.func @causal
+// CHECK: scf.for %[[B:.*]] = %{{.*}} to %{{.*}} step
+// CHECK:   scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step
+// CHECK:     %[[M0:.*]] = arith.muli %{{.*}}, %c64
+// CHECK:     %[[QV:[a-z0-9_]+]] = memref.subview %arg0[%[[B]], 0, %{{.*}}, 0] [1, 100, 1, 64]
+// CHECK:     %[[OV:[a-z0-9_]+]] = memref.subview %arg3[%[[B]], %[[M0]], %{{.*}}, 0] [1, %[[ROWS:[a-z0-9_]+]], 1, 64]
+// CHECK:     %[[LV:[a-z0-9_]+]] = memref.subview %arg4[%[[B]], %{{.*}}, %[[M0]]] [1, 1, %[[ROWS]]]
+// CHECK:     arith.minsi %{{.*}}, %c130
+// CHECK:     %[[NB:.*]] = arith.ceildivsi
+// CHECK:     flashattn.tile_init %[[M:[a-z0-9_]+]], %{{.*}}, %[[ACC:[a-z0-9_]+]] :
+// CHECK:     flashattn.tile_load %[[QV]][%[[M0]]] rows %[[ROWS]] into %[[QT:[a-z0-9_]+]] :
+// CHECK:     scf.for %[[KB:.*]] = %{{.*}} to %{{.*}} step
+// CHECK:       flashattn.tile_load %{{.*}} rows %[[COLS:[a-z0-9_]+]] into %[[KT:[a-z0-9_]+]] :
+// CHECK:       flashattn.tile_qk %[[QT]], %[[KT]] into %[[ST:[a-z0-9_]+]] {scale = 0.180336878 : f32}
+// CHECK:       %[[EDGE:.*]] = arith.cmpi slt, %[[COLS]], %c64
+// CHECK:       %[[DIAG:.*]] = arith.cmpi sgt
+// CHECK:       %[[BOUNDARY:.*]] = arith.ori %[[EDGE]], %[[DIAG]]
+// CHECK:       scf.if %[[BOUNDARY]] {
+// CHECK:         arith.cmpi sle
+// CHECK:         arith.select
+// CHECK:       flashattn.tile_softmax %[[ST]], %[[M]], %{{.*}}, %[[ACC]]
+// CHECK-NEXT:  flashattn.tile_load %{{.*}} into %[[VT:[a-z0-9_]+]] :
+// CHECK-NEXT:  flashattn.tile_pv %[[ST]], %[[VT]] into %[[ACC]]
+// CHECK:     }
+// CHECK:     flashattn.tile_store %[[ACC]], %[[M]], %{{.*}} into %[[OV]] rows %[[ROWS]] lse %[[LV]]
+// CHECK: memref.dealloc %[[ST]]
+func.func @causal(%q: memref<1x100x4x64xf16>, %k: memref<1x130x2x64xf16>, %v: memref<1x130x2x64xf16>,
+                  %o: memref<1x100x4x64xf16>, %l: memref<1x4x100xf32>) {
+  flashattn.attention ins(%q, %k, %v : memref<1x100x4x64xf16>, memref<1x130x2x64xf16>, memref<1x130x2x64xf16>)
+      outs(%o, %l : memref<1x100x4x64xf16>, memref<1x4x100xf32>) {causal = #flashattn.causal<bottom_right>}
+  return
+}
+
+// -----
+
+// Softcap and a score region act on the scores: the scale is not folded
+// (tile_qk scale = 1/sqrt(64)); an elementwise loop over the real rows and
+// columns applies softcap (tanh), the region inlined with in-sequence
+// indices (m0 + i, n0 + j), then * log2(e). No causal mask: no scf.if for it
+// beyond the sequence end.
+// CHECK-LABEL: func.func @softcap_score
+// CHECK: flashattn.tile_qk %{{.*}} {scale = 1.250000e-01 : f32}
+// CHECK-NEXT: scf.for %[[I:[a-z0-9_]+]] = %c0 to %{{.*}} step
+// CHECK-NEXT:   scf.for %[[J:[a-z0-9_]+]] = %c0 to %[[COLS:[a-z0-9_]+]] step
+// CHECK-NEXT:     %[[JA:[a-z0-9_]+]] = arith.addi %{{.*}}, %[[J]] : index
+// CHECK-NEXT:     %[[S:[a-z0-9_]+]] = memref.load %{{.*}}[%[[I]], %[[J]]]
+// CHECK-NEXT:     %[[X:[a-z0-9_]+]] = arith.divf %[[S]], %[[CAP:[a-z0-9_]+]] : f32
+// CHECK-NEXT:     %[[TH:[a-z0-9_]+]] = math.tanh %[[X]] : f32
+// CHECK-NEXT:     %[[SC:[a-z0-9_]+]] = arith.mulf %[[TH]], %[[CAP]] : f32
+// CHECK-NEXT:     %[[D:[a-z0-9_]+]] = arith.subi %[[I]], %[[JA]] : index
+// CHECK:          %[[R:[a-z0-9_]+]] = arith.addf %[[SC]], %{{.*}} : f32
+// CHECK-NEXT:     %[[L2:[a-z0-9_]+]] = arith.mulf %[[R]], %{{.*}} : f32
+// CHECK-NEXT:     memref.store %[[L2]], %{{.*}}[%[[I]], %[[J]]]
+// CHECK: arith.cmpi slt, %[[COLS]], %c64
+// CHECK: scf.if
+// CHECK: flashattn.tile_softmax
+func.func @softcap_score(%q: memref<1x60x2x64xf16>, %k: memref<1x90x2x64xf16>, %v: memref<1x90x2x64xf16>,
+                         %o: memref<1x60x2x64xf16>) {
+  flashattn.attention ins(%q, %k, %v : memref<1x60x2x64xf16>, memref<1x90x2x64xf16>, memref<1x90x2x64xf16>)
+      outs(%o : memref<1x60x2x64xf16>) {softcap = 30.0 : f32}
+      score(%s: f32, %b: index, %h: index, %i: index, %j: index) {
+        %d = arith.subi %i, %j : index
+        %di = arith.index_cast %d : index to i64
+        %df = arith.sitofp %di : i64 to f32
+        %r = arith.addf %s, %df : f32
+        flashattn.yield %r : f32
+      }
+  return
+}
+
+// -----
+
+// A mask region runs on every key block (after the boundary scf.if, not in
+// it), on the real rows and columns, with values defined above the op.
+// CHECK-LABEL: func.func @mask_region
+// CHECK-SAME: %[[DOC:[a-z0-9_]+]]: memref<1x100xi32>
+// CHECK: scf.if
+// CHECK:   arith.select
+// CHECK:          memref.load %[[DOC]]
+// CHECK:          memref.load %[[DOC]]
+// CHECK:          %[[KEEP:.*]] = arith.cmpi eq
+// CHECK:          arith.select %[[KEEP]]
+// CHECK: flashattn.tile_softmax
+func.func @mask_region(%q: memref<1x100x2x64xf16>, %k: memref<1x100x2x64xf16>, %v: memref<1x100x2x64xf16>,
+                       %doc: memref<1x100xi32>, %o: memref<1x100x2x64xf16>) {
+  flashattn.attention ins(%q, %k, %v : memref<1x100x2x64xf16>, memref<1x100x2x64xf16>, memref<1x100x2x64xf16>)
+      outs(%o : memref<1x100x2x64xf16>)
+      mask(%b: index, %h: index, %i: index, %j: index) {
+        %di = memref.load %doc[%b, %i] : memref<1x100xi32>
+        %dj = memref.load %doc[%b, %j] : memref<1x100xi32>
+        %keep = arith.cmpi eq, %di, %dj : i32
+        flashattn.yield %keep : i1
+      }
+  return
+}
+
+// -----
+
+// Sliding window (L = 20): the key loop starts at floor(max(0, m0 + Sk - Sq
+// - L) / 64) instead of 0.
+// CHECK-LABEL: func.func @window
+// CHECK: %[[LO:.*]] = arith.subi %{{.*}}, %c20
+// CHECK: %[[LO0:.*]] = arith.maxsi %[[LO]], %c0
+// CHECK: %[[NBLO:.*]] = arith.divsi %[[LO0]], %c64
+// CHECK: scf.for %{{.*}} = %[[NBLO]] to
+func.func @window(%q: memref<1x200x2x64xf16>, %k: memref<1x200x2x64xf16>, %v: memref<1x200x2x64xf16>,
+                  %o: memref<1x200x2x64xf16>) {
+  flashattn.attention ins(%q, %k, %v : memref<1x200x2x64xf16>, memref<1x200x2x64xf16>, memref<1x200x2x64xf16>)
+      outs(%o : memref<1x200x2x64xf16>) {window_size = array<i64: 20, 0>}
+  return
+}
+
+// -----
+
+// Varlen q and k: per-sequence offsets and lengths from cu_seqlens; views
+// start at the sequence's first packed row; lse is packed [heads, total_q].
+// CHECK-LABEL: func.func @varlen
+// CHECK: scf.for %[[B:[a-z0-9_]+]] = %c0 to %c2
+// CHECK:   memref.load %arg3[%[[B]]] : memref<3xi32>
+// CHECK:   %[[QOFF:[a-z0-9_]+]] = arith.index_cast %{{.*}} : i32 to index
+// CHECK:   memref.load %arg4[%[[B]]] : memref<3xi32>
+// CHECK:   %[[KOFF:[a-z0-9_]+]] = arith.index_cast
+// CHECK:   scf.for
+// CHECK:     memref.subview %arg0[%[[QOFF]], %{{.*}}, 0] [%{{.*}}, 1, 64]
+// CHECK:     memref.subview %arg1[%[[KOFF]], %{{.*}}, 0] [%{{.*}}, 1, 64]
+// CHECK:     memref.subview %arg6[%{{.*}}, %{{.*}}] [1, %{{.*}}] [1, 1] : memref<2x100xf32>
+func.func @varlen(%q: memref<100x2x64xf16>, %k: memref<120x2x64xf16>, %v: memref<120x2x64xf16>,
+                  %cq: memref<3xi32>, %ck: memref<3xi32>, %o: memref<100x2x64xf16>, %l: memref<2x100xf32>) {
+  flashattn.attention ins(%q, %k, %v : memref<100x2x64xf16>, memref<120x2x64xf16>, memref<120x2x64xf16>)
+      cu_seqlens_q(%cq : memref<3xi32>) cu_seqlens_k(%ck : memref<3xi32>)
+      outs(%o, %l : memref<100x2x64xf16>, memref<2x100xf32>)
+  return
+}
+
+// -----
+
+// Paged KV with split-KV (4 splits): Sk from seqused_k, K/V gathered through
+// the sequence's block_table row, the work loop covers (head, m_block,
+// split) and each split's key blocks are [s * per_split, (s + 1) * per_split)
+// clipped to the causal range; partials go to the split's slice.
+// CHECK-LABEL: func.func @paged_split
+// CHECK: %[[PO:[a-z0-9_]+]] = memref.alloc() : memref<4x2x1x8x64xf32>
+// CHECK: scf.for %[[B:[a-z0-9_]+]] =
+// CHECK:   memref.load %arg3[%[[B]]] : memref<2xi32>
+// CHECK:   scf.for %[[T:[a-z0-9_]+]] = %c0 to %c32
+// CHECK:     %[[SPLIT:[a-z0-9_]+]] = arith.remsi %[[T]], %c4
+// CHECK:     %[[PAGES:[a-z0-9_]+]] = memref.subview %arg4[%[[B]], 0] [1, 16] [1, 1] : memref<2x16xi32> to memref<16xi32, strided<[1], offset: ?>>
+// CHECK:     memref.subview %[[PO]][%[[SPLIT]], %[[B]],
+// CHECK:     %[[PER:[a-z0-9_]+]] = arith.ceildivsi %{{.*}}, %c4
+// CHECK:     %[[SLO:[a-z0-9_]+]] = arith.muli %[[SPLIT]], %[[PER]]
+// CHECK:     scf.for
+// CHECK:       flashattn.tile_load_paged %arg1[%[[PAGES]], %{{.*}}, %{{.*}}] rows %{{.*}} into
+// CHECK: flashattn.combine
+func.func @paged_split(%q: memref<2x1x8x64xf16>, %k: memref<64x16x2x64xf16>, %v: memref<64x16x2x64xf16>,
+                       %su: memref<2xi32>, %bt: memref<2x16xi32>, %o: memref<2x1x8x64xf16>) {
+  flashattn.attention ins(%q, %k, %v : memref<2x1x8x64xf16>, memref<64x16x2x64xf16>, memref<64x16x2x64xf16>)
+      seqused_k(%su : memref<2xi32>) block_table(%bt : memref<2x16xi32>)
+      outs(%o : memref<2x1x8x64xf16>) {causal = #flashattn.causal<bottom_right>, num_splits = 4}
+  return
+}
+
+// -----
+
+// kv-cache append: a copy loop before the attention writes k_new/v_new rows at
+// cache_seqlens[b] + r, guarded so that nothing is written past the cache;
+// the attention then runs over cache_seqlens[b] + S_new keys.
+// CHECK-LABEL: func.func @append
+// CHECK: scf.for %[[B:[a-z0-9_]+]] = %c0 to %c2
+// CHECK:   %[[START:[a-z0-9_]+]] = arith.index_cast
+// CHECK:   scf.for %[[R:[a-z0-9_]+]] = %c0 to %c3
+// CHECK:     %[[POS:[a-z0-9_]+]] = arith.addi %[[START]], %[[R]]
+// CHECK-DAG: %[[LT:[a-z0-9_]+]] = arith.cmpi slt, %[[POS]], %c96
+// CHECK-DAG: %[[GE:[a-z0-9_]+]] = arith.cmpi sge, %[[POS]], %c0
+// CHECK:     %[[IN:[a-z0-9_]+]] = arith.andi %[[GE]], %[[LT]]
+// CHECK:     scf.if %[[IN]] {
+// CHECK:       memref.load %arg3
+// CHECK:       memref.store %{{.*}}, %arg1[%[[B]], %[[POS]],
+// CHECK: scf.for
+// CHECK:   %[[C:[a-z0-9_]+]] = arith.index_cast
+// CHECK:   %[[SK:[a-z0-9_]+]] = arith.addi %[[C]], %c3
+// CHECK:   arith.minsi %[[SK]], %c96
+func.func @append(%q: memref<2x3x4x64xf16>, %k: memref<2x96x2x64xf16>, %v: memref<2x96x2x64xf16>,
+                  %kn: memref<2x3x2x64xf16>, %vn: memref<2x3x2x64xf16>, %cs: memref<2xi32>,
+                  %o: memref<2x3x4x64xf16>) {
+  flashattn.attention ins(%q, %k, %v : memref<2x3x4x64xf16>, memref<2x96x2x64xf16>, memref<2x96x2x64xf16>)
+      k_new(%kn : memref<2x3x2x64xf16>) v_new(%vn : memref<2x3x2x64xf16>) cache_seqlens(%cs : memref<2xi32>)
+      outs(%o : memref<2x3x4x64xf16>) {causal = #flashattn.causal<bottom_right>}
+  return
+}
+
+// -----
+
+// The tensor form is not tiled: it has to be bufferized first.
+func.func @tensor(%q: tensor<1x8x2x64xf16>, %k: tensor<1x8x2x64xf16>, %v: tensor<1x8x2x64xf16>,
+                  %o: tensor<1x8x2x64xf16>) -> tensor<1x8x2x64xf16> {
+  // expected-error @+1 {{flashattn-tile: needs the memref form; bufferize first (one-shot-bufferize)}}
+  %r = flashattn.attention ins(%q, %k, %v : tensor<1x8x2x64xf16>, tensor<1x8x2x64xf16>, tensor<1x8x2x64xf16>)
+      outs(%o : tensor<1x8x2x64xf16>) -> tensor<1x8x2x64xf16>
+  return %r : tensor<1x8x2x64xf16>
+}
