@@ -17,7 +17,7 @@ APT_PACKAGES := libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools \
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run check deps build docs clean
+.PHONY: run check deps build docs bench clean
 
 deps:
 	@missing=""; \
@@ -41,6 +41,16 @@ run: build
 
 check: build
 	python3 scripts/check.py $(BUILD_DIR)
+
+# The host benchmark against unfused OpenBLAS attention (not a test); needs
+# Debian's libopenblas-dev, installed here when missing.
+bench: deps
+	@dpkg-query -W -f='$${Status}' libopenblas-dev 2>/dev/null | grep -q "install ok installed" || \
+	  ( $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -q && \
+	    $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends libopenblas-dev )
+	cmake -G Ninja -S . -B $(BUILD_DIR) $(CMAKE_FLAGS)
+	cmake --build $(BUILD_DIR) --target host-bench
+	$(BUILD_DIR)/bin/host-bench
 
 # Regenerates docs/Dialects/ from the ODS definitions (checked by a test).
 docs: build

@@ -17,28 +17,19 @@
 //===----------------------------------------------------------------------===//
 
 #include "flashattn/Dialect/FlashAttn/IR/FlashAttn.h"
-#include "flashattn/Dialect/FlashAttn/Transforms/BufferizableOpInterfaceImpl.h"
-#include "flashattn/Pipelines/Pipelines.h"
+#include "flashattn/Target/HostJit.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
-#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/IRMapping.h"
-#include "mlir/InitAllDialects.h"
-#include "mlir/InitAllExtensions.h"
 #include "mlir/Parser/Parser.h"
-#include "mlir/Pass/PassManager.h"
-#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Transforms/RegionUtils.h"
 
 #include "llvm/ADT/APFloat.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
-#include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
@@ -772,16 +763,9 @@ int main(int argc, char **argv) {
       argc, argv,
       "fa-run: compile every flashattn.attention of a file through the host "
       "pipeline, run it, and check it against a float64 reference\n");
-  llvm::InitializeNativeTarget();
-  llvm::InitializeNativeTargetAsmPrinter();
 
   DialectRegistry registry;
-  registerAllDialects(registry);
-  registerAllExtensions(registry);
-  registry.insert<FlashAttnDialect>();
-  registerBufferizableOpInterfaceExternalModels(registry);
-  registerBuiltinDialectTranslation(registry);
-  registerLLVMDialectTranslation(registry);
+  registerHostJitDependencies(registry);
   MLIRContext ctx(registry);
   ctx.loadAllAvailableDialects();
 
@@ -797,46 +781,10 @@ int main(int argc, char **argv) {
     return 2;
   }
 
-  // Bufferize the tensor form, then the host pipeline.
-  PassManager pm(&ctx);
-  bufferization::OneShotBufferizePassOptions bufferize;
-  bufferize.bufferizeFunctionBoundaries = true;
-  bufferize.functionBoundaryTypeConversion =
-      bufferization::LayoutMapOption::IdentityLayoutMap;
-  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   auto compileStart = std::chrono::steady_clock::now();
-  if (failed(pm.run(*module))) {
-    llvm::errs() << "fa-run: bufferization failed on " << inputFile << "\n";
-    return 2;
-  }
-  // The tensor form's results are its out arguments, bufferized in place:
-  // the case functions return nothing, outputs are read from the arguments.
-  for (Case &c : *cases) {
-    auto fn = module->lookupSymbol<func::FuncOp>(c.name);
-    auto ret = cast<func::ReturnOp>(fn.getBody().back().getTerminator());
-    if (ret.getNumOperands() == 0)
-      continue;
-    if (!llvm::all_of(ret.getOperands(), [](Value v) {
-          return isa<BlockArgument>(v);
-        })) {
-      fn.emitError("fa-run: results must be the out arguments (in place)");
-      return 2;
-    }
-    ret->setOperands({});
-    fn.setType(FunctionType::get(&ctx, fn.getArgumentTypes(), {}));
-  }
-  PassManager host(&ctx);
-  buildFlashAttnHostPipeline(host);
-  if (failed(host.run(*module))) {
-    llvm::errs() << "fa-run: the host pipeline failed on " << inputFile << "\n";
-    return 2;
-  }
-  ExecutionEngineOptions engineOptions;
-  engineOptions.transformer = makeOptimizingTransformer(3, 0, nullptr);
-  auto engine = ExecutionEngine::create(*module, engineOptions);
-  if (!engine) {
-    llvm::errs() << "fa-run: JIT compilation failed: "
-                 << llvm::toString(engine.takeError()) << "\n";
+  FailureOr<std::unique_ptr<ExecutionEngine>> engine = compileForHost(*module);
+  if (failed(engine)) {
+    llvm::errs() << "fa-run: compiling " << inputFile << " failed\n";
     return 2;
   }
   double compileMs = std::chrono::duration<double, std::milli>(

@@ -1,0 +1,77 @@
+//===- HostJit.cpp - compile flashattn modules for the host in-process ----===//
+
+#include "flashattn/Target/HostJit.h"
+
+#include "flashattn/Dialect/FlashAttn/IR/FlashAttn.h"
+#include "flashattn/Dialect/FlashAttn/Transforms/BufferizableOpInterfaceImpl.h"
+#include "flashattn/Pipelines/Pipelines.h"
+
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "llvm/Support/TargetSelect.h"
+
+using namespace mlir;
+
+void mlir::flashattn::registerHostJitDependencies(DialectRegistry &registry) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  registry.insert<FlashAttnDialect>();
+  registerBufferizableOpInterfaceExternalModels(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+}
+
+FailureOr<std::unique_ptr<ExecutionEngine>>
+mlir::flashattn::compileForHost(ModuleOp module) {
+  MLIRContext *ctx = module.getContext();
+  bool hasTensors = false;
+  module.walk([&](func::FuncOp fn) {
+    hasTensors |= llvm::any_of(fn.getArgumentTypes(), [](Type t) {
+      return isa<TensorType>(t);
+    });
+  });
+  if (hasTensors) {
+    PassManager pm(ctx);
+    bufferization::OneShotBufferizePassOptions bufferize;
+    bufferize.bufferizeFunctionBoundaries = true;
+    bufferize.functionBoundaryTypeConversion =
+        bufferization::LayoutMapOption::IdentityLayoutMap;
+    pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+    if (failed(pm.run(module)))
+      return failure();
+    // DPS results alias the out arguments: drop them from the signatures.
+    for (func::FuncOp fn : module.getOps<func::FuncOp>()) {
+      if (fn.isExternal() || fn.getNumResults() == 0)
+        continue;
+      auto ret = cast<func::ReturnOp>(fn.getBody().back().getTerminator());
+      if (!llvm::all_of(ret.getOperands(),
+                        [](Value v) { return isa<BlockArgument>(v); }))
+        continue; // a function with real results keeps them
+      ret->setOperands({});
+      fn.setType(FunctionType::get(ctx, fn.getArgumentTypes(), {}));
+    }
+  }
+  PassManager host(ctx);
+  flashattn::buildFlashAttnHostPipeline(host);
+  if (failed(host.run(module)))
+    return failure();
+  ExecutionEngineOptions options;
+  options.transformer = makeOptimizingTransformer(/*optLevel=*/3,
+                                                  /*sizeLevel=*/0, nullptr);
+  auto engine = ExecutionEngine::create(module, options);
+  if (!engine) {
+    emitError(module.getLoc())
+        << "JIT compilation failed: " << llvm::toString(engine.takeError());
+    return failure();
+  }
+  return std::move(*engine);
+}
