@@ -1,0 +1,37 @@
+//===- HostArtifact.h - emit host artifacts for the runtime -----*- C++ -*-===//
+//
+// The compiler side of the runtime contract (runtime/include/flashattn/
+// artifact.h): a runtime config becomes a host shared object wrapped into the
+// artifact container, keyed like the runtime keys it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHATTN_TARGET_HOSTARTIFACT_H
+#define FLASHATTN_TARGET_HOSTARTIFACT_H
+
+#include "flashattn/runtime.h"
+#include "mlir/Support/LLVM.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir {
+namespace flashattn {
+
+/// The MLIR text of one function `@fa_attention` holding the
+/// flashattn.attention that `config` describes (memref form; batch, sequence
+/// and page-count dimensions dynamic). `argNames` receives the argument
+/// names in order ("q", "k", "v", optional operands, "out", "lse").
+std::string buildAttentionModule(const fa_attention_config &config,
+                                 std::vector<std::string> &argNames);
+
+/// Compiles `config` into a host artifact (container bytes). On failure
+/// `error` says why.
+LogicalResult compileHostArtifact(const fa_attention_config &config,
+                                  std::vector<char> &artifact,
+                                  std::string &error);
+
+} // namespace flashattn
+} // namespace mlir
+
+#endif // FLASHATTN_TARGET_HOSTARTIFACT_H

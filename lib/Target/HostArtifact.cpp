@@ -1,0 +1,315 @@
+//===- HostArtifact.cpp - emit host artifacts for the runtime -------------===//
+//
+// A runtime config (fa_attention_config) becomes one flashattn.attention on
+// memrefs with dynamic batch and sequence dimensions (heads, head_dim and
+// page size static), goes through flashattn-host-pipeline, is translated to
+// LLVM IR with a packed entry `void fa_entry(void **args)` (the ABI of
+// flashattn/artifact.h), compiled for the host CPU into a position-
+// independent object, linked into a shared object with the system C compiler
+// driver (`cc -shared`, or $FLASHATTN_CC) and wrapped into the artifact
+// container by libflashattn_rt.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashattn/Target/HostArtifact.h"
+
+#include "flashattn/Pipelines/Pipelines.h"
+#include "flashattn/Target/HostJit.h"
+
+#include "flashattn/artifact.h"
+#include "flashattn/version.h"
+
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+
+#include <cstdlib>
+
+using namespace mlir;
+
+static const char *dtypeName(fa_dtype t) {
+  return t == FA_F32 ? "f32" : t == FA_F16 ? "f16" : "bf16";
+}
+
+std::string mlir::flashattn::buildAttentionModule(
+    const fa_attention_config &c, std::vector<std::string> &argNames) {
+  std::string et = dtypeName(c.dtype), ot = dtypeName(c.out_dtype);
+  auto dims = [](std::initializer_list<std::string> ds, const std::string &e) {
+    std::string s = "memref<";
+    for (const std::string &d : ds)
+      s += d + "x";
+    return s + e + ">";
+  };
+  std::string hq = std::to_string(c.num_q_heads),
+              hkv = std::to_string(c.num_kv_heads),
+              d = std::to_string(c.head_dim), dv = std::to_string(c.head_dim_v),
+              ps = std::to_string(c.page_size);
+  bool varlenQ = c.flags & FA_VARLEN_Q, varlenK = c.flags & FA_VARLEN_K,
+       paged = c.flags & FA_PAGED;
+  std::string qT = varlenQ ? dims({"?", hq, d}, et) : dims({"?", "?", hq, d}, et);
+  std::string kT = paged     ? dims({"?", ps, hkv, d}, et)
+                   : varlenK ? dims({"?", hkv, d}, et)
+                             : dims({"?", "?", hkv, d}, et);
+  std::string vT = paged     ? dims({"?", ps, hkv, dv}, et)
+                   : varlenK ? dims({"?", hkv, dv}, et)
+                             : dims({"?", "?", hkv, dv}, et);
+  std::string oT =
+      varlenQ ? dims({"?", hq, dv}, ot) : dims({"?", "?", hq, dv}, ot);
+  std::string lT = varlenQ ? dims({hq, "?"}, "f32") : dims({"?", hq, "?"}, "f32");
+  std::string i32v = "memref<?xi32>";
+
+  std::vector<std::pair<std::string, std::string>> args = {
+      {"q", qT}, {"k", kT}, {"v", vT}};
+  std::string extra;
+  auto opt = [&](bool present, const char *name, const std::string &type) {
+    if (!present)
+      return;
+    args.push_back({name, type});
+    extra += std::string(" ") + name + "(%" + name + " : " + type + ")";
+  };
+  opt(varlenQ, "cu_seqlens_q", i32v);
+  opt(varlenK, "cu_seqlens_k", i32v);
+  opt(c.flags & FA_SEQUSED_K, "seqused_k", i32v);
+  opt(paged, "block_table", "memref<?x?xi32>");
+  opt(c.flags & FA_ALIBI, "alibi_slopes",
+      (c.flags & FA_ALIBI_PER_BATCH) ? dims({"?", hq}, "f32")
+                                     : dims({hq}, "f32"));
+  opt(c.flags & FA_APPEND, "k_new", dims({"?", "?", hkv, d}, et));
+  opt(c.flags & FA_APPEND, "v_new", dims({"?", "?", hkv, dv}, et));
+  opt(c.flags & FA_APPEND, "cache_seqlens", i32v);
+  args.push_back({"out", oT});
+  bool lse = c.flags & FA_WITH_LSE;
+  if (lse)
+    args.push_back({"lse", lT});
+
+  std::string sig, attrs;
+  for (auto &[name, type] : args) {
+    sig += (sig.empty() ? "%" : ", %") + name + ": " + type;
+    argNames.push_back(name);
+  }
+  static const char *causal[] = {"none", "top_left", "bottom_right"};
+  attrs = std::string("causal = #flashattn.causal<") + causal[c.causal] + ">";
+  if (c.window_left >= 0 || c.window_right >= 0)
+    attrs += ", window_size = array<i64: " + std::to_string(c.window_left) +
+             ", " + std::to_string(c.window_right) + ">";
+  char buf[64];
+  // Hex float literals are exact: the f32 bit pattern.
+  auto f32Hex = [&](float f) {
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof(bits));
+    snprintf(buf, sizeof(buf), "0x%08X : f32", bits);
+    return std::string(buf);
+  };
+  if (c.softcap > 0)
+    attrs += ", softcap = " + f32Hex(c.softcap);
+  if (c.scale != 0)
+    attrs += ", scale = " + f32Hex(c.scale);
+  attrs += ", num_splits = " + std::to_string(c.num_splits);
+  if (c.pack_gqa >= 0)
+    attrs += std::string(", pack_gqa = ") + (c.pack_gqa ? "true" : "false");
+
+  std::string text = "func.func @fa_attention(" + sig + ") {\n";
+  text += "  flashattn.attention ins(%q, %k, %v : " + qT + ", " + kT + ", " +
+          vT + ")" + extra + "\n      outs(%out" + (lse ? ", %lse" : "") +
+          " : " + oT + (lse ? ", " + lT : "") + ") {" + attrs + "}";
+  if (c.regions)
+    text += std::string("\n      ") + c.regions;
+  text += "\n  return\n}\n";
+  return text;
+}
+
+/// Adds `void fa_entry(ptr args)` calling `fn` with each argument loaded
+/// from args[i] (the packed calling convention).
+static void addPackedEntry(llvm::Module &module, llvm::Function *fn) {
+  llvm::LLVMContext &ctx = module.getContext();
+  llvm::IRBuilder<> b(ctx);
+  auto *ptrTy = llvm::PointerType::getUnqual(ctx);
+  auto *entryTy =
+      llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {ptrTy}, false);
+  auto *entry = llvm::Function::Create(entryTy, llvm::Function::ExternalLinkage,
+                                       "fa_entry", module);
+  b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", entry));
+  llvm::SmallVector<llvm::Value *> callArgs;
+  for (auto [i, arg] : llvm::enumerate(fn->args())) {
+    llvm::Value *slot = b.CreateConstGEP1_64(ptrTy, entry->getArg(0), i);
+    llvm::Value *ptr = b.CreateLoad(ptrTy, slot);
+    callArgs.push_back(b.CreateLoad(arg.getType(), ptr));
+  }
+  b.CreateCall(fn, callArgs);
+  b.CreateRetVoid();
+}
+
+static FailureOr<std::string> tempPath(const char *suffix, std::string &error) {
+  llvm::SmallString<128> path;
+  if (llvm::sys::fs::createTemporaryFile("flashattn", suffix, path)) {
+    error = "cannot create a temporary file";
+    return failure();
+  }
+  return std::string(path);
+}
+
+LogicalResult mlir::flashattn::compileHostArtifact(
+    const fa_attention_config &config, std::vector<char> &artifact,
+    std::string &error) {
+  char why[256];
+  if (config.struct_size != sizeof(fa_attention_config)) {
+    error = "config struct_size does not match this compiler's ABI";
+    return failure();
+  }
+  if (config.target != FA_TARGET_HOST) {
+    error = "only the host target has artifacts in this version (sm90 is "
+            "the Hopper codegen issue)";
+    return failure();
+  }
+  if (fa_config_canonical(&config, why, sizeof(why)) < 0) {
+    error = "invalid config";
+    return failure();
+  }
+  std::vector<std::string> argNames;
+  std::string text = buildAttentionModule(config, argNames);
+
+  DialectRegistry registry;
+  registerHostJitDependencies(registry);
+  MLIRContext ctx(registry);
+  std::string diagnostics;
+  llvm::raw_string_ostream diagStream(diagnostics);
+  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &diag) {
+    diagStream << diag << "\n";
+    return success();
+  });
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &ctx);
+  if (!module) {
+    error = "the generated op does not verify: " + diagnostics;
+    return failure();
+  }
+  PassManager pm(&ctx);
+  buildFlashAttnHostPipeline(pm);
+  if (failed(pm.run(*module))) {
+    error = "the host pipeline failed: " + diagnostics;
+    return failure();
+  }
+
+  llvm::LLVMContext llvmCtx;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(*module, llvmCtx, "flashattn");
+  if (!llvmModule) {
+    error = "translation to LLVM IR failed: " + diagnostics;
+    return failure();
+  }
+  std::string triple = llvm::sys::getProcessTriple();
+  std::string lookupError;
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, lookupError);
+  if (!target) {
+    error = "no LLVM target for " + triple + ": " + lookupError;
+    return failure();
+  }
+  llvm::SubtargetFeatures features;
+  for (auto &[name, enabled] : llvm::sys::getHostCPUFeatures())
+    features.AddFeature(name, enabled);
+  llvm::TargetOptions options;
+  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+      llvm::Triple(triple), llvm::sys::getHostCPUName(), features.getString(),
+      options, llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+  llvmModule->setTargetTriple(llvm::Triple(triple));
+  llvmModule->setDataLayout(machine->createDataLayout());
+  llvm::Function *fn = llvmModule->getFunction("fa_attention");
+  if (!fn) {
+    error = "the lowered module lacks fa_attention";
+    return failure();
+  }
+  addPackedEntry(*llvmModule, fn);
+  if (llvm::Error err =
+          makeOptimizingTransformer(3, 0, machine.get())(llvmModule.get())) {
+    error = "LLVM optimization failed: " + llvm::toString(std::move(err));
+    return failure();
+  }
+
+  llvm::SmallVector<char, 0> object;
+  {
+    llvm::raw_svector_ostream os(object);
+    llvm::legacy::PassManager codegen;
+    if (machine->addPassesToEmitFile(codegen, os, nullptr,
+                                     llvm::CodeGenFileType::ObjectFile)) {
+      error = "the target cannot emit object files";
+      return failure();
+    }
+    codegen.run(*llvmModule);
+  }
+
+  // Link into a shared object with the system compiler driver.
+  FailureOr<std::string> objPath = tempPath("o", error);
+  FailureOr<std::string> soPath = tempPath("so", error);
+  if (failed(objPath) || failed(soPath))
+    return failure();
+  auto cleanup = llvm::make_scope_exit([&] {
+    llvm::sys::fs::remove(*objPath);
+    llvm::sys::fs::remove(*soPath);
+  });
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(*objPath, ec);
+    if (ec) {
+      error = "cannot write " + *objPath;
+      return failure();
+    }
+    os.write(object.data(), object.size());
+  }
+  const char *ccEnv = std::getenv("FLASHATTN_CC");
+  llvm::ErrorOr<std::string> cc =
+      llvm::sys::findProgramByName(ccEnv && *ccEnv ? ccEnv : "cc");
+  if (!cc) {
+    error = "no C compiler driver to link the shared object (cc; set "
+            "FLASHATTN_CC)";
+    return failure();
+  }
+  std::string linkError;
+  llvm::SmallVector<llvm::StringRef> linkArgs = {*cc, "-shared", "-o", *soPath,
+                                                 *objPath, "-lm"};
+  if (llvm::sys::ExecuteAndWait(*cc, linkArgs, std::nullopt, {}, 0, 0,
+                                &linkError) != 0) {
+    error = "linking the shared object failed: " + linkError;
+    return failure();
+  }
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> so =
+      llvm::MemoryBuffer::getFile(*soPath);
+  if (!so) {
+    error = "cannot read the linked shared object";
+    return failure();
+  }
+
+  std::string meta = "{\"entry\":\"fa_entry\",\"target\":\"host\",\"args\":[";
+  for (size_t i = 0; i < argNames.size(); ++i)
+    meta += (i ? ",\"" : "\"") + argNames[i] + "\"";
+  meta += "]}";
+  void *bytes = nullptr;
+  size_t size = 0;
+  fa_status st = fa_artifact_build(&config, FA_COMPILER_VERSION,
+                                   FA_ARTIFACT_HOST_SO, meta.c_str(),
+                                   (*so)->getBufferStart(),
+                                   (*so)->getBufferSize(), &bytes, &size);
+  if (st != FA_OK) {
+    error = std::string("building the artifact failed: ") +
+            fa_status_string(st);
+    return failure();
+  }
+  artifact.assign(static_cast<char *>(bytes), static_cast<char *>(bytes) + size);
+  fa_artifact_free(bytes);
+  return success();
+}

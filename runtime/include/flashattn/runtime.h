@@ -1,0 +1,222 @@
+/*===- flashattn/runtime.h - the flashattn C runtime ---------------*- C -*-===*
+ *
+ * libflashattn_rt: loads compiled attention kernels (artifacts), checks a
+ * call's inputs, launches on the host or on a CUDA device, merges split-KV
+ * partials, and caches artifacts in memory and on disk. C11, no MLIR inside.
+ *
+ * Conventions
+ * - Every function returns an fa_status; FA_OK is 0. Nothing aborts, nothing
+ *   prints on an error path; the message of the last failure on a runtime is
+ *   fa_runtime_last_error(). Set FLASHATTN_DEBUG=1 to log to stderr.
+ * - Tensors are row-major and contiguous (fa_tensor); shapes follow
+ *   FlashAttention (DESIGN.md section 1):
+ *     dense   q [B, Sq, Hq, D]   k, v [B, Sk, Hkv, D|Dv]   out [B, Sq, Hq, Dv]
+ *             lse [B, Hq, Sq] f32
+ *     varlen  q [Tq, Hq, D] + cu_seqlens_q [B+1] i32;  k, v [Tk, Hkv, D]
+ *             + cu_seqlens_k [B+1] i32;  lse [Hq, Tq]
+ *     paged   k, v [num_pages, page_size, Hkv, D] + block_table [B, P] i32
+ *             + seqused_k [B] i32
+ *     append  k_new, v_new [B, S_new, Hkv, D] + cache_seqlens [B] i32 (keys
+ *             in the cache before the append)
+ * - ABI: FA_RT_ABI_VERSION changes when a struct or signature changes; structs
+ *   passed in carry their size (struct_size) so that older callers keep
+ *   working.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef FLASHATTN_RUNTIME_H
+#define FLASHATTN_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FA_RT_ABI_VERSION 1
+
+/*---------------------------------------------------------------------------*
+ * Status codes
+ *---------------------------------------------------------------------------*/
+typedef enum fa_status {
+  FA_OK = 0,
+  FA_ERROR_INVALID_ARGUMENT = 1, /* null pointer, bad enum, bad struct_size */
+  FA_ERROR_SHAPE_MISMATCH = 2,   /* a tensor does not match the kernel */
+  FA_ERROR_BAD_INPUT = 3,        /* cu_seqlens, block_table, seqused_k, append */
+  FA_ERROR_OUT_OF_MEMORY = 4,
+  FA_ERROR_IO = 5,                /* file or directory operation failed */
+  FA_ERROR_CORRUPT_ARTIFACT = 6,  /* bad magic, checksum, truncation, key */
+  FA_ERROR_CACHE_MISS = 7,        /* not cached and no compiler available */
+  FA_ERROR_COMPILE_FAILED = 8,    /* the compiler library reported an error */
+  FA_ERROR_NO_DRIVER = 9,         /* libcuda.so.1 could not be loaded */
+  FA_ERROR_CUDA = 10,             /* a CUDA driver call failed */
+  FA_ERROR_UNSUPPORTED = 11,      /* valid request this build cannot serve */
+  FA_ERROR_LOAD_FAILED = 12       /* the artifact's code could not be loaded */
+} fa_status;
+
+/* A static, human-readable name of a status ("FA_OK", ...). Never NULL. */
+const char *fa_status_string(fa_status status);
+
+/* FA_RT_ABI_VERSION of the library actually loaded. */
+uint32_t fa_runtime_abi_version(void);
+
+/*---------------------------------------------------------------------------*
+ * Configuration of one specialised attention (the cache key's source)
+ *---------------------------------------------------------------------------*/
+typedef enum fa_dtype { FA_F32 = 0, FA_F16 = 1, FA_BF16 = 2 } fa_dtype;
+typedef enum fa_causal {
+  FA_CAUSAL_NONE = 0,
+  FA_CAUSAL_TOP_LEFT = 1,
+  FA_CAUSAL_BOTTOM_RIGHT = 2
+} fa_causal;
+typedef enum fa_target { FA_TARGET_HOST = 0, FA_TARGET_SM90 = 1 } fa_target;
+
+/* Layout and feature flags of fa_attention_config.flags. */
+enum {
+  FA_VARLEN_Q = 1u << 0,         /* q packed [Tq, Hq, D] with cu_seqlens_q */
+  FA_VARLEN_K = 1u << 1,         /* k, v packed with cu_seqlens_k */
+  FA_SEQUSED_K = 1u << 2,        /* seqused_k given */
+  FA_PAGED = 1u << 3,            /* block_table (needs FA_SEQUSED_K) */
+  FA_APPEND = 1u << 4,           /* k_new, v_new, cache_seqlens */
+  FA_WITH_LSE = 1u << 5,         /* lse output */
+  FA_ALIBI = 1u << 6,            /* alibi_slopes [Hq] f32 */
+  FA_ALIBI_PER_BATCH = 1u << 7   /* alibi_slopes [B, Hq] f32 (with FA_ALIBI) */
+};
+
+typedef struct fa_attention_config {
+  uint32_t struct_size; /* sizeof(fa_attention_config) */
+  fa_target target;
+  fa_dtype dtype;       /* q, k, v (and k_new, v_new) */
+  fa_dtype out_dtype;   /* out: dtype or FA_F32 */
+  int32_t num_q_heads, num_kv_heads, head_dim, head_dim_v;
+  uint32_t flags;
+  int32_t page_size;    /* keys per page when FA_PAGED, else 0 */
+  fa_causal causal;
+  int32_t window_left, window_right; /* -1 = unbounded */
+  float softcap;        /* 0 = off */
+  float scale;          /* 0 = 1/sqrt(head_dim) */
+  int32_t num_splits;   /* 0 = automatic, 1 = none */
+  int32_t pack_gqa;     /* -1 = automatic, 0, 1 */
+  /* Optional region text pasted into the op, e.g.
+   * "mask(%b: index, %h: index, %i: index, %j: index) { ... }"; it may use
+   * constants only (no values from outside). NULL when absent. */
+  const char *regions;
+} fa_attention_config;
+
+/* A config with every field at its default (dense, f16, no mask). */
+fa_attention_config fa_attention_config_default(void);
+
+/* The canonical text of a config (what the cache key hashes), written into
+ * buf (NUL-terminated). Returns the length it needs, excluding the NUL, or
+ * -1 on an invalid config; truncates when buf_size is too small. */
+int fa_config_canonical(const fa_attention_config *config, char *buf,
+                        size_t buf_size);
+
+/* The cache key: 32 lowercase hex digits of XXH3-128 over the canonical
+ * text and the compiler version. key must hold 33 bytes. */
+fa_status fa_config_key(const fa_attention_config *config,
+                        const char *compiler_version, char key[33]);
+
+/*---------------------------------------------------------------------------*
+ * Runtime, cache and kernels
+ *---------------------------------------------------------------------------*/
+typedef struct fa_runtime fa_runtime; /* opaque */
+typedef struct fa_kernel fa_kernel;   /* opaque, owned by the runtime */
+
+typedef struct fa_runtime_options {
+  uint32_t struct_size;       /* sizeof(fa_runtime_options) */
+  /* Disk cache directory; NULL = $FLASHATTN_CACHE_DIR, else
+   * $XDG_CACHE_HOME/flashattn, else $HOME/.cache/flashattn. */
+  const char *cache_dir;
+  int32_t disable_disk_cache; /* 1: memory only */
+  int32_t memory_entries;     /* LRU capacity; 0 = 64 */
+  /* Compiler library for compiling on a miss; NULL =
+   * $FLASHATTN_COMPILER_LIB, else "libflashattn_compiler.so" through the
+   * dynamic loader's search path. "" disables compilation. */
+  const char *compiler_library;
+} fa_runtime_options;
+
+fa_status fa_runtime_create(const fa_runtime_options *options,
+                            fa_runtime **runtime);
+void fa_runtime_destroy(fa_runtime *runtime);
+/* The message of the last failure on this runtime ("" when none). */
+const char *fa_runtime_last_error(const fa_runtime *runtime);
+
+/* Cache statistics since creation. */
+typedef struct fa_cache_stats {
+  uint64_t memory_hits, disk_hits, misses, compiles, rebuilt_corrupt,
+      disk_writes, disk_write_failures;
+  int32_t disk_enabled; /* 0 after the directory proved unusable */
+} fa_cache_stats;
+fa_status fa_runtime_cache_stats(const fa_runtime *runtime,
+                                 fa_cache_stats *stats);
+
+/* The kernel for a config: memory cache, then disk cache, then the compiler
+ * library (the result is stored in both caches). FA_ERROR_CACHE_MISS when
+ * not cached and no compiler is available. */
+fa_status fa_kernel_get(fa_runtime *runtime, const fa_attention_config *config,
+                        fa_kernel **kernel);
+
+/* Loads an artifact (bytes in the artifact container format) and stores it
+ * in the caches under its key. */
+fa_status fa_kernel_load_artifact(fa_runtime *runtime, const void *bytes,
+                                  size_t size, fa_kernel **kernel);
+fa_status fa_kernel_load_artifact_file(fa_runtime *runtime, const char *path,
+                                       fa_kernel **kernel);
+
+/* The config and key of a loaded kernel. */
+const fa_attention_config *fa_kernel_config(const fa_kernel *kernel);
+const char *fa_kernel_key(const fa_kernel *kernel);
+
+/*---------------------------------------------------------------------------*
+ * Running
+ *---------------------------------------------------------------------------*/
+typedef struct fa_tensor {
+  void *data;       /* host or device memory, per the kernel's target */
+  int32_t rank;     /* 0 = absent */
+  int64_t shape[4]; /* row-major, contiguous */
+} fa_tensor;
+
+typedef struct fa_attention_args {
+  uint32_t struct_size; /* sizeof(fa_attention_args) */
+  fa_tensor q, k, v, out, lse;
+  fa_tensor cu_seqlens_q, cu_seqlens_k, seqused_k, block_table, alibi_slopes;
+  fa_tensor k_new, v_new, cache_seqlens;
+  void *stream;         /* CUstream for FA_TARGET_SM90; ignored on host */
+} fa_attention_args;
+
+/* Checks every input against the kernel and DESIGN.md section 1 (null
+ * pointers, shapes, element counts, cu_seqlens monotone and inside the
+ * tensor, block_table entries inside the pool, seqused_k and appends within
+ * capacity), then runs. Nothing is read or written when a check fails. Host
+ * tensors only for the checks of integer metadata (on sm90 the metadata is
+ * read from host copies the caller provides in the same fa_tensor). */
+fa_status fa_attention_run(fa_runtime *runtime, fa_kernel *kernel,
+                           const fa_attention_args *args);
+
+/*---------------------------------------------------------------------------*
+ * Split-KV combine on the host (DESIGN.md section 1)
+ *---------------------------------------------------------------------------*/
+/* partial_out [num_splits, rows, head_dim_v] f32, partial_lse
+ * [num_splits, rows] f32 -> out [rows, head_dim_v] of out_dtype and lse
+ * [rows] f32 (lse may be NULL):
+ *   lse = log sum_s exp(lse_s),  out = sum_s exp(lse_s - lse) out_s;
+ * splits with lse_s = -inf weigh 0; all empty gives out 0 and lse -inf. */
+fa_status fa_combine_host(const float *partial_out, const float *partial_lse,
+                          int64_t num_splits, int64_t rows, int64_t head_dim_v,
+                          fa_dtype out_dtype, void *out, float *lse);
+
+/*---------------------------------------------------------------------------*
+ * CUDA backend
+ *---------------------------------------------------------------------------*/
+/* Loads libcuda.so.1 (dlopen) and initializes the driver. FA_ERROR_NO_DRIVER
+ * when the library or a device is missing. Called by fa_attention_run for
+ * sm90 kernels; exposed so that callers can probe. */
+fa_status fa_cuda_probe(fa_runtime *runtime, int32_t *num_sms);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FLASHATTN_RUNTIME_H */

@@ -1,0 +1,247 @@
+/*===- artifact.c - the artifact container (flashattn/artifact.h) ---------===*
+ *
+ * Metadata is JSON, built and parsed with cJSON; the checksum is XXH3-64.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#include "internal.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+static const char kMagic[8] = {'F', 'L', 'A', 'S', 'H', 'A', 'T', 'T'};
+
+static void put32(unsigned char *p, uint32_t v) {
+  for (int i = 0; i < 4; ++i)
+    p[i] = (unsigned char)(v >> (8 * i));
+}
+static void put64(unsigned char *p, uint64_t v) {
+  for (int i = 0; i < 8; ++i)
+    p[i] = (unsigned char)(v >> (8 * i));
+}
+static uint32_t get32(const unsigned char *p) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i)
+    v |= (uint32_t)p[i] << (8 * i);
+  return v;
+}
+static uint64_t get64(const unsigned char *p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i)
+    v |= (uint64_t)p[i] << (8 * i);
+  return v;
+}
+
+static cJSON *configToJson(const fa_attention_config *c) {
+  cJSON *o = cJSON_CreateObject();
+  if (!o)
+    return NULL;
+  cJSON_AddNumberToObject(o, "target", c->target);
+  cJSON_AddNumberToObject(o, "dtype", c->dtype);
+  cJSON_AddNumberToObject(o, "out_dtype", c->out_dtype);
+  cJSON_AddNumberToObject(o, "num_q_heads", c->num_q_heads);
+  cJSON_AddNumberToObject(o, "num_kv_heads", c->num_kv_heads);
+  cJSON_AddNumberToObject(o, "head_dim", c->head_dim);
+  cJSON_AddNumberToObject(o, "head_dim_v", c->head_dim_v);
+  cJSON_AddNumberToObject(o, "flags", c->flags);
+  cJSON_AddNumberToObject(o, "page_size", c->page_size);
+  cJSON_AddNumberToObject(o, "causal", c->causal);
+  cJSON_AddNumberToObject(o, "window_left", c->window_left);
+  cJSON_AddNumberToObject(o, "window_right", c->window_right);
+  cJSON_AddNumberToObject(o, "softcap", (double)c->softcap);
+  cJSON_AddNumberToObject(o, "scale", (double)c->scale);
+  cJSON_AddNumberToObject(o, "num_splits", c->num_splits);
+  cJSON_AddNumberToObject(o, "pack_gqa", c->pack_gqa);
+  if (c->regions)
+    cJSON_AddStringToObject(o, "regions", c->regions);
+  return o;
+}
+
+static bool number(const cJSON *o, const char *name, double *out) {
+  const cJSON *item = cJSON_GetObjectItemCaseSensitive(o, name);
+  if (!cJSON_IsNumber(item))
+    return false;
+  *out = item->valuedouble;
+  return true;
+}
+
+static bool jsonToConfig(const cJSON *o, fa_attention_config *c, char **regions) {
+  *c = fa_attention_config_default();
+  double v[16];
+  const char *names[16] = {"target", "dtype", "out_dtype", "num_q_heads",
+                           "num_kv_heads", "head_dim", "head_dim_v", "flags",
+                           "page_size", "causal", "window_left",
+                           "window_right", "softcap", "scale", "num_splits",
+                           "pack_gqa"};
+  for (int i = 0; i < 16; ++i)
+    if (!number(o, names[i], &v[i]))
+      return false;
+  c->target = (fa_target)v[0];
+  c->dtype = (fa_dtype)v[1];
+  c->out_dtype = (fa_dtype)v[2];
+  c->num_q_heads = (int32_t)v[3];
+  c->num_kv_heads = (int32_t)v[4];
+  c->head_dim = (int32_t)v[5];
+  c->head_dim_v = (int32_t)v[6];
+  c->flags = (uint32_t)v[7];
+  c->page_size = (int32_t)v[8];
+  c->causal = (fa_causal)v[9];
+  c->window_left = (int32_t)v[10];
+  c->window_right = (int32_t)v[11];
+  c->softcap = (float)v[12];
+  c->scale = (float)v[13];
+  c->num_splits = (int32_t)v[14];
+  c->pack_gqa = (int32_t)v[15];
+  const cJSON *r = cJSON_GetObjectItemCaseSensitive(o, "regions");
+  *regions = NULL;
+  if (cJSON_IsString(r)) {
+    *regions = strdup(r->valuestring);
+    if (!*regions)
+      return false;
+  }
+  c->regions = *regions;
+  return true;
+}
+
+fa_status fa_artifact_build(const fa_attention_config *config,
+                            const char *compiler_version, fa_artifact_kind kind,
+                            const char *extra, const void *payload,
+                            size_t payload_size, void **bytes, size_t *size) {
+  if (!config || !compiler_version || !bytes || !size ||
+      (!payload && payload_size))
+    return FA_ERROR_INVALID_ARGUMENT;
+  char key[33];
+  fa_status st = fa_config_key(config, compiler_version, key);
+  if (st != FA_OK)
+    return st;
+  cJSON *meta = extra ? cJSON_Parse(extra) : cJSON_CreateObject();
+  if (!meta || !cJSON_IsObject(meta)) {
+    cJSON_Delete(meta);
+    return FA_ERROR_INVALID_ARGUMENT;
+  }
+  cJSON_DeleteItemFromObjectCaseSensitive(meta, "compiler_version");
+  cJSON_DeleteItemFromObjectCaseSensitive(meta, "config");
+  cJSON_AddStringToObject(meta, "compiler_version", compiler_version);
+  cJSON_AddItemToObject(meta, "config", configToJson(config));
+  char *text = cJSON_PrintUnformatted(meta);
+  cJSON_Delete(meta);
+  if (!text)
+    return FA_ERROR_OUT_OF_MEMORY;
+  size_t m = strlen(text);
+  size_t total = FA_ARTIFACT_HEADER_SIZE + m + payload_size;
+  unsigned char *out = (unsigned char *)malloc(total);
+  if (!out) {
+    free(text);
+    return FA_ERROR_OUT_OF_MEMORY;
+  }
+  memcpy(out, kMagic, 8);
+  put32(out + 8, FA_ARTIFACT_FORMAT_VERSION);
+  put32(out + 12, (uint32_t)kind);
+  memcpy(out + 16, key, 32);
+  put64(out + 48, m);
+  put64(out + 56, payload_size);
+  memcpy(out + FA_ARTIFACT_HEADER_SIZE, text, m);
+  if (payload_size)
+    memcpy(out + FA_ARTIFACT_HEADER_SIZE + m, payload, payload_size);
+  put64(out + 64, XXH3_64bits(out + FA_ARTIFACT_HEADER_SIZE, m + payload_size));
+  free(text);
+  *bytes = out;
+  *size = total;
+  return FA_OK;
+}
+
+void fa_artifact_free(void *bytes) { free(bytes); }
+
+void fa_artifact_release(fa_artifact *a) {
+  free(a->regions);
+  a->regions = NULL;
+}
+
+fa_status fa_artifact_parse(fa_runtime *rt, const void *bytes, size_t size,
+                            fa_artifact *a) {
+  const unsigned char *p = (const unsigned char *)bytes;
+  memset(a, 0, sizeof(*a));
+  if (!bytes || size < FA_ARTIFACT_HEADER_SIZE)
+    return fa_fail(rt, FA_ERROR_CORRUPT_ARTIFACT,
+                   "artifact truncated: %zu bytes, the header alone is %d",
+                   size, FA_ARTIFACT_HEADER_SIZE);
+  if (memcmp(p, kMagic, 8) != 0)
+    return fa_fail(rt, FA_ERROR_CORRUPT_ARTIFACT,
+                   "not a flashattn artifact (bad magic)");
+  if (get32(p + 8) != FA_ARTIFACT_FORMAT_VERSION)
+    return fa_fail(rt, FA_ERROR_CORRUPT_ARTIFACT,
+                   "artifact format version %u, this runtime reads %d",
+                   get32(p + 8), FA_ARTIFACT_FORMAT_VERSION);
+  uint64_t m = get64(p + 48), n = get64(p + 56);
+  if (m > size || n > size || FA_ARTIFACT_HEADER_SIZE + m + n != size)
+    return fa_fail(rt, FA_ERROR_CORRUPT_ARTIFACT,
+                   "artifact truncated or padded: header says %llu + %llu "
+                   "bytes after it, the file has %zu",
+                   (unsigned long long)m, (unsigned long long)n,
+                   size - FA_ARTIFACT_HEADER_SIZE);
+  if (XXH3_64bits(p + FA_ARTIFACT_HEADER_SIZE, m + n) != get64(p + 64))
+    return fa_fail(rt, FA_ERROR_CORRUPT_ARTIFACT, "artifact checksum mismatch");
+  a->kind = (fa_artifact_kind)get32(p + 12);
+  if (a->kind != FA_ARTIFACT_HOST_SO && a->kind != FA_ARTIFACT_CUBIN)
+    return fa_fail(rt, FA_ERROR_CORRUPT_ARTIFACT, "unknown artifact kind %d",
+                   (int)a->kind);
+  memcpy(a->key, p + 16, 32);
+  a->key[32] = '\0';
+
+  cJSON *meta = cJSON_ParseWithLength((const char *)p + FA_ARTIFACT_HEADER_SIZE, m);
+  fa_status st = FA_ERROR_CORRUPT_ARTIFACT;
+  const char *why = "metadata is not a JSON object";
+  if (!cJSON_IsObject(meta))
+    goto fail;
+  const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(meta, "config");
+  const cJSON *ver = cJSON_GetObjectItemCaseSensitive(meta, "compiler_version");
+  const cJSON *entry = cJSON_GetObjectItemCaseSensitive(meta, "entry");
+  const cJSON *args = cJSON_GetObjectItemCaseSensitive(meta, "args");
+  why = "metadata lacks config, compiler_version, entry or args";
+  if (!cJSON_IsObject(cfg) || !cJSON_IsString(ver) || !cJSON_IsString(entry) ||
+      !cJSON_IsArray(args) || !jsonToConfig(cfg, &a->config, &a->regions))
+    goto fail;
+  snprintf(a->compiler_version, sizeof(a->compiler_version), "%s", ver->valuestring);
+  snprintf(a->entry, sizeof(a->entry), "%s", entry->valuestring);
+  a->num_args = cJSON_GetArraySize(args);
+  why = "bad args list";
+  if (a->num_args < 4 || a->num_args > FA_MAX_ARGS)
+    goto fail;
+  for (int i = 0; i < a->num_args; ++i) {
+    const cJSON *name = cJSON_GetArrayItem(args, i);
+    if (!cJSON_IsString(name))
+      goto fail;
+    snprintf(a->arg_names[i], sizeof(a->arg_names[i]), "%s", name->valuestring);
+  }
+  double v;
+  const cJSON *block = cJSON_GetObjectItemCaseSensitive(meta, "block");
+  for (int i = 0; i < 3; ++i)
+    a->block[i] = cJSON_IsArray(block) && cJSON_GetArrayItem(block, i)
+                      ? cJSON_GetArrayItem(block, i)->valueint
+                      : 1;
+  a->smem = number(meta, "smem", &v) ? (int)v : 0;
+  const cJSON *grid = cJSON_GetObjectItemCaseSensitive(meta, "grid");
+  snprintf(a->grid, sizeof(a->grid), "%s",
+           cJSON_IsString(grid) ? grid->valuestring : "tiles");
+  {
+    /* A foreign or tampered entry: its key is not what its config hashes to. */
+    char key[33];
+    why = "config is invalid";
+    if (fa_config_key(&a->config, a->compiler_version, key) != FA_OK)
+      goto fail;
+    why = "key does not match the config";
+    if (strcmp(key, a->key) != 0)
+      goto fail;
+  }
+  cJSON_Delete(meta);
+  a->payload = p + FA_ARTIFACT_HEADER_SIZE + m;
+  a->payload_size = n;
+  return FA_OK;
+fail:
+  cJSON_Delete(meta);
+  fa_artifact_release(a);
+  return fa_fail(rt, st, "corrupt artifact: %s", why);
+}

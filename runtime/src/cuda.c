@@ -1,0 +1,183 @@
+/*===- cuda.c - the CUDA backend (driver API through dlopen) --------------===*
+ *
+ * libcuda.so.1 is opened with dlopen at first use, so that the library
+ * builds and runs where no driver exists and answers FA_ERROR_NO_DRIVER.
+ * Only the driver functions below are used (CUDA Driver API reference):
+ * cuInit, cuDeviceGet, cuDeviceGetAttribute, cuDevicePrimaryCtxRetain,
+ * cuCtxSetCurrent, cuModuleLoadData, cuModuleGetFunction,
+ * cuFuncSetAttribute, cuLaunchKernel, cuGetErrorString.
+ *
+ * Launch ABI of a cubin artifact: the kernel takes one device pointer per
+ * argument in the metadata's "args" order followed by one int64 per
+ * dimension of each argument (row-major shapes), block = metadata "block",
+ * dynamic shared memory = "smem" (raised with cuFuncSetAttribute above
+ * 48 KB), grid = the number of SMs ("persistent"). Tensor maps (TMA) are not
+ * encoded by this version: an artifact that lists "tma" arguments is
+ * rejected with FA_ERROR_UNSUPPORTED.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#include "internal.h"
+
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef void *CUcontext, *CUmodule, *CUfunction, *CUstream;
+
+typedef struct cuda_api {
+  void *lib;
+  int num_sms;
+  CUcontext ctx;
+  CUresult (*cuInit)(unsigned);
+  CUresult (*cuDeviceGet)(CUdevice *, int);
+  CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+  CUresult (*cuCtxSetCurrent)(CUcontext);
+  CUresult (*cuModuleLoadData)(CUmodule *, const void *);
+  CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
+  CUresult (*cuFuncSetAttribute)(CUfunction, int, int);
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned,
+                             unsigned, unsigned, unsigned, unsigned, CUstream,
+                             void **, void **);
+  CUresult (*cuGetErrorString)(CUresult, const char **);
+} cuda_api;
+
+enum {
+  CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
+  CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+};
+
+static const char *cuError(cuda_api *api, CUresult r) {
+  const char *s = NULL;
+  if (api->cuGetErrorString)
+    api->cuGetErrorString(r, &s);
+  return s ? s : "unknown CUDA error";
+}
+
+static fa_status load_api(fa_runtime *rt, cuda_api **out) {
+  if (rt->cuda) {
+    *out = (cuda_api *)rt->cuda;
+    return FA_OK;
+  }
+  const char *name = getenv("FLASHATTN_LIBCUDA");
+  void *lib = dlopen(name && *name ? name : "libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib)
+    return fa_fail(rt, FA_ERROR_NO_DRIVER,
+                   "no CUDA driver: dlopen(libcuda.so.1) failed: %s", dlerror());
+  cuda_api *api = (cuda_api *)calloc(1, sizeof(*api));
+  if (!api) {
+    dlclose(lib);
+    return fa_fail(rt, FA_ERROR_OUT_OF_MEMORY, "out of memory");
+  }
+  api->lib = lib;
+#define LOAD(fn, sym)                                                          \
+  do {                                                                         \
+    *(void **)(&api->fn) = dlsym(lib, sym);                                    \
+    if (!api->fn) {                                                            \
+      dlclose(lib);                                                            \
+      free(api);                                                               \
+      return fa_fail(rt, FA_ERROR_NO_DRIVER, "libcuda lacks %s", sym);         \
+    }                                                                          \
+  } while (0)
+  LOAD(cuInit, "cuInit");
+  LOAD(cuDeviceGet, "cuDeviceGet");
+  LOAD(cuDeviceGetAttribute, "cuDeviceGetAttribute");
+  LOAD(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+  LOAD(cuCtxSetCurrent, "cuCtxSetCurrent");
+  LOAD(cuModuleLoadData, "cuModuleLoadData");
+  LOAD(cuModuleGetFunction, "cuModuleGetFunction");
+  LOAD(cuFuncSetAttribute, "cuFuncSetAttribute");
+  LOAD(cuLaunchKernel, "cuLaunchKernel");
+  LOAD(cuGetErrorString, "cuGetErrorString");
+#undef LOAD
+  CUdevice dev;
+  CUresult r = api->cuInit(0);
+  if (r == 0)
+    r = api->cuDeviceGet(&dev, 0);
+  if (r == 0)
+    r = api->cuDeviceGetAttribute(&api->num_sms,
+                                  CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+  if (r == 0)
+    r = api->cuDevicePrimaryCtxRetain(&api->ctx, dev);
+  if (r == 0)
+    r = api->cuCtxSetCurrent(api->ctx);
+  if (r != 0) {
+    fa_status st = fa_fail(rt, FA_ERROR_NO_DRIVER,
+                           "CUDA driver present but unusable: %s", cuError(api, r));
+    dlclose(lib);
+    free(api);
+    return st;
+  }
+  rt->cuda = api;
+  *out = api;
+  return FA_OK;
+}
+
+fa_status fa_cuda_probe(fa_runtime *runtime, int32_t *num_sms) {
+  if (!runtime)
+    return FA_ERROR_INVALID_ARGUMENT;
+  cuda_api *api;
+  fa_status st = load_api(runtime, &api);
+  if (st == FA_OK && num_sms)
+    *num_sms = api->num_sms;
+  return st;
+}
+
+fa_status fa_cuda_load(fa_runtime *rt, fa_kernel *k) {
+  cuda_api *api;
+  fa_status st = load_api(rt, &api);
+  if (st != FA_OK)
+    return st;
+  CUresult r = api->cuModuleLoadData(&k->cu_module, k->artifact.payload);
+  if (r == 0)
+    r = api->cuModuleGetFunction(&k->cu_function, k->cu_module, k->artifact.entry);
+  if (r == 0 && k->artifact.smem > 48 * 1024)
+    r = api->cuFuncSetAttribute(k->cu_function,
+                                CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                k->artifact.smem);
+  if (r != 0)
+    return fa_fail(rt, FA_ERROR_CUDA, "loading the cubin failed: %s",
+                   cuError(api, r));
+  return FA_OK;
+}
+
+fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
+                         const fa_tensor *const *tensors, int n, void *stream) {
+  cuda_api *api;
+  fa_status st = load_api(rt, &api);
+  if (st != FA_OK)
+    return st;
+  void *ptrs[FA_MAX_ARGS];
+  int64_t dims[FA_MAX_ARGS * 4];
+  void *params[FA_MAX_ARGS * 5];
+  int p = 0, d = 0;
+  for (int i = 0; i < n; ++i) {
+    ptrs[i] = tensors[i]->data;
+    params[p++] = &ptrs[i];
+  }
+  for (int i = 0; i < n; ++i)
+    for (int r = 0; r < tensors[i]->rank; ++r) {
+      dims[d] = tensors[i]->shape[r];
+      params[p++] = &dims[d++];
+    }
+  unsigned grid = (unsigned)(api->num_sms > 0 ? api->num_sms : 1);
+  CUresult r = api->cuLaunchKernel(
+      k->cu_function, grid, 1, 1, (unsigned)k->artifact.block[0],
+      (unsigned)k->artifact.block[1], (unsigned)k->artifact.block[2],
+      (unsigned)k->artifact.smem, (CUstream)stream, params, NULL);
+  if (r != 0)
+    return fa_fail(rt, FA_ERROR_CUDA, "cuLaunchKernel failed: %s", cuError(api, r));
+  return FA_OK;
+}
+
+void fa_cuda_release(fa_runtime *rt) {
+  cuda_api *api = (cuda_api *)rt->cuda;
+  if (!api)
+    return;
+  dlclose(api->lib);
+  free(api);
+  rt->cuda = NULL;
+}

@@ -1,0 +1,98 @@
+/*===- internal.h - libflashattn_rt internals ----------------------*- C -*-===*/
+
+#ifndef FLASHATTN_RT_INTERNAL_H
+#define FLASHATTN_RT_INTERNAL_H
+
+#include "flashattn/artifact.h"
+#include "flashattn/runtime.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+
+#define FA_MAX_ARGS 13
+#define FA_ERROR_SIZE 512
+
+/* A parsed artifact (views into `bytes`, which the kernel owns). */
+typedef struct fa_artifact {
+  fa_artifact_kind kind;
+  char key[33];
+  fa_attention_config config;
+  char *regions;          /* owned copy of config.regions */
+  char compiler_version[64];
+  char entry[128];
+  int num_args;
+  char arg_names[FA_MAX_ARGS][16];
+  int block[3], smem;     /* cubin launch */
+  char grid[16];          /* "persistent" or "tiles" */
+  const unsigned char *payload;
+  size_t payload_size;
+} fa_artifact;
+
+struct fa_kernel {
+  fa_artifact artifact;
+  void *bytes; /* the whole container */
+  size_t size;
+  /* host backend */
+  int memfd;
+  void *dl_handle;
+  void (*host_entry)(void **);
+  /* cuda backend */
+  void *cu_module, *cu_function;
+  /* LRU list */
+  struct fa_kernel *prev, *next;
+  bool in_use; /* returned to a caller: never evicted while the runtime lives */
+};
+
+struct fa_runtime {
+  char error[FA_ERROR_SIZE];
+  char cache_dir[1024];
+  bool disk_enabled;
+  int memory_capacity, memory_count;
+  fa_kernel *lru_head, *lru_tail; /* most recent first */
+  fa_kernel *evicted;             /* kept alive: callers may hold them */
+  fa_cache_stats stats;
+  /* compiler library */
+  char compiler_library[1024];
+  void *compiler_handle;
+  bool compiler_tried;
+  /* cuda */
+  void *cuda;
+};
+
+/* Sets the last error (printf-style) and returns `status`. */
+fa_status fa_fail(fa_runtime *rt, fa_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void fa_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* artifact.c */
+fa_status fa_artifact_parse(fa_runtime *rt, const void *bytes, size_t size,
+                            fa_artifact *out);
+void fa_artifact_release(fa_artifact *a);
+
+/* config.c */
+bool fa_config_valid(const fa_attention_config *c, char *why, size_t n);
+size_t fa_dtype_size(fa_dtype t);
+const char *fa_dtype_name(fa_dtype t);
+
+/* cache.c */
+fa_kernel *fa_cache_lookup_memory(fa_runtime *rt, const char *key);
+fa_status fa_cache_lookup_disk(fa_runtime *rt, const char *key,
+                               fa_kernel **kernel);
+void fa_cache_insert(fa_runtime *rt, fa_kernel *kernel, bool write_disk);
+void fa_cache_destroy(fa_runtime *rt);
+
+/* kernel.c */
+fa_status fa_kernel_create(fa_runtime *rt, void *bytes, size_t size,
+                           const char *expected_key, fa_kernel **out);
+void fa_kernel_destroy(fa_kernel *k);
+
+/* host.c, cuda.c */
+fa_status fa_host_load(fa_runtime *rt, fa_kernel *k);
+fa_status fa_host_launch(fa_runtime *rt, fa_kernel *k,
+                         const fa_tensor *const *tensors, int n);
+fa_status fa_cuda_load(fa_runtime *rt, fa_kernel *k);
+fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
+                         const fa_tensor *const *tensors, int n, void *stream);
+void fa_cuda_release(fa_runtime *rt);
+
+#endif

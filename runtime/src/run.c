@@ -1,0 +1,426 @@
+/*===- run.c - runtime lifetime, kernel lookup and compile, input checks --===*/
+
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include "flashattn/compiler_abi.h"
+#include "flashattn/version.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* mkdir -p; returns false when the path cannot be a directory. */
+static bool make_dirs(const char *path) {
+  char buf[1024];
+  snprintf(buf, sizeof(buf), "%s", path);
+  for (char *p = buf + 1; *p; ++p)
+    if (*p == '/') {
+      *p = '\0';
+      if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+        return false;
+      *p = '/';
+    }
+  if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+    return false;
+  struct stat st;
+  return stat(buf, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+fa_status fa_runtime_create(const fa_runtime_options *options,
+                            fa_runtime **runtime) {
+  if (!runtime)
+    return FA_ERROR_INVALID_ARGUMENT;
+  *runtime = NULL;
+  if (options && options->struct_size != sizeof(*options))
+    return FA_ERROR_INVALID_ARGUMENT;
+  fa_runtime *rt = (fa_runtime *)calloc(1, sizeof(*rt));
+  if (!rt)
+    return FA_ERROR_OUT_OF_MEMORY;
+  rt->memory_capacity =
+      options && options->memory_entries > 0 ? options->memory_entries : 64;
+  const char *dir = options ? options->cache_dir : NULL;
+  if (!dir || !*dir)
+    dir = getenv("FLASHATTN_CACHE_DIR");
+  if (dir && *dir) {
+    snprintf(rt->cache_dir, sizeof(rt->cache_dir), "%s", dir);
+  } else {
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (xdg && *xdg)
+      snprintf(rt->cache_dir, sizeof(rt->cache_dir), "%s/flashattn", xdg);
+    else if (home && *home)
+      snprintf(rt->cache_dir, sizeof(rt->cache_dir), "%s/.cache/flashattn", home);
+  }
+  rt->disk_enabled = !(options && options->disable_disk_cache) &&
+                     rt->cache_dir[0] && make_dirs(rt->cache_dir);
+  if (!rt->disk_enabled)
+    fa_debug("disk cache off (directory '%s')", rt->cache_dir);
+  const char *lib = options ? options->compiler_library : NULL;
+  if (!lib)
+    lib = getenv("FLASHATTN_COMPILER_LIB");
+  if (!lib)
+    lib = "libflashattn_compiler.so";
+  snprintf(rt->compiler_library, sizeof(rt->compiler_library), "%s", lib);
+  *runtime = rt;
+  return FA_OK;
+}
+
+void fa_runtime_destroy(fa_runtime *rt) {
+  if (!rt)
+    return;
+  fa_cache_destroy(rt);
+  fa_cuda_release(rt);
+  if (rt->compiler_handle)
+    dlclose(rt->compiler_handle);
+  free(rt);
+}
+
+fa_status fa_runtime_cache_stats(const fa_runtime *rt, fa_cache_stats *stats) {
+  if (!rt || !stats)
+    return FA_ERROR_INVALID_ARGUMENT;
+  *stats = rt->stats;
+  stats->disk_enabled = rt->disk_enabled;
+  return FA_OK;
+}
+
+static fa_status compile(fa_runtime *rt, const fa_attention_config *config,
+                         const char *key, fa_kernel **kernel) {
+  if (!rt->compiler_library[0])
+    return fa_fail(rt, FA_ERROR_CACHE_MISS,
+                   "artifact %s is not cached and compilation is disabled", key);
+  if (!rt->compiler_tried) {
+    rt->compiler_tried = true;
+    rt->compiler_handle = dlopen(rt->compiler_library, RTLD_NOW | RTLD_LOCAL);
+    if (!rt->compiler_handle)
+      fa_debug("no compiler library: %s", dlerror());
+  }
+  fa_compiler_compile_fn fn = NULL;
+  if (rt->compiler_handle)
+    *(void **)(&fn) = dlsym(rt->compiler_handle, FA_COMPILER_COMPILE_SYMBOL);
+  if (!fn)
+    return fa_fail(rt, FA_ERROR_CACHE_MISS,
+                   "artifact %s is not cached and no compiler library is "
+                   "available ('%s'; set FLASHATTN_COMPILER_LIB)",
+                   key, rt->compiler_library);
+  void *bytes = NULL;
+  size_t size = 0;
+  char error[FA_ERROR_SIZE] = "";
+  int st = fn(config, &bytes, &size, error, sizeof(error));
+  if (st != FA_OK) {
+    free(bytes);
+    return fa_fail(rt, FA_ERROR_COMPILE_FAILED, "compiling %s failed: %s", key,
+                   error);
+  }
+  rt->stats.compiles++;
+  return fa_kernel_create(rt, bytes, size, key, kernel);
+}
+
+fa_status fa_kernel_get(fa_runtime *rt, const fa_attention_config *config,
+                        fa_kernel **kernel) {
+  if (!rt || !config || !kernel)
+    return fa_fail(rt, FA_ERROR_INVALID_ARGUMENT, "null argument");
+  *kernel = NULL;
+  char why[256], key[33];
+  if (!fa_config_valid(config, why, sizeof(why)))
+    return fa_fail(rt, FA_ERROR_INVALID_ARGUMENT, "invalid config: %s", why);
+  fa_status st = fa_config_key(config, FA_COMPILER_VERSION, key);
+  if (st != FA_OK)
+    return fa_fail(rt, st, "cannot compute the cache key");
+  fa_kernel *k = fa_cache_lookup_memory(rt, key);
+  if (k) {
+    rt->stats.memory_hits++;
+    *kernel = k;
+    return FA_OK;
+  }
+  st = fa_cache_lookup_disk(rt, key, &k);
+  if (st == FA_OK) {
+    rt->stats.disk_hits++;
+    fa_cache_insert(rt, k, /*write=*/false);
+    *kernel = k;
+    return FA_OK;
+  }
+  if (st != FA_ERROR_CACHE_MISS)
+    return st;
+  rt->stats.misses++;
+  st = compile(rt, config, key, &k);
+  if (st != FA_OK)
+    return st;
+  fa_cache_insert(rt, k, /*write=*/true);
+  *kernel = k;
+  return FA_OK;
+}
+
+fa_status fa_kernel_load_artifact(fa_runtime *rt, const void *bytes,
+                                  size_t size, fa_kernel **kernel) {
+  if (!rt || !bytes || !kernel)
+    return fa_fail(rt, FA_ERROR_INVALID_ARGUMENT, "null argument");
+  void *copy = malloc(size ? size : 1);
+  if (!copy)
+    return fa_fail(rt, FA_ERROR_OUT_OF_MEMORY, "out of memory");
+  memcpy(copy, bytes, size);
+  fa_kernel *k;
+  fa_status st = fa_kernel_create(rt, copy, size, NULL, &k);
+  if (st != FA_OK)
+    return st;
+  fa_kernel *existing = fa_cache_lookup_memory(rt, k->artifact.key);
+  if (existing) {
+    fa_kernel_destroy(k);
+    *kernel = existing;
+    return FA_OK;
+  }
+  fa_cache_insert(rt, k, /*write=*/true);
+  *kernel = k;
+  return FA_OK;
+}
+
+fa_status fa_kernel_load_artifact_file(fa_runtime *rt, const char *path,
+                                       fa_kernel **kernel) {
+  if (!rt || !path || !kernel)
+    return fa_fail(rt, FA_ERROR_INVALID_ARGUMENT, "null argument");
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return fa_fail(rt, FA_ERROR_IO, "cannot open %s: %s", path, strerror(errno));
+  fa_status st = FA_OK;
+  long size = -1;
+  void *bytes = NULL;
+  if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 ||
+      fseek(f, 0, SEEK_SET) != 0)
+    st = fa_fail(rt, FA_ERROR_IO, "cannot size %s", path);
+  else if (!(bytes = malloc(size ? (size_t)size : 1)))
+    st = fa_fail(rt, FA_ERROR_OUT_OF_MEMORY, "out of memory");
+  else if (fread(bytes, 1, (size_t)size, f) != (size_t)size)
+    st = fa_fail(rt, FA_ERROR_IO, "cannot read %s", path);
+  fclose(f);
+  if (st == FA_OK)
+    st = fa_kernel_load_artifact(rt, bytes, (size_t)size, kernel);
+  free(bytes);
+  return st;
+}
+
+/*---------------------------------------------------------------------------*
+ * Input checks
+ *---------------------------------------------------------------------------*/
+
+typedef struct {
+  fa_runtime *rt;
+  int64_t batch; /* -1 until known */
+  const char *batch_from;
+} checker;
+
+static fa_status see_batch(checker *c, int64_t b, const char *from) {
+  if (c->batch < 0) {
+    c->batch = b;
+    c->batch_from = from;
+    return FA_OK;
+  }
+  if (c->batch != b)
+    return fa_fail(c->rt, FA_ERROR_SHAPE_MISMATCH,
+                   "batch size mismatch: %s gives %lld but %s gives %lld", from,
+                   (long long)b, c->batch_from, (long long)c->batch);
+  return FA_OK;
+}
+
+/* Checks a tensor's presence, rank and the given dims (-1 = any). */
+static fa_status expect(checker *c, const char *name, const fa_tensor *t,
+                        int rank, const int64_t *dims) {
+  if (!t->data || t->rank != rank)
+    return fa_fail(c->rt, t->data ? FA_ERROR_SHAPE_MISMATCH
+                                  : FA_ERROR_INVALID_ARGUMENT,
+                   "'%s' must be a rank-%d tensor%s (got rank %d%s)", name,
+                   rank, t->data ? "" : " with data", t->rank,
+                   t->data ? "" : ", null data");
+  for (int i = 0; i < rank; ++i) {
+    if (t->shape[i] < 0)
+      return fa_fail(c->rt, FA_ERROR_SHAPE_MISMATCH,
+                     "'%s' dim %d is negative (%lld)", name, i,
+                     (long long)t->shape[i]);
+    if (dims[i] >= 0 && t->shape[i] != dims[i])
+      return fa_fail(c->rt, FA_ERROR_SHAPE_MISMATCH,
+                     "'%s' dim %d is %lld but the kernel needs %lld", name, i,
+                     (long long)t->shape[i], (long long)dims[i]);
+  }
+  return FA_OK;
+}
+
+static fa_status absent(checker *c, const char *name, const fa_tensor *t) {
+  if (t->data || t->rank)
+    return fa_fail(c->rt, FA_ERROR_INVALID_ARGUMENT,
+                   "'%s' is given but the kernel was compiled without it", name);
+  return FA_OK;
+}
+
+static fa_status check_cu_seqlens(checker *c, const char *name,
+                                  const fa_tensor *t, int64_t total) {
+  const int32_t *cu = (const int32_t *)t->data;
+  int64_t b = t->shape[0] - 1;
+  if (b < 0)
+    return fa_fail(c->rt, FA_ERROR_SHAPE_MISMATCH, "'%s' is empty", name);
+  if (cu[0] != 0)
+    return fa_fail(c->rt, FA_ERROR_BAD_INPUT, "%s[0] = %d, must be 0", name, cu[0]);
+  for (int64_t i = 0; i < b; ++i)
+    if (cu[i + 1] < cu[i])
+      return fa_fail(c->rt, FA_ERROR_BAD_INPUT,
+                     "%s is not monotone: [%lld] = %d < [%lld] = %d", name,
+                     (long long)(i + 1), cu[i + 1], (long long)i, cu[i]);
+  if (cu[b] > total)
+    return fa_fail(c->rt, FA_ERROR_BAD_INPUT,
+                   "%s[%lld] = %d is past the tensor (%lld rows)", name,
+                   (long long)b, cu[b], (long long)total);
+  return FA_OK;
+}
+
+fa_status fa_attention_run(fa_runtime *rt, fa_kernel *k,
+                           const fa_attention_args *a) {
+  if (!rt)
+    return FA_ERROR_INVALID_ARGUMENT;
+  if (!k || !a)
+    return fa_fail(rt, FA_ERROR_INVALID_ARGUMENT, "null kernel or args");
+  if (a->struct_size != sizeof(*a))
+    return fa_fail(rt, FA_ERROR_INVALID_ARGUMENT,
+                   "args struct_size %u, expected %zu", a->struct_size,
+                   sizeof(*a));
+  const fa_attention_config *cfg = &k->artifact.config;
+  const uint32_t f = cfg->flags;
+  const int64_t hq = cfg->num_q_heads, hkv = cfg->num_kv_heads,
+                d = cfg->head_dim, dv = cfg->head_dim_v;
+  checker c = {rt, -1, NULL};
+  fa_status st;
+#define TRY(x)                                                                 \
+  do {                                                                         \
+    if ((st = (x)) != FA_OK)                                                   \
+      return st;                                                               \
+  } while (0)
+  /* q, out, lse */
+  bool varlenQ = f & FA_VARLEN_Q;
+  if (varlenQ) {
+    TRY(expect(&c, "q", &a->q, 3, (int64_t[]){-1, hq, d}));
+    TRY(expect(&c, "cu_seqlens_q", &a->cu_seqlens_q, 1, (int64_t[]){-1}));
+    TRY(see_batch(&c, a->cu_seqlens_q.shape[0] - 1, "cu_seqlens_q (length - 1)"));
+    TRY(expect(&c, "out", &a->out, 3, (int64_t[]){a->q.shape[0], hq, dv}));
+  } else {
+    TRY(expect(&c, "q", &a->q, 4, (int64_t[]){-1, -1, hq, d}));
+    TRY(absent(&c, "cu_seqlens_q", &a->cu_seqlens_q));
+    TRY(see_batch(&c, a->q.shape[0], "q (dim 0)"));
+    TRY(expect(&c, "out", &a->out, 4,
+               (int64_t[]){a->q.shape[0], a->q.shape[1], hq, dv}));
+  }
+  if (f & FA_WITH_LSE) {
+    if (varlenQ)
+      TRY(expect(&c, "lse", &a->lse, 2, (int64_t[]){hq, a->q.shape[0]}));
+    else
+      TRY(expect(&c, "lse", &a->lse, 3,
+                 (int64_t[]){a->q.shape[0], hq, a->q.shape[1]}));
+  } else {
+    TRY(absent(&c, "lse", &a->lse));
+  }
+  /* k, v and their metadata */
+  int64_t capacity = -1; /* keys a sequence can hold; -1: per cu_seqlens_k */
+  if (f & FA_PAGED) {
+    TRY(expect(&c, "k", &a->k, 4, (int64_t[]){-1, cfg->page_size, hkv, d}));
+    TRY(expect(&c, "v", &a->v, 4, (int64_t[]){a->k.shape[0], cfg->page_size, hkv, dv}));
+    TRY(expect(&c, "block_table", &a->block_table, 2, (int64_t[]){-1, -1}));
+    TRY(see_batch(&c, a->block_table.shape[0], "block_table (dim 0)"));
+    capacity = a->block_table.shape[1] * cfg->page_size;
+  } else if (f & FA_VARLEN_K) {
+    TRY(expect(&c, "k", &a->k, 3, (int64_t[]){-1, hkv, d}));
+    TRY(expect(&c, "v", &a->v, 3, (int64_t[]){a->k.shape[0], hkv, dv}));
+    TRY(expect(&c, "cu_seqlens_k", &a->cu_seqlens_k, 1, (int64_t[]){-1}));
+    TRY(see_batch(&c, a->cu_seqlens_k.shape[0] - 1, "cu_seqlens_k (length - 1)"));
+  } else {
+    TRY(expect(&c, "k", &a->k, 4, (int64_t[]){-1, -1, hkv, d}));
+    TRY(expect(&c, "v", &a->v, 4,
+               (int64_t[]){a->k.shape[0], a->k.shape[1], hkv, dv}));
+    TRY(see_batch(&c, a->k.shape[0], "k (dim 0)"));
+    capacity = a->k.shape[1];
+  }
+  if (!(f & FA_PAGED))
+    TRY(absent(&c, "block_table", &a->block_table));
+  if (!(f & FA_VARLEN_K))
+    TRY(absent(&c, "cu_seqlens_k", &a->cu_seqlens_k));
+  int64_t b = c.batch;
+  if (f & FA_SEQUSED_K)
+    TRY(expect(&c, "seqused_k", &a->seqused_k, 1, (int64_t[]){b}));
+  else
+    TRY(absent(&c, "seqused_k", &a->seqused_k));
+  if (f & FA_ALIBI) {
+    if (f & FA_ALIBI_PER_BATCH)
+      TRY(expect(&c, "alibi_slopes", &a->alibi_slopes, 2, (int64_t[]){b, hq}));
+    else
+      TRY(expect(&c, "alibi_slopes", &a->alibi_slopes, 1, (int64_t[]){hq}));
+  } else {
+    TRY(absent(&c, "alibi_slopes", &a->alibi_slopes));
+  }
+  if (f & FA_APPEND) {
+    TRY(expect(&c, "k_new", &a->k_new, 4, (int64_t[]){b, -1, hkv, d}));
+    TRY(expect(&c, "v_new", &a->v_new, 4, (int64_t[]){b, a->k_new.shape[1], hkv, dv}));
+    TRY(expect(&c, "cache_seqlens", &a->cache_seqlens, 1, (int64_t[]){b}));
+  } else {
+    TRY(absent(&c, "k_new", &a->k_new));
+    TRY(absent(&c, "v_new", &a->v_new));
+    TRY(absent(&c, "cache_seqlens", &a->cache_seqlens));
+  }
+  /* Values of the integer metadata (host memory). */
+  if (varlenQ)
+    TRY(check_cu_seqlens(&c, "cu_seqlens_q", &a->cu_seqlens_q, a->q.shape[0]));
+  if (f & FA_VARLEN_K)
+    TRY(check_cu_seqlens(&c, "cu_seqlens_k", &a->cu_seqlens_k, a->k.shape[0]));
+  if (f & FA_PAGED) {
+    const int32_t *bt = (const int32_t *)a->block_table.data;
+    int64_t n = a->block_table.shape[0] * a->block_table.shape[1];
+    for (int64_t i = 0; i < n; ++i)
+      if (bt[i] < 0 || bt[i] >= a->k.shape[0])
+        return fa_fail(rt, FA_ERROR_BAD_INPUT,
+                       "block_table entry [%lld] = %d is past the pool of "
+                       "%lld pages",
+                       (long long)i, bt[i], (long long)a->k.shape[0]);
+  }
+  for (int64_t i = 0; i < b; ++i) {
+    int64_t cap = capacity;
+    if (f & FA_VARLEN_K) {
+      const int32_t *cu = (const int32_t *)a->cu_seqlens_k.data;
+      cap = cu[i + 1] - cu[i];
+    }
+    if (f & FA_SEQUSED_K) {
+      int32_t used = ((const int32_t *)a->seqused_k.data)[i];
+      if (used < 0 || used > cap)
+        return fa_fail(rt, FA_ERROR_BAD_INPUT,
+                       "seqused_k[%lld] = %d is outside [0, %lld] (capacity)",
+                       (long long)i, used, (long long)cap);
+    }
+    if (f & FA_APPEND) {
+      int32_t start = ((const int32_t *)a->cache_seqlens.data)[i];
+      if (start < 0 || start + a->k_new.shape[1] > cap)
+        return fa_fail(rt, FA_ERROR_BAD_INPUT,
+                       "append past capacity: cache_seqlens[%lld] = %d + %lld "
+                       "new rows > %lld keys",
+                       (long long)i, start, (long long)a->k_new.shape[1],
+                       (long long)cap);
+    }
+  }
+#undef TRY
+  /* Arguments in the artifact's order. */
+  static const char *names[] = {"q", "k", "v", "cu_seqlens_q", "cu_seqlens_k",
+                                "seqused_k", "block_table", "alibi_slopes",
+                                "k_new", "v_new", "cache_seqlens", "out", "lse"};
+  const fa_tensor *all[] = {&a->q, &a->k, &a->v, &a->cu_seqlens_q,
+                            &a->cu_seqlens_k, &a->seqused_k, &a->block_table,
+                            &a->alibi_slopes, &a->k_new, &a->v_new,
+                            &a->cache_seqlens, &a->out, &a->lse};
+  const fa_tensor *ordered[FA_MAX_ARGS];
+  for (int i = 0; i < k->artifact.num_args; ++i) {
+    ordered[i] = NULL;
+    for (int j = 0; j < FA_MAX_ARGS; ++j)
+      if (strcmp(k->artifact.arg_names[i], names[j]) == 0)
+        ordered[i] = all[j];
+    if (!ordered[i] || !ordered[i]->data)
+      return fa_fail(rt, FA_ERROR_CORRUPT_ARTIFACT,
+                     "the artifact's argument '%s' has no tensor",
+                     k->artifact.arg_names[i]);
+  }
+  if (k->artifact.kind == FA_ARTIFACT_HOST_SO)
+    return fa_host_launch(rt, k, ordered, k->artifact.num_args);
+  return fa_cuda_launch(rt, k, ordered, k->artifact.num_args, a->stream);
+}

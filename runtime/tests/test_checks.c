@@ -1,0 +1,173 @@
+/*===- test_checks.c - run-time input checks ------------------------------===*
+ *
+ * Every check of fa_attention_run answers its status with a message, and
+ * nothing is written when a check fails (outputs stay NaN, the cache stays
+ * as it was): null pointers, struct size, shapes that do not match the
+ * kernel, batch mismatch, operands the kernel was not compiled for,
+ * cu_seqlens not monotone / not starting at 0 / past the tensor, block_table
+ * entries past the pool, seqused_k past capacity, an append past capacity.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#define _GNU_SOURCE
+#include "common.h"
+
+static fa_runtime *rt;
+
+static int all_nan(const fa_tensor *t, fa_dtype dt) {
+  for (int64_t i = 0; i < numel(t); ++i)
+    if (!isnan(to_double(dt, t->data, i)))
+      return 0;
+  return 1;
+}
+
+/* Expects `status` and an untouched (NaN) out. */
+static void expect_fail(fa_kernel *k, fa_attention_args *a, fa_status status,
+                        const char *needle, const char *what) {
+  fill_nan(&a->out, fa_kernel_config(k)->out_dtype);
+  fa_status st = fa_attention_run(rt, k, a);
+  CHECK(st == status, "%s: %s, expected %s (%s)", what, fa_status_string(st),
+        fa_status_string(status), fa_runtime_last_error(rt));
+  CHECK(strstr(fa_runtime_last_error(rt), needle) != NULL,
+        "%s: message '%s' lacks '%s'", what, fa_runtime_last_error(rt), needle);
+  CHECK(all_nan(&a->out, fa_kernel_config(k)->out_dtype), "%s: out was written", what);
+}
+
+int main(void) {
+  char dir[] = "/tmp/fa-rt-checks-XXXXXX";
+  if (!mkdtemp(dir))
+    return 1;
+  fa_runtime_options o = {0};
+  o.struct_size = sizeof(o);
+  o.cache_dir = dir;
+  o.compiler_library = FA_TEST_COMPILER_LIB;
+  CHECK_STATUS(fa_runtime_create(&o, &rt), FA_OK, rt);
+  fa_runtime_options bad = o;
+  bad.struct_size = 3;
+  fa_runtime *nort = NULL;
+  CHECK(fa_runtime_create(&bad, &nort) == FA_ERROR_INVALID_ARGUMENT && !nort, "options struct_size");
+  CHECK(fa_runtime_create(&o, NULL) == FA_ERROR_INVALID_ARGUMENT, "null runtime pointer");
+
+  /* Dense kernel. */
+  fa_attention_config c = fa_attention_config_default();
+  c.num_q_heads = 4; c.num_kv_heads = 2; c.head_dim = c.head_dim_v = 64;
+  fa_kernel *dense = NULL;
+  CHECK_STATUS(fa_kernel_get(rt, &c, &dense), FA_OK, rt);
+  fa_attention_config badc = c;
+  badc.num_q_heads = 3;
+  fa_kernel *none = NULL;
+  CHECK_STATUS(fa_kernel_get(rt, &badc, &none), FA_ERROR_INVALID_ARGUMENT, rt);
+  CHECK_STATUS(fa_kernel_get(rt, NULL, &none), FA_ERROR_INVALID_ARGUMENT, rt);
+  if (dense) {
+    fa_attention_args a = empty_args();
+    a.q = make_tensor(4, (int64_t[]){2, 8, 4, 64}, 2);
+    a.k = make_tensor(4, (int64_t[]){2, 16, 2, 64}, 2);
+    a.v = make_tensor(4, (int64_t[]){2, 16, 2, 64}, 2);
+    a.out = make_tensor(4, (int64_t[]){2, 8, 4, 64}, 2);
+    fill_normal(&a.q, FA_F16); fill_normal(&a.k, FA_F16); fill_normal(&a.v, FA_F16);
+    CHECK_STATUS(fa_attention_run(rt, dense, NULL), FA_ERROR_INVALID_ARGUMENT, rt);
+    CHECK_STATUS(fa_attention_run(rt, NULL, &a), FA_ERROR_INVALID_ARGUMENT, rt);
+    fa_attention_args t = a;
+    t.struct_size = 8;
+    expect_fail(dense, &t, FA_ERROR_INVALID_ARGUMENT, "struct_size", "args struct_size");
+    t = a; t.q.data = NULL;
+    expect_fail(dense, &t, FA_ERROR_INVALID_ARGUMENT, "'q'", "null q");
+    t = a; t.v.data = NULL;
+    expect_fail(dense, &t, FA_ERROR_INVALID_ARGUMENT, "'v'", "null v");
+    t = a; t.q.shape[2] = 8;
+    expect_fail(dense, &t, FA_ERROR_SHAPE_MISMATCH, "'q' dim 2 is 8 but the kernel needs 4", "q heads");
+    t = a; t.k.shape[3] = 32;
+    expect_fail(dense, &t, FA_ERROR_SHAPE_MISMATCH, "'k' dim 3", "k head_dim");
+    t = a; t.k.shape[0] = 1; t.v.shape[0] = 1;
+    expect_fail(dense, &t, FA_ERROR_SHAPE_MISMATCH, "batch size mismatch", "batch");
+    t = a; t.q.rank = 3;
+    expect_fail(dense, &t, FA_ERROR_SHAPE_MISMATCH, "rank-4", "q rank");
+    t = a; t.lse = make_tensor(3, (int64_t[]){2, 4, 8}, 4);
+    expect_fail(dense, &t, FA_ERROR_INVALID_ARGUMENT, "compiled without it", "unexpected lse");
+    free(t.lse.data);
+    fill_nan(&a.out, FA_F16);
+    CHECK_STATUS(fa_attention_run(rt, dense, &a), FA_OK, rt);
+    CHECK(!all_nan(&a.out, FA_F16), "valid call wrote nothing");
+    free(a.q.data); free(a.k.data); free(a.v.data); free(a.out.data);
+  }
+
+  /* Varlen kernel: cu_seqlens checks. */
+  c.flags = FA_VARLEN_Q | FA_VARLEN_K;
+  fa_kernel *varlen = NULL;
+  CHECK_STATUS(fa_kernel_get(rt, &c, &varlen), FA_OK, rt);
+  if (varlen) {
+    int32_t cq[] = {0, 5, 12}, ck[] = {0, 9, 20};
+    fa_attention_args a = empty_args();
+    a.q = make_tensor(3, (int64_t[]){12, 4, 64}, 2);
+    a.k = make_tensor(3, (int64_t[]){20, 2, 64}, 2);
+    a.v = make_tensor(3, (int64_t[]){20, 2, 64}, 2);
+    a.out = make_tensor(3, (int64_t[]){12, 4, 64}, 2);
+    a.cu_seqlens_q = (fa_tensor){cq, 1, {3}};
+    a.cu_seqlens_k = (fa_tensor){ck, 1, {3}};
+    cq[1] = 13;
+    expect_fail(varlen, &a, FA_ERROR_BAD_INPUT, "cu_seqlens_q is not monotone", "cu_seqlens_q monotone");
+    cq[1] = 5; ck[2] = 21;
+    expect_fail(varlen, &a, FA_ERROR_BAD_INPUT, "cu_seqlens_k[2] = 21 is past the tensor (20 rows)", "cu_seqlens_k past");
+    ck[2] = 20; cq[0] = 1;
+    expect_fail(varlen, &a, FA_ERROR_BAD_INPUT, "cu_seqlens_q[0] = 1, must be 0", "cu_seqlens_q start");
+    cq[0] = 0;
+    fa_attention_args t = a;
+    t.cu_seqlens_q.data = NULL;
+    expect_fail(varlen, &t, FA_ERROR_INVALID_ARGUMENT, "cu_seqlens_q", "null cu_seqlens_q");
+    fill_normal(&a.q, FA_F16); fill_normal(&a.k, FA_F16); fill_normal(&a.v, FA_F16);
+    CHECK_STATUS(fa_attention_run(rt, varlen, &a), FA_OK, rt);
+    free(a.q.data); free(a.k.data); free(a.v.data); free(a.out.data);
+  }
+
+  /* Paged + append kernel: block_table, seqused_k and capacity checks. */
+  c.flags = FA_PAGED | FA_SEQUSED_K | FA_APPEND;
+  c.page_size = 16;
+  fa_kernel *paged = NULL;
+  CHECK_STATUS(fa_kernel_get(rt, &c, &paged), FA_OK, rt);
+  if (paged) {
+    int32_t bt[] = {0, 1, 2, 3}, used[] = {5, 5}, cs[] = {10, 20};
+    fa_attention_args a = empty_args();
+    a.q = make_tensor(4, (int64_t[]){2, 1, 4, 64}, 2);
+    a.k = make_tensor(4, (int64_t[]){4, 16, 2, 64}, 2);
+    a.v = make_tensor(4, (int64_t[]){4, 16, 2, 64}, 2);
+    a.k_new = make_tensor(4, (int64_t[]){2, 3, 2, 64}, 2);
+    a.v_new = make_tensor(4, (int64_t[]){2, 3, 2, 64}, 2);
+    a.out = make_tensor(4, (int64_t[]){2, 1, 4, 64}, 2);
+    a.block_table = (fa_tensor){bt, 2, {2, 2}};
+    a.seqused_k = (fa_tensor){used, 1, {2}};
+    a.cache_seqlens = (fa_tensor){cs, 1, {2}};
+    fill_normal(&a.k, FA_F16);
+    size_t cache_bytes = (size_t)numel(&a.k) * 2;
+    void *before = malloc(cache_bytes);
+    memcpy(before, a.k.data, cache_bytes);
+    bt[3] = 4;
+    expect_fail(paged, &a, FA_ERROR_BAD_INPUT, "block_table entry [3] = 4 is past the pool of 4 pages", "block_table past pool");
+    bt[3] = 3; used[1] = 33;
+    expect_fail(paged, &a, FA_ERROR_BAD_INPUT, "seqused_k[1] = 33 is outside [0, 32]", "seqused_k past capacity");
+    used[1] = 5; cs[1] = 30;
+    expect_fail(paged, &a, FA_ERROR_BAD_INPUT, "append past capacity: cache_seqlens[1] = 30 + 3 new rows > 32 keys", "append past capacity");
+    CHECK(memcmp(before, a.k.data, cache_bytes) == 0, "the cache changed on a rejected append");
+    cs[1] = 29;
+    fill_normal(&a.q, FA_F16); fill_normal(&a.v, FA_F16);
+    fill_normal(&a.k_new, FA_F16); fill_normal(&a.v_new, FA_F16);
+    CHECK_STATUS(fa_attention_run(rt, paged, &a), FA_OK, rt);
+    free(before);
+    free(a.q.data); free(a.k.data); free(a.v.data); free(a.k_new.data);
+    free(a.v_new.data); free(a.out.data);
+  }
+
+  /* A corrupt artifact given directly. */
+  fa_kernel *k = NULL;
+  CHECK_STATUS(fa_kernel_load_artifact(rt, "FLASHATTnope", 12, &k), FA_ERROR_CORRUPT_ARTIFACT, rt);
+  CHECK_STATUS(fa_kernel_load_artifact_file(rt, "/nonexistent.faa", &k), FA_ERROR_IO, rt);
+  CHECK(strcmp(fa_status_string(FA_ERROR_BAD_INPUT), "FA_ERROR_BAD_INPUT") == 0, "status string");
+  CHECK(fa_runtime_abi_version() == FA_RT_ABI_VERSION, "abi version");
+
+  fa_runtime_destroy(rt);
+  char cmd[128];
+  snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+  if (system(cmd) != 0)
+    fprintf(stderr, "warning: cleanup failed\n");
+  printf("%s\n", g_failures ? "FAILED" : "all checks passed");
+  return g_failures ? 1 : 0;
+}

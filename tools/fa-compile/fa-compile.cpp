@@ -1,0 +1,145 @@
+//===- fa-compile.cpp - write a host artifact for the runtime -------------===//
+//
+// fa-compile [options] -o FILE.faa: compiles one attention configuration
+// (the fields of fa_attention_config, flashattn/runtime.h) into an artifact
+// that libflashattn_rt loads (fa_kernel_load_artifact_file). --print-key
+// prints the cache key instead (what the runtime computes for the config).
+// --emit-mlir prints the op the config becomes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashattn/Target/HostArtifact.h"
+#include "flashattn/version.h"
+
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace llvm;
+
+static cl::opt<std::string> output("o", cl::desc("output artifact"),
+                                   cl::value_desc("file"));
+static cl::opt<std::string> dtype("dtype", cl::init("f16"),
+                                  cl::desc("q/k/v element type: f32, f16, bf16"));
+static cl::opt<std::string> outDtype("out-dtype", cl::init(""),
+                                     cl::desc("out element type (default: dtype)"));
+static cl::opt<int> hq("hq", cl::init(1), cl::desc("query heads"));
+static cl::opt<int> hkv("hkv", cl::init(1), cl::desc("kv heads"));
+static cl::opt<int> d("d", cl::init(128), cl::desc("head_dim"));
+static cl::opt<int> dv("dv", cl::init(0), cl::desc("head_dim_v (default: d)"));
+static cl::opt<bool> varlenQ("varlen-q", cl::desc("packed q + cu_seqlens_q"));
+static cl::opt<bool> varlenK("varlen-k", cl::desc("packed k/v + cu_seqlens_k"));
+static cl::opt<bool> sequsedK("seqused-k", cl::desc("seqused_k operand"));
+static cl::opt<int> pageSize("page-size", cl::init(0),
+                             cl::desc("paged KV with this page size"));
+static cl::opt<bool> append("append", cl::desc("kv-cache append"));
+static cl::opt<bool> lse("lse", cl::desc("lse output"));
+static cl::opt<std::string> alibi("alibi", cl::init(""),
+                                  cl::desc("alibi slopes: heads or batch-heads"));
+static cl::opt<std::string> causal("causal", cl::init("none"),
+                                   cl::desc("none, top_left, bottom_right"));
+static cl::opt<int> windowLeft("window-left", cl::init(-1));
+static cl::opt<int> windowRight("window-right", cl::init(-1));
+static cl::opt<float> softcap("softcap", cl::init(0.0f));
+static cl::opt<float> scale("scale", cl::init(0.0f),
+                            cl::desc("softmax scale (0: 1/sqrt(d))"));
+static cl::opt<int> numSplits("num-splits", cl::init(1));
+static cl::opt<int> packGqa("pack-gqa", cl::init(-1));
+static cl::opt<std::string> regionsFile(
+    "regions-file", cl::init(""),
+    cl::desc("file with score/mask region text to paste into the op"));
+static cl::opt<bool> printKey("print-key", cl::desc("print the cache key"));
+static cl::opt<bool> emitMlir("emit-mlir", cl::desc("print the op as MLIR"));
+
+static std::optional<fa_dtype> parseDtype(StringRef s) {
+  return StringSwitch<std::optional<fa_dtype>>(s)
+      .Case("f32", FA_F32)
+      .Case("f16", FA_F16)
+      .Case("bf16", FA_BF16)
+      .Default(std::nullopt);
+}
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  cl::ParseCommandLineOptions(argc, argv, "fa-compile: host artifacts\n");
+  fa_attention_config c = fa_attention_config_default();
+  std::optional<fa_dtype> t = parseDtype(dtype);
+  std::optional<fa_dtype> ot = parseDtype(outDtype.empty() ? dtype : outDtype);
+  std::optional<fa_causal> cz =
+      StringSwitch<std::optional<fa_causal>>(causal)
+          .Case("none", FA_CAUSAL_NONE)
+          .Case("top_left", FA_CAUSAL_TOP_LEFT)
+          .Case("bottom_right", FA_CAUSAL_BOTTOM_RIGHT)
+          .Default(std::nullopt);
+  if (!t || !ot || !cz) {
+    errs() << "fa-compile: bad --dtype, --out-dtype or --causal\n";
+    return 2;
+  }
+  c.dtype = *t;
+  c.out_dtype = *ot;
+  c.num_q_heads = hq;
+  c.num_kv_heads = hkv;
+  c.head_dim = d;
+  c.head_dim_v = dv ? dv : d;
+  c.flags = (varlenQ ? FA_VARLEN_Q : 0) | (varlenK ? FA_VARLEN_K : 0) |
+            (sequsedK || pageSize ? FA_SEQUSED_K : 0) |
+            (pageSize ? FA_PAGED : 0) | (append ? FA_APPEND : 0) |
+            (lse ? FA_WITH_LSE : 0) |
+            (!alibi.empty() ? FA_ALIBI : 0) |
+            (alibi == "batch-heads" ? FA_ALIBI_PER_BATCH : 0);
+  c.page_size = pageSize;
+  c.causal = *cz;
+  c.window_left = windowLeft;
+  c.window_right = windowRight;
+  c.softcap = softcap;
+  c.scale = scale;
+  c.num_splits = numSplits;
+  c.pack_gqa = packGqa;
+  std::string regions;
+  if (!regionsFile.empty()) {
+    auto buf = MemoryBuffer::getFile(regionsFile);
+    if (!buf) {
+      errs() << "fa-compile: cannot read " << regionsFile << "\n";
+      return 2;
+    }
+    regions = (*buf)->getBuffer().str();
+    c.regions = regions.c_str();
+  }
+  char why[256];
+  if (fa_config_canonical(&c, why, sizeof(why)) < 0) {
+    errs() << "fa-compile: invalid configuration\n";
+    return 2;
+  }
+  if (printKey) {
+    char key[33];
+    fa_config_key(&c, FA_COMPILER_VERSION, key);
+    outs() << key << "\n";
+    return 0;
+  }
+  if (emitMlir) {
+    std::vector<std::string> names;
+    outs() << mlir::flashattn::buildAttentionModule(c, names);
+    return 0;
+  }
+  if (output.empty()) {
+    errs() << "fa-compile: -o FILE is required\n";
+    return 2;
+  }
+  std::vector<char> artifact;
+  std::string error;
+  if (mlir::failed(mlir::flashattn::compileHostArtifact(c, artifact, error))) {
+    errs() << "fa-compile: " << error << "\n";
+    return 1;
+  }
+  std::error_code ec;
+  raw_fd_ostream os(output, ec);
+  if (ec) {
+    errs() << "fa-compile: cannot write " << output << ": " << ec.message()
+           << "\n";
+    return 1;
+  }
+  os.write(artifact.data(), artifact.size());
+  return 0;
+}
