@@ -13,7 +13,8 @@ CMAKE_FLAGS ?=
 # bookworm-security). Checked one by one with dpkg-query; apt-get runs only
 # when one is missing.
 APT_PACKAGES := libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools \
-                ninja-build cmake make g++ python3
+                ninja-build cmake make g++ python3 pkg-config libxxhash-dev \
+                libcjson-dev
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

@@ -22,6 +22,9 @@ foreach(lib MLIRFlashAttn MLIRFlashAttnBufferization MLIRFlashAttnTransforms MLI
     $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
 endforeach()
 
+install(TARGETS flashattn_compiler fa-compile fa-run
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS MLIRFlashAttn MLIRFlashAttnBufferization MLIRFlashAttnTransforms MLIRFlashAttnToVector
   MLIRFlashAttnPipelines FlashAttnCAPI fa-opt
   EXPORT FlashAttnTargets
