@@ -226,6 +226,34 @@ fa_status fa_artifact_parse(fa_runtime *rt, const void *bytes, size_t size,
   const cJSON *grid = cJSON_GetObjectItemCaseSensitive(meta, "grid");
   snprintf(a->grid, sizeof(a->grid), "%s",
            cJSON_IsString(grid) ? grid->valuestring : "tiles");
+  const cJSON *tma = cJSON_GetObjectItemCaseSensitive(meta, "tma");
+  why = "bad tma list (at most 4 maps of rank 1..5, box 1..256, swizzle 0/32/64/128)";
+  if (tma && !cJSON_IsArray(tma))
+    goto fail;
+  a->num_tma = tma ? cJSON_GetArraySize(tma) : 0;
+  if (a->num_tma > 4)
+    goto fail;
+  for (int i = 0; i < a->num_tma; ++i) {
+    const cJSON *m = cJSON_GetArrayItem(tma, i);
+    const cJSON *arg = cJSON_GetObjectItemCaseSensitive(m, "arg");
+    const cJSON *box = cJSON_GetObjectItemCaseSensitive(m, "box");
+    double swz;
+    if (!cJSON_IsString(arg) || !cJSON_IsArray(box) || !number(m, "swizzle", &swz))
+      goto fail;
+    snprintf(a->tma[i].arg, sizeof(a->tma[i].arg), "%s", arg->valuestring);
+    a->tma[i].rank = cJSON_GetArraySize(box);
+    a->tma[i].swizzle = (int)swz;
+    if (a->tma[i].rank < 1 || a->tma[i].rank > 5 ||
+        (a->tma[i].swizzle != 0 && a->tma[i].swizzle != 32 &&
+         a->tma[i].swizzle != 64 && a->tma[i].swizzle != 128))
+      goto fail;
+    for (int d = 0; d < a->tma[i].rank; ++d) {
+      const cJSON *e = cJSON_GetArrayItem(box, d);
+      if (!cJSON_IsNumber(e) || e->valueint < 1 || e->valueint > 256)
+        goto fail;
+      a->tma[i].box[d] = e->valueint;
+    }
+  }
   {
     /* A foreign or tampered entry: its key is not what its config hashes to. */
     char key[33];

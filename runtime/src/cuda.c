@@ -11,15 +11,20 @@
  * argument in the metadata's "args" order followed by one int64 per
  * dimension of each argument (row-major shapes), block = metadata "block",
  * dynamic shared memory = "smem" (raised with cuFuncSetAttribute above
- * 48 KB), grid = the number of SMs ("persistent"). Tensor maps (TMA) are not
- * encoded by this version: an artifact that lists "tma" arguments is
- * rejected with FA_ERROR_UNSUPPORTED.
+ * 48 KB), grid = the number of SMs ("persistent"), then one 128-byte
+ * CUtensorMap per metadata "tma" entry, encoded for the call's tensor with
+ * cuTensorMapEncodeTiled (CUDA Driver API, Tensor Map Object Management):
+ * dimensions innermost first, global strides in bytes of each outer
+ * dimension, the metadata's box and swizzle, no interleave, L2 promotion
+ * 128B, no OOB fill (zeros). fa_tma_check validates alignment and strides
+ * first, without the driver.
  *
  *===----------------------------------------------------------------------===*/
 
 #include "internal.h"
 
 #include <dlfcn.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,7 +48,20 @@ typedef struct cuda_api {
                              unsigned, unsigned, unsigned, unsigned, CUstream,
                              void **, void **);
   CUresult (*cuGetErrorString)(CUresult, const char **);
+  CUresult (*cuTensorMapEncodeTiled)(void *map, int dtype, unsigned rank,
+                                     void *global, const uint64_t *dims,
+                                     const uint64_t *strides, const unsigned *box,
+                                     const unsigned *elem_strides, int interleave,
+                                     int swizzle, int l2, int oob);
 } cuda_api;
+
+/* CUtensorMapDataType, CUtensorMapSwizzle, CUtensorMapL2promotion values. */
+enum {
+  CU_TENSOR_MAP_DATA_TYPE_FLOAT16 = 6,
+  CU_TENSOR_MAP_DATA_TYPE_FLOAT32 = 7,
+  CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 = 9,
+  CU_TENSOR_MAP_L2_PROMOTION_L2_128B = 2
+};
 
 enum {
   CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
@@ -92,6 +110,7 @@ static fa_status load_api(fa_runtime *rt, cuda_api **out) {
   LOAD(cuFuncSetAttribute, "cuFuncSetAttribute");
   LOAD(cuLaunchKernel, "cuLaunchKernel");
   LOAD(cuGetErrorString, "cuGetErrorString");
+  LOAD(cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled");
 #undef LOAD
   CUdevice dev;
   CUresult r = api->cuInit(0);
@@ -144,15 +163,48 @@ fa_status fa_cuda_load(fa_runtime *rt, fa_kernel *k) {
   return FA_OK;
 }
 
+fa_status fa_tma_check(fa_runtime *rt, const fa_kernel *k, int i,
+                       const fa_tensor *t, size_t elem_size) {
+  const char *name = k->artifact.tma[i].arg;
+  int rank = k->artifact.tma[i].rank;
+  if (t->rank != rank)
+    return fa_fail(rt, FA_ERROR_SHAPE_MISMATCH,
+                   "tensor map of '%s' has rank %d, the tensor %d", name, rank,
+                   t->rank);
+  if ((uintptr_t)t->data % 16 != 0)
+    return fa_fail(rt, FA_ERROR_BAD_INPUT,
+                   "'%s' is not 16-byte aligned (TMA needs it)", name);
+  uint64_t stride = elem_size;
+  for (int d = rank - 1; d >= 1; --d) {
+    stride *= (uint64_t)t->shape[d];
+    if (stride % 16 != 0 || stride >= (1ull << 40))
+      return fa_fail(rt, FA_ERROR_BAD_INPUT,
+                     "'%s' stride of dim %d is %llu bytes: TMA needs a "
+                     "multiple of 16 below 2^40",
+                     name, d - 1, (unsigned long long)stride);
+  }
+  int swz = k->artifact.tma[i].swizzle;
+  if (swz && (uint64_t)k->artifact.tma[i].box[0] * elem_size > (uint64_t)swz)
+    return fa_fail(rt, FA_ERROR_CORRUPT_ARTIFACT,
+                   "tensor map of '%s': inner box %d x %zu bytes exceeds the "
+                   "%d-byte swizzle",
+                   name, k->artifact.tma[i].box[0], elem_size, swz);
+  return FA_OK;
+}
+
 fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
                          const fa_tensor *const *tensors, int n, void *stream) {
   cuda_api *api;
   fa_status st = load_api(rt, &api);
+  if (st == FA_OK && !k->cu_function)
+    st = fa_cuda_load(rt, k);
   if (st != FA_OK)
     return st;
   void *ptrs[FA_MAX_ARGS];
   int64_t dims[FA_MAX_ARGS * 4];
-  void *params[FA_MAX_ARGS * 5];
+  void *params[FA_MAX_ARGS * 5 + 4];
+  /* CUtensorMap: 128 bytes, 64-byte aligned. */
+  _Alignas(64) unsigned char maps[4][128];
   int p = 0, d = 0;
   for (int i = 0; i < n; ++i) {
     ptrs[i] = tensors[i]->data;
@@ -163,6 +215,45 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
       dims[d] = tensors[i]->shape[r];
       params[p++] = &dims[d++];
     }
+  const fa_attention_config *cfg = &k->artifact.config;
+  for (int i = 0; i < k->artifact.num_tma; ++i) {
+    const fa_tensor *t = NULL;
+    for (int j = 0; j < n; ++j)
+      if (strcmp(k->artifact.arg_names[j], k->artifact.tma[i].arg) == 0)
+        t = tensors[j];
+    if (!t)
+      return fa_fail(rt, FA_ERROR_CORRUPT_ARTIFACT, "tensor map of unknown '%s'",
+                     k->artifact.tma[i].arg);
+    fa_dtype dt = strcmp(k->artifact.tma[i].arg, "out") == 0 ? cfg->out_dtype
+                  : strcmp(k->artifact.tma[i].arg, "lse") == 0 ? FA_F32
+                                                                 : cfg->dtype;
+    size_t es = dt == FA_F32 ? 4 : 2;
+    uint64_t gdims[5], gstrides[5];
+    unsigned box[5], estrides[5];
+    int rank = t->rank;
+    uint64_t stride = es;
+    for (int d = 0; d < rank; ++d) {
+      gdims[d] = (uint64_t)t->shape[rank - 1 - d];
+      box[d] = (unsigned)k->artifact.tma[i].box[d];
+      estrides[d] = 1;
+      if (d > 0)
+        gstrides[d - 1] = stride;
+      stride *= gdims[d];
+    }
+    int swz = k->artifact.tma[i].swizzle;
+    int swizzle = swz == 0 ? 0 : swz == 32 ? 1 : swz == 64 ? 2 : 3;
+    int cutype = dt == FA_F32   ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+                 : dt == FA_F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    CUresult r = api->cuTensorMapEncodeTiled(
+        maps[i], cutype, (unsigned)rank, t->data, gdims, gstrides, box,
+        estrides, 0, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_128B, 0);
+    if (r != 0)
+      return fa_fail(rt, FA_ERROR_CUDA,
+                     "cuTensorMapEncodeTiled for '%s' failed: %s",
+                     k->artifact.tma[i].arg, cuError(api, r));
+    params[p++] = maps[i];
+  }
   unsigned grid = (unsigned)(api->num_sms > 0 ? api->num_sms : 1);
   CUresult r = api->cuLaunchKernel(
       k->cu_function, grid, 1, 1, (unsigned)k->artifact.block[0],

@@ -24,6 +24,16 @@ typedef struct fa_artifact {
   char arg_names[FA_MAX_ARGS][16];
   int block[3], smem;     /* cubin launch */
   char grid[16];          /* "persistent" or "tiles" */
+  /* Tensor maps (TMA) the kernel takes after its pointer/dim parameters:
+   * the argument, the box in TMA order (innermost first) and the swizzle in
+   * bytes (0, 32, 64, 128). */
+  int num_tma;
+  struct {
+    char arg[16];
+    int rank;
+    int box[5];
+    int swizzle;
+  } tma[4];
   const unsigned char *payload;
   size_t payload_size;
 } fa_artifact;
@@ -91,6 +101,11 @@ fa_status fa_host_load(fa_runtime *rt, fa_kernel *k);
 fa_status fa_host_launch(fa_runtime *rt, fa_kernel *k,
                          const fa_tensor *const *tensors, int n);
 fa_status fa_cuda_load(fa_runtime *rt, fa_kernel *k);
+/* Checks that `t` (elements of `elem_size` bytes) can be described by the
+ * artifact's tensor map `i` (PTX ISA / CUDA driver: cuTensorMapEncodeTiled
+ * requirements). */
+fa_status fa_tma_check(fa_runtime *rt, const fa_kernel *k, int i,
+                       const fa_tensor *t, size_t elem_size);
 fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
                          const fa_tensor *const *tensors, int n, void *stream);
 void fa_cuda_release(fa_runtime *rt);

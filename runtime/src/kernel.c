@@ -27,9 +27,10 @@ fa_status fa_kernel_create(fa_runtime *rt, void *bytes, size_t size,
       k->artifact.kind != FA_ARTIFACT_HOST_SO)
     st = fa_fail(rt, FA_ERROR_CORRUPT_ARTIFACT,
                  "a host config with a non-host payload");
-  if (st == FA_OK)
-    st = k->artifact.kind == FA_ARTIFACT_HOST_SO ? fa_host_load(rt, k)
-                                                  : fa_cuda_load(rt, k);
+  /* Host code loads now; a cubin loads at its first launch, after the
+   * call's inputs have been checked (so that checks need no driver). */
+  if (st == FA_OK && k->artifact.kind == FA_ARTIFACT_HOST_SO)
+    st = fa_host_load(rt, k);
   if (st != FA_OK) {
     fa_kernel_destroy(k);
     return st;

@@ -1,12 +1,13 @@
 /*===- test_cuda.c - the CUDA backend without a driver --------------------===*
  *
  * With FLASHATTN_LIBCUDA naming a library that does not exist, probing and
- * loading an sm90 artifact answer FA_ERROR_NO_DRIVER with a message; nothing
- * crashes. The default libcuda.so.1 is probed too: on a machine with a
+ * running an sm90 artifact answer FA_ERROR_NO_DRIVER with a message; nothing
+ * crashes. Tensor-map (TMA) requirements are checked before the driver. The default libcuda.so.1 is probed too: on a machine with a
  * driver the test is skipped (77) rather than launching anything.
  *
  *===----------------------------------------------------------------------===*/
 
+#define _ISOC11_SOURCE
 #include "common.h"
 
 #include "flashattn/artifact.h"
@@ -27,20 +28,69 @@ int main(void) {
         "message: %s", fa_runtime_last_error(rt));
   CHECK(sms == -1, "num_sms written without a driver");
 
-  /* An sm90 artifact (payload is not inspected before the driver loads). */
+  /* An sm90 artifact with a tensor map on q: it loads without a driver (the
+   * cubin is loaded at its first launch); the call's tensors are checked
+   * against the TMA rules before the driver is needed. */
   fa_attention_config c = fa_attention_config_default();
   c.target = FA_TARGET_SM90;
+  c.num_q_heads = c.num_kv_heads = 2;
+  c.head_dim = c.head_dim_v = 64;
   void *bytes = NULL;
   size_t size = 0;
   const char payload[] = "not a real cubin";
   CHECK(fa_artifact_build(&c, FA_COMPILER_VERSION, FA_ARTIFACT_CUBIN,
                           "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],"
-                          "\"block\":[384,1,1],\"smem\":200000}",
+                          "\"block\":[384,1,1],\"smem\":200000,"
+                          "\"tma\":[{\"arg\":\"q\",\"box\":[64,1,128,1],\"swizzle\":128}]}",
                           payload, sizeof(payload), &bytes, &size) == FA_OK,
         "building a cubin artifact");
   fa_kernel *k = NULL;
-  CHECK_STATUS(fa_kernel_load_artifact(rt, bytes, size, &k), FA_ERROR_NO_DRIVER, rt);
-  CHECK(k == NULL, "a kernel came back without a driver");
+  CHECK_STATUS(fa_kernel_load_artifact(rt, bytes, size, &k), FA_OK, rt);
+  fa_artifact_free(bytes);
+  if (k) {
+    fa_attention_args a = empty_args();
+    unsigned char *qmem = (unsigned char *)aligned_alloc(64, 2 * 8 * 2 * 64 * 2 + 64);
+    a.q = (fa_tensor){qmem + 2, 4, {2, 8, 2, 64}}; /* misaligned by 2 bytes */
+    a.k = make_tensor(4, (int64_t[]){2, 8, 2, 64}, 2);
+    a.v = make_tensor(4, (int64_t[]){2, 8, 2, 64}, 2);
+    a.out = make_tensor(4, (int64_t[]){2, 8, 2, 64}, 2);
+    CHECK_STATUS(fa_attention_run(rt, k, &a), FA_ERROR_BAD_INPUT, rt);
+    CHECK(strstr(fa_runtime_last_error(rt), "16-byte aligned") != NULL,
+          "message: %s", fa_runtime_last_error(rt));
+    a.q.data = qmem;
+    CHECK_STATUS(fa_attention_run(rt, k, &a), FA_ERROR_NO_DRIVER, rt);
+    free(qmem);
+    free(a.k.data); free(a.v.data); free(a.out.data);
+  }
+
+  /* Strides that are not multiples of 16 bytes: head_dim 4 in f16. */
+  c.head_dim = c.head_dim_v = 4;
+  CHECK(fa_artifact_build(&c, FA_COMPILER_VERSION, FA_ARTIFACT_CUBIN,
+                          "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],"
+                          "\"tma\":[{\"arg\":\"k\",\"box\":[4,1,64,1],\"swizzle\":0}]}",
+                          payload, sizeof(payload), &bytes, &size) == FA_OK,
+        "building a second cubin artifact");
+  CHECK_STATUS(fa_kernel_load_artifact(rt, bytes, size, &k), FA_OK, rt);
+  fa_artifact_free(bytes);
+  if (k) {
+    fa_attention_args a = empty_args();
+    a.q = make_tensor(4, (int64_t[]){1, 8, 2, 4}, 2);
+    a.k = make_tensor(4, (int64_t[]){1, 8, 2, 4}, 2);
+    a.v = make_tensor(4, (int64_t[]){1, 8, 2, 4}, 2);
+    a.out = make_tensor(4, (int64_t[]){1, 8, 2, 4}, 2);
+    CHECK_STATUS(fa_attention_run(rt, k, &a), FA_ERROR_BAD_INPUT, rt);
+    CHECK(strstr(fa_runtime_last_error(rt), "multiple of 16") != NULL,
+          "message: %s", fa_runtime_last_error(rt));
+    free(a.q.data); free(a.k.data); free(a.v.data); free(a.out.data);
+  }
+
+  /* A malformed tensor-map list is a corrupt artifact. */
+  CHECK(fa_artifact_build(&c, FA_COMPILER_VERSION, FA_ARTIFACT_CUBIN,
+                          "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],"
+                          "\"tma\":[{\"arg\":\"k\",\"box\":[512],\"swizzle\":0}]}",
+                          payload, sizeof(payload), &bytes, &size) == FA_OK,
+        "building a third cubin artifact");
+  CHECK_STATUS(fa_kernel_load_artifact(rt, bytes, size, &k), FA_ERROR_CORRUPT_ARTIFACT, rt);
   fa_artifact_free(bytes);
 
   unsetenv("FLASHATTN_LIBCUDA");
