@@ -19,6 +19,8 @@
 #include "flashattn/Dialect/FlashAttn/IR/FlashAttn.h"
 #include "flashattn/Target/HostJit.h"
 
+#include "Npy.h"
+
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
@@ -33,6 +35,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
+#include <sys/stat.h>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -51,6 +54,15 @@ static llvm::cl::opt<unsigned>
 static llvm::cl::opt<std::string>
     onlyCase("case", llvm::cl::desc("run only the function with this name"),
              llvm::cl::init(""));
+static llvm::cl::opt<std::string> inputsDir(
+    "inputs",
+    llvm::cl::desc("read inputs from DIR/<case>/<name>.npy or DIR/<name>.npy "
+                   "(name: q, k, v, cu_seqlens_q, ..., or argN)"),
+    llvm::cl::init(""));
+static llvm::cl::opt<std::string> dumpDir(
+    "dump-inputs",
+    llvm::cl::desc("write each case's inputs to DIR/<case>/<name>.npy"),
+    llvm::cl::init(""));
 
 namespace {
 
@@ -755,6 +767,75 @@ static Result reference(Case &c, SmallVector<Buffer> &in,
   return res;
 }
 
+/// The file name of argument `i` of a case: its operand role, or argN.
+static std::string argName(const Case &c, unsigned i) {
+  for (int r = 0; r < NumRoles; ++r)
+    if (c.roleArg[r] == static_cast<int>(i))
+      return roleNames[r];
+  return "arg" + std::to_string(i);
+}
+
+static bool isOutput(const Case &c, unsigned i) {
+  return static_cast<int>(i) == c.roleArg[Out] ||
+         static_cast<int>(i) == c.roleArg[Lse];
+}
+
+/// --inputs: replaces inputs by .npy files where they exist.
+static std::string readInputs(Case &c, SmallVector<Buffer> &bufs) {
+  for (unsigned i = 0; i < bufs.size(); ++i) {
+    if (isOutput(c, i))
+      continue;
+    std::string name = argName(c, i);
+    std::string path = inputsDir + "/" + c.name + "/" + name + ".npy";
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0) {
+      path = inputsDir + "/" + name + ".npy";
+      if (stat(path.c_str(), &st) != 0)
+        continue;
+    }
+    std::vector<double> values;
+    std::vector<int64_t> shape;
+    std::string err = farun::readNpy(path, values, shape);
+    if (!err.empty())
+      return err;
+    if (ArrayRef<int64_t>(shape) != ArrayRef<int64_t>(bufs[i].shape)) {
+      std::string got, want;
+      llvm::raw_string_ostream g(got), w(want);
+      llvm::interleave(shape, g, "x");
+      llvm::interleave(bufs[i].shape, w, "x");
+      return path + " has shape " + got + ", the argument '" + name + "' is " +
+             want;
+    }
+    for (size_t e = 0; e < values.size(); ++e) {
+      if (bufs[i].elem == Elem::i32)
+        bufs[i].i32()[e] = static_cast<int32_t>(values[e]);
+      else
+        setF(bufs[i], e, values[e]);
+    }
+  }
+  return "";
+}
+
+/// --dump-inputs: writes every input of a case as .npy.
+static std::string dumpInputs(Case &c, SmallVector<Buffer> &bufs) {
+  std::string dir = dumpDir + "/" + c.name;
+  mkdir(dumpDir.c_str(), 0755);
+  mkdir(dir.c_str(), 0755);
+  for (unsigned i = 0; i < bufs.size(); ++i) {
+    if (isOutput(c, i))
+      continue;
+    std::vector<double> values(bufs[i].count());
+    for (int64_t e = 0; e < bufs[i].count(); ++e)
+      values[e] = bufs[i].elem == Elem::i32 ? bufs[i].i32()[e] : getF(bufs[i], e);
+    std::vector<int64_t> shape(bufs[i].shape.begin(), bufs[i].shape.end());
+    std::string err = farun::writeNpy(dir + "/" + argName(c, i) + ".npy",
+                                      values, shape, bufs[i].elem == Elem::i32);
+    if (!err.empty())
+      return err;
+  }
+  return "";
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -822,7 +903,11 @@ int main(int argc, char **argv) {
     std::mt19937 rng(seed);
     SmallVector<Buffer> inputs;
     fillInputs(c, inputs, rng);
-    std::string bad = checkInputs(c, inputs);
+    std::string bad = inputsDir.empty() ? "" : readInputs(c, inputs);
+    if (bad.empty() && !dumpDir.empty())
+      bad = dumpInputs(c, inputs);
+    if (bad.empty())
+      bad = checkInputs(c, inputs);
     std::string dtype = elemName(inputs[c.roleArg[Q]].elem);
     std::string shapes = shapeOf(c.argTypes[c.roleArg[Q]]) + " " +
                          shapeOf(c.argTypes[c.roleArg[K]]) + " " +

@@ -1,0 +1,30 @@
+//===- Npy.h - .npy input and output for fa-run -----------------*- C++ -*-===//
+//
+// NumPy .npy files through xtensor's xnpy (Debian libxtensor-dev), compiled
+// in its own translation unit with exceptions enabled so that a malformed
+// file becomes an error message instead of an abort.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHATTN_TOOLS_FARUN_NPY_H
+#define FLASHATTN_TOOLS_FARUN_NPY_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace farun {
+
+/// Reads a C-order .npy array of float32, float64, int32 or int64 into
+/// `values` (as double) and `shape`. Returns "" or an error message.
+std::string readNpy(const std::string &path, std::vector<double> &values,
+                    std::vector<int64_t> &shape);
+
+/// Writes `values` with `shape` as float32 (or int32 when `asInt`).
+/// Returns "" or an error message.
+std::string writeNpy(const std::string &path, const std::vector<double> &values,
+                     const std::vector<int64_t> &shape, bool asInt);
+
+} // namespace farun
+
+#endif
