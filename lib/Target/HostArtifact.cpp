@@ -4,8 +4,8 @@
 // memrefs with dynamic batch and sequence dimensions (heads, head_dim and
 // page size static), goes through flashattn-host-pipeline, is translated to
 // LLVM IR with a packed entry `void fa_entry(void **args)` (the ABI of
-// flashattn/artifact.h), compiled for the host CPU into a position-
-// independent object, linked into a shared object with the system C compiler
+// flashattn/artifact.h), compiled into a position-independent object for the machine's x86-64 level (fa_host_cpu_level),
+// linked into a shared object with the system C compiler
 // driver (`cc -shared`, or $FLASHATTN_CC) and wrapped into the artifact
 // container by libflashattn_rt.
 //
@@ -27,7 +27,6 @@
 
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/SmallString.h"
-#include "llvm/TargetParser/SubtargetFeature.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -215,18 +214,18 @@ LogicalResult mlir::flashattn::compileHostArtifact(
   std::string triple = llvm::sys::getProcessTriple();
   std::string lookupError;
   const llvm::Target *target =
-      llvm::TargetRegistry::lookupTarget(triple, lookupError);
+      llvm::TargetRegistry::lookupTarget(llvm::Triple(triple), lookupError);
   if (!target) {
     error = "no LLVM target for " + triple + ": " + lookupError;
     return failure();
   }
-  llvm::SubtargetFeatures features;
-  for (auto &[name, enabled] : llvm::sys::getHostCPUFeatures())
-    features.AddFeature(name, enabled);
+  // The micro-architecture level the runtime puts in the cache key (x86-64,
+  // -v3, -v4), not the exact host CPU: artifacts stay valid on every machine
+  // of that level.
   llvm::TargetOptions options;
   std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
-      llvm::Triple(triple), llvm::sys::getHostCPUName(), features.getString(),
-      options, llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+      llvm::Triple(triple), fa_host_cpu_level(), "", options,
+      llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
   llvmModule->setTargetTriple(llvm::Triple(triple));
   llvmModule->setDataLayout(machine->createDataLayout());
   llvm::Function *fn = llvmModule->getFunction("fa_attention");
@@ -258,7 +257,7 @@ LogicalResult mlir::flashattn::compileHostArtifact(
   FailureOr<std::string> soPath = tempPath("so", error);
   if (failed(objPath) || failed(soPath))
     return failure();
-  auto cleanup = llvm::make_scope_exit([&] {
+  llvm::scope_exit cleanup([&] {
     llvm::sys::fs::remove(*objPath);
     llvm::sys::fs::remove(*soPath);
   });

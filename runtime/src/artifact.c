@@ -77,8 +77,9 @@ static bool jsonToConfig(const cJSON *o, fa_attention_config *c, char **regions)
                            "window_right", "softcap", "scale", "num_splits",
                            "pack_gqa"};
   for (int i = 0; i < 16; ++i)
-    if (!number(o, names[i], &v[i]))
-      return false;
+    if (!number(o, names[i], &v[i]) || !(v[i] >= -2147483648.0) ||
+        !(v[i] <= 4294967295.0))
+      return false; /* also rejects NaN: casts below stay defined */
   c->target = (fa_target)v[0];
   c->dtype = (fa_dtype)v[1];
   c->out_dtype = (fa_dtype)v[2];
@@ -218,14 +219,22 @@ fa_status fa_artifact_parse(fa_runtime *rt, const void *bytes, size_t size,
   }
   double v;
   const cJSON *block = cJSON_GetObjectItemCaseSensitive(meta, "block");
-  for (int i = 0; i < 3; ++i)
-    a->block[i] = cJSON_IsArray(block) && cJSON_GetArrayItem(block, i)
-                      ? cJSON_GetArrayItem(block, i)->valueint
-                      : 1;
-  a->smem = number(meta, "smem", &v) ? (int)v : 0;
+  why = "bad launch fields (block 1..1024, smem 0..232448)";
+  for (int i = 0; i < 3; ++i) {
+    const cJSON *e = cJSON_IsArray(block) ? cJSON_GetArrayItem(block, i) : NULL;
+    if (e && (!cJSON_IsNumber(e) || e->valuedouble < 1 || e->valuedouble > 1024))
+      goto fail;
+    a->block[i] = e ? (int)e->valuedouble : 1;
+  }
+  a->smem = 0;
+  if (number(meta, "smem", &v)) {
+    if (!(v >= 0 && v <= 232448))
+      goto fail;
+    a->smem = (int)v;
+  }
   const cJSON *grid = cJSON_GetObjectItemCaseSensitive(meta, "grid");
   snprintf(a->grid, sizeof(a->grid), "%s",
-           cJSON_IsString(grid) ? grid->valuestring : "tiles");
+           cJSON_IsString(grid) ? grid->valuestring : "persistent");
   const cJSON *tma = cJSON_GetObjectItemCaseSensitive(meta, "tma");
   why = "bad tma list (at most 4 maps of rank 1..5, box 1..256, swizzle 0/32/64/128)";
   if (tma && !cJSON_IsArray(tma))
@@ -238,7 +247,8 @@ fa_status fa_artifact_parse(fa_runtime *rt, const void *bytes, size_t size,
     const cJSON *arg = cJSON_GetObjectItemCaseSensitive(m, "arg");
     const cJSON *box = cJSON_GetObjectItemCaseSensitive(m, "box");
     double swz;
-    if (!cJSON_IsString(arg) || !cJSON_IsArray(box) || !number(m, "swizzle", &swz))
+    if (!cJSON_IsString(arg) || !cJSON_IsArray(box) ||
+        !number(m, "swizzle", &swz) || !(swz >= 0 && swz <= 128))
       goto fail;
     snprintf(a->tma[i].arg, sizeof(a->tma[i].arg), "%s", arg->valuestring);
     a->tma[i].rank = cJSON_GetArraySize(box);
@@ -249,9 +259,9 @@ fa_status fa_artifact_parse(fa_runtime *rt, const void *bytes, size_t size,
       goto fail;
     for (int d = 0; d < a->tma[i].rank; ++d) {
       const cJSON *e = cJSON_GetArrayItem(box, d);
-      if (!cJSON_IsNumber(e) || e->valueint < 1 || e->valueint > 256)
+      if (!cJSON_IsNumber(e) || !(e->valuedouble >= 1 && e->valuedouble <= 256))
         goto fail;
-      a->tma[i].box[d] = e->valueint;
+      a->tma[i].box[d] = (int)e->valuedouble;
     }
   }
   {

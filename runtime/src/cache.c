@@ -50,6 +50,16 @@ fa_kernel *fa_cache_lookup_memory(fa_runtime *rt, const char *key) {
       push_front(rt, k);
       return k;
     }
+  /* A kernel dropped from the LRU is still loaded: take it back rather than
+   * loading a second copy. */
+  for (fa_kernel **link = &rt->evicted; *link; link = &(*link)->next)
+    if (strcmp((*link)->artifact.key, key) == 0) {
+      fa_kernel *k = *link;
+      *link = k->next;
+      k->next = NULL;
+      fa_cache_insert(rt, k, /*write=*/false);
+      return k;
+    }
   return NULL;
 }
 
@@ -66,6 +76,15 @@ fa_status fa_cache_lookup_disk(fa_runtime *rt, const char *key,
   FILE *f = fopen(path, "rb");
   if (!f)
     return FA_ERROR_CACHE_MISS;
+  /* Only our own entries are loaded: an entry another user could have
+   * written (not ours, or group/world-writable) is never executed. */
+  struct stat st;
+  if (fstat(fileno(f), &st) != 0 || st.st_uid != geteuid() ||
+      (st.st_mode & (S_IWGRP | S_IWOTH)) || !S_ISREG(st.st_mode)) {
+    fclose(f);
+    fa_debug("ignoring %s: not a private regular file of this user", path);
+    return FA_ERROR_CACHE_MISS;
+  }
   void *bytes = NULL;
   long size = -1;
   if (fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) >= 0 &&
@@ -79,13 +98,14 @@ fa_status fa_cache_lookup_disk(fa_runtime *rt, const char *key,
   fclose(f);
   if (!bytes)
     return FA_ERROR_CACHE_MISS;
-  fa_status st = fa_kernel_create(rt, bytes, (size_t)size, key, kernel);
-  if (st == FA_ERROR_CORRUPT_ARTIFACT) {
-    fa_debug("disk entry %s is corrupt (%s): rebuilding", path, rt->error);
+  fa_status status = fa_kernel_create(rt, bytes, (size_t)size, key, kernel);
+  if (status != FA_OK) {
+    /* Corrupt, foreign, or not loadable here: rebuild it. */
+    fa_debug("disk entry %s is unusable (%s): rebuilding", path, rt->error);
     rt->stats.rebuilt_corrupt++;
     return FA_ERROR_CACHE_MISS;
   }
-  return st;
+  return FA_OK;
 }
 
 static bool write_all(int fd, const void *p, size_t n) {
@@ -108,7 +128,7 @@ static void write_disk(fa_runtime *rt, fa_kernel *k) {
   char tmp[1200], path[1200];
   snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", rt->cache_dir, k->artifact.key);
   entry_path(rt, k->artifact.key, path, sizeof(path));
-  int fd = mkstemp(tmp);
+  int fd = mkstemp(tmp); /* mode 0600 */
   if (fd < 0) {
     fa_debug("cache directory %s is not writable (%s): memory only",
              rt->cache_dir, strerror(errno));

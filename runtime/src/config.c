@@ -66,7 +66,7 @@ bool fa_config_valid(const fa_attention_config *c, char *why, size_t n) {
   if (c->window_left < -1 || c->window_right < -1) BAD("window values must be >= -1");
   if (!(c->softcap >= 0) || isinf(c->softcap)) BAD("softcap must be finite and >= 0");
   if (!isfinite(c->scale)) BAD("scale must be finite");
-  if (c->num_splits < 0) BAD("num_splits must be >= 0");
+  if (c->num_splits < 0 || c->num_splits > 256) BAD("num_splits must be in [0, 256]");
   if (c->pack_gqa < -1 || c->pack_gqa > 1) BAD("pack_gqa must be -1, 0 or 1");
   return true;
 #undef BAD
@@ -87,6 +87,22 @@ int fa_config_canonical(const fa_attention_config *c, char *buf, size_t n) {
                   c->flags, c->page_size, (int)c->causal, c->window_left,
                   c->window_right, (double)c->softcap, (double)c->scale,
                   c->num_splits, c->pack_gqa, c->regions ? c->regions : "");
+}
+
+const char *fa_host_cpu_level(void) {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return "x86-64-v4";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+      __builtin_cpu_supports("bmi2"))
+    return "x86-64-v3";
+  return "x86-64";
+#else
+  return "generic";
+#endif
 }
 
 fa_status fa_config_key(const fa_attention_config *c, const char *version,
@@ -110,6 +126,11 @@ fa_status fa_config_key(const fa_attention_config *c, const char *version,
   XXH3_128bits_update(state, "\n", 1);
   if (version)
     XXH3_128bits_update(state, version, strlen(version));
+  if (c->target == FA_TARGET_HOST) {
+    const char *level = fa_host_cpu_level();
+    XXH3_128bits_update(state, "\n", 1);
+    XXH3_128bits_update(state, level, strlen(level));
+  }
   XXH128_hash_t h = XXH3_128bits_digest(state);
   XXH3_freeState(state);
   free(text);

@@ -43,6 +43,7 @@ typedef struct cuda_api {
   CUresult (*cuCtxSetCurrent)(CUcontext);
   CUresult (*cuModuleLoadData)(CUmodule *, const void *);
   CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
+  CUresult (*cuModuleUnload)(CUmodule);
   CUresult (*cuFuncSetAttribute)(CUfunction, int, int);
   CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned,
                              unsigned, unsigned, unsigned, unsigned, CUstream,
@@ -107,6 +108,7 @@ static fa_status load_api(fa_runtime *rt, cuda_api **out) {
   LOAD(cuCtxSetCurrent, "cuCtxSetCurrent");
   LOAD(cuModuleLoadData, "cuModuleLoadData");
   LOAD(cuModuleGetFunction, "cuModuleGetFunction");
+  LOAD(cuModuleUnload, "cuModuleUnload");
   LOAD(cuFuncSetAttribute, "cuFuncSetAttribute");
   LOAD(cuLaunchKernel, "cuLaunchKernel");
   LOAD(cuGetErrorString, "cuGetErrorString");
@@ -150,6 +152,7 @@ fa_status fa_cuda_load(fa_runtime *rt, fa_kernel *k) {
   fa_status st = load_api(rt, &api);
   if (st != FA_OK)
     return st;
+  k->cu_api = api;
   CUresult r = api->cuModuleLoadData(&k->cu_module, k->artifact.payload);
   if (r == 0)
     r = api->cuModuleGetFunction(&k->cu_function, k->cu_module, k->artifact.entry);
@@ -196,6 +199,9 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
                          const fa_tensor *const *tensors, int n, void *stream) {
   cuda_api *api;
   fa_status st = load_api(rt, &api);
+  /* The primary context is current per thread: set it on every launch. */
+  if (st == FA_OK && api->cuCtxSetCurrent(api->ctx) != 0)
+    st = fa_fail(rt, FA_ERROR_CUDA, "cuCtxSetCurrent failed");
   if (st == FA_OK && !k->cu_function)
     st = fa_cuda_load(rt, k);
   if (st != FA_OK)
@@ -262,6 +268,13 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
   if (r != 0)
     return fa_fail(rt, FA_ERROR_CUDA, "cuLaunchKernel failed: %s", cuError(api, r));
   return FA_OK;
+}
+
+void fa_cuda_unload(fa_kernel *k) {
+  cuda_api *api = (cuda_api *)k->cu_api;
+  if (api && k->cu_module)
+    api->cuModuleUnload(k->cu_module);
+  k->cu_module = k->cu_function = NULL;
 }
 
 void fa_cuda_release(fa_runtime *rt) {

@@ -48,6 +48,7 @@ struct fa_kernel {
   void (*host_entry)(void **);
   /* cuda backend */
   void *cu_module, *cu_function;
+  void *cu_api; /* the driver table that loaded the module */
   /* LRU list */
   struct fa_kernel *prev, *next;
   bool in_use; /* returned to a caller: never evicted while the runtime lives */
@@ -109,5 +110,6 @@ fa_status fa_tma_check(fa_runtime *rt, const fa_kernel *k, int i,
 fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
                          const fa_tensor *const *tensors, int n, void *stream);
 void fa_cuda_release(fa_runtime *rt);
+void fa_cuda_unload(fa_kernel *k);
 
 #endif

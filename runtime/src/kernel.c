@@ -23,10 +23,16 @@ fa_status fa_kernel_create(fa_runtime *rt, void *bytes, size_t size,
     st = fa_fail(rt, FA_ERROR_CORRUPT_ARTIFACT,
                  "foreign artifact: key %s where %s was expected",
                  k->artifact.key, expected_key);
-  if (st == FA_OK && k->artifact.config.target == FA_TARGET_HOST &&
-      k->artifact.kind != FA_ARTIFACT_HOST_SO)
+  if (st == FA_OK &&
+      (k->artifact.config.target == FA_TARGET_HOST) !=
+          (k->artifact.kind == FA_ARTIFACT_HOST_SO))
     st = fa_fail(rt, FA_ERROR_CORRUPT_ARTIFACT,
-                 "a host config with a non-host payload");
+                 "the payload kind does not match the config's target");
+  if (st == FA_OK && k->artifact.kind == FA_ARTIFACT_CUBIN &&
+      strcmp(k->artifact.grid, "persistent") != 0)
+    st = fa_fail(rt, FA_ERROR_UNSUPPORTED,
+                 "grid policy '%s': this runtime launches persistent grids only",
+                 k->artifact.grid);
   /* Host code loads now; a cubin loads at its first launch, after the
    * call's inputs have been checked (so that checks need no driver). */
   if (st == FA_OK && k->artifact.kind == FA_ARTIFACT_HOST_SO)
@@ -42,6 +48,7 @@ fa_status fa_kernel_create(fa_runtime *rt, void *bytes, size_t size,
 void fa_kernel_destroy(fa_kernel *k) {
   if (!k)
     return;
+  fa_cuda_unload(k);
   if (k->dl_handle)
     dlclose(k->dl_handle);
   if (k->memfd >= 0)

@@ -12,22 +12,31 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
-/* mkdir -p; returns false when the path cannot be a directory. */
+/* mkdir -p (new directories 0700); returns false when the path is not a
+ * directory this user owns that others cannot write (a cache others can
+ * write could make this process load their code). */
 static bool make_dirs(const char *path) {
   char buf[1024];
   snprintf(buf, sizeof(buf), "%s", path);
   for (char *p = buf + 1; *p; ++p)
     if (*p == '/') {
       *p = '\0';
-      if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+      if (mkdir(buf, 0700) != 0 && errno != EEXIST)
         return false;
       *p = '/';
     }
-  if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+  if (mkdir(buf, 0700) != 0 && errno != EEXIST)
     return false;
   struct stat st;
-  return stat(buf, &st) == 0 && S_ISDIR(st.st_mode);
+  if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode))
+    return false;
+  if (st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+    fa_debug("cache directory %s is not private to this user", path);
+    return false;
+  }
+  return true;
 }
 
 fa_status fa_runtime_create(const fa_runtime_options *options,
@@ -233,9 +242,9 @@ static fa_status expect(checker *c, const char *name, const fa_tensor *t,
                    rank, t->data ? "" : " with data", t->rank,
                    t->data ? "" : ", null data");
   for (int i = 0; i < rank; ++i) {
-    if (t->shape[i] < 0)
+    if (t->shape[i] < 0 || t->shape[i] > INT32_MAX)
       return fa_fail(c->rt, FA_ERROR_SHAPE_MISMATCH,
-                     "'%s' dim %d is negative (%lld)", name, i,
+                     "'%s' dim %d is %lld, outside [0, 2^31 - 1]", name, i,
                      (long long)t->shape[i]);
     if (dims[i] >= 0 && t->shape[i] != dims[i])
       return fa_fail(c->rt, FA_ERROR_SHAPE_MISMATCH,

@@ -16,6 +16,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 #include <cmath>
@@ -168,6 +169,10 @@ struct LowerTileLoadPaged : OpRewritePattern<TileLoadPagedOp> {
   }
 };
 
+/// S = scale * Q K^T as FMAs over the key block: K is transposed once into
+/// a [D, N] scratch (an alloca at function entry), then each row of S is
+/// sum_d q[i, d] * Kt[d, :], a chain of vector FMAs of width N (the same
+/// shape as tile_pv), instead of N horizontal reductions per row.
 struct LowerTileQK : OpRewritePattern<TileQKOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(TileQKOp op,
@@ -176,17 +181,41 @@ struct LowerTileQK : OpRewritePattern<TileQKOp> {
     Emit e{rewriter, loc};
     int64_t m = dimOf(op.getQ(), 0), n = dimOf(op.getK(), 0),
             d = dimOf(op.getQ(), 1);
-    Value scale = e.f32(op.getScale().convertToDouble());
-    forLoop(rewriter, loc, e.c(0), e.c(m), [&](Value i) {
-      Value qrow = e.loadRow(op.getQ(), {i, e.c(0)}, d);
-      forLoop(rewriter, loc, e.c(0), e.c(n), [&](Value j) {
-        Value krow = e.loadRow(op.getK(), {j, e.c(0)}, d);
-        Value prod = arith::MulFOp::create(rewriter, loc, qrow, krow);
-        Value dot = vector::ReductionOp::create(
-            rewriter, loc, vector::CombiningKind::ADD, prod);
-        Value s = arith::MulFOp::create(rewriter, loc, dot, scale);
-        memref::StoreOp::create(rewriter, loc, s, op.getS(), ValueRange{i, j});
+    Type f32 = rewriter.getF32Type();
+    Value kt;
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      Region *top = op->getParentRegion();
+      while (top->getParentOp()->getParentRegion() &&
+             !isa<FunctionOpInterface>(top->getParentOp()))
+        top = top->getParentOp()->getParentRegion();
+      rewriter.setInsertionPointToStart(&top->front());
+      kt = memref::AllocaOp::create(rewriter, loc, MemRefType::get({d, n}, f32));
+    }
+    forLoop(rewriter, loc, e.c(0), e.c(n), [&](Value j) {
+      forLoop(rewriter, loc, e.c(0), e.c(d), [&](Value x) {
+        Value val = memref::LoadOp::create(rewriter, loc, op.getK(), ValueRange{j, x});
+        memref::StoreOp::create(rewriter, loc, val, kt, ValueRange{x, j});
       });
+    });
+    auto rowType = VectorType::get({n}, f32);
+    Value scale = vector::BroadcastOp::create(
+        rewriter, loc, rowType, e.f32(op.getScale().convertToDouble()));
+    forLoop(rewriter, loc, e.c(0), e.c(m), [&](Value i) {
+      Value sum = forLoopCarry(
+          rewriter, loc, e.c(0), e.c(d), e.splat(rowType, 0.0),
+          [&](Value x, Value acc) {
+            Value qv = memref::LoadOp::create(rewriter, loc, op.getQ(),
+                                              ValueRange{i, x});
+            Value qb = vector::BroadcastOp::create(rewriter, loc, rowType, qv);
+            Value krow = vector::LoadOp::create(rewriter, loc, rowType, kt,
+                                                ValueRange{x, e.c(0)});
+            return vector::FMAOp::create(rewriter, loc, qb, krow, acc)
+                .getResult();
+          });
+      Value scaled = arith::MulFOp::create(rewriter, loc, sum, scale);
+      vector::StoreOp::create(rewriter, loc, scaled, op.getS(),
+                              ValueRange{i, e.c(0)});
     });
     rewriter.eraseOp(op);
     return success();

@@ -51,6 +51,13 @@ fa_status fa_artifact_build(const fa_attention_config *config,
                             void **bytes, size_t *size);
 void fa_artifact_free(void *bytes);
 
+/* The x86-64 micro-architecture level host artifacts are compiled for on
+ * this machine: "x86-64-v4" (AVX-512), "x86-64-v3" (AVX2, FMA) or "x86-64",
+ * from the CPU's own feature flags. It is part of the cache key of host
+ * configs, so that a cache directory shared between machines never serves
+ * code a CPU cannot run. */
+const char *fa_host_cpu_level(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -18,6 +18,11 @@
  *             + seqused_k [B] i32
  *     append  k_new, v_new [B, S_new, Hkv, D] + cache_seqlens [B] i32 (keys
  *             in the cache before the append)
+ * - Threads: a fa_runtime (and its kernels) is not thread-safe; use one
+ *   runtime per thread, or serialize calls on a shared one.
+ * - Cache directory: created 0700; a directory or entry that is not owned by
+ *   this user or is group/world-writable is not used (its code could have
+ *   been planted by someone else): the cache then runs in memory only.
  * - ABI: FA_RT_ABI_VERSION changes when a struct or signature changes; structs
  *   passed in carry their size (struct_size) so that older callers keep
  *   working.
@@ -190,8 +195,14 @@ typedef struct fa_attention_args {
  * pointers, shapes, element counts, cu_seqlens monotone and inside the
  * tensor, block_table entries inside the pool, seqused_k and appends within
  * capacity), then runs. Nothing is read or written when a check fails. Host
- * tensors only for the checks of integer metadata (on sm90 the metadata is
- * read from host copies the caller provides in the same fa_tensor). */
+ * tensors only for the checks of integer metadata (the metadata is
+ * read through the same pointers, so on FA_TARGET_SM90 the integer metadata
+ * (cu_seqlens, seqused_k, block_table, cache_seqlens) must be memory both the
+ * host and the device can read: CUDA managed or host-mapped memory).
+ * With FA_APPEND, the keys of sequence b are cache_seqlens[b] + S_new and
+ * seqused_k is only checked, not used. Rows of a packed out past
+ * cu_seqlens_q[B] are not part of the result (a split-KV kernel may write
+ * them). */
 fa_status fa_attention_run(fa_runtime *runtime, fa_kernel *kernel,
                            const fa_attention_args *args);
 

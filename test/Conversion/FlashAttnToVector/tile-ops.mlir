@@ -33,17 +33,24 @@ func.func @load_paged(%pool: memref<8x16x2x64xf16>, %pages: memref<4xi32>, %g: i
 
 // -----
 
-// tile_qk: one dot product per (i, j) as a vector multiply and an add
-// reduction over head_dim, times the scale.
+// tile_qk: K transposed once into a [D, N] alloca at function entry, then
+// each row of S is a chain of vector FMAs over head_dim (width N), scaled.
 // CHECK-LABEL: func.func @qk
+// CHECK-NEXT: %[[KT:[a-z0-9_]+]] = memref.alloca() : memref<64x32xf32>
+// CHECK: scf.for %[[J:[a-z0-9_]+]] = %c0 to %c32
+// CHECK:   scf.for %[[X:[a-z0-9_]+]] = %c0 to %c64
+// CHECK:     %[[KV:[a-z0-9_]+]] = memref.load %arg1[%[[J]], %[[X]]]
+// CHECK:     memref.store %[[KV]], %[[KT]][%[[X]], %[[J]]]
+// CHECK: %[[SCALE:[a-z0-9_]+]] = vector.broadcast %{{.*}} : f32 to vector<32xf32>
 // CHECK: scf.for %[[I:[a-z0-9_]+]] = %c0 to %c16
-// CHECK:   %[[QR:[a-z0-9_]+]] = vector.load %arg0[%[[I]], %c0] : memref<16x64xf32>, vector<64xf32>
-// CHECK:   scf.for %[[J:[a-z0-9_]+]] = %c0 to %c32
-// CHECK:     %[[KR:[a-z0-9_]+]] = vector.load %arg1[%[[J]], %c0]
-// CHECK:     %[[P:[a-z0-9_]+]] = arith.mulf %[[QR]], %[[KR]] : vector<64xf32>
-// CHECK:     %[[D:[a-z0-9_]+]] = vector.reduction <add>, %[[P]] : vector<64xf32> into f32
-// CHECK:     %[[S:[a-z0-9_]+]] = arith.mulf %[[D]], %{{.*}} : f32
-// CHECK:     memref.store %[[S]], %arg2[%[[I]], %[[J]]]
+// CHECK:   %[[SUM:[a-z0-9_]+]] = scf.for %[[D:[a-z0-9_]+]] = %c0 to %c64 step %c1 iter_args(%[[ACC:[a-z0-9_]+]] = %{{.*}}) -> (vector<32xf32>)
+// CHECK:     %[[QV:[a-z0-9_]+]] = memref.load %arg0[%[[I]], %[[D]]]
+// CHECK:     %[[QB:[a-z0-9_]+]] = vector.broadcast %[[QV]] : f32 to vector<32xf32>
+// CHECK:     %[[KR:[a-z0-9_]+]] = vector.load %[[KT]][%[[D]], %c0]
+// CHECK:     %[[F:[a-z0-9_]+]] = vector.fma %[[QB]], %[[KR]], %[[ACC]] : vector<32xf32>
+// CHECK:     scf.yield %[[F]]
+// CHECK:   %[[S:[a-z0-9_]+]] = arith.mulf %[[SUM]], %[[SCALE]] : vector<32xf32>
+// CHECK:   vector.store %[[S]], %arg2[%[[I]], %c0]
 func.func @qk(%q: memref<16x64xf32>, %k: memref<32x64xf32>, %s: memref<16x32xf32>) {
   flashattn.tile_qk %q, %k into %s {scale = 0.5 : f32} : memref<16x64xf32>, memref<32x64xf32> into memref<16x32xf32>
   return
