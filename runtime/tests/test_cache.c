@@ -3,7 +3,8 @@
  * Miss + compile + disk write, memory hit, disk hit in a new runtime without
  * a compiler, miss without a compiler (status), corrupt / truncated / foreign
  * entries detected and rebuilt, a read-only directory degrading to memory
- * only, and two processes filling one directory at once.
+ * only, directories and entries others can write being ignored, and two
+ * processes filling one directory at once.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -159,6 +160,28 @@ int main(void) {
   CHECK(k2 == k && stats(rt).memory_hits == 1, "memory cache not used");
   CHECK(k && runs(rt, k), "kernel does not run from memory");
   fa_runtime_destroy(rt);
+
+  /* 7b. A directory others can write is not used (its entries could be
+   * planted code): memory only. So is an entry others can write. */
+  char open_dir[] = "/tmp/fa-rt-open-XXXXXX";
+  CHECK(mkdtemp(open_dir) && chmod(open_dir, 0777) == 0, "open dir");
+  rt = make_rt(open_dir, 1);
+  CHECK(stats(rt).disk_enabled == 0, "a world-writable cache directory was used");
+  fa_runtime_destroy(rt);
+  rmdir(open_dir);
+  rt = make_rt(dir, 1); /* a valid private entry for a again */
+  CHECK_STATUS(fa_kernel_get(rt, &a, &k), FA_OK, rt);
+  fa_runtime_destroy(rt);
+  rt = make_rt(dir, 0);
+  CHECK_STATUS(fa_kernel_get(rt, &a, &k), FA_OK, rt);
+  CHECK(stats(rt).disk_hits == 1, "the private entry was not served");
+  fa_runtime_destroy(rt);
+  CHECK(chmod(path, 0666) == 0, "chmod entry");
+  rt = make_rt(dir, 0);
+  CHECK_STATUS(fa_kernel_get(rt, &a, &k), FA_ERROR_CACHE_MISS, rt);
+  CHECK(stats(rt).disk_hits == 0, "a world-writable entry was loaded");
+  fa_runtime_destroy(rt);
+  chmod(path, 0600);
 
   /* 8. Two processes fill a fresh directory at once. */
   char shared[] = "/tmp/fa-rt-mp-XXXXXX";
