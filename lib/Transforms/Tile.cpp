@@ -22,6 +22,7 @@
 
 #include "flashattn/Transforms/Passes.h"
 
+#include "flashattn/Utils/LoopBuilders.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -110,16 +111,6 @@ struct Emit {
   }
 };
 
-/// scf.for from lb to ub (step 1) whose body is built by `body(iv)`.
-static void forLoop(OpBuilder &b, Location loc, Value lb, Value ub,
-                    function_ref<void(Value)> body) {
-  Value one = arith::ConstantIndexOp::create(b, loc, 1);
-  auto loop = scf::ForOp::create(b, loc, lb, ub, one);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(loop.getBody());
-  body(loop.getInductionVar());
-}
-
 /// Clones the single block of `region` (minus its terminator) with the block
 /// arguments bound to `args`, and returns the yielded value.
 static Value inlineRegion(OpBuilder &b, Region &region, ValueRange args) {
@@ -194,7 +185,7 @@ struct TileAttention : OpRewritePattern<AttentionOp> {
     CausalKind causal = op.getCausal();
     auto [winL, winR] = op.getWindow();
 
-    forLoop(b, loc, e.c(0), batch, [&](Value bIdx) {
+    buildFor(b, loc, e.c(0), batch, [&](Value bIdx) {
       Value one = e.c(1);
       // Sequence extents (in-sequence positions start at 0).
       Value qOff = e.c(0), sq = e.size(q, 1);
@@ -227,7 +218,7 @@ struct TileAttention : OpRewritePattern<AttentionOp> {
 
       Value nmb = e.ceilDiv(sq, e.c(bm));
       Value numTiles = e.mul(e.mul(hq, nmb), e.c(splits));
-      forLoop(b, loc, e.c(0), numTiles, [&](Value t) {
+      buildFor(b, loc, e.c(0), numTiles, [&](Value t) {
         Value split = e.rem(t, e.c(splits));
         Value rest = e.div(t, e.c(splits));
         Value mb = e.rem(rest, nmb);
@@ -313,7 +304,7 @@ struct TileAttention : OpRewritePattern<AttentionOp> {
 
         TileInitOp::create(b, loc, mt, lt, acc);
         TileLoadOp::create(b, loc, qv, m0, rows, qt);
-        forLoop(b, loc, nbLo, nbHi, [&](Value nb) {
+        buildFor(b, loc, nbLo, nbHi, [&](Value nb) {
           Value n0 = e.mul(nb, e.c(bn));
           Value cols = e.min(e.c(bn), e.sub(sk, n0));
           auto loadKV = [&](Value src, Value viewOrNull, Value tile) {
@@ -327,8 +318,8 @@ struct TileAttention : OpRewritePattern<AttentionOp> {
 
           // Elementwise score modifiers on the real rows and columns.
           if (hasMods) {
-            forLoop(b, loc, e.c(0), rows, [&](Value i) {
-              forLoop(b, loc, e.c(0), cols, [&](Value j) {
+            buildFor(b, loc, e.c(0), rows, [&](Value i) {
+              buildFor(b, loc, e.c(0), cols, [&](Value j) {
                 Value iAbs = e.add(m0, i), jAbs = e.add(n0, j);
                 Value s = memref::LoadOp::create(b, loc, st, ValueRange{i, j});
                 if (softcap > 0) {
@@ -382,8 +373,8 @@ struct TileAttention : OpRewritePattern<AttentionOp> {
             OpBuilder::InsertionGuard guard(b);
             b.setInsertionPointToStart(ifOp.thenBlock());
             Value negInf = e.f32(-INFINITY);
-            forLoop(b, loc, e.c(0), e.c(bm), [&](Value i) {
-              forLoop(b, loc, e.c(0), e.c(bn), [&](Value j) {
+            buildFor(b, loc, e.c(0), e.c(bm), [&](Value i) {
+              buildFor(b, loc, e.c(0), e.c(bn), [&](Value j) {
                 Value iAbs = e.add(m0, i), jAbs = e.add(n0, j);
                 Value ok = e.cmp(P::slt, jAbs, sk);
                 auto andWith = [&](Value cond) {
@@ -409,8 +400,8 @@ struct TileAttention : OpRewritePattern<AttentionOp> {
           // The mask region, on every block (real rows and columns).
           if (hasMaskRegion) {
             Value negInf = e.f32(-INFINITY);
-            forLoop(b, loc, e.c(0), rows, [&](Value i) {
-              forLoop(b, loc, e.c(0), cols, [&](Value j) {
+            buildFor(b, loc, e.c(0), rows, [&](Value i) {
+              buildFor(b, loc, e.c(0), cols, [&](Value j) {
                 Value iAbs = e.add(m0, i), jAbs = e.add(n0, j);
                 Value keep = inlineRegion(b, op.getMask(), {bIdx, h, iAbs, jAbs});
                 Value s = memref::LoadOp::create(b, loc, st, ValueRange{i, j});
@@ -442,9 +433,9 @@ struct TileAttention : OpRewritePattern<AttentionOp> {
     Emit e{b, loc};
     Value k = op.getK(), v = op.getV();
     Value kNew = op.getKNew(), vNew = op.getVNew();
-    forLoop(b, loc, e.c(0), batch, [&](Value bIdx) {
+    buildFor(b, loc, e.c(0), batch, [&](Value bIdx) {
       Value start = e.loadIndex(op.getCacheSeqlens(), {bIdx});
-      forLoop(b, loc, e.c(0), e.size(kNew, 1), [&](Value r) {
+      buildFor(b, loc, e.c(0), e.size(kNew, 1), [&](Value r) {
         Value pos = e.add(start, r);
         Value inside = arith::AndIOp::create(
             b, loc, e.cmp(arith::CmpIPredicate::sge, pos, e.c(0)),
@@ -459,9 +450,9 @@ struct TileAttention : OpRewritePattern<AttentionOp> {
                               {bIdx, e.div(pos, pageSize)});
           second = e.rem(pos, pageSize);
         }
-        forLoop(b, loc, e.c(0), hkv, [&](Value g) {
+        buildFor(b, loc, e.c(0), hkv, [&](Value g) {
           for (auto [src, dst] : {std::pair(kNew, k), std::pair(vNew, v)}) {
-            forLoop(b, loc, e.c(0), e.size(dst, 3), [&](Value x) {
+            buildFor(b, loc, e.c(0), e.size(dst, 3), [&](Value x) {
               Value val = memref::LoadOp::create(b, loc, src,
                                                  ValueRange{bIdx, r, g, x});
               memref::StoreOp::create(b, loc, val, dst,

@@ -10,6 +10,7 @@
 #include "flashattn/Conversion/Passes.h"
 
 #include "flashattn/Dialect/FlashAttn/IR/FlashAttn.h"
+#include "flashattn/Utils/LoopBuilders.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -69,29 +70,6 @@ struct Emit {
   }
 };
 
-static void forLoop(OpBuilder &b, Location loc, Value lb, Value ub,
-                    function_ref<void(Value)> body) {
-  Value one = arith::ConstantIndexOp::create(b, loc, 1);
-  auto loop = scf::ForOp::create(b, loc, lb, ub, one);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(loop.getBody());
-  body(loop.getInductionVar());
-}
-
-/// scf.for carrying one value; `body(iv, carried)` returns the next value.
-static Value forLoopCarry(OpBuilder &b, Location loc, Value lb, Value ub,
-                          Value init,
-                          function_ref<Value(Value, Value)> body) {
-  Value one = arith::ConstantIndexOp::create(b, loc, 1);
-  auto loop = scf::ForOp::create(
-      b, loc, lb, ub, one, ValueRange{init},
-      [&](OpBuilder &nb, Location nloc, Value iv, ValueRange args) {
-        Value next = body(iv, args[0]);
-        scf::YieldOp::create(nb, nloc, next);
-      });
-  return loop.getResult(0);
-}
-
 static int64_t dimOf(Value v, unsigned i) {
   return cast<MemRefType>(v.getType()).getDimSize(i);
 }
@@ -105,7 +83,7 @@ struct LowerTileInit : OpRewritePattern<TileInitOp> {
     int64_t dv = dimOf(op.getAcc(), 1);
     Value zeros = e.splat(VectorType::get({dv}, rewriter.getF32Type()), 0.0);
     Value negInf = e.f32(-INFINITY), zero = e.f32(0.0);
-    forLoop(rewriter, loc, e.c(0), e.c(dimOf(op.getM(), 0)), [&](Value i) {
+    buildFor(rewriter, loc, e.c(0), e.c(dimOf(op.getM(), 0)), [&](Value i) {
       memref::StoreOp::create(rewriter, loc, negInf, op.getM(), i);
       memref::StoreOp::create(rewriter, loc, zero, op.getL(), i);
       vector::StoreOp::create(rewriter, loc, zeros, op.getAcc(),
@@ -120,7 +98,7 @@ struct LowerTileInit : OpRewritePattern<TileInitOp> {
 static void zeroTail(Emit &e, Value tile, Value rows) {
   int64_t d = dimOf(tile, 1);
   Value zeros = e.splat(VectorType::get({d}, e.b.getF32Type()), 0.0);
-  forLoop(e.b, e.loc, rows, e.c(dimOf(tile, 0)), [&](Value r) {
+  buildFor(e.b, e.loc, rows, e.c(dimOf(tile, 0)), [&](Value r) {
     vector::StoreOp::create(e.b, e.loc, zeros, tile, ValueRange{r, e.c(0)});
   });
 }
@@ -132,7 +110,7 @@ struct LowerTileLoad : OpRewritePattern<TileLoadOp> {
     Location loc = op.getLoc();
     Emit e{rewriter, loc};
     int64_t d = dimOf(op.getTile(), 1);
-    forLoop(rewriter, loc, e.c(0), op.getRows(), [&](Value r) {
+    buildFor(rewriter, loc, e.c(0), op.getRows(), [&](Value r) {
       Value row = e.loadRow(op.getSource(), {e.add(op.getRow0(), r), e.c(0)}, d);
       vector::StoreOp::create(rewriter, loc, row, op.getTile(),
                               ValueRange{r, e.c(0)});
@@ -151,7 +129,7 @@ struct LowerTileLoadPaged : OpRewritePattern<TileLoadPagedOp> {
     Emit e{rewriter, loc};
     int64_t d = dimOf(op.getTile(), 1);
     Value pageSize = e.size(op.getPool(), 1);
-    forLoop(rewriter, loc, e.c(0), op.getRows(), [&](Value r) {
+    buildFor(rewriter, loc, e.c(0), op.getRows(), [&](Value r) {
       Value pos = e.add(op.getRow0(), r);
       Value slot = arith::DivSIOp::create(rewriter, loc, pos, pageSize);
       Value pageI32 = memref::LoadOp::create(rewriter, loc, op.getPages(), slot);
@@ -192,8 +170,8 @@ struct LowerTileQK : OpRewritePattern<TileQKOp> {
       rewriter.setInsertionPointToStart(&top->front());
       kt = memref::AllocaOp::create(rewriter, loc, MemRefType::get({d, n}, f32));
     }
-    forLoop(rewriter, loc, e.c(0), e.c(n), [&](Value j) {
-      forLoop(rewriter, loc, e.c(0), e.c(d), [&](Value x) {
+    buildFor(rewriter, loc, e.c(0), e.c(n), [&](Value j) {
+      buildFor(rewriter, loc, e.c(0), e.c(d), [&](Value x) {
         Value val = memref::LoadOp::create(rewriter, loc, op.getK(), ValueRange{j, x});
         memref::StoreOp::create(rewriter, loc, val, kt, ValueRange{x, j});
       });
@@ -201,8 +179,8 @@ struct LowerTileQK : OpRewritePattern<TileQKOp> {
     auto rowType = VectorType::get({n}, f32);
     Value scale = vector::BroadcastOp::create(
         rewriter, loc, rowType, e.f32(op.getScale().convertToDouble()));
-    forLoop(rewriter, loc, e.c(0), e.c(m), [&](Value i) {
-      Value sum = forLoopCarry(
+    buildFor(rewriter, loc, e.c(0), e.c(m), [&](Value i) {
+      Value sum = buildForCarry(
           rewriter, loc, e.c(0), e.c(d), e.splat(rowType, 0.0),
           [&](Value x, Value acc) {
             Value qv = memref::LoadOp::create(rewriter, loc, op.getQ(),
@@ -232,7 +210,7 @@ struct LowerTileSoftmax : OpRewritePattern<TileSoftmaxOp> {
             dv = dimOf(op.getAcc(), 1);
     Type f32 = rewriter.getF32Type();
     auto rowType = VectorType::get({n}, f32);
-    forLoop(rewriter, loc, e.c(0), e.c(m), [&](Value i) {
+    buildFor(rewriter, loc, e.c(0), e.c(m), [&](Value i) {
       Value row = vector::LoadOp::create(rewriter, loc, rowType, op.getS(),
                                          ValueRange{i, e.c(0)});
       Value rowMax = vector::ReductionOp::create(
@@ -282,10 +260,10 @@ struct LowerTilePV : OpRewritePattern<TilePVOp> {
     int64_t m = dimOf(op.getP(), 0), n = dimOf(op.getP(), 1),
             dv = dimOf(op.getV(), 1);
     auto accType = VectorType::get({dv}, rewriter.getF32Type());
-    forLoop(rewriter, loc, e.c(0), e.c(m), [&](Value i) {
+    buildFor(rewriter, loc, e.c(0), e.c(m), [&](Value i) {
       Value init = vector::LoadOp::create(rewriter, loc, accType, op.getAcc(),
                                           ValueRange{i, e.c(0)});
-      Value sum = forLoopCarry(
+      Value sum = buildForCarry(
           rewriter, loc, e.c(0), e.c(n), init, [&](Value j, Value a) {
             Value p = memref::LoadOp::create(rewriter, loc, op.getP(),
                                              ValueRange{i, j});
@@ -311,7 +289,7 @@ struct LowerTileStore : OpRewritePattern<TileStoreOp> {
     Emit e{rewriter, loc};
     int64_t dv = dimOf(op.getAcc(), 1);
     auto accType = VectorType::get({dv}, rewriter.getF32Type());
-    forLoop(rewriter, loc, e.c(0), op.getRows(), [&](Value r) {
+    buildFor(rewriter, loc, e.c(0), op.getRows(), [&](Value r) {
       Value l = memref::LoadOp::create(rewriter, loc, op.getL(), r);
       Value empty = arith::CmpFOp::create(rewriter, loc,
                                           arith::CmpFPredicate::OEQ, l,
@@ -373,7 +351,7 @@ struct LowerCombine : OpRewritePattern<CombineOp> {
         idx.append(lseIdx);
         return memref::LoadOp::create(rewriter, loc, pl, idx).getResult();
       };
-      Value mx = forLoopCarry(rewriter, loc, e.c(0), splits, e.f32(-INFINITY),
+      Value mx = buildForCarry(rewriter, loc, e.c(0), splits, e.f32(-INFINITY),
                               [&](Value s, Value acc) {
                                 return arith::MaxNumFOp::create(
                                            rewriter, loc, acc, partialLse(s))
@@ -383,7 +361,7 @@ struct LowerCombine : OpRewritePattern<CombineOp> {
           rewriter, loc, arith::CmpFPredicate::OEQ, mx, e.f32(-INFINITY));
       Value mUse = arith::SelectOp::create(rewriter, loc, allEmpty, e.f32(0.0),
                                            mx);
-      Value sum = forLoopCarry(
+      Value sum = buildForCarry(
           rewriter, loc, e.c(0), splits, e.f32(0.0), [&](Value s, Value acc) {
             Value w = math::ExpOp::create(
                 rewriter, loc,
@@ -394,7 +372,7 @@ struct LowerCombine : OpRewritePattern<CombineOp> {
           rewriter, loc, allEmpty, e.f32(0.0),
           arith::DivFOp::create(rewriter, loc, e.f32(1.0), sum));
       Value zeros = e.splat(rowType, 0.0);
-      Value acc = forLoopCarry(
+      Value acc = buildForCarry(
           rewriter, loc, e.c(0), splits, zeros, [&](Value s, Value a) {
             Value w = math::ExpOp::create(
                 rewriter, loc,
@@ -425,7 +403,7 @@ struct LowerCombine : OpRewritePattern<CombineOp> {
         [&](int64_t dim, SmallVector<Value> idx) {
           if (dim == rank - 1)
             return body(idx);
-          forLoop(rewriter, loc, e.c(0), e.size(out, dim), [&](Value iv) {
+          buildFor(rewriter, loc, e.c(0), e.size(out, dim), [&](Value iv) {
             SmallVector<Value> next = idx;
             next.push_back(iv);
             nest(dim + 1, next);

@@ -49,24 +49,11 @@ static LogicalResult bufferizeDstOp(OpTy op, RewriterBase &rewriter,
   return success();
 }
 
-struct AttentionOpInterface
-    : public DstBufferizableOpInterfaceExternalModel<AttentionOpInterface,
-                                                     AttentionOp> {
-  bool bufferizesToMemoryRead(Operation *op, OpOperand &operand,
-                              const AnalysisState &) const {
-    // out and lse are written only.
-    return !cast<DestinationStyleOpInterface>(op).isDpsInit(&operand);
-  }
-  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
-                          const BufferizationOptions &options,
-                          BufferizationState &state) const {
-    return bufferizeDstOp(cast<AttentionOp>(op), rewriter, options, state);
-  }
-};
-
-struct CombineOpInterface
-    : public DstBufferizableOpInterfaceExternalModel<CombineOpInterface,
-                                                     CombineOp> {
+/// Both ops: inputs are read, out (and lse) are written in place, not read.
+template <typename OpTy>
+struct DstOpInterface
+    : public DstBufferizableOpInterfaceExternalModel<DstOpInterface<OpTy>,
+                                                     OpTy> {
   bool bufferizesToMemoryRead(Operation *op, OpOperand &operand,
                               const AnalysisState &) const {
     return !cast<DestinationStyleOpInterface>(op).isDpsInit(&operand);
@@ -74,7 +61,7 @@ struct CombineOpInterface
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
                           const BufferizationOptions &options,
                           BufferizationState &state) const {
-    return bufferizeDstOp(cast<CombineOp>(op), rewriter, options, state);
+    return bufferizeDstOp(cast<OpTy>(op), rewriter, options, state);
   }
 };
 } // namespace
@@ -82,7 +69,7 @@ struct CombineOpInterface
 void mlir::flashattn::registerBufferizableOpInterfaceExternalModels(
     DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, FlashAttnDialect *) {
-    AttentionOp::attachInterface<AttentionOpInterface>(*ctx);
-    CombineOp::attachInterface<CombineOpInterface>(*ctx);
+    AttentionOp::attachInterface<DstOpInterface<AttentionOp>>(*ctx);
+    CombineOp::attachInterface<DstOpInterface<CombineOp>>(*ctx);
   });
 }
