@@ -24,6 +24,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <iterator>
 #include <chrono>
 #include <cmath>
 #include <random>
@@ -96,9 +97,10 @@ struct Desc4 {
 
 int main(int argc, char **argv) {
   llvm::cl::ParseCommandLineOptions(argc, argv, "host path vs OpenBLAS\n");
+  static const int64_t kDefaultLengths[] = {512, 2048, 4096};
   std::vector<int64_t> lengths(seqlens.begin(), seqlens.end());
   if (lengths.empty())
-    lengths = {512, 2048, 4096};
+    lengths.assign(std::begin(kDefaultLengths), std::end(kDefaultLengths));
   openblas_set_num_threads(1);
 
   DialectRegistry registry;

@@ -123,6 +123,22 @@ static Value inlineRegion(OpBuilder &b, Region &region, ValueRange args) {
       cast<YieldOp>(block.getTerminator()).getValues()[0]);
 }
 
+/// True when every shaped operand has a static unit stride in its last
+/// dimension (head_dim rows are contiguous, as the tile views require).
+static bool hasUnitInnerStrides(AttentionOp op) {
+  for (Value v : op->getOperands()) {
+    auto type = dyn_cast<MemRefType>(v.getType());
+    if (!type)
+      continue;
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (failed(type.getStridesAndOffset(strides, offset)) ||
+        (!strides.empty() && strides.back() != 1))
+      return false;
+  }
+  return true;
+}
+
 struct TileAttention : OpRewritePattern<AttentionOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -138,6 +154,8 @@ struct TileAttention : OpRewritePattern<AttentionOp> {
     if (ShapedType::isDynamic(op.getHeadDim()) ||
         ShapedType::isDynamic(op.getHeadDimV()))
       return rewriter.notifyMatchFailure(op, "needs a static head_dim");
+    if (!hasUnitInnerStrides(op))
+      return rewriter.notifyMatchFailure(op, "needs unit inner strides");
 
     Location loc = op.getLoc();
     OpBuilder &b = rewriter;
@@ -482,6 +500,11 @@ struct FlashAttnTilePass
       else if (op.getPlanAttr().getNumSplits() > 1 && !op.isSplitPartial())
         op.emitError("flashattn-tile: plan has num_splits > 1; run "
                      "flashattn-split-kv first");
+      else if (!hasUnitInnerStrides(op))
+        op.emitError("flashattn-tile: every operand needs a unit stride in "
+                     "its last dimension (bufferize with "
+                     "function-boundary-type-conversion=identity-layout-map, "
+                     "or copy strided operands)");
       else
         op.emitError("flashattn-tile: needs a static head_dim");
       return WalkResult::interrupt();

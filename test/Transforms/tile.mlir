@@ -206,3 +206,15 @@ func.func @tensor(%q: tensor<1x8x2x64xf16>, %k: tensor<1x8x2x64xf16>, %v: tensor
       outs(%o : tensor<1x8x2x64xf16>) -> tensor<1x8x2x64xf16>
   return %r : tensor<1x8x2x64xf16>
 }
+
+// -----
+
+// Views without a unit stride in head_dim (e.g. from fully dynamic layouts
+// at function boundaries) are rejected with the fix.
+func.func @strided(%q: memref<1x8x2x64xf16, strided<[?, ?, ?, ?], offset: ?>>, %k: memref<1x8x2x64xf16>,
+                   %v: memref<1x8x2x64xf16>, %o: memref<1x8x2x64xf16>) {
+  // expected-error @+1 {{flashattn-tile: every operand needs a unit stride in its last dimension}}
+  flashattn.attention ins(%q, %k, %v : memref<1x8x2x64xf16, strided<[?, ?, ?, ?], offset: ?>>, memref<1x8x2x64xf16>, memref<1x8x2x64xf16>)
+      outs(%o : memref<1x8x2x64xf16>)
+  return
+}

@@ -19,39 +19,41 @@
 
 using namespace llvm;
 
-static cl::opt<std::string> output("o", cl::desc("output artifact"),
+static llvm::cl::OptionCategory faCompileCategory("fa-compile options");
+
+static cl::opt<std::string> output("o", llvm::cl::cat(faCompileCategory), cl::desc("output artifact"),
                                    cl::value_desc("file"));
-static cl::opt<std::string> dtype("dtype", cl::init("f16"),
+static cl::opt<std::string> dtype("dtype", llvm::cl::cat(faCompileCategory), cl::init("f16"),
                                   cl::desc("q/k/v element type: f32, f16, bf16"));
-static cl::opt<std::string> outDtype("out-dtype", cl::init(""),
+static cl::opt<std::string> outDtype("out-dtype", llvm::cl::cat(faCompileCategory), cl::init(""),
                                      cl::desc("out element type (default: dtype)"));
-static cl::opt<int> hq("hq", cl::init(1), cl::desc("query heads"));
-static cl::opt<int> hkv("hkv", cl::init(1), cl::desc("kv heads"));
-static cl::opt<int> d("d", cl::init(128), cl::desc("head_dim"));
-static cl::opt<int> dv("dv", cl::init(0), cl::desc("head_dim_v (default: d)"));
-static cl::opt<bool> varlenQ("varlen-q", cl::desc("packed q + cu_seqlens_q"));
-static cl::opt<bool> varlenK("varlen-k", cl::desc("packed k/v + cu_seqlens_k"));
-static cl::opt<bool> sequsedK("seqused-k", cl::desc("seqused_k operand"));
-static cl::opt<int> pageSize("page-size", cl::init(0),
+static cl::opt<int> hq("hq", llvm::cl::cat(faCompileCategory), cl::init(1), cl::desc("query heads"));
+static cl::opt<int> hkv("hkv", llvm::cl::cat(faCompileCategory), cl::init(1), cl::desc("kv heads"));
+static cl::opt<int> d("d", llvm::cl::cat(faCompileCategory), cl::init(128), cl::desc("head_dim"));
+static cl::opt<int> dv("dv", llvm::cl::cat(faCompileCategory), cl::init(0), cl::desc("head_dim_v (default: d)"));
+static cl::opt<bool> varlenQ("varlen-q", llvm::cl::cat(faCompileCategory), cl::desc("packed q + cu_seqlens_q"));
+static cl::opt<bool> varlenK("varlen-k", llvm::cl::cat(faCompileCategory), cl::desc("packed k/v + cu_seqlens_k"));
+static cl::opt<bool> sequsedK("seqused-k", llvm::cl::cat(faCompileCategory), cl::desc("seqused_k operand"));
+static cl::opt<int> pageSize("page-size", llvm::cl::cat(faCompileCategory), cl::init(0),
                              cl::desc("paged KV with this page size"));
-static cl::opt<bool> append("append", cl::desc("kv-cache append"));
-static cl::opt<bool> lse("lse", cl::desc("lse output"));
-static cl::opt<std::string> alibi("alibi", cl::init(""),
+static cl::opt<bool> append("append", llvm::cl::cat(faCompileCategory), cl::desc("kv-cache append"));
+static cl::opt<bool> lse("lse", llvm::cl::cat(faCompileCategory), cl::desc("lse output"));
+static cl::opt<std::string> alibi("alibi", llvm::cl::cat(faCompileCategory), cl::init(""),
                                   cl::desc("alibi slopes: heads or batch-heads"));
-static cl::opt<std::string> causal("causal", cl::init("none"),
+static cl::opt<std::string> causal("causal", llvm::cl::cat(faCompileCategory), cl::init("none"),
                                    cl::desc("none, top_left, bottom_right"));
-static cl::opt<int> windowLeft("window-left", cl::init(-1));
-static cl::opt<int> windowRight("window-right", cl::init(-1));
-static cl::opt<float> softcap("softcap", cl::init(0.0f));
-static cl::opt<float> scale("scale", cl::init(0.0f),
+static cl::opt<int> windowLeft("window-left", llvm::cl::cat(faCompileCategory), cl::init(-1));
+static cl::opt<int> windowRight("window-right", llvm::cl::cat(faCompileCategory), cl::init(-1));
+static cl::opt<float> softcap("softcap", llvm::cl::cat(faCompileCategory), cl::init(0.0f));
+static cl::opt<float> scale("scale", llvm::cl::cat(faCompileCategory), cl::init(0.0f),
                             cl::desc("softmax scale (0: 1/sqrt(d))"));
-static cl::opt<int> numSplits("num-splits", cl::init(1));
-static cl::opt<int> packGqa("pack-gqa", cl::init(-1));
+static cl::opt<int> numSplits("num-splits", llvm::cl::cat(faCompileCategory), cl::init(1));
+static cl::opt<int> packGqa("pack-gqa", llvm::cl::cat(faCompileCategory), cl::init(-1));
 static cl::opt<std::string> regionsFile(
     "regions-file", cl::init(""),
     cl::desc("file with score/mask region text to paste into the op"));
-static cl::opt<bool> printKey("print-key", cl::desc("print the cache key"));
-static cl::opt<bool> emitMlir("emit-mlir", cl::desc("print the op as MLIR"));
+static cl::opt<bool> printKey("print-key", llvm::cl::cat(faCompileCategory), cl::desc("print the cache key"));
+static cl::opt<bool> emitMlir("emit-mlir", llvm::cl::cat(faCompileCategory), cl::desc("print the op as MLIR"));
 
 static std::optional<fa_dtype> parseDtype(StringRef s) {
   return StringSwitch<std::optional<fa_dtype>>(s)
@@ -63,7 +65,8 @@ static std::optional<fa_dtype> parseDtype(StringRef s) {
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
-  cl::ParseCommandLineOptions(argc, argv, "fa-compile: host artifacts\n");
+  llvm::cl::HideUnrelatedOptions(faCompileCategory);
+  llvm::cl::ParseCommandLineOptions(argc, argv, "fa-compile: host artifacts\n");
   fa_attention_config c = fa_attention_config_default();
   std::optional<fa_dtype> t = parseDtype(dtype);
   std::optional<fa_dtype> ot = parseDtype(outDtype.empty() ? dtype : outDtype);
