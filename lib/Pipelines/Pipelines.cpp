@@ -2,6 +2,8 @@
 
 #include "flashattn/Pipelines/Pipelines.h"
 
+#include "flashattn/artifact.h"
+
 #include "flashattn/Conversion/Passes.h"
 #include "flashattn/Transforms/Passes.h"
 #include "mlir/Conversion/Passes.h"
@@ -11,15 +13,20 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
+#include <string_view>
+
 using namespace mlir;
 
-void mlir::flashattn::buildFlashAttnHostPipeline(OpPassManager &pm) {
+void mlir::flashattn::buildFlashAttnHostPipeline(
+    OpPassManager &pm, const HostPipelineOptions &options) {
   flashattn::FlashAttnPlanOptions plan;
   plan.target = "host";
   pm.addPass(flashattn::createFlashAttnPlan(plan));
   pm.addPass(flashattn::createFlashAttnSplitKV());
   pm.addPass(flashattn::createFlashAttnTile());
-  pm.addPass(flashattn::createConvertFlashAttnToVector());
+  flashattn::ConvertFlashAttnToVectorOptions toVector;
+  toVector.vectorBits = options.vectorBits;
+  pm.addPass(flashattn::createConvertFlashAttnToVector(toVector));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   // bf16 has no native x86 conversions: expand extf/truncf to integer ops.
@@ -43,10 +50,14 @@ void mlir::flashattn::buildFlashAttnHostPipeline(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
 }
 
+int64_t mlir::flashattn::hostVectorBits() {
+  return std::string_view(fa_host_cpu_level()) == "x86-64-v4" ? 512 : 256;
+}
+
 void mlir::flashattn::registerFlashAttnPassesAndPipelines() {
   flashattn::registerFlashAttnTransformsPasses();
   flashattn::registerFlashAttnConversionPasses();
-  PassPipelineRegistration<>(
+  PassPipelineRegistration<HostPipelineOptions>(
       "flashattn-host-pipeline",
       "Lower flashattn.attention (memref form) to the LLVM dialect for the "
       "host: plan, split-kv, tile, convert-flashattn-to-vector, LLVM",

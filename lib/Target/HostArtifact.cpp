@@ -198,7 +198,9 @@ LogicalResult mlir::flashattn::compileHostArtifact(
     return failure();
   }
   PassManager pm(&ctx);
-  buildFlashAttnHostPipeline(pm);
+  HostPipelineOptions pipelineOptions;
+  pipelineOptions.vectorBits = hostVectorBits();
+  buildFlashAttnHostPipeline(pm, pipelineOptions);
   if (failed(pm.run(*module))) {
     error = "the host pipeline failed: " + diagnostics;
     return failure();

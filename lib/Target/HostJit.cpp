@@ -61,7 +61,9 @@ mlir::flashattn::compileForHost(ModuleOp module) {
     }
   }
   PassManager host(ctx);
-  flashattn::buildFlashAttnHostPipeline(host);
+  flashattn::HostPipelineOptions pipelineOptions;
+  pipelineOptions.vectorBits = hostVectorBits();
+  flashattn::buildFlashAttnHostPipeline(host, pipelineOptions);
   if (failed(host.run(module)))
     return failure();
   ExecutionEngineOptions options;

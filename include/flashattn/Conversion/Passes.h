@@ -17,8 +17,10 @@ namespace flashattn {
 #include "flashattn/Conversion/Passes.h.inc"
 
 /// Lowers the tile-level ops and flashattn.combine (memref form) to
-/// scf/vector/memref/arith/math.
-void populateFlashAttnToVectorConversionPatterns(RewritePatternSet &patterns);
+/// scf/vector/memref/arith/math; `vectorBits` is the width of the target's
+/// vector registers (256 for AVX2, 512 for AVX-512).
+void populateFlashAttnToVectorConversionPatterns(RewritePatternSet &patterns,
+                                                 int64_t vectorBits = 256);
 
 #define GEN_PASS_REGISTRATION
 #include "flashattn/Conversion/Passes.h.inc"

@@ -8,15 +8,31 @@
 #ifndef FLASHATTN_PIPELINES_PIPELINES_H
 #define FLASHATTN_PIPELINES_PIPELINES_H
 
+#include "mlir/Pass/PassOptions.h"
+
 namespace mlir {
 class OpPassManager;
 namespace flashattn {
+
+/// Options of flashattn-host-pipeline.
+struct HostPipelineOptions : public PassPipelineOptions<HostPipelineOptions> {
+  Option<int64_t> vectorBits{
+      *this, "vector-bits",
+      llvm::cl::desc("vector register width of the target CPU in bits (256: "
+                     "AVX2, 512: AVX-512)"),
+      llvm::cl::init(256)};
+};
 
 /// Appends the host pipeline to `pm` (anchored on builtin.module):
 /// flashattn-plan{target=host}, flashattn-split-kv, flashattn-tile,
 /// convert-flashattn-to-vector, then the upstream lowering to LLVM
 /// (bf16 expansion, vector/math/scf/memref/arith/func to LLVM).
-void buildFlashAttnHostPipeline(OpPassManager &pm);
+void buildFlashAttnHostPipeline(OpPassManager &pm,
+                                const HostPipelineOptions &options = {});
+
+/// The vector width the host pipeline should use on this machine: 512 on an
+/// x86-64-v4 CPU (AVX-512), else 256.
+int64_t hostVectorBits();
 
 /// Registers every flashattn pass and pipeline with the global registry
 /// (what fa-opt exposes).

@@ -20,6 +20,7 @@
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Transforms/DialectConversion.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace mlir::flashattn {
@@ -147,19 +148,96 @@ struct LowerTileLoadPaged : OpRewritePattern<TileLoadPagedOp> {
   }
 };
 
-/// S = scale * Q K^T as FMAs over the key block: K is transposed once into
-/// a [D, N] scratch (an alloca at function entry), then each row of S is
-/// sum_d q[i, d] * Kt[d, :], a chain of vector FMAs of width N (the same
-/// shape as tile_pv), instead of N horizontal reductions per row.
+/// C[i, :] (+)= sum_x A[i, x] * B[x, :], times `scale` when given, for f32
+/// A [M, K], B [K, N], C [M, N]: a register-blocked micro-kernel. Blocks of
+/// MR rows x NR columns keep MR accumulators of NR lanes in registers over
+/// the K loop, so each NR-wide chunk of a B row is loaded once per MR rows
+/// (B stays in L1 instead of being streamed once per row).
+static void emitGemm(PatternRewriter &rw, Location loc, Value a, Value b,
+                     Value c, bool accumulate, std::optional<double> scale,
+                     int64_t vectorBits) {
+  Emit e{rw, loc};
+  int64_t m = dimOf(a, 0), k = dimOf(a, 1), n = dimOf(b, 1);
+  // 8 accumulators of one register each, plus the B chunk and a broadcast:
+  // within the 16 registers of AVX2 and the 32 of AVX-512.
+  int64_t mr = m % 8 == 0 ? 8 : m % 4 == 0 ? 4 : m % 2 == 0 ? 2 : 1;
+  int64_t lanes = std::max<int64_t>(vectorBits / 32, 1);
+  int64_t nr = n % lanes == 0 ? lanes : n % 8 == 0 ? 8 : n;
+  auto vt = VectorType::get({nr}, rw.getF32Type());
+  Value scaleVec;
+  if (scale)
+    scaleVec = vector::BroadcastOp::create(rw, loc, vt, e.f32(*scale));
+  auto rows = scf::ForOp::create(rw, loc, e.c(0), e.c(m), e.c(mr));
+  OpBuilder::InsertionGuard guard(rw);
+  rw.setInsertionPointToStart(rows.getBody());
+  Value i0 = rows.getInductionVar();
+  auto cols = scf::ForOp::create(rw, loc, e.c(0), e.c(n), e.c(nr));
+  rw.setInsertionPointToStart(cols.getBody());
+  Value j0 = cols.getInductionVar();
+  SmallVector<Value> rowIdx, inits;
+  for (int64_t r = 0; r < mr; ++r) {
+    rowIdx.push_back(r ? e.add(i0, e.c(r)) : i0);
+    inits.push_back(accumulate ? vector::LoadOp::create(rw, loc, vt, c,
+                                                        ValueRange{rowIdx[r], j0})
+                                     .getResult()
+                               : e.splat(vt, 0.0));
+  }
+  auto red = scf::ForOp::create(
+      rw, loc, e.c(0), e.c(k), e.c(1), inits,
+      [&](OpBuilder &nb, Location nloc, Value x, ValueRange accs) {
+        Value brow = vector::LoadOp::create(nb, nloc, vt, b, ValueRange{x, j0});
+        SmallVector<Value> next;
+        for (int64_t r = 0; r < mr; ++r) {
+          Value av = memref::LoadOp::create(nb, nloc, a, ValueRange{rowIdx[r], x});
+          Value ab = vector::BroadcastOp::create(nb, nloc, vt, av);
+          next.push_back(vector::FMAOp::create(nb, nloc, ab, brow, accs[r]));
+        }
+        scf::YieldOp::create(nb, nloc, next);
+      });
+  for (int64_t r = 0; r < mr; ++r) {
+    Value res = red.getResult(r);
+    if (scaleVec)
+      res = arith::MulFOp::create(rw, loc, res, scaleVec);
+    vector::StoreOp::create(rw, loc, res, c, ValueRange{rowIdx[r], j0});
+  }
+}
+
+/// S = scale * Q K^T: K is transposed once into a [D, N] scratch (an alloca
+/// at function entry), then S = Q Kt with the micro-kernel of emitGemm; with
+/// fewer than 8 query rows, one dot product per score instead.
 struct LowerTileQK : OpRewritePattern<TileQKOp> {
-  using OpRewritePattern::OpRewritePattern;
+  LowerTileQK(MLIRContext *ctx, int64_t vectorBits)
+      : OpRewritePattern(ctx), vectorBits(vectorBits) {}
+  int64_t vectorBits;
   LogicalResult matchAndRewrite(TileQKOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Emit e{rewriter, loc};
     int64_t m = dimOf(op.getQ(), 0), n = dimOf(op.getK(), 0),
             d = dimOf(op.getQ(), 1);
-    Type f32 = rewriter.getF32Type();
+    if (m < 8) {
+      // Few query rows (decode): transposing K would cost more than it
+      // saves; one dot product (vector multiply + add reduction over
+      // head_dim) per score.
+      auto rowType = VectorType::get({d}, rewriter.getF32Type());
+      Value scale = e.f32(op.getScale().convertToDouble());
+      buildFor(rewriter, loc, e.c(0), e.c(m), [&](Value i) {
+        Value qrow = vector::LoadOp::create(rewriter, loc, rowType, op.getQ(),
+                                            ValueRange{i, e.c(0)});
+        buildFor(rewriter, loc, e.c(0), e.c(n), [&](Value j) {
+          Value krow = vector::LoadOp::create(rewriter, loc, rowType, op.getK(),
+                                              ValueRange{j, e.c(0)});
+          Value prod = arith::MulFOp::create(rewriter, loc, qrow, krow);
+          Value dot = vector::ReductionOp::create(
+              rewriter, loc, vector::CombiningKind::ADD, prod);
+          memref::StoreOp::create(rewriter, loc,
+                                  arith::MulFOp::create(rewriter, loc, dot, scale),
+                                  op.getS(), ValueRange{i, j});
+        });
+      });
+      rewriter.eraseOp(op);
+      return success();
+    }
     Value kt;
     {
       OpBuilder::InsertionGuard guard(rewriter);
@@ -168,7 +246,8 @@ struct LowerTileQK : OpRewritePattern<TileQKOp> {
              !isa<FunctionOpInterface>(top->getParentOp()))
         top = top->getParentOp()->getParentRegion();
       rewriter.setInsertionPointToStart(&top->front());
-      kt = memref::AllocaOp::create(rewriter, loc, MemRefType::get({d, n}, f32));
+      kt = memref::AllocaOp::create(
+          rewriter, loc, MemRefType::get({d, n}, rewriter.getF32Type()));
     }
     buildFor(rewriter, loc, e.c(0), e.c(n), [&](Value j) {
       buildFor(rewriter, loc, e.c(0), e.c(d), [&](Value x) {
@@ -176,25 +255,8 @@ struct LowerTileQK : OpRewritePattern<TileQKOp> {
         memref::StoreOp::create(rewriter, loc, val, kt, ValueRange{x, j});
       });
     });
-    auto rowType = VectorType::get({n}, f32);
-    Value scale = vector::BroadcastOp::create(
-        rewriter, loc, rowType, e.f32(op.getScale().convertToDouble()));
-    buildFor(rewriter, loc, e.c(0), e.c(m), [&](Value i) {
-      Value sum = buildForCarry(
-          rewriter, loc, e.c(0), e.c(d), e.splat(rowType, 0.0),
-          [&](Value x, Value acc) {
-            Value qv = memref::LoadOp::create(rewriter, loc, op.getQ(),
-                                              ValueRange{i, x});
-            Value qb = vector::BroadcastOp::create(rewriter, loc, rowType, qv);
-            Value krow = vector::LoadOp::create(rewriter, loc, rowType, kt,
-                                                ValueRange{x, e.c(0)});
-            return vector::FMAOp::create(rewriter, loc, qb, krow, acc)
-                .getResult();
-          });
-      Value scaled = arith::MulFOp::create(rewriter, loc, sum, scale);
-      vector::StoreOp::create(rewriter, loc, scaled, op.getS(),
-                              ValueRange{i, e.c(0)});
-    });
+    emitGemm(rewriter, loc, op.getQ(), kt, op.getS(), /*accumulate=*/false,
+             op.getScale().convertToDouble(), vectorBits);
     rewriter.eraseOp(op);
     return success();
   }
@@ -251,31 +313,15 @@ struct LowerTileSoftmax : OpRewritePattern<TileSoftmaxOp> {
   }
 };
 
+/// acc += P V with the micro-kernel of emitGemm.
 struct LowerTilePV : OpRewritePattern<TilePVOp> {
-  using OpRewritePattern::OpRewritePattern;
+  LowerTilePV(MLIRContext *ctx, int64_t vectorBits)
+      : OpRewritePattern(ctx), vectorBits(vectorBits) {}
+  int64_t vectorBits;
   LogicalResult matchAndRewrite(TilePVOp op,
                                 PatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    Emit e{rewriter, loc};
-    int64_t m = dimOf(op.getP(), 0), n = dimOf(op.getP(), 1),
-            dv = dimOf(op.getV(), 1);
-    auto accType = VectorType::get({dv}, rewriter.getF32Type());
-    buildFor(rewriter, loc, e.c(0), e.c(m), [&](Value i) {
-      Value init = vector::LoadOp::create(rewriter, loc, accType, op.getAcc(),
-                                          ValueRange{i, e.c(0)});
-      Value sum = buildForCarry(
-          rewriter, loc, e.c(0), e.c(n), init, [&](Value j, Value a) {
-            Value p = memref::LoadOp::create(rewriter, loc, op.getP(),
-                                             ValueRange{i, j});
-            Value pv = vector::BroadcastOp::create(rewriter, loc, accType, p);
-            Value vrow = vector::LoadOp::create(rewriter, loc, accType,
-                                                op.getV(), ValueRange{j, e.c(0)});
-            return vector::FMAOp::create(rewriter, loc, pv, vrow, a)
-                .getResult();
-          });
-      vector::StoreOp::create(rewriter, loc, sum, op.getAcc(),
-                              ValueRange{i, e.c(0)});
-    });
+    emitGemm(rewriter, op.getLoc(), op.getP(), op.getV(), op.getAcc(),
+             /*accumulate=*/true, std::nullopt, vectorBits);
     rewriter.eraseOp(op);
     return success();
   }
@@ -418,9 +464,10 @@ struct LowerCombine : OpRewritePattern<CombineOp> {
 struct ConvertFlashAttnToVectorPass
     : public flashattn::impl::ConvertFlashAttnToVectorBase<
           ConvertFlashAttnToVectorPass> {
+  using Base::Base;
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    populateFlashAttnToVectorConversionPatterns(patterns);
+    populateFlashAttnToVectorConversionPatterns(patterns, vectorBits);
     ConversionTarget target(getContext());
     target.addIllegalOp<TileInitOp, TileLoadOp, TileLoadPagedOp, TileQKOp,
                         TileSoftmaxOp, TilePVOp, TileStoreOp, CombineOp>();
@@ -433,8 +480,9 @@ struct ConvertFlashAttnToVectorPass
 } // namespace
 
 void mlir::flashattn::populateFlashAttnToVectorConversionPatterns(
-    RewritePatternSet &patterns) {
-  patterns.add<LowerTileInit, LowerTileLoad, LowerTileLoadPaged, LowerTileQK,
-               LowerTileSoftmax, LowerTilePV, LowerTileStore, LowerCombine>(
+    RewritePatternSet &patterns, int64_t vectorBits) {
+  patterns.add<LowerTileInit, LowerTileLoad, LowerTileLoadPaged,
+               LowerTileSoftmax, LowerTileStore, LowerCombine>(
       patterns.getContext());
+  patterns.add<LowerTileQK, LowerTilePV>(patterns.getContext(), vectorBits);
 }

@@ -1,4 +1,5 @@
 // RUN: fa-opt %s --convert-flashattn-to-vector --cse --split-input-file | FileCheck %s
+// RUN: fa-opt %s --convert-flashattn-to-vector=vector-bits=512 --cse --split-input-file | FileCheck %s --check-prefix=AVX512
 
 // tile_load: rows [0, rows) read as vectors of head_dim elements, extended to
 // f32; rows [rows, T) zeroed.
@@ -34,25 +35,47 @@ func.func @load_paged(%pool: memref<8x16x2x64xf16>, %pages: memref<4xi32>, %g: i
 // -----
 
 // tile_qk: K transposed once into a [D, N] alloca at function entry, then
-// each row of S is a chain of vector FMAs over head_dim (width N), scaled.
+// S = Q Kt by the register-blocked micro-kernel: blocks of 8 rows x 8
+// columns (one AVX2 register; 16 with vector-bits=512), 8 accumulators
+// carried over head_dim, each K^T chunk loaded once per 8 rows, scaled.
 // CHECK-LABEL: func.func @qk
 // CHECK-NEXT: %[[KT:[a-z0-9_]+]] = memref.alloca() : memref<64x32xf32>
 // CHECK: scf.for %[[J:[a-z0-9_]+]] = %c0 to %c32
 // CHECK:   scf.for %[[X:[a-z0-9_]+]] = %c0 to %c64
 // CHECK:     %[[KV:[a-z0-9_]+]] = memref.load %arg1[%[[J]], %[[X]]]
 // CHECK:     memref.store %[[KV]], %[[KT]][%[[X]], %[[J]]]
-// CHECK: %[[SCALE:[a-z0-9_]+]] = vector.broadcast %{{.*}} : f32 to vector<32xf32>
-// CHECK: scf.for %[[I:[a-z0-9_]+]] = %c0 to %c16
-// CHECK:   %[[SUM:[a-z0-9_]+]] = scf.for %[[D:[a-z0-9_]+]] = %c0 to %c64 step %c1 iter_args(%[[ACC:[a-z0-9_]+]] = %{{.*}}) -> (vector<32xf32>)
-// CHECK:     %[[QV:[a-z0-9_]+]] = memref.load %arg0[%[[I]], %[[D]]]
-// CHECK:     %[[QB:[a-z0-9_]+]] = vector.broadcast %[[QV]] : f32 to vector<32xf32>
-// CHECK:     %[[KR:[a-z0-9_]+]] = vector.load %[[KT]][%[[D]], %c0]
-// CHECK:     %[[F:[a-z0-9_]+]] = vector.fma %[[QB]], %[[KR]], %[[ACC]] : vector<32xf32>
-// CHECK:     scf.yield %[[F]]
-// CHECK:   %[[S:[a-z0-9_]+]] = arith.mulf %[[SUM]], %[[SCALE]] : vector<32xf32>
-// CHECK:   vector.store %[[S]], %arg2[%[[I]], %c0]
+// CHECK: %[[SCALE:[a-z0-9_]+]] = vector.broadcast %{{.*}} : f32 to vector<8xf32>
+// CHECK: scf.for %[[I0:[a-z0-9_]+]] = %c0 to %c16 step %c8
+// CHECK:   scf.for %[[J0:[a-z0-9_]+]] = %c0 to %c32 step %c8
+// CHECK:     %[[R:[a-z0-9_]+]]:8 = scf.for %[[D:[a-z0-9_]+]] = %c0 to %c64 step %c1 iter_args(%[[A0:[a-z0-9_]+]] = %{{.*}}, {{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK:       %[[KR:[a-z0-9_]+]] = vector.load %[[KT]][%[[D]], %[[J0]]] : memref<64x32xf32>, vector<8xf32>
+// CHECK:       %[[QV:[a-z0-9_]+]] = memref.load %arg0[%[[I0]], %[[D]]]
+// CHECK:       %[[QB:[a-z0-9_]+]] = vector.broadcast %[[QV]] : f32 to vector<8xf32>
+// CHECK:       vector.fma %[[QB]], %[[KR]], %[[A0]] : vector<8xf32>
+// CHECK-COUNT-7: vector.fma %{{.*}}, %[[KR]], %{{.*}} : vector<8xf32>
+// CHECK:       scf.yield
+// CHECK:     %[[S0:[a-z0-9_]+]] = arith.mulf %[[R]]#0, %[[SCALE]] : vector<8xf32>
+// CHECK:     vector.store %[[S0]], %arg2[%[[I0]], %[[J0]]]
+// AVX512-LABEL: func.func @qk
+// AVX512: scf.for %{{.*}} = %c0 to %c32 step %c16
+// AVX512: vector.fma {{.*}} : vector<16xf32>
 func.func @qk(%q: memref<16x64xf32>, %k: memref<32x64xf32>, %s: memref<16x32xf32>) {
   flashattn.tile_qk %q, %k into %s {scale = 0.5 : f32} : memref<16x64xf32>, memref<32x64xf32> into memref<16x32xf32>
+  return
+}
+
+// -----
+
+// tile_qk with one query row (decode): a dot product per score.
+// CHECK-LABEL: func.func @qk_decode
+// CHECK-NOT: memref.alloca
+// CHECK: %[[QR:[a-z0-9_]+]] = vector.load %arg0[%{{.*}}, %c0] : memref<1x64xf32>, vector<64xf32>
+// CHECK: scf.for %[[J:[a-z0-9_]+]] = %c0 to %c32
+// CHECK:   %[[KR:[a-z0-9_]+]] = vector.load %arg1[%[[J]], %c0]
+// CHECK:   %[[P:[a-z0-9_]+]] = arith.mulf %[[QR]], %[[KR]] : vector<64xf32>
+// CHECK:   %[[D:[a-z0-9_]+]] = vector.reduction <add>, %[[P]] : vector<64xf32> into f32
+func.func @qk_decode(%q: memref<1x64xf32>, %k: memref<32x64xf32>, %s: memref<1x32xf32>) {
+  flashattn.tile_qk %q, %k into %s {scale = 0.5 : f32} : memref<1x64xf32>, memref<32x64xf32> into memref<1x32xf32>
   return
 }
 
@@ -92,17 +115,17 @@ func.func @softmax(%s: memref<16x32xf32>, %m: memref<16xf32>, %l: memref<16xf32>
 
 // -----
 
-// tile_pv: per row, an fma chain over the key block carried in scf.for.
+// tile_pv: acc += P V with the same micro-kernel, accumulating onto acc.
 // CHECK-LABEL: func.func @pv
-// CHECK: scf.for %[[I:[a-z0-9_]+]] =
-// CHECK:   %[[INIT:[a-z0-9_]+]] = vector.load %arg2[%[[I]], %c0] : memref<16x128xf32>, vector<128xf32>
-// CHECK:   %[[SUM:[a-z0-9_]+]] = scf.for %[[J:[a-z0-9_]+]] = %c0 to %c32 step %c1 iter_args(%[[A:[a-z0-9_]+]] = %[[INIT]]) -> (vector<128xf32>)
-// CHECK:     %[[P:[a-z0-9_]+]] = memref.load %arg0[%[[I]], %[[J]]]
-// CHECK:     %[[PB:[a-z0-9_]+]] = vector.broadcast %[[P]] : f32 to vector<128xf32>
-// CHECK:     %[[V:[a-z0-9_]+]] = vector.load %arg1[%[[J]], %c0]
-// CHECK:     %[[F:[a-z0-9_]+]] = vector.fma %[[PB]], %[[V]], %[[A]] : vector<128xf32>
-// CHECK:     scf.yield %[[F]]
-// CHECK:   vector.store %[[SUM]], %arg2[%[[I]], %c0]
+// CHECK: scf.for %[[I0:[a-z0-9_]+]] = %c0 to %c16 step %c8
+// CHECK:   scf.for %[[C0:[a-z0-9_]+]] = %c0 to %c128 step %c8
+// CHECK:     %[[ACC0:[a-z0-9_]+]] = vector.load %arg2[%[[I0]], %[[C0]]] : memref<16x128xf32>, vector<8xf32>
+// CHECK:     %[[R:[a-z0-9_]+]]:8 = scf.for %[[J:[a-z0-9_]+]] = %c0 to %c32 step %c1 iter_args(%[[A0:[a-z0-9_]+]] = %[[ACC0]], {{.*}})
+// CHECK:       %[[VR:[a-z0-9_]+]] = vector.load %arg1[%[[J]], %[[C0]]] : memref<32x128xf32>, vector<8xf32>
+// CHECK:       %[[P:[a-z0-9_]+]] = memref.load %arg0[%[[I0]], %[[J]]]
+// CHECK:       %[[PB:[a-z0-9_]+]] = vector.broadcast %[[P]] : f32 to vector<8xf32>
+// CHECK:       vector.fma %[[PB]], %[[VR]], %[[A0]] : vector<8xf32>
+// CHECK:     vector.store %[[R]]#0, %arg2[%[[I0]], %[[C0]]]
 func.func @pv(%p: memref<16x32xf32>, %v: memref<32x128xf32>, %acc: memref<16x128xf32>) {
   flashattn.tile_pv %p, %v into %acc : memref<16x32xf32>, memref<32x128xf32> into memref<16x128xf32>
   return
