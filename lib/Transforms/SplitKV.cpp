@@ -9,11 +9,16 @@
 
 #include "flashattn/Transforms/Passes.h"
 
+#include "flashattn/Utils/LoopBuilders.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include <functional>
+#include <limits>
 
 namespace mlir::flashattn {
 #define GEN_PASS_DEF_FLASHATTNSPLITKV
@@ -37,9 +42,30 @@ static Value dimValue(OpBuilder &b, Location loc, Value source, int64_t i) {
   return tensor::DimOp::create(b, loc, source, i);
 }
 
-/// Allocates an f32 buffer (memref.alloc or tensor.empty) of `dims`.
+/// Stores `value` into every element of a memref (nested scf.for).
+static void fillMemRef(OpBuilder &b, Location loc, Value buffer, Value value) {
+  int64_t rank = cast<MemRefType>(buffer.getType()).getRank();
+  std::function<void(int64_t, SmallVector<Value>)> nest =
+      [&](int64_t dim, SmallVector<Value> idx) {
+        if (dim == rank) {
+          memref::StoreOp::create(b, loc, value, buffer, idx);
+          return;
+        }
+        buildFor(b, loc, arith::ConstantIndexOp::create(b, loc, 0),
+                 dimValue(b, loc, buffer, dim), [&](Value iv) {
+                   SmallVector<Value> next = idx;
+                   next.push_back(iv);
+                   nest(dim + 1, next);
+                 });
+      };
+  nest(0, {});
+}
+
+/// Allocates an f32 buffer (memref.alloc or tensor.empty) of `dims`, filled
+/// with `fill` when given (stores on a memref, tensor.splat on a tensor).
 static Value createBuffer(OpBuilder &b, Location loc, bool tensors,
-                          ArrayRef<DimRef> dims) {
+                          ArrayRef<DimRef> dims,
+                          std::optional<float> fill = std::nullopt) {
   SmallVector<int64_t> shape;
   SmallVector<Value> dynamic;
   for (const DimRef &d : dims) {
@@ -48,9 +74,20 @@ static Value createBuffer(OpBuilder &b, Location loc, bool tensors,
       dynamic.push_back(dimValue(b, loc, d.source, d.index));
   }
   Type f32 = b.getF32Type();
-  if (tensors)
+  Value value =
+      fill ? arith::ConstantOp::create(b, loc, b.getF32FloatAttr(*fill)).getResult()
+           : Value();
+  if (tensors) {
+    auto type = RankedTensorType::get(shape, f32);
+    if (fill)
+      return tensor::SplatOp::create(b, loc, value, type, dynamic);
     return tensor::EmptyOp::create(b, loc, shape, f32, dynamic);
-  return memref::AllocOp::create(b, loc, MemRefType::get(shape, f32), dynamic);
+  }
+  Value buffer =
+      memref::AllocOp::create(b, loc, MemRefType::get(shape, f32), dynamic);
+  if (fill)
+    fillMemRef(b, loc, buffer, value);
+  return buffer;
 }
 
 struct SplitAttention : OpRewritePattern<AttentionOp> {
@@ -83,7 +120,11 @@ struct SplitAttention : OpRewritePattern<AttentionOp> {
       plDims.push_back({qType.getDimSize(1), q, 1});
     }
     Value partialOut = createBuffer(rewriter, loc, tensors, poDims);
-    Value partialLse = createBuffer(rewriter, loc, tensors, plDims);
+    // lse_s starts at -inf (an empty split): rows no tile writes (a packed q
+    // longer than its sequences) then combine to out 0, lse -inf, and the
+    // combine never weighs memory nothing wrote.
+    Value partialLse = createBuffer(rewriter, loc, tensors, plDims,
+                                    -std::numeric_limits<float>::infinity());
 
     SmallVector<Type> partialTypes;
     if (tensors)

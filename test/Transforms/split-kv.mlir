@@ -1,13 +1,19 @@
 // RUN: fa-opt %s --flashattn-plan --flashattn-split-kv --split-input-file | FileCheck %s
 
 // num_splits = 4 on memrefs: ONE partial attention writes f32 partials over a
-// leading split dimension (lse too, even when the op has none), then
-// flashattn.combine merges them into the original outs; the partial buffers
-// are freed after the combine. Regions move to the partial op.
+// leading split dimension (lse too, even when the op has none; it starts at
+// -inf so that rows no tile writes weigh 0), then flashattn.combine merges
+// them into the original outs; the partial buffers are freed after the
+// combine. Regions move to the partial op.
 // CHECK-LABEL: func.func @memref_split
 // CHECK-SAME: (%[[Q:.*]]: memref<2x3x8x64xf16>, %[[K:.*]]: memref<2x500x2x64xf16>, %[[V:.*]]: memref<2x500x2x64xf16>, %[[O:.*]]: memref<2x3x8x64xf16>)
 // CHECK: %[[PO:.*]] = memref.alloc() : memref<4x2x3x8x64xf32>
 // CHECK: %[[PL:.*]] = memref.alloc() : memref<4x2x8x3xf32>
+// CHECK: scf.for
+// CHECK:   scf.for
+// CHECK:     scf.for
+// CHECK:       scf.for
+// CHECK:         memref.store %{{.*}}, %[[PL]]
 // CHECK: flashattn.attention ins(%[[Q]], %[[K]], %[[V]] : {{.*}}) outs(%[[PO]], %[[PL]] : memref<4x2x3x8x64xf32>, memref<4x2x8x3xf32>)
 // CHECK-SAME: num_splits = 4 : i64
 // CHECK-SAME: num_splits = 4, pack_gqa = false>
@@ -34,7 +40,7 @@ func.func @memref_split(%q: memref<2x3x8x64xf16>, %k: memref<2x500x2x64xf16>,
 // CHECK-DAG: %[[C0:.*]] = arith.constant 0 : index
 // CHECK: %[[T:.*]] = tensor.dim %{{.*}}, %[[C0]] : tensor<?x4x64xbf16>
 // CHECK: %[[PO:.*]] = tensor.empty(%[[T]]) : tensor<2x?x4x64xf32>
-// CHECK: %[[PL:.*]] = tensor.empty(%{{.*}}) : tensor<2x4x?xf32>
+// CHECK: %[[PL:.*]] = tensor.splat %{{.*}}[%{{.*}}] : tensor<2x4x?xf32>
 // CHECK: %[[P0:.*]], %[[P1:.*]] = flashattn.attention {{.*}} outs(%[[PO]], %[[PL]] : tensor<2x?x4x64xf32>, tensor<2x4x?xf32>)
 // CHECK: %[[R:.*]]:2 = flashattn.combine ins(%[[P0]], %[[P1]] : {{.*}}) outs(%{{.*}}, %{{.*}} : tensor<?x4x64xbf16>, tensor<4x?xf32>) -> tensor<?x4x64xbf16>, tensor<4x?xf32>
 // CHECK: return %[[R]]#0, %[[R]]#1

@@ -420,16 +420,21 @@ struct LowerCombine : OpRewritePattern<CombineOp> {
       Value zeros = e.splat(rowType, 0.0);
       Value acc = buildForCarry(
           rewriter, loc, e.c(0), splits, zeros, [&](Value s, Value a) {
+            Value ls = partialLse(s);
             Value w = math::ExpOp::create(
-                rewriter, loc,
-                arith::SubFOp::create(rewriter, loc, partialLse(s), mUse));
+                rewriter, loc, arith::SubFOp::create(rewriter, loc, ls, mUse));
             w = arith::MulFOp::create(rewriter, loc, w, inv);
             SmallVector<Value> idx{s};
             idx.append(rowIdx.begin(), rowIdx.end());
             idx.push_back(e.c(0));
             Value orow = vector::LoadOp::create(rewriter, loc, rowType, po, idx);
             Value wv = vector::BroadcastOp::create(rewriter, loc, rowType, w);
-            return vector::FMAOp::create(rewriter, loc, wv, orow, a)
+            Value next = vector::FMAOp::create(rewriter, loc, wv, orow, a);
+            // An empty split weighs exactly 0, whatever its out_s holds
+            // (0 * NaN would be NaN).
+            Value empty = arith::CmpFOp::create(
+                rewriter, loc, arith::CmpFPredicate::OEQ, ls, e.f32(-INFINITY));
+            return arith::SelectOp::create(rewriter, loc, empty, a, next)
                 .getResult();
           });
       SmallVector<Value> outIdx(rowIdx.begin(), rowIdx.end());

@@ -201,8 +201,8 @@ typedef struct fa_attention_args {
  * host and the device can read: CUDA managed or host-mapped memory).
  * With FA_APPEND, the keys of sequence b are cache_seqlens[b] + S_new and
  * seqused_k is only checked, not used. Rows of a packed out past
- * cu_seqlens_q[B] are not part of the result (a split-KV kernel may write
- * them). */
+ * cu_seqlens_q[B] are not part of the result (a split-KV kernel writes them
+ * as out 0, lse -inf). */
 fa_status fa_attention_run(fa_runtime *runtime, fa_kernel *kernel,
                            const fa_attention_args *args);
 

@@ -11,7 +11,8 @@
 // CHECK: splits_8_more_than_blocks {{.*}} PASS
 // CHECK: splits_8_causal_prefill {{.*}} PASS
 // CHECK: splits_4_no_lse {{.*}} PASS
-// CHECK: fa-run: all 10 case(s) within tolerance
+// CHECK: splits_3_varlen_padding {{.*}} PASS
+// CHECK: fa-run: all 11 case(s) within tolerance
 
 func.func @splits_1(%q: memref<2x4x4x64xf16>, %k: memref<2x300x2x64xf16>, %v: memref<2x300x2x64xf16>, %o: memref<2x4x4x64xf16>, %l: memref<2x4x4xf32>) {
   flashattn.attention ins(%q, %k, %v : memref<2x4x4x64xf16>, memref<2x300x2x64xf16>, memref<2x300x2x64xf16>)
@@ -61,5 +62,18 @@ func.func @splits_8_causal_prefill(%q: memref<2x120x4x64xf16>, %k: memref<2x200x
 func.func @splits_4_no_lse(%q: memref<2x4x4x64xf16>, %k: memref<2x300x2x64xf16>, %v: memref<2x300x2x64xf16>, %o: memref<2x4x4x64xf16>) {
   flashattn.attention ins(%q, %k, %v : memref<2x4x4x64xf16>, memref<2x300x2x64xf16>, memref<2x300x2x64xf16>)
       outs(%o : memref<2x4x4x64xf16>) {causal = #flashattn.causal<bottom_right>, num_splits = 4}
+  return
+}
+
+// Packed q longer than its sequences (rows 70..99 belong to none): the
+// partial lse starts at -inf, so the combine never weighs unwritten rows.
+func.func @splits_3_varlen_padding(%q: memref<100x4x64xf32>, %k: memref<300x2x64xf32>, %v: memref<300x2x64xf32>,
+    %cq: memref<3xi32> {fa.values = array<i32: 0, 40, 70>},
+    %ck: memref<3xi32> {fa.values = array<i32: 0, 130, 300>},
+    %o: memref<100x4x64xf32>, %l: memref<4x100xf32>) {
+  flashattn.attention ins(%q, %k, %v : memref<100x4x64xf32>, memref<300x2x64xf32>, memref<300x2x64xf32>)
+      cu_seqlens_q(%cq : memref<3xi32>) cu_seqlens_k(%ck : memref<3xi32>)
+      outs(%o, %l : memref<100x4x64xf32>, memref<4x100xf32>)
+      {causal = #flashattn.causal<bottom_right>, num_splits = 3}
   return
 }
