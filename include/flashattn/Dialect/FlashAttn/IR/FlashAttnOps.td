@@ -63,8 +63,10 @@ def FlashAttn_AttentionOp : FlashAttn_Op<"attention", [
     and `cache_seqlens [B] i32` (valid keys in the cache before the append)
     write the new rows into k/v (through `block_table` when paged) at
     positions `cache_seqlens[b] .. cache_seqlens[b] + S_new - 1`, then attend
-    over `cache_seqlens[b] + S_new` keys. This updates k/v in place, so it
-    needs the memref form. S_new larger than the cache capacity is rejected.
+    over `cache_seqlens[b] + S_new` keys (a paged cache still names
+    `seqused_k`, which the append does not use). This updates k/v in place,
+    so it needs the memref form. S_new larger than the cache capacity is
+    rejected.
 
     **Attributes**: `scale` (f32; absent = 1/sqrt(D)), `causal`
     (`none` | `top_left` | `bottom_right`), `window_size` (`[L, R]`, -1 =
