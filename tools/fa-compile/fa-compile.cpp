@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flashattn/Target/HostArtifact.h"
+#include "flashattn/Target/Sm90Kernel.h"
 #include "flashattn/version.h"
 
 #include "llvm/ADT/StringSwitch.h"
@@ -53,7 +54,8 @@ static cl::opt<std::string> regionsFile(
     "regions-file", cl::init(""),
     cl::desc("file with score/mask region text to paste into the op"));
 static cl::opt<bool> printKey("print-key", llvm::cl::cat(faCompileCategory), cl::desc("print the cache key"));
-static cl::opt<bool> emitMlir("emit-mlir", llvm::cl::cat(faCompileCategory), cl::desc("print the op as MLIR"));
+static cl::opt<bool> emitMlir("emit-mlir", llvm::cl::cat(faCompileCategory), cl::desc("print the op as MLIR (sm90: the kernel module)"));
+static cl::opt<std::string> target("target", llvm::cl::cat(faCompileCategory), cl::init("host"), cl::desc("host or sm90"));
 
 static std::optional<fa_dtype> parseDtype(StringRef s) {
   return StringSwitch<std::optional<fa_dtype>>(s)
@@ -115,10 +117,22 @@ int main(int argc, char **argv) {
     errs() << "fa-compile: invalid configuration\n";
     return 2;
   }
+  if (target == "sm90")
+    c.target = FA_TARGET_SM90;
   if (printKey) {
     char key[33];
     fa_config_key(&c, FA_COMPILER_VERSION, key);
     outs() << key << "\n";
+    return 0;
+  }
+  if (emitMlir && c.target == FA_TARGET_SM90) {
+    std::string error;
+    auto spec = mlir::flashattn::sm90SpecForConfig(c, error);
+    if (mlir::failed(spec)) {
+      errs() << "fa-compile: " << error << "\n";
+      return 1;
+    }
+    outs() << mlir::flashattn::emitSm90AttentionKernel(*spec);
     return 0;
   }
   if (emitMlir) {
@@ -132,7 +146,9 @@ int main(int argc, char **argv) {
   }
   std::vector<char> artifact;
   std::string error;
-  if (mlir::failed(mlir::flashattn::compileHostArtifact(c, artifact, error))) {
+  if (mlir::failed(c.target == FA_TARGET_SM90
+                       ? mlir::flashattn::compileSm90Artifact(c, artifact, error)
+                       : mlir::flashattn::compileHostArtifact(c, artifact, error))) {
     errs() << "fa-compile: " << error << "\n";
     return 1;
   }

@@ -1,0 +1,28 @@
+#!/bin/sh
+# Compiles the sm90 artifacts test_sm90_attention.py runs (here, where the
+# compiler and ptxas are) into BUILD/gpu-carry/sm90/, named by their config:
+#   d<head_dim>_<dtype>_<causal>_h<hq>x<hkv>.faa
+# Usage: test/gpu/build_sm90_artifacts.sh [BUILD_DIR]
+set -eu
+build=${1:-build}
+out="$build/gpu-carry/sm90"
+mkdir -p "$out"
+compile() { # d dtype causal hq hkv
+  "$build/bin/fa-compile" --target sm90 --lse --d "$1" --dtype "$2" \
+    --causal "$3" --hq "$4" --hkv "$5" -o "$out/d$1_$2_$3_h$4x$5.faa"
+}
+# Correctness cases (test_sm90_attention.py CASES).
+compile 128 bf16 none 8 2
+compile 128 bf16 bottom_right 8 2
+compile 128 f16 top_left 4 4
+compile 64 bf16 bottom_right 4 1
+compile 256 bf16 none 4 2
+compile 256 f16 bottom_right 4 1
+compile 64 f16 none 8 8
+# Benchmark shapes (16k tokens, 2048 / head_dim heads).
+for c in none bottom_right; do
+  compile 64 bf16 $c 32 32
+  compile 128 bf16 $c 16 16
+  compile 256 bf16 $c 8 8
+done
+ls "$out" | wc -l
