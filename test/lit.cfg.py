@@ -21,8 +21,19 @@ llvm_config.use_default_substitutions()
 
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 tool_dirs = [config.flashattn_tools_dir, config.llvm_tools_dir]
-tools = [ToolSubst("fa-opt", unresolved="fatal"), ToolSubst("fa-run", unresolved="fatal")]
+tools = [ToolSubst("fa-opt", unresolved="fatal"), ToolSubst("fa-run", unresolved="fatal"),
+         ToolSubst("fa-compile", unresolved="fatal")]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
 # Examples shipped at the top of the repository.
 config.substitutions.append(("%examples", os.path.join(config.flashattn_src_root, "examples")))
+
+# ptxas (CUDA 12+, sm_90a) is not a Debian package: tests that build cubins
+# run only where it is found (REQUIRES: ptxas); PTX text needs only LLVM.
+import shutil
+ptxas = shutil.which("ptxas") or next(
+    (p for p in (os.path.join(os.environ.get("CUDA_HOME", ""), "bin", "ptxas"),
+                 "/usr/local/cuda/bin/ptxas") if os.path.isfile(p)), None)
+if ptxas:
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))

@@ -28,8 +28,11 @@ extern "C" int flashattnCompileArtifact(const fa_attention_config *config,
   *size = 0;
   std::vector<char> artifact;
   std::string message;
-  if (mlir::failed(
-          mlir::flashattn::compileHostArtifact(*config, artifact, message)))
+  if (mlir::failed(config->target == FA_TARGET_SM90
+                       ? mlir::flashattn::compileSm90Artifact(*config, artifact,
+                                                              message)
+                       : mlir::flashattn::compileHostArtifact(*config, artifact,
+                                                              message)))
     return fail(FA_ERROR_COMPILE_FAILED, message);
   void *out = std::malloc(artifact.size());
   if (!out)

@@ -8,6 +8,8 @@
 #include "flashattn/Transforms/Passes.h"
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -50,6 +52,33 @@ void mlir::flashattn::buildFlashAttnHostPipeline(
   pm.addPass(createCanonicalizerPass());
 }
 
+void mlir::flashattn::buildFlashAttnSm90Pipeline(
+    OpPassManager &pm, const Sm90PipelineOptions &options) {
+  flashattn::FlashAttnPlanOptions plan;
+  plan.target = "sm90";
+  pm.addPass(flashattn::createFlashAttnPlan(plan));
+  pm.addPass(flashattn::createConvertFlashAttnToNVGPU());
+  GpuNVVMAttachTargetOptions target;
+  target.triple = "nvptx64-nvidia-cuda";
+  target.chip = "sm_90a";
+  target.features = "+ptx80";
+  target.optLevel = 3;
+  pm.addPass(createGpuNVVMAttachTarget(target));
+  OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+  kernels.addPass(createSCFToControlFlowPass());
+  kernels.addPass(createArithToLLVMConversionPass());
+  kernels.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  OpPassManager &kernels2 = pm.nest<gpu::GPUModuleOp>();
+  kernels2.addPass(createConvertNVVMToLLVMPass());
+  kernels2.addPass(createCanonicalizerPass());
+  kernels2.addPass(createCSEPass());
+  kernels2.addPass(createReconcileUnrealizedCastsPass());
+  GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = options.format;
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+}
+
 int64_t mlir::flashattn::hostVectorBits() {
   return std::string_view(fa_host_cpu_level()) == "x86-64-v4" ? 512 : 256;
 }
@@ -62,4 +91,10 @@ void mlir::flashattn::registerFlashAttnPassesAndPipelines() {
       "Lower flashattn.attention (memref form) to the LLVM dialect for the "
       "host: plan, split-kv, tile, convert-flashattn-to-vector, LLVM",
       buildFlashAttnHostPipeline);
+  PassPipelineRegistration<Sm90PipelineOptions>(
+      "flashattn-sm90-pipeline",
+      "Lower flashattn.attention (memref form) for sm_90a: plan, "
+      "convert-flashattn-to-nvgpu, NVVM lowering of the kernels, "
+      "gpu-module-to-binary (format=bin|isa)",
+      buildFlashAttnSm90Pipeline);
 }

@@ -172,8 +172,7 @@ LogicalResult mlir::flashattn::compileHostArtifact(
     return failure();
   }
   if (config.target != FA_TARGET_HOST) {
-    error = "only the host target has artifacts in this version (sm90 is "
-            "the Hopper codegen issue)";
+    error = "not a host config (sm90 configs go to compileSm90Artifact)";
     return failure();
   }
   if (fa_config_canonical(&config, why, sizeof(why)) < 0) {

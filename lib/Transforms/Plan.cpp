@@ -27,7 +27,7 @@ static int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 /// FlashAttention's split-KV occupancy heuristic (flash_api.cpp,
 /// num_splits_heuristic): among 1..max splits, the smallest count whose wave
 /// efficiency is within 85% of the best.
-static int64_t numSplitsHeuristic(int64_t tiles, int64_t numSMs,
+[[maybe_unused]] static int64_t numSplitsHeuristic(int64_t tiles, int64_t numSMs,
                                   int64_t keyBlocks, int64_t maxSplits) {
   if (tiles >= 0.8 * numSMs)
     return 1;
@@ -68,24 +68,15 @@ PlanAttr mlir::flashattn::computePlan(AttentionOp op, Target target,
                          opSplits > 0 ? opSplits : 1, opPack.value_or(false));
   }
 
-  // sm90: FlashAttention-3's tile shapes (hopper/tile_size.h).
-  int64_t d = op.getHeadDim();
-  if (ShapedType::isDynamic(d))
-    d = 128;
+  // sm90: what convert-flashattn-to-nvgpu implements today: one consumer
+  // warpgroup over 64-row query tiles, key blocks of 64, 2 K/V stages, a
+  // static persistent schedule. (FlashAttention-3's larger tiles, 2
+  // consumers and the LPT schedule are the speed issue's.)
   auto [left, right] = op.getWindow();
-  bool masked = op.getCausal() != CausalKind::none || left >= 0 || right >= 0;
-  int64_t blockM = 128, blockN;
-  if (d <= 64)
-    blockN = 128;
-  else if (d <= 128)
-    blockN = masked ? 128 : 176;
-  else if (d <= 192)
-    blockN = 112;
-  else
-    blockN = 80;
-  Schedule schedule =
-      masked || op.isVarlenQ() || op.isVarlenK() ? Schedule::lpt
-                                                 : Schedule::static_;
+  (void)left;
+  (void)right;
+  int64_t blockM = 64, blockN = 64;
+  Schedule schedule = Schedule::static_;
 
   auto qType = cast<ShapedType>(op.getQ().getType());
   int64_t hq = op.getNumQHeads(), hkv = op.getNumKVHeads();
@@ -95,31 +86,11 @@ PlanAttr mlir::flashattn::computePlan(AttentionOp op, Target target,
   bool pack = opPack.value_or(groups > 1 && !ShapedType::isDynamic(sq) &&
                               sq * groups <= blockM);
 
-  int64_t splits = opSplits;
-  if (splits <= 0) {
-    splits = 1;
-    auto kType = cast<ShapedType>(op.getK().getType());
-    int64_t batch = op.isVarlenQ() ? ShapedType::kDynamic : qType.getDimSize(0);
-    int64_t sk = kType.getRank() == 4 ? kType.getDimSize(1)
-                                      : ShapedType::kDynamic;
-    if (op.isPaged()) {
-      auto bt = cast<ShapedType>(op.getBlockTable().getType());
-      sk = ShapedType::isDynamic(bt.getDimSize(1)) ||
-                   ShapedType::isDynamic(sk)
-               ? ShapedType::kDynamic
-               : bt.getDimSize(1) * sk;
-    }
-    if (!ShapedType::isDynamic(batch) && !ShapedType::isDynamic(sq) &&
-        !ShapedType::isDynamic(sk) && !ShapedType::isDynamic(hq) &&
-        !ShapedType::isDynamic(hkv)) {
-      int64_t rows = pack ? sq * groups : sq;
-      int64_t tiles = batch * (pack ? hkv : hq) * ceilDiv(rows, blockM);
-      splits = numSplitsHeuristic(tiles, numSMs, ceilDiv(sk, blockN),
-                                  /*maxSplits=*/128);
-    }
-  }
+  // Automatic num_splits resolves to 1 until the sm90 kernel implements
+  // split-KV (the serving issue); numSplitsHeuristic is its rule then.
+  int64_t splits = opSplits > 0 ? opSplits : 1;
   return PlanAttr::get(ctx, Target::sm90, blockM, blockN, /*stages=*/2,
-                       /*consumers=*/2, schedule, splits, pack);
+                       /*consumers=*/1, schedule, splits, pack);
 }
 
 namespace {

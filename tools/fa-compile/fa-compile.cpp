@@ -9,7 +9,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "flashattn/Target/HostArtifact.h"
-#include "flashattn/Target/Sm90Kernel.h"
 #include "flashattn/version.h"
 
 #include "llvm/ADT/StringSwitch.h"
@@ -54,7 +53,8 @@ static cl::opt<std::string> regionsFile(
     "regions-file", cl::init(""),
     cl::desc("file with score/mask region text to paste into the op"));
 static cl::opt<bool> printKey("print-key", llvm::cl::cat(faCompileCategory), cl::desc("print the cache key"));
-static cl::opt<bool> emitMlir("emit-mlir", llvm::cl::cat(faCompileCategory), cl::desc("print the op as MLIR (sm90: the kernel module)"));
+static cl::opt<bool> emitMlir("emit-mlir", llvm::cl::cat(faCompileCategory), cl::desc("print the op as MLIR"));
+static cl::opt<bool> emitPtx("emit-ptx", llvm::cl::cat(faCompileCategory), cl::desc("sm90: print the kernel's PTX"));
 static cl::opt<std::string> target("target", llvm::cl::cat(faCompileCategory), cl::init("host"), cl::desc("host or sm90"));
 
 static std::optional<fa_dtype> parseDtype(StringRef s) {
@@ -125,14 +125,15 @@ int main(int argc, char **argv) {
     outs() << key << "\n";
     return 0;
   }
-  if (emitMlir && c.target == FA_TARGET_SM90) {
+  if (emitPtx) {
+    mlir::flashattn::Sm90Ptx compiled;
     std::string error;
-    auto spec = mlir::flashattn::sm90SpecForConfig(c, error);
-    if (mlir::failed(spec)) {
-      errs() << "fa-compile: " << error << "\n";
+    if (c.target != FA_TARGET_SM90 ||
+        mlir::failed(mlir::flashattn::compileSm90Ptx(c, compiled, error))) {
+      errs() << "fa-compile: " << (error.empty() ? "--emit-ptx needs --target sm90" : error) << "\n";
       return 1;
     }
-    outs() << mlir::flashattn::emitSm90AttentionKernel(*spec);
+    outs() << compiled.ptx;
     return 0;
   }
   if (emitMlir) {

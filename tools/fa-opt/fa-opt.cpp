@@ -14,6 +14,7 @@
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
 int main(int argc, char **argv) {
@@ -24,6 +25,8 @@ int main(int argc, char **argv) {
   registry.insert<mlir::flashattn::FlashAttnDialect>();
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
+  // gpu-module-to-binary translates the kernels to LLVM IR.
+  mlir::registerAllToLLVMIRTranslations(registry);
   mlir::flashattn::registerBufferizableOpInterfaceExternalModels(registry);
 
   return mlir::asMainReturnCode(mlir::MlirOptMain(

@@ -22,6 +22,10 @@ namespace flashattn {
 void populateFlashAttnToVectorConversionPatterns(RewritePatternSet &patterns,
                                                  int64_t vectorBits = 256);
 
+/// convert-flashattn-to-nvgpu: planned sm90 attention -> a gpu.module with
+/// the sm_90a kernel, named on the op (attribute flashattn.sm90_kernel).
+void populateFlashAttnToNVGPUConversionPatterns(RewritePatternSet &patterns);
+
 #define GEN_PASS_REGISTRATION
 #include "flashattn/Conversion/Passes.h.inc"
 

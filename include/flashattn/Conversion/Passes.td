@@ -30,4 +30,27 @@ def ConvertFlashAttnToVector : Pass<"convert-flashattn-to-vector"> {
                            "::mlir::math::MathDialect"];
 }
 
+def ConvertFlashAttnToNVGPU : Pass<"convert-flashattn-to-nvgpu", "::mlir::ModuleOp"> {
+  let summary = "Generate sm_90a kernels (TMA + WGMMA) for planned attention";
+  let description = [{
+    For every `flashattn.attention` planned for `sm90` (memref form), adds a
+    `gpu.module` holding an sm_90a kernel in the LLVM/NVVM dialects and names
+    it on the op (`flashattn.sm90_kernel = @module::@kernel`); the op stays
+    as the host-side description of the launch (the runtime launches the
+    kernel with the op's operands). The kernel (shared/SM90-KERNEL.md,
+    FlashAttention-3): one warpgroup per CTA over 64-row query tiles, a
+    persistent grid, Q/K/V by TMA into 128-byte-swizzled shared memory with
+    2 K/V stages guarded by mbarriers, S = Q K^T and O += P V by wgmma (P in
+    registers), the online softmax on the accumulator fragments, out and lse
+    written from registers. Supported now: dense bf16/f16 q/k/v, head_dim 64,
+    128 or 256 (= head_dim_v), GQA/MQA, causal top_left/bottom_right, lse,
+    plan block_m = block_n = 64. Anything else is reported.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::NVVM::NVVMDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 #endif // FLASHATTN_CONVERSION_PASSES

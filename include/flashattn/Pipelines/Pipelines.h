@@ -30,6 +30,22 @@ struct HostPipelineOptions : public PassPipelineOptions<HostPipelineOptions> {
 void buildFlashAttnHostPipeline(OpPassManager &pm,
                                 const HostPipelineOptions &options = {});
 
+/// Options of flashattn-sm90-pipeline.
+struct Sm90PipelineOptions : public PassPipelineOptions<Sm90PipelineOptions> {
+  Option<std::string> format{
+      *this, "format",
+      llvm::cl::desc("gpu-module-to-binary output: bin (cubin, needs ptxas) "
+                     "or isa (PTX text)"),
+      llvm::cl::init("bin")};
+};
+
+/// Appends the sm90 pipeline to `pm` (anchored on builtin.module):
+/// flashattn-plan{target=sm90}, convert-flashattn-to-nvgpu, then the NVVM
+/// lowering of the kernels (nvvm-attach-target sm_90a +ptx80, scf/arith/cf/
+/// nvvm to LLVM) and gpu-module-to-binary.
+void buildFlashAttnSm90Pipeline(OpPassManager &pm,
+                                const Sm90PipelineOptions &options = {});
+
 /// The vector width the host pipeline should use on this machine: 512 on an
 /// x86-64-v4 CPU (AVX-512), else 256.
 int64_t hostVectorBits();

@@ -31,6 +31,24 @@ LogicalResult compileHostArtifact(const fa_attention_config &config,
                                   std::vector<char> &artifact,
                                   std::string &error);
 
+/// The PTX of an sm90 config's kernel, its name and its dynamic shared
+/// memory in bytes.
+struct Sm90Ptx {
+  std::string ptx, kernel;
+  int64_t smem = 0;
+};
+
+/// Lowers an sm90 `config` to PTX through flashattn-sm90-pipeline.
+LogicalResult compileSm90Ptx(const fa_attention_config &config, Sm90Ptx &result,
+                             std::string &error);
+
+/// Compiles an sm90 `config` into a cubin artifact through
+/// flashattn-sm90-pipeline and ptxas (found on the PATH, in $CUDA_HOME/bin or
+/// /usr/local/cuda/bin, or named by $FLASHATTN_PTXAS).
+LogicalResult compileSm90Artifact(const fa_attention_config &config,
+                                  std::vector<char> &artifact,
+                                  std::string &error);
+
 } // namespace flashattn
 } // namespace mlir
 

@@ -14,13 +14,12 @@ def FlashAttnPlan : Pass<"flashattn-plan"> {
     - `host`: block_m = block_n = 64, 1 stage, 1 consumer, static schedule;
       num_splits = the op's, or 1 when automatic (0); pack_gqa = the op's,
       or false.
-    - `sm90`: block_m = 128 (2 consumer warpgroups of 64 rows), block_n by
-      head_dim and mask (FlashAttention-3's choices: 176 non-causal and 128
-      causal at head_dim <= 128, 80 at head_dim 256), 2 stages, the LPT
-      schedule for causal and varlen and the static one otherwise;
-      automatic num_splits by FlashAttention's occupancy heuristic over
-      `num-sms` SMs; automatic pack_gqa when the query rows of one kv head
-      (seqlen_q * Hq / Hkv) fit one tile and Hq > Hkv.
+    - `sm90`: what convert-flashattn-to-nvgpu implements: block_m =
+      block_n = 64, 2 stages, 1 consumer warpgroup, the static persistent
+      schedule; automatic num_splits = 1 (the kernel has no split-KV yet;
+      FlashAttention's occupancy heuristic over `num-sms` SMs is kept in
+      Plan.cpp for when it does); automatic pack_gqa when the query rows of one kv
+      head (seqlen_q * Hq / Hkv) fit one tile and Hq > Hkv.
 
     An op whose plan is already set is left alone.
   }];

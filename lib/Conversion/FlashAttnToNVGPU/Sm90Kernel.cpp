@@ -1,4 +1,4 @@
-//===- Sm90Kernel.cpp - sm_90a attention kernels (TMA + WGMMA) ------------===//
+//===- Sm90Kernel.cpp - the sm_90a attention kernel (TMA + WGMMA) ---------===//
 //
 // Generates, for one attention configuration, a gpu.module holding an
 // sm_90a kernel in the LLVM, NVVM, arith and scf dialects, following
@@ -22,30 +22,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "flashattn/Target/Sm90Kernel.h"
+#include "flashattn/Conversion/FlashAttnToNVGPU/Sm90Kernel.h"
 
-#include "flashattn/Target/HostJit.h"
-#include "flashattn/artifact.h"
-#include "flashattn/version.h"
 
-#include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/MLIRContext.h"
-#include "mlir/Parser/Parser.h"
-#include "mlir/Pass/PassManager.h"
-#include "mlir/InitAllPasses.h"
-#include "mlir/Target/LLVMIR/Dialect/All.h"
-#include "mlir/Pass/PassRegistry.h"
 
-#include "llvm/ADT/ScopeExit.h"
-#include "llvm/ADT/SmallString.h"
-#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <cstdlib>
+
 
 #include <cmath>
 #include <string>
@@ -528,174 +512,3 @@ int64_t mlir::flashattn::sm90SharedMemoryBytes(const Sm90KernelSpec &k) {
   return 64 * k.headDim * 2 + 4 * k.blockN * k.headDim * 2 + 64;
 }
 
-FailureOr<Sm90KernelSpec>
-mlir::flashattn::sm90SpecForConfig(const fa_attention_config &c,
-                                   std::string &error) {
-  Sm90KernelSpec spec;
-  auto unsupported = [&](const char *what) {
-    error = std::string("the sm90 kernel does not support ") + what + " yet";
-    return failure();
-  };
-  if (c.dtype != FA_BF16 && c.dtype != FA_F16)
-    return unsupported("f32 inputs");
-  if (c.out_dtype != c.dtype)
-    return unsupported("an out type other than the input type");
-  if (c.head_dim != c.head_dim_v ||
-      (c.head_dim != 64 && c.head_dim != 128 && c.head_dim != 256))
-    return unsupported("head dims other than 64, 128 and 256 (= head_dim_v)");
-  if (c.flags & ~static_cast<uint32_t>(FA_WITH_LSE))
-    return unsupported("varlen, paged, append or ALiBi");
-  if (c.window_left >= 0 || c.window_right >= 0 || c.softcap > 0 || c.regions)
-    return unsupported("windows, softcap or regions");
-  if (c.num_splits > 1)
-    return unsupported("split-KV");
-  spec.headDim = c.head_dim;
-  spec.f16 = c.dtype == FA_F16;
-  spec.causal = static_cast<int>(c.causal);
-  spec.lse = c.flags & FA_WITH_LSE;
-  spec.scale = c.scale != 0 ? c.scale : 1.0 / std::sqrt(double(c.head_dim));
-  return spec;
-}
-
-/// ptxas from $FLASHATTN_PTXAS, the PATH, $CUDA_HOME/bin or /usr/local/cuda/bin.
-static std::string findPtxas() {
-  if (const char *env = std::getenv("FLASHATTN_PTXAS"); env && *env)
-    return env;
-  if (llvm::ErrorOr<std::string> p = llvm::sys::findProgramByName("ptxas"))
-    return *p;
-  std::vector<std::string> dirs;
-  if (const char *home = std::getenv("CUDA_HOME"); home && *home)
-    dirs.push_back(std::string(home) + "/bin");
-  dirs.push_back("/usr/local/cuda/bin");
-  for (const std::string &d : dirs)
-    if (llvm::sys::fs::can_execute(d + "/ptxas"))
-      return d + "/ptxas";
-  return "";
-}
-
-LogicalResult mlir::flashattn::compileSm90Artifact(
-    const fa_attention_config &config, std::vector<char> &artifact,
-    std::string &error) {
-  FailureOr<Sm90KernelSpec> spec = sm90SpecForConfig(config, error);
-  if (failed(spec))
-    return failure();
-  std::string text = "module attributes {gpu.container_module} {\n" +
-                     emitSm90AttentionKernel(*spec) + "}\n";
-  DialectRegistry registry;
-  registerHostJitDependencies(registry);
-  registerAllToLLVMIRTranslations(registry);
-  MLIRContext ctx(registry);
-  std::string diagnostics;
-  llvm::raw_string_ostream diagStream(diagnostics);
-  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &diag) {
-    diagStream << diag << "\n";
-    return success();
-  });
-  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &ctx);
-  if (!module) {
-    error = "the generated kernel does not parse: " + diagnostics;
-    return failure();
-  }
-  static const bool passesRegistered = [] {
-    registerAllPasses();
-    return true;
-  }();
-  (void)passesRegistered;
-  PassManager pm(&ctx);
-  if (failed(parsePassPipeline(
-          "nvvm-attach-target{chip=sm_90a features=+ptx80 O=3},"
-          "gpu.module(convert-scf-to-cf,convert-arith-to-llvm,"
-          "convert-index-to-llvm),convert-cf-to-llvm,gpu.module("
-          "convert-nvvm-to-llvm,canonicalize,cse,reconcile-unrealized-casts),"
-          "gpu-module-to-binary{format=isa}",
-          pm))) {
-    error = "bad sm90 pipeline";
-    return failure();
-  }
-  if (failed(pm.run(*module))) {
-    error = "the sm90 lowering failed: " + diagnostics;
-    return failure();
-  }
-  std::string ptx;
-  module->walk([&](gpu::BinaryOp bin) {
-    for (Attribute obj : bin.getObjects())
-      if (auto o = dyn_cast<gpu::ObjectAttr>(obj))
-        ptx = o.getObject().getValue().str();
-  });
-  if (ptx.empty()) {
-    std::string dump;
-    llvm::raw_string_ostream ds(dump);
-    module->print(ds);
-    error = "no PTX came out of the sm90 lowering: " + dump.substr(0, 2000);
-    return failure();
-  }
-  // ptxas: PTX -> sm_90a cubin, with a check for spills.
-  std::string ptxas = findPtxas();
-  if (ptxas.empty()) {
-    error = "ptxas not found (install the CUDA toolkit or set FLASHATTN_PTXAS)";
-    return failure();
-  }
-  llvm::SmallString<128> ptxPath, cubinPath, logPath;
-  if (llvm::sys::fs::createTemporaryFile("flashattn", "ptx", ptxPath) ||
-      llvm::sys::fs::createTemporaryFile("flashattn", "cubin", cubinPath) ||
-      llvm::sys::fs::createTemporaryFile("flashattn", "log", logPath)) {
-    error = "cannot create temporary files";
-    return failure();
-  }
-  llvm::scope_exit cleanup([&] {
-    llvm::sys::fs::remove(ptxPath);
-    llvm::sys::fs::remove(cubinPath);
-    llvm::sys::fs::remove(logPath);
-  });
-  {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(ptxPath, ec);
-    os << ptx;
-  }
-  std::string execError;
-  llvm::SmallVector<llvm::StringRef> args = {ptxas, "-arch=sm_90a", "-O3", "-v",
-                                             ptxPath, "-o", cubinPath};
-  std::optional<llvm::StringRef> redirects[] = {std::nullopt, logPath.str(),
-                                                logPath.str()};
-  if (llvm::sys::ExecuteAndWait(ptxas, args, std::nullopt, redirects, 0, 0,
-                                &execError) != 0) {
-    auto log = llvm::MemoryBuffer::getFile(logPath);
-    error = "ptxas failed: " + (log ? (*log)->getBuffer().str() : execError);
-    return failure();
-  }
-  auto log = llvm::MemoryBuffer::getFile(logPath);
-  std::string info = log ? (*log)->getBuffer().str() : "";
-  if (info.find("bytes spill stores") != std::string::npos &&
-      info.find(" 0 bytes spill stores") == std::string::npos) {
-    error = "the sm90 kernel spills registers: " + info;
-    return failure();
-  }
-  auto cubin = llvm::MemoryBuffer::getFile(cubinPath);
-  if (!cubin) {
-    error = "cannot read the cubin";
-    return failure();
-  }
-  int64_t smem = sm90SharedMemoryBytes(*spec);
-  std::string bn = std::to_string(spec->blockN);
-  std::string meta = "{\"entry\":\"" + spec->name +
-                     "\",\"target\":\"sm90\",\"args\":[\"q\",\"k\",\"v\",\"out\"" +
-                     (spec->lse ? ",\"lse\"" : "") +
-                     "],\"block\":[128,1,1],\"grid\":\"persistent\",\"smem\":" +
-                     std::to_string(smem) +
-                     ",\"tma\":[{\"arg\":\"q\",\"box\":[64,1,64,1],\"swizzle\":128},"
-                     "{\"arg\":\"k\",\"box\":[64,1," + bn + ",1],\"swizzle\":128},"
-                     "{\"arg\":\"v\",\"box\":[64,1," + bn + ",1],\"swizzle\":128}]}";
-  void *bytes = nullptr;
-  size_t size = 0;
-  fa_status st = fa_artifact_build(&config, FA_COMPILER_VERSION,
-                                   FA_ARTIFACT_CUBIN, meta.c_str(),
-                                   (*cubin)->getBufferStart(),
-                                   (*cubin)->getBufferSize(), &bytes, &size);
-  if (st != FA_OK) {
-    error = std::string("building the artifact failed: ") + fa_status_string(st);
-    return failure();
-  }
-  artifact.assign(static_cast<char *>(bytes), static_cast<char *>(bytes) + size);
-  fa_artifact_free(bytes);
-  return success();
-}

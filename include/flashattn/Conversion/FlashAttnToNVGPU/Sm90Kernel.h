@@ -1,0 +1,46 @@
+//===- Sm90Kernel.h - the sm_90a attention kernel generator -----*- C++ -*-===//
+//
+// What convert-flashattn-to-nvgpu emits for one planned attention: a
+// gpu.module holding an sm_90a kernel (TMA + WGMMA + mbarriers) in the LLVM,
+// NVVM, arith and scf dialects.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHATTN_CONVERSION_FLASHATTNTONVGPU_SM90KERNEL_H
+#define FLASHATTN_CONVERSION_FLASHATTNTONVGPU_SM90KERNEL_H
+
+#include <cstdint>
+#include <string>
+
+namespace mlir {
+namespace flashattn {
+
+/// What one kernel computes: dense [B, S, H, D] bf16/f16 q/k/v, head_dim 64,
+/// 128 or 256 (= head_dim_v), 64-row query tiles, key blocks of `blockN`
+/// (64), causal 0 (none), 1 (top_left) or 2 (bottom_right), optional lse.
+struct Sm90KernelSpec {
+  std::string name = "fa_sm90";
+  int64_t headDim = 128;
+  int64_t blockN = 64;
+  bool f16 = false;
+  int causal = 0;
+  bool lse = false;
+  double scale = 0.0;
+};
+
+/// The gpu.module `@<name>_module` (MLIR text) holding kernel `@<name>`.
+/// Kernel parameters (the runtime's launch ABI, runtime/src/cuda.c): q, k,
+/// v, out[, lse] as !llvm.ptr<1>; the 4 dims of q, k, v, out[, the 3 of lse]
+/// as i64; the CUtensorMaps of q, k and v as 128-byte grid-constant byval
+/// parameters (boxes 64 x 1 x 64 x 1 / 64 x 1 x blockN x 1, 128-byte
+/// swizzle). Launch: 128 threads, sm90SharedMemoryBytes of dynamic shared
+/// memory, any grid (a persistent loop strides over the tiles).
+std::string emitSm90AttentionKernel(const Sm90KernelSpec &spec);
+
+/// Dynamic shared memory the kernel needs, in bytes.
+int64_t sm90SharedMemoryBytes(const Sm90KernelSpec &spec);
+
+} // namespace flashattn
+} // namespace mlir
+
+#endif

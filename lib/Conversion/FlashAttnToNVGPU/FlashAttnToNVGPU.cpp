@@ -1,0 +1,149 @@
+//===- FlashAttnToNVGPU.cpp - planned attention to sm_90a kernels ---------===//
+//
+// convert-flashattn-to-nvgpu: each flashattn.attention planned for sm90 gets
+// an sm_90a kernel (Sm90Kernel.cpp) in a gpu.module of the enclosing module;
+// the op is annotated with the kernel's symbol (flashattn.sm90_kernel) and
+// stays as the host-side description of the launch.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashattn/Conversion/Passes.h"
+
+#include "flashattn/Conversion/FlashAttnToNVGPU/Sm90Kernel.h"
+#include "flashattn/Dialect/FlashAttn/IR/FlashAttn.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::flashattn {
+#define GEN_PASS_DEF_CONVERTFLASHATTNTONVGPU
+#include "flashattn/Conversion/Passes.h.inc"
+} // namespace mlir::flashattn
+
+using namespace mlir;
+using namespace mlir::flashattn;
+
+static constexpr StringLiteral kKernelAttr = "flashattn.sm90_kernel";
+
+/// The kernel spec of `op`, or a failure reason.
+static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why) {
+  PlanAttr plan = op.getPlanAttr();
+  auto fail = [&](const Twine &reason) {
+    why = reason.str();
+    return failure();
+  };
+  if (!plan || plan.getTarget() != Target::sm90)
+    return fail("not planned for sm90");
+  if (!isa<MemRefType>(op.getQ().getType()))
+    return fail("needs the memref form (bufferize first)");
+  Type elem = cast<ShapedType>(op.getQ().getType()).getElementType();
+  if (!elem.isBF16() && !elem.isF16())
+    return fail("the sm90 kernel takes bf16 or f16 inputs");
+  if (cast<ShapedType>(op.getOut().getType()).getElementType() != elem)
+    return fail("the sm90 kernel writes out in the input type");
+  int64_t d = op.getHeadDim();
+  if (d != op.getHeadDimV() || (d != 64 && d != 128 && d != 256))
+    return fail("the sm90 kernel takes head_dim 64, 128 or 256 (= head_dim_v)");
+  if (op.isVarlenQ() || op.isVarlenK() || op.isPaged() || op.hasAppend() ||
+      op.getAlibiSlopes() || op.getSequsedK())
+    return fail("varlen, paged, append, seqused_k and ALiBi are not in the "
+                "sm90 kernel yet");
+  auto [left, right] = op.getWindow();
+  if (left >= 0 || right >= 0 || op.getSoftcap() || !op.getScore().empty() ||
+      !op.getMask().empty())
+    return fail("windows, softcap and regions are not in the sm90 kernel yet");
+  if (plan.getNumSplits() > 1 || op.isSplitPartial())
+    return fail("split-KV is not in the sm90 kernel yet");
+  if (plan.getBlockM() != 64 || plan.getBlockN() != 64 ||
+      plan.getConsumers() != 1)
+    return fail("the sm90 kernel implements block_m = block_n = 64 with one "
+                "consumer warpgroup");
+  Sm90KernelSpec spec;
+  spec.headDim = d;
+  spec.blockN = plan.getBlockN();
+  spec.f16 = elem.isF16();
+  spec.causal = static_cast<int>(op.getCausal());
+  spec.lse = static_cast<bool>(op.getLse());
+  spec.scale = op.getEffectiveScale();
+  return spec;
+}
+
+namespace {
+struct AttentionToSm90Kernel : OpRewritePattern<AttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(AttentionOp op,
+                                PatternRewriter &rewriter) const override {
+    if (op->hasAttr(kKernelAttr))
+      return rewriter.notifyMatchFailure(op, "kernel already generated");
+    std::string why;
+    FailureOr<Sm90KernelSpec> spec = specFor(op, why);
+    if (failed(spec))
+      return rewriter.notifyMatchFailure(op, why);
+    auto module = op->getParentOfType<ModuleOp>();
+    // A fresh kernel name per op.
+    int n = 0;
+    std::string name;
+    do
+      name = "fa_sm90_" + std::to_string(n++);
+    while (module.lookupSymbol(name + "_module"));
+    spec->name = name;
+
+    OwningOpRef<ModuleOp> parsed = parseSourceString<ModuleOp>(
+        emitSm90AttentionKernel(*spec), op.getContext());
+    if (!parsed)
+      return op.emitOpError("the generated sm90 kernel does not parse");
+    auto gpuModule = *parsed->getOps<gpu::GPUModuleOp>().begin();
+    rewriter.setInsertionPointToEnd(module.getBody());
+    rewriter.clone(*gpuModule.getOperation());
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                    rewriter.getUnitAttr());
+    rewriter.modifyOpInPlace(op, [&] {
+      op->setAttr(kKernelAttr,
+                  SymbolRefAttr::get(rewriter.getStringAttr(name + "_module"),
+                                     {FlatSymbolRefAttr::get(
+                                         rewriter.getStringAttr(name))}));
+      op->setAttr("flashattn.sm90_smem",
+                  rewriter.getI64IntegerAttr(sm90SharedMemoryBytes(*spec)));
+    });
+    return success();
+  }
+};
+
+struct ConvertFlashAttnToNVGPUPass
+    : public flashattn::impl::ConvertFlashAttnToNVGPUBase<
+          ConvertFlashAttnToNVGPUPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    populateFlashAttnToNVGPUConversionPatterns(patterns);
+    GreedyRewriteConfig config;
+    config.setStrictness(GreedyRewriteStrictness::ExistingOps);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns),
+                                     config)))
+      return signalPassFailure();
+    // Planned sm90 attention that did not get a kernel: say why.
+    WalkResult result = getOperation()->walk([&](AttentionOp op) {
+      PlanAttr plan = op.getPlanAttr();
+      if (!plan || plan.getTarget() != Target::sm90 || op->hasAttr(kKernelAttr))
+        return WalkResult::advance();
+      std::string why;
+      (void)specFor(op, why);
+      op.emitError("convert-flashattn-to-nvgpu: ") << why;
+      return WalkResult::interrupt();
+    });
+    if (result.wasInterrupted())
+      signalPassFailure();
+  }
+};
+} // namespace
+
+void mlir::flashattn::populateFlashAttnToNVGPUConversionPatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<AttentionToSm90Kernel>(patterns.getContext());
+}

@@ -1,0 +1,189 @@
+//===- Sm90Artifact.cpp - sm_90a cubin artifacts for the runtime ----------===//
+//
+// A runtime config with target sm90 becomes the memref-form op
+// (buildAttentionModule), goes through flashattn-sm90-pipeline to PTX
+// (convert-flashattn-to-nvgpu generates the kernel), ptxas makes the sm_90a
+// cubin (rejected when it spills), and libflashattn_rt wraps it with the
+// launch metadata: entry, argument order, 128 threads, dynamic shared
+// memory, the persistent grid, and the TMA maps of q, k and v.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashattn/Target/HostArtifact.h"
+
+#include "flashattn/Dialect/FlashAttn/IR/FlashAttn.h"
+#include "flashattn/Pipelines/Pipelines.h"
+#include "flashattn/Target/HostJit.h"
+#include "flashattn/artifact.h"
+#include "flashattn/version.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
+
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdlib>
+
+using namespace mlir;
+using namespace mlir::flashattn;
+
+/// ptxas from $FLASHATTN_PTXAS, the PATH, $CUDA_HOME/bin or /usr/local/cuda/bin.
+static std::string findPtxas() {
+  if (const char *env = std::getenv("FLASHATTN_PTXAS"); env && *env)
+    return env;
+  if (llvm::ErrorOr<std::string> p = llvm::sys::findProgramByName("ptxas"))
+    return *p;
+  std::vector<std::string> dirs;
+  if (const char *home = std::getenv("CUDA_HOME"); home && *home)
+    dirs.push_back(std::string(home) + "/bin");
+  dirs.push_back("/usr/local/cuda/bin");
+  for (const std::string &d : dirs)
+    if (llvm::sys::fs::can_execute(d + "/ptxas"))
+      return d + "/ptxas";
+  return "";
+}
+
+LogicalResult mlir::flashattn::compileSm90Ptx(const fa_attention_config &config,
+                                             Sm90Ptx &result,
+                                             std::string &error) {
+  if (config.struct_size != sizeof(fa_attention_config) ||
+      config.target != FA_TARGET_SM90) {
+    error = "not an sm90 config of this ABI";
+    return failure();
+  }
+  std::vector<std::string> argNames;
+  std::string text = buildAttentionModule(config, argNames);
+  DialectRegistry registry;
+  registerHostJitDependencies(registry);
+  registerAllToLLVMIRTranslations(registry);
+  MLIRContext ctx(registry);
+  std::string diagnostics;
+  llvm::raw_string_ostream diagStream(diagnostics);
+  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &diag) {
+    diagStream << diag << "\n";
+    return success();
+  });
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &ctx);
+  if (!module) {
+    error = "the generated kernel does not parse: " + diagnostics;
+    return failure();
+  }
+  PassManager pm(&ctx);
+  Sm90PipelineOptions options;
+  options.format = "isa"; // ptxas runs below, with a check for spills
+  buildFlashAttnSm90Pipeline(pm, options);
+  if (failed(pm.run(*module))) {
+    error = "the sm90 lowering failed: " + diagnostics;
+    return failure();
+  }
+  std::string &kernel = result.kernel;
+  int64_t &smem = result.smem;
+  module->walk([&](AttentionOp op) {
+    if (auto sym = op->getAttrOfType<SymbolRefAttr>("flashattn.sm90_kernel"))
+      kernel = sym.getLeafReference().str();
+    if (auto s = op->getAttrOfType<IntegerAttr>("flashattn.sm90_smem"))
+      smem = s.getInt();
+  });
+  std::string &ptx = result.ptx;
+  module->walk([&](gpu::BinaryOp bin) {
+    for (Attribute obj : bin.getObjects())
+      if (auto o = dyn_cast<gpu::ObjectAttr>(obj))
+        ptx = o.getObject().getValue().str();
+  });
+  if (ptx.empty()) {
+    std::string dump;
+    llvm::raw_string_ostream ds(dump);
+    module->print(ds);
+    error = "no PTX came out of the sm90 lowering: " + dump.substr(0, 2000);
+    return failure();
+  }
+  return success();
+}
+
+LogicalResult mlir::flashattn::compileSm90Artifact(
+    const fa_attention_config &config, std::vector<char> &artifact,
+    std::string &error) {
+  Sm90Ptx compiled;
+  if (failed(compileSm90Ptx(config, compiled, error)))
+    return failure();
+  const std::string &ptx = compiled.ptx, &kernel = compiled.kernel;
+  int64_t smem = compiled.smem;
+  // ptxas: PTX -> sm_90a cubin, with a check for spills.
+  std::string ptxas = findPtxas();
+  if (ptxas.empty()) {
+    error = "ptxas not found (install the CUDA toolkit or set FLASHATTN_PTXAS)";
+    return failure();
+  }
+  llvm::SmallString<128> ptxPath, cubinPath, logPath;
+  if (llvm::sys::fs::createTemporaryFile("flashattn", "ptx", ptxPath) ||
+      llvm::sys::fs::createTemporaryFile("flashattn", "cubin", cubinPath) ||
+      llvm::sys::fs::createTemporaryFile("flashattn", "log", logPath)) {
+    error = "cannot create temporary files";
+    return failure();
+  }
+  llvm::scope_exit cleanup([&] {
+    llvm::sys::fs::remove(ptxPath);
+    llvm::sys::fs::remove(cubinPath);
+    llvm::sys::fs::remove(logPath);
+  });
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(ptxPath, ec);
+    os << ptx;
+  }
+  std::string execError;
+  llvm::SmallVector<llvm::StringRef> args = {ptxas, "-arch=sm_90a", "-O3", "-v",
+                                             ptxPath, "-o", cubinPath};
+  std::optional<llvm::StringRef> redirects[] = {std::nullopt, logPath.str(),
+                                                logPath.str()};
+  if (llvm::sys::ExecuteAndWait(ptxas, args, std::nullopt, redirects, 0, 0,
+                                &execError) != 0) {
+    auto log = llvm::MemoryBuffer::getFile(logPath);
+    error = "ptxas failed: " + (log ? (*log)->getBuffer().str() : execError);
+    return failure();
+  }
+  auto log = llvm::MemoryBuffer::getFile(logPath);
+  std::string info = log ? (*log)->getBuffer().str() : "";
+  if (info.find("bytes spill stores") != std::string::npos &&
+      info.find(" 0 bytes spill stores") == std::string::npos) {
+    error = "the sm90 kernel spills registers: " + info;
+    return failure();
+  }
+  auto cubin = llvm::MemoryBuffer::getFile(cubinPath);
+  if (!cubin) {
+    error = "cannot read the cubin";
+    return failure();
+  }
+  std::string bn = "64";
+  bool lse = config.flags & FA_WITH_LSE;
+  std::string meta = "{\"entry\":\"" + kernel +
+                     "\",\"target\":\"sm90\",\"args\":[\"q\",\"k\",\"v\",\"out\"" +
+                     (lse ? ",\"lse\"" : "") +
+                     "],\"block\":[128,1,1],\"grid\":\"persistent\",\"smem\":" +
+                     std::to_string(smem) +
+                     ",\"tma\":[{\"arg\":\"q\",\"box\":[64,1,64,1],\"swizzle\":128},"
+                     "{\"arg\":\"k\",\"box\":[64,1," + bn + ",1],\"swizzle\":128},"
+                     "{\"arg\":\"v\",\"box\":[64,1," + bn + ",1],\"swizzle\":128}]}";
+  void *bytes = nullptr;
+  size_t size = 0;
+  fa_status st = fa_artifact_build(&config, FA_COMPILER_VERSION,
+                                   FA_ARTIFACT_CUBIN, meta.c_str(),
+                                   (*cubin)->getBufferStart(),
+                                   (*cubin)->getBufferSize(), &bytes, &size);
+  if (st != FA_OK) {
+    error = std::string("building the artifact failed: ") + fa_status_string(st);
+    return failure();
+  }
+  artifact.assign(static_cast<char *>(bytes), static_cast<char *>(bytes) + size);
+  fa_artifact_free(bytes);
+  return success();
+}

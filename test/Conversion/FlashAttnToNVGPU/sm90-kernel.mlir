@@ -1,0 +1,83 @@
+// RUN: fa-opt %s --flashattn-plan=target=sm90 --convert-flashattn-to-nvgpu --split-input-file --verify-diagnostics | FileCheck %s
+
+// A planned GQA attention (head_dim 128, bottom-right causal, lse) gets an
+// sm_90a kernel in a gpu.module, named on the op with its shared memory
+// (64 x 128 Q + 2 x 2 stages x 64 x 128 K/V, bf16, + the mbarriers).
+// CHECK: module attributes {gpu.container_module}
+// CHECK-LABEL: func.func @gqa
+// CHECK: flashattn.attention {{.*}}flashattn.sm90_kernel = @fa_sm90_0_module::@fa_sm90_0, flashattn.sm90_smem = 81984 : i64
+// CHECK-SAME: plan = #flashattn.plan<target = sm90, block_m = 64, block_n = 64, stages = 2, consumers = 1, schedule = static, num_splits = 1, pack_gqa = false>
+// The kernel: the runtime's ABI (pointers, i64 dims, 3 tensor maps as
+// 128-byte grid constants), 128 threads, dynamic shared memory 1024-aligned.
+// CHECK: gpu.module @fa_sm90_0_module
+// CHECK: llvm.mlir.global external @fa_sm90_0_smem() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<0 x i8>
+// CHECK: llvm.func @fa_sm90_0(%{{.*}}: !llvm.ptr<1>, {{.*}}, %{{.*}}: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>, nvvm.grid_constant}) attributes {nvvm.kernel, nvvm.maxntid = array<i32: 128, 1, 1>}
+// mbarriers initialized by one thread, made visible to the async proxy.
+// CHECK: nvvm.mbarrier.init
+// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK: nvvm.barrier0
+// The persistent loop over tiles carries the key-block count (stage phases)
+// and the tile count (Q phase).
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (i32, i32) : i32
+// Q by TMA (two 64-column boxes of 128-byte swizzle), expect_tx first.
+// CHECK: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %{{.*}} : !llvm.ptr<3>, i32
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
+// CHECK: nvvm.mbarrier.try_wait.parity
+// The loop over key blocks: wait for K, S = Q K^T by wgmma (8 k16 steps,
+// the first with a zero accumulator), the softmax with shuffles and exp2,
+// wait for V, O += P V by the register-A wgmma (inline asm), refill.
+// CHECK: scf.for %{{.*}} iter_args({{.*}}) -> (i32, f32, f32, f32, f32, !llvm.struct<(f32
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 64, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// CHECK-COUNT-7: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 64, k = 16>, D[<f32>, <one>]
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: nvvm.shfl.sync bfly
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: llvm.inline_asm has_side_effects asm_dialect = att "{\0A.reg .pred p;\0Asetp.ne.b32 p, 1, 0;\0Awgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// CHECK: nvvm.barrier0
+// CHECK: scf.if
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// Epilogue: out in bf16 pairs, lse from one thread of each quad.
+// CHECK: llvm.store %{{.*}}, %{{.*}} : vector<2xbf16>, !llvm.ptr<1>
+// CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
+// CHECK: llvm.store %{{.*}}, %{{.*}} : f32, !llvm.ptr<1>
+func.func @gqa(%q: memref<2x256x8x128xbf16>, %k: memref<2x256x2x128xbf16>, %v: memref<2x256x2x128xbf16>,
+               %o: memref<2x256x8x128xbf16>, %l: memref<2x8x256xf32>) {
+  flashattn.attention ins(%q, %k, %v : memref<2x256x8x128xbf16>, memref<2x256x2x128xbf16>, memref<2x256x2x128xbf16>)
+      outs(%o, %l : memref<2x256x8x128xbf16>, memref<2x8x256xf32>) {causal = #flashattn.causal<bottom_right>}
+  return
+}
+
+// -----
+
+// What the kernel does not do yet is reported, not miscompiled.
+func.func @softcap(%q: memref<1x64x2x64xf16>, %k: memref<1x64x2x64xf16>, %v: memref<1x64x2x64xf16>,
+                   %o: memref<1x64x2x64xf16>) {
+  // expected-error @+1 {{convert-flashattn-to-nvgpu: windows, softcap and regions are not in the sm90 kernel yet}}
+  flashattn.attention ins(%q, %k, %v : memref<1x64x2x64xf16>, memref<1x64x2x64xf16>, memref<1x64x2x64xf16>)
+      outs(%o : memref<1x64x2x64xf16>) {softcap = 30.0 : f32}
+  return
+}
+
+// -----
+
+func.func @hd96(%q: memref<1x64x2x96xbf16>, %k: memref<1x64x2x96xbf16>, %v: memref<1x64x2x96xbf16>,
+                %o: memref<1x64x2x96xbf16>) {
+  // expected-error @+1 {{convert-flashattn-to-nvgpu: the sm90 kernel takes head_dim 64, 128 or 256 (= head_dim_v)}}
+  flashattn.attention ins(%q, %k, %v : memref<1x64x2x96xbf16>, memref<1x64x2x96xbf16>, memref<1x64x2x96xbf16>)
+      outs(%o : memref<1x64x2x96xbf16>)
+  return
+}
+
+// -----
+
+func.func @f32(%q: memref<1x64x2x64xf32>, %k: memref<1x64x2x64xf32>, %v: memref<1x64x2x64xf32>,
+               %o: memref<1x64x2x64xf32>) {
+  // expected-error @+1 {{convert-flashattn-to-nvgpu: the sm90 kernel takes bf16 or f16 inputs}}
+  flashattn.attention ins(%q, %k, %v : memref<1x64x2x64xf32>, memref<1x64x2x64xf32>, memref<1x64x2x64xf32>)
+      outs(%o : memref<1x64x2x64xf32>)
+  return
+}

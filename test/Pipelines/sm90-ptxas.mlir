@@ -1,0 +1,14 @@
+// REQUIRES: ptxas
+// The generated kernels assemble for sm_90a with no register spills and no
+// C75xx warnings (ptxas serializing wgmma), for head_dim 64, 128 and 256.
+// RUN: fa-compile --target sm90 --d 64 --dtype bf16 --causal bottom_right --lse --emit-ptx > %t64.ptx
+// RUN: %ptxas -arch=sm_90a -O3 -v %t64.ptx -o %t64.cubin 2>&1 | FileCheck %s
+// RUN: fa-compile --target sm90 --d 128 --dtype bf16 --lse --emit-ptx > %t128.ptx
+// RUN: %ptxas -arch=sm_90a -O3 -v %t128.ptx -o %t128.cubin 2>&1 | FileCheck %s
+// RUN: fa-compile --target sm90 --d 256 --dtype f16 --causal top_left --emit-ptx > %t256.ptx
+// RUN: %ptxas -arch=sm_90a -O3 -v %t256.ptx -o %t256.cubin 2>&1 | FileCheck %s
+// CHECK-NOT: warning
+// CHECK: Compiling entry function 'fa_sm90_0' for 'sm_90a'
+// CHECK-NOT: warning
+// CHECK: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// CHECK-NOT: warning
