@@ -7,9 +7,19 @@ set -eu
 build=${1:-build}
 out="$build/gpu-carry/sm90"
 mkdir -p "$out"
-compile() { # d dtype causal hq hkv
+compile() { # d dtype causal hq hkv [window_left window_right] [softcap]
+  name="d$1_$2_$3_h$4x$5"
+  extra=""
+  if [ $# -ge 7 ] && { [ "$6" != -1 ] || [ "$7" != -1 ]; }; then
+    name="${name}_w$6_$7"
+    extra="--window-left $6 --window-right $7"
+  fi
+  if [ $# -ge 8 ]; then
+    name="${name}_c$8"
+    extra="$extra --softcap $8"
+  fi
   "$build/bin/fa-compile" --target sm90 --lse --d "$1" --dtype "$2" \
-    --causal "$3" --hq "$4" --hkv "$5" -o "$out/d$1_$2_$3_h$4x$5.faa"
+    --causal "$3" --hq "$4" --hkv "$5" $extra -o "$out/$name.faa"
 }
 # Correctness cases (test_sm90_attention.py CASES).
 compile 128 bf16 none 8 2
@@ -19,6 +29,11 @@ compile 64 bf16 bottom_right 4 1
 compile 256 bf16 none 4 2
 compile 256 f16 bottom_right 4 1
 compile 64 f16 none 8 8
+compile 128 bf16 bottom_right 8 2 255 0
+compile 64 f16 none 4 4 100 50
+compile 128 bf16 none 4 2 64 -1
+compile 256 bf16 none 4 2 -1 -1 30
+compile 128 f16 bottom_right 4 1 64 0 50
 # Benchmark shapes (16k tokens, 2048 / head_dim heads).
 for c in none bottom_right; do
   compile 64 bf16 $c 32 32

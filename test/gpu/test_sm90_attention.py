@@ -33,32 +33,63 @@ from test_runtime_launch import Args, Options, Tensor, synchronize, tensor  # no
 
 FA_OK = 0
 
-# (name, head_dim, dtype, causal, hq, hkv, batch, seqlen_q, seqlen_k)
+# (name, head_dim, dtype, causal, hq, hkv, batch, seqlen_q, seqlen_k,
+#  window (left, right), softcap)
 CASES = [
-    ("dense_gqa_1023", 128, "bf16", "none", 8, 2, 2, 1023, 1023),
-    ("causal_br_sq113_sk1025", 128, "bf16", "bottom_right", 8, 2, 2, 113, 1025),
-    ("causal_tl_sq1025_sk700", 128, "f16", "top_left", 4, 4, 1, 1025, 700),
-    ("mqa_br_empty_rows_hd64", 64, "bf16", "bottom_right", 4, 1, 2, 1025, 513),
-    ("dense_hd256_1023", 256, "bf16", "none", 4, 2, 1, 1023, 1023),
-    ("mqa_br_hd256_f16_1025", 256, "f16", "bottom_right", 4, 1, 1, 1025, 1025),
-    ("mha_hd64_f16_sq113_sk4000", 64, "f16", "none", 8, 8, 2, 113, 4000),
+    ("dense_gqa_1023", 128, "bf16", "none", 8, 2, 2, 1023, 1023, None, 0),
+    ("causal_br_sq113_sk1025", 128, "bf16", "bottom_right", 8, 2, 2, 113, 1025, None, 0),
+    ("causal_tl_sq1025_sk700", 128, "f16", "top_left", 4, 4, 1, 1025, 700, None, 0),
+    ("mqa_br_empty_rows_hd64", 64, "bf16", "bottom_right", 4, 1, 2, 1025, 513, None, 0),
+    ("dense_hd256_1023", 256, "bf16", "none", 4, 2, 1, 1023, 1023, None, 0),
+    ("mqa_br_hd256_f16_1025", 256, "f16", "bottom_right", 4, 1, 1, 1025, 1025, None, 0),
+    ("mha_hd64_f16_sq113_sk4000", 64, "f16", "none", 8, 8, 2, 113, 4000, None, 0),
+    ("window_br_hd128", 128, "bf16", "bottom_right", 8, 2, 2, 1023, 1023, (255, 0), 0),
+    ("window_both_hd64_f16", 64, "f16", "none", 4, 4, 1, 1025, 1025, (100, 50), 0),
+    ("window_left_only_sq_gt_sk", 128, "bf16", "none", 4, 2, 1, 1025, 700, (64, -1), 0),
+    ("softcap_hd256", 256, "bf16", "none", 4, 2, 1, 1023, 1023, None, 30.0),
+    ("softcap_window_causal_f16", 128, "f16", "bottom_right", 4, 1, 2, 113, 1025, (64, 0), 50.0),
 ]
 
 
-def reference(q, k, v, causal):
+def artifact_name(d, dt, causal, hq, hkv, window=None, softcap=0):
+    name = "d%d_%s_%s_h%dx%d" % (d, dt, causal, hq, hkv)
+    if window:
+        name += "_w%d_%d" % window
+    if softcap:
+        name += "_c%g" % softcap
+    return name + ".faa"
+
+
+def masked_scores(qd, kd, causal, window, softcap):
+    """scale * q k^T with softcap, then -inf outside causal / window."""
+    sq, sk, d = qd.shape[-2], kd.shape[-2], qd.shape[-1]
+    s = qd @ kd.transpose(-1, -2) / math.sqrt(d)
+    if softcap:
+        s = softcap * torch.tanh(s / softcap)
+    i = torch.arange(sq, device=qd.device)[:, None]
+    j = torch.arange(sk, device=qd.device)[None, :]
+    off = sk - sq
+    if causal == "top_left":
+        s = s.masked_fill(j > i, float("-inf"))
+    elif causal == "bottom_right":
+        s = s.masked_fill(j > i + off, float("-inf"))
+    if window:
+        left, right = window
+        if left >= 0:
+            s = s.masked_fill(j < i + off - left, float("-inf"))
+        if right >= 0:
+            s = s.masked_fill(j > i + off + right, float("-inf"))
+    return s
+
+
+def reference(q, k, v, causal, window=None, softcap=0):
     """float64 out and lse per DESIGN.md section 1 (GQA by head repetition)."""
     b, sq, hq, d = q.shape
     sk, hkv = k.shape[1], k.shape[2]
     qd = q.double().transpose(1, 2)
     kd = k.double().transpose(1, 2).repeat_interleave(hq // hkv, dim=1)
     vd = v.double().transpose(1, 2).repeat_interleave(hq // hkv, dim=1)
-    s = qd @ kd.transpose(-1, -2) / math.sqrt(d)
-    i = torch.arange(sq, device=q.device)[:, None]
-    j = torch.arange(sk, device=q.device)[None, :]
-    if causal == "top_left":
-        s = s.masked_fill(j > i, float("-inf"))
-    elif causal == "bottom_right":
-        s = s.masked_fill(j > i + sk - sq, float("-inf"))
+    s = masked_scores(qd, kd, causal, window, softcap)
     lse = torch.logsumexp(s, dim=-1)
     p = torch.exp(s - torch.where(torch.isinf(lse), torch.zeros_like(lse), lse)[..., None])
     p = torch.nan_to_num(p, nan=0.0)
@@ -66,20 +97,14 @@ def reference(q, k, v, causal):
     return out, lse
 
 
-def naive(q, k, v, causal):
+def naive(q, k, v, causal, window=None, softcap=0):
     """The unfused computation in the element type (FlashAttention's rule)."""
     b, sq, hq, d = q.shape
     sk, hkv = k.shape[1], k.shape[2]
     qf = q.float().transpose(1, 2)
     kf = k.float().transpose(1, 2).repeat_interleave(hq // hkv, dim=1)
     vv = v.transpose(1, 2).repeat_interleave(hq // hkv, dim=1)
-    s = qf @ kf.transpose(-1, -2) / math.sqrt(d)
-    i = torch.arange(sq, device=q.device)[:, None]
-    j = torch.arange(sk, device=q.device)[None, :]
-    if causal == "top_left":
-        s = s.masked_fill(j > i, float("-inf"))
-    elif causal == "bottom_right":
-        s = s.masked_fill(j > i + sk - sq, float("-inf"))
+    s = masked_scores(qf, kf, causal, window, softcap)
     p = torch.nan_to_num(torch.softmax(s, dim=-1), nan=0.0).to(q.dtype)
     return (p.float() @ vv.float()).to(q.dtype).transpose(1, 2)
 
@@ -100,8 +125,8 @@ def main():
     stream = torch.cuda.Stream()
     kernels = {}
 
-    def kernel(d, dt, causal, hq, hkv):
-        name = "d%d_%s_%s_h%dx%d.faa" % (d, dt, causal, hq, hkv)
+    def kernel(d, dt, causal, hq, hkv, window=None, softcap=0):
+        name = artifact_name(d, dt, causal, hq, hkv, window, softcap)
         if name not in kernels:
             k = C.c_void_p()
             st = lib.fa_kernel_load_artifact_file(rt, os.path.join(a.artifacts, name).encode(), C.byref(k))
@@ -126,7 +151,7 @@ def main():
     results = {"cases": {}, "bench": []}
     failures = []
     torch.manual_seed(0)
-    for name, d, dt, causal, hq, hkv, b, sq, sk in CASES:
+    for name, d, dt, causal, hq, hkv, b, sq, sk, window, softcap in CASES:
         dtype = torch.bfloat16 if dt == "bf16" else torch.float16
         q = torch.randn(b, sq, hq, d, device="cuda", dtype=dtype)
         k = torch.randn(b, sk, hkv, d, device="cuda", dtype=dtype)
@@ -134,14 +159,15 @@ def main():
         out = torch.full_like(q, float("nan"))
         lse = torch.full((b, hq, sq), float("nan"), device="cuda", dtype=torch.float32)
         try:
-            run(kernel(d, dt, causal, hq, hkv), q, k, v, out, lse)
+            run(kernel(d, dt, causal, hq, hkv, window, softcap), q, k, v, out, lse)
             err = None
         except RuntimeError as e:
             err = str(e)
-        ref, ref_lse = reference(q, k, v, causal)
-        nv = naive(q, k, v, causal).double()
+        ref, ref_lse = reference(q, k, v, causal, window, softcap)
+        nv = naive(q, k, v, causal, window, softcap).double()
         atol = 2 * (ref.to(dtype).double() - ref).abs().max().item()
-        tol = 2 * (nv - ref).abs().max().item() + atol
+        rtol = 3 if softcap else 2
+        tol = rtol * (nv - ref).abs().max().item() + atol
         nan = bool(torch.isnan(out).any().item() or torch.isnan(lse).any().item())
         max_err = (out.double() - ref).abs().max().item() if not nan else float("inf")
         fin = torch.isfinite(ref_lse)

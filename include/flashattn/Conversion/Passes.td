@@ -43,8 +43,9 @@ def ConvertFlashAttnToNVGPU : Pass<"convert-flashattn-to-nvgpu", "::mlir::Module
     2 K/V stages guarded by mbarriers, S = Q K^T and O += P V by wgmma (P in
     registers), the online softmax on the accumulator fragments, out and lse
     written from registers. Supported now: dense bf16/f16 q/k/v, head_dim 64,
-    128 or 256 (= head_dim_v), GQA/MQA, causal top_left/bottom_right, lse,
-    plan block_m = block_n = 64. Anything else is reported.
+    128 or 256 (= head_dim_v), GQA/MQA, causal top_left/bottom_right,
+    sliding windows, softcap, lse, plan block_m = block_n = 64. Anything else
+    (varlen, paged, append, ALiBi, regions, split-KV) is reported.
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::LLVM::LLVMDialect",

@@ -21,6 +21,8 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
+#include <tuple>
+
 namespace mlir::flashattn {
 #define GEN_PASS_DEF_CONVERTFLASHATTNTONVGPU
 #include "flashattn/Conversion/Passes.h.inc"
@@ -54,10 +56,8 @@ static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why) {
       op.getAlibiSlopes() || op.getSequsedK())
     return fail("varlen, paged, append, seqused_k and ALiBi are not in the "
                 "sm90 kernel yet");
-  auto [left, right] = op.getWindow();
-  if (left >= 0 || right >= 0 || op.getSoftcap() || !op.getScore().empty() ||
-      !op.getMask().empty())
-    return fail("windows, softcap and regions are not in the sm90 kernel yet");
+  if (!op.getScore().empty() || !op.getMask().empty())
+    return fail("score and mask regions are not in the sm90 kernel yet");
   if (plan.getNumSplits() > 1 || op.isSplitPartial())
     return fail("split-KV is not in the sm90 kernel yet");
   if (plan.getBlockM() != 64 || plan.getBlockN() != 64 ||
@@ -71,6 +71,8 @@ static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why) {
   spec.causal = static_cast<int>(op.getCausal());
   spec.lse = static_cast<bool>(op.getLse());
   spec.scale = op.getEffectiveScale();
+  spec.softcap = op.getSoftcap() ? op.getSoftcap()->convertToDouble() : 0.0;
+  std::tie(spec.windowLeft, spec.windowRight) = op.getWindow();
   return spec;
 }
 

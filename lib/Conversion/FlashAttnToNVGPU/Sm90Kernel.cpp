@@ -155,6 +155,10 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
       w.bin("arith.muli", w.bin("arith.muli", batch, hq, "i32"), nmb, "i32");
   std::string cBN = w.i32(BN);
   std::string scaleC = w.f32(scaleLog2);
+  // With softcap: t = tanh(raw * scale / cap), score2 = cap * log2(e) * t.
+  std::string capScale = k.softcap > 0 ? w.f32(k.scale / k.softcap) : "";
+  std::string capLog2 =
+      k.softcap > 0 ? w.f32(k.softcap * 1.4426950408889634) : "";
   std::string negInf = w.op("arith.constant 0xFF800000 : f32");
   std::string zeroF = w.f32(0.0);
   std::string full = w.op("arith.constant -1 : i32");
@@ -224,18 +228,46 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     nHi = w.bin("arith.minsi", nHi, m1, "i32");
   if (k.causal == 2)
     nHi = w.bin("arith.minsi", nHi, w.bin("arith.addi", m1, off, "i32"), "i32");
+  if (k.windowRight >= 0)
+    nHi = w.bin("arith.minsi", nHi,
+                w.bin("arith.addi", w.bin("arith.addi", m1, off, "i32"),
+                      w.i32(k.windowRight), "i32"),
+                "i32");
   nHi = w.bin("arith.maxsi", nHi, c0, "i32");
-  std::string nblocks = w.bin("arith.ceildivsi", nHi, cBN, "i32");
+  // n_min = max(0, m0 + Sk - Sq - L) with a left window, as key blocks.
+  std::string nbLo = c0;
+  if (k.windowLeft >= 0) {
+    std::string nLo = w.bin("arith.subi", w.bin("arith.addi", m0, off, "i32"),
+                            w.i32(k.windowLeft), "i32");
+    nLo = w.bin("arith.maxsi", nLo, c0, "i32");
+    nbLo = w.bin("arith.divsi", nLo, cBN, "i32");
+  }
+  std::string nblocks = w.bin("arith.subi", w.bin("arith.ceildivsi", nHi, cBN, "i32"),
+                              nbLo, "i32");
+  nblocks = w.bin("arith.maxsi", nblocks, c0, "i32");
 
   // This thread's two rows and the keys each may see (j < lim).
   std::string iA = w.bin("arith.addi", m0, row0, "i32");
   std::string iB = w.bin("arith.addi", m0, row1, "i32");
-  std::string limA = sk, limB = sk;
+  // Keys j with lo <= j < lim are allowed (causal, window, sequence end).
+  std::string limA = sk, limB = sk, loA, loB;
   if (k.causal) {
     std::string cA = k.causal == 2 ? w.bin("arith.addi", iA, off, "i32") : iA;
     std::string cB = k.causal == 2 ? w.bin("arith.addi", iB, off, "i32") : iB;
-    limA = w.bin("arith.minsi", sk, w.bin("arith.addi", cA, c1, "i32"), "i32");
-    limB = w.bin("arith.minsi", sk, w.bin("arith.addi", cB, c1, "i32"), "i32");
+    limA = w.bin("arith.minsi", limA, w.bin("arith.addi", cA, c1, "i32"), "i32");
+    limB = w.bin("arith.minsi", limB, w.bin("arith.addi", cB, c1, "i32"), "i32");
+  }
+  if (k.windowRight >= 0) {
+    std::string r1 = w.i32(k.windowRight + 1);
+    limA = w.bin("arith.minsi", limA,
+                 w.bin("arith.addi", w.bin("arith.addi", iA, off, "i32"), r1, "i32"), "i32");
+    limB = w.bin("arith.minsi", limB,
+                 w.bin("arith.addi", w.bin("arith.addi", iB, off, "i32"), r1, "i32"), "i32");
+  }
+  if (k.windowLeft >= 0) {
+    std::string l = w.i32(k.windowLeft);
+    loA = w.bin("arith.subi", w.bin("arith.addi", iA, off, "i32"), l, "i32");
+    loB = w.bin("arith.subi", w.bin("arith.addi", iB, off, "i32"), l, "i32");
   }
 
   // Leader: Q, and the first two K/V blocks.
@@ -255,8 +287,9 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     w.line("scf.if " + has + " {");
     std::string gj = w.bin("arith.addi", "%g", nb, "i32");
     std::string slot = w.bin("arith.remui", gj, c2, "i32");
-    loadKV("%kmap", slotBase(kOff, slot), barAt(8, slot), nb, kvh, b);
-    loadKV("%vmap", slotBase(vOff, slot), barAt(24, slot), nb, kvh, b);
+    std::string kb = w.bin("arith.addi", nbLo, nb, "i32");
+    loadKV("%kmap", slotBase(kOff, slot), barAt(8, slot), kb, kvh, b);
+    loadKV("%vmap", slotBase(vOff, slot), barAt(24, slot), kb, kvh, b);
     w.line("}");
   }
   w.line("}");
@@ -297,7 +330,8 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   w.line("nvvm.wgmma.wait.group.sync.aligned 0");
 
   // Softmax on the fragments.
-  std::string n0 = w.bin("arith.muli", "%n", cBN, "i32");
+  std::string n0 = w.bin("arith.muli", w.bin("arith.addi", nbLo, "%n", "i32"),
+                         cBN, "i32");
   std::vector<std::string> sv(nS);
   std::string mxA = negInf, mxB = negInf;
   for (int r = 0; r < nS; ++r) {
@@ -308,7 +342,19 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
                           w.i32(colConst), "i32");
     bool rowB = (r / 2) % 2;
     std::string ok = w.op("arith.cmpi slt, " + j + ", " + (rowB ? limB : limA) + " : i32");
-    x = w.bin("arith.mulf", x, scaleC, "f32");
+    if (k.windowLeft >= 0)
+      ok = w.bin("arith.andi", ok,
+                 w.op("arith.cmpi sge, " + j + ", " + (rowB ? loB : loA) + " : i32"), "i1");
+    if (k.softcap > 0) {
+      // softcap * tanh(s / softcap), then * log2(e). tanh.approx.f32 (PTX ISA
+      // 9.7.4.9) has no NVVM op: inline asm.
+      x = w.bin("arith.mulf", x, capScale, "f32");
+      x = w.op("llvm.inline_asm asm_dialect = att \"tanh.approx.f32 $0, $1;\", \"=f,f\" " +
+               x + " : (f32) -> f32");
+      x = w.bin("arith.mulf", x, capLog2, "f32");
+    } else {
+      x = w.bin("arith.mulf", x, scaleC, "f32");
+    }
     x = w.op("arith.select " + ok + ", " + x + ", " + negInf + " : f32");
     sv[r] = x;
     if (rowB)
@@ -418,8 +464,9 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   std::string more = w.op("arith.cmpi slt, " + n2 + ", " + nblocks + " : i32");
   std::string doLoad = w.bin("arith.andi", more, isLeader, "i1");
   w.line("scf.if " + doLoad + " {");
-  loadKV("%kmap", kBase, barAt(8, slot), n2, kvh, b);
-  loadKV("%vmap", vBase, barAt(24, slot), n2, kvh, b);
+  std::string kb2 = w.bin("arith.addi", nbLo, n2, "i32");
+  loadKV("%kmap", kBase, barAt(8, slot), kb2, kvh, b);
+  loadKV("%vmap", vBase, barAt(24, slot), kb2, kvh, b);
   w.line("}");
   std::string gNext = w.bin("arith.addi", "%gg", c1, "i32");
   w.line("scf.yield " + gNext + ", " + mNewA + ", " + mNewB + ", " + lA + ", " +

@@ -54,11 +54,30 @@ func.func @gqa(%q: memref<2x256x8x128xbf16>, %k: memref<2x256x2x128xbf16>, %v: m
 // -----
 
 // What the kernel does not do yet is reported, not miscompiled.
-func.func @softcap(%q: memref<1x64x2x64xf16>, %k: memref<1x64x2x64xf16>, %v: memref<1x64x2x64xf16>,
-                   %o: memref<1x64x2x64xf16>) {
-  // expected-error @+1 {{convert-flashattn-to-nvgpu: windows, softcap and regions are not in the sm90 kernel yet}}
+func.func @mask_region(%q: memref<1x64x2x64xf16>, %k: memref<1x64x2x64xf16>, %v: memref<1x64x2x64xf16>,
+                       %o: memref<1x64x2x64xf16>) {
+  // expected-error @+1 {{convert-flashattn-to-nvgpu: score and mask regions are not in the sm90 kernel yet}}
   flashattn.attention ins(%q, %k, %v : memref<1x64x2x64xf16>, memref<1x64x2x64xf16>, memref<1x64x2x64xf16>)
-      outs(%o : memref<1x64x2x64xf16>) {softcap = 30.0 : f32}
+      outs(%o : memref<1x64x2x64xf16>)
+      mask(%b: index, %h: index, %i: index, %j: index) {
+        %t = arith.constant true
+        flashattn.yield %t : i1
+      }
+  return
+}
+
+// -----
+
+// Softcap and a sliding window: tanh.approx through inline asm, the window's
+// lower bound on the keys.
+// CHECK-LABEL: func.func @softcap_window
+// CHECK: gpu.module @fa_sm90_0_module
+// CHECK: llvm.inline_asm asm_dialect = att "tanh.approx.f32 $0, $1;", "=f,f"
+// CHECK: arith.cmpi sge
+func.func @softcap_window(%q: memref<1x64x2x64xf16>, %k: memref<1x64x2x64xf16>, %v: memref<1x64x2x64xf16>,
+                          %o: memref<1x64x2x64xf16>) {
+  flashattn.attention ins(%q, %k, %v : memref<1x64x2x64xf16>, memref<1x64x2x64xf16>, memref<1x64x2x64xf16>)
+      outs(%o : memref<1x64x2x64xf16>) {softcap = 30.0 : f32, window_size = array<i64: 32, 0>}
   return
 }
 

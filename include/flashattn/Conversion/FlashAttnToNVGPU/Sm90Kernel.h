@@ -17,7 +17,8 @@ namespace flashattn {
 
 /// What one kernel computes: dense [B, S, H, D] bf16/f16 q/k/v, head_dim 64,
 /// 128 or 256 (= head_dim_v), 64-row query tiles, key blocks of `blockN`
-/// (64), causal 0 (none), 1 (top_left) or 2 (bottom_right), optional lse.
+/// (64), causal 0 (none), 1 (top_left) or 2 (bottom_right), a sliding window
+/// (left, right; -1 unbounded), softcap, optional lse.
 struct Sm90KernelSpec {
   std::string name = "fa_sm90";
   int64_t headDim = 128;
@@ -26,6 +27,9 @@ struct Sm90KernelSpec {
   int causal = 0;
   bool lse = false;
   double scale = 0.0;
+  double softcap = 0.0;      // 0 = off
+  int64_t windowLeft = -1;   // -1 = unbounded
+  int64_t windowRight = -1;
 };
 
 /// The gpu.module `@<name>_module` (MLIR text) holding kernel `@<name>`.
