@@ -7,9 +7,8 @@ tensors with the outputs poisoned first, and checks out and lse against a
 float64 reference with DESIGN.md section 1's tolerance rule (FlashAttention's:
 rtol * max|naive - ref| + atol, naive = f32 scores of the rounded inputs, P
 rounded to the element type; lse within 1e-3, -inf exactly where the
-reference has it). Then a first benchmark: our kernels against PyTorch SDPA's
-cuDNN and FlashAttention-2 backends in the same run, interleaved, medians
-(PERF.md's convention: bf16, 16k tokens, 2048 / head_dim heads).
+reference has it). Then, when every case passed, the benchmark of
+bench/sm90_bench.py in the same process (unless --no-bench).
 
 Every launch is watched: a kernel that does not finish within the deadline
 ends the process (exit 3). Results go to --out/results.json.
@@ -23,13 +22,11 @@ import json
 import math
 import os
 import sys
-import time
 
 import torch
-import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_runtime_launch import Args, Options, Tensor, synchronize, tensor  # noqa: E402
+from test_runtime_launch import Args, Options, synchronize, tensor  # noqa: E402
 
 FA_OK = 0
 
@@ -109,14 +106,10 @@ def naive(q, k, v, causal, window=None, softcap=0):
     return (p.float() @ vv.float()).to(q.dtype).transpose(1, 2)
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--lib", required=True)
-    ap.add_argument("--artifacts", required=True)
-    ap.add_argument("--out", default=".")
-    ap.add_argument("--no-bench", action="store_true")
-    a = ap.parse_args()
-    lib = C.CDLL(a.lib)
+def open_runtime(lib_path, artifacts):
+    """The runtime (ctypes), a stream, kernel(config) -> loaded artifact, and
+    run(kernel, q, k, v, out, lse, deadline) (watched unless deadline is 0)."""
+    lib = C.CDLL(lib_path)
     lib.fa_status_string.restype = C.c_char_p
     lib.fa_runtime_last_error.restype = C.c_char_p
     opts = Options(C.sizeof(Options), None, 1, 0, b"")
@@ -129,7 +122,7 @@ def main():
         name = artifact_name(d, dt, causal, hq, hkv, window, softcap)
         if name not in kernels:
             k = C.c_void_p()
-            st = lib.fa_kernel_load_artifact_file(rt, os.path.join(a.artifacts, name).encode(), C.byref(k))
+            st = lib.fa_kernel_load_artifact_file(rt, os.path.join(artifacts, name).encode(), C.byref(k))
             if st != FA_OK:
                 raise RuntimeError("%s: %s" % (name, lib.fa_runtime_last_error(rt).decode()))
             kernels[name] = k
@@ -147,6 +140,18 @@ def main():
                 synchronize(deadline)
         if st != FA_OK:
             raise RuntimeError(lib.fa_runtime_last_error(rt).decode())
+
+    return lib, rt, stream, kernel, run
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--artifacts", required=True)
+    ap.add_argument("--out", default=".")
+    ap.add_argument("--no-bench", action="store_true")
+    a = ap.parse_args()
+    lib, rt, stream, kernel, run = open_runtime(a.lib, a.artifacts)
 
     results = {"cases": {}, "bench": []}
     failures = []
@@ -185,59 +190,10 @@ def main():
             failures.append(name)
 
     if not a.no_bench and not failures:
-        # Interleaved: ours, cuDNN, FA2, repeated; medians of CUDA-event times.
-        from torch.nn.attention import SDPBackend, sdpa_kernel
-        for d in (64, 128, 256):
-            h = 2048 // d
-            for causal in ("none", "bottom_right"):
-                for s in (512, 1024, 2048, 4096, 8192, 16384):
-                    b = 16384 // s
-                    q = torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16)
-                    k = torch.randn_like(q)
-                    v = torch.randn_like(q)
-                    out = torch.empty_like(q)
-                    lse = torch.empty(b, h, s, device="cuda", dtype=torch.float32)
-                    kern = kernel(d, "bf16", causal, h, h)
-                    qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
-                    is_causal = causal != "none"
-
-                    def ours():
-                        run(kern, q, k, v, out, lse, deadline=0)
-
-                    def peer(backend):
-                        def f():
-                            with sdpa_kernel(backend):
-                                F.scaled_dot_product_attention(qt, kt, vt, is_causal=is_causal)
-                        return f
-
-                    fns = {"ours": ours, "cudnn": peer(SDPBackend.CUDNN_ATTENTION),
-                           "fa2": peer(SDPBackend.FLASH_ATTENTION)}
-                    times = {n: [] for n in fns}
-                    for n, f in fns.items():  # warm-up, with a deadline
-                        with torch.cuda.stream(stream):
-                            f()
-                            synchronize(60.0)
-                    for _ in range(7):
-                        for n, f in fns.items():
-                            st_, en = torch.cuda.Event(True), torch.cuda.Event(True)
-                            with torch.cuda.stream(stream):
-                                st_.record()
-                                f()
-                                en.record()
-                                synchronize(60.0)
-                            times[n].append(st_.elapsed_time(en))
-                    flops = 4 * b * h * s * s * d / (2 if is_causal else 1)
-                    med = {n: sorted(t)[len(t) // 2] for n, t in times.items()}
-                    tf = {n: flops / (m * 1e-3) / 1e12 for n, m in med.items()}
-                    row = {"head_dim": d, "causal": causal, "seqlen": s, "batch": b,
-                           "heads": h, "tflops": tf,
-                           "ratio_vs_cudnn": tf["ours"] / tf["cudnn"],
-                           "ratio_vs_fa2": tf["ours"] / tf["fa2"]}
-                    results["bench"].append(row)
-                    print("bench hd%-3d %-12s s=%-5d ours %6.1f  cudnn %6.1f  fa2 %6.1f  "
-                          "TFLOP/s  ours/cudnn %.2f  ours/fa2 %.2f" % (
-                              d, causal, s, tf["ours"], tf["cudnn"], tf["fa2"],
-                              row["ratio_vs_cudnn"], row["ratio_vs_fa2"]), flush=True)
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                        "..", "..", "bench"))
+        import sm90_bench  # noqa: E402
+        results["bench"] = sm90_bench.benchmark(kernel, run, stream)
 
     lib.fa_runtime_destroy(rt)
     os.makedirs(a.out, exist_ok=True)

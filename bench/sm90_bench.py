@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Benchmark: the generated sm_90a attention kernels against PyTorch SDPA's
+cuDNN and FlashAttention-2 backends, in the same process (run on the H200).
+
+Convention of shared/PERF.md and the FlashAttention benchmarks: bf16, 16k
+tokens in total (batch = 16384 / seqlen), 2048 / head_dim heads, head_dim
+64/128/256, causal (bottom_right, = top_left here since Sq == Sk) and not,
+seqlen 512 to 16k. Forward FLOPs = 4 * batch * heads * seqlen^2 * head_dim,
+halved when causal. Timings are CUDA events around one launch, interleaved
+(ours, cuDNN, FA2, ours, ...) 7 times after a watched warm-up; the medians are
+quoted, and ratios ours / peer. A ratio within 2% of a bar is noise (PERF.md).
+
+Our kernels are the artifacts test/gpu/build_sm90_artifacts.sh compiled,
+launched through libflashattn_rt (ctypes), exactly as a runtime user would.
+
+Usage (on the device, after test/gpu/prepare.sh and build_sm90_artifacts.sh
+here): sm90_bench.py --lib LIBRT --artifacts DIR [--out DIR]
+It writes DIR/bench.json; test/gpu/test_sm90_attention.py runs the same
+benchmark after its correctness cases.
+"""
+
+import argparse
+import json
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "test", "gpu"))
+from test_runtime_launch import synchronize  # noqa: E402
+
+TOKENS = 16384
+SEQLENS = (512, 1024, 2048, 4096, 8192, 16384)
+REPEATS = 7
+
+
+def benchmark(kernel, run, stream, head_dims=(64, 128, 256), seqlens=SEQLENS):
+    """Rows of {head_dim, causal, seqlen, batch, heads, tflops{ours,cudnn,fa2},
+    ratio_vs_cudnn, ratio_vs_fa2}; kernel/run as test_sm90_attention's
+    open_runtime returns them."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    rows = []
+    for d in head_dims:
+        h = 2048 // d
+        for causal in ("none", "bottom_right"):
+            for s in seqlens:
+                b = TOKENS // s
+                q = torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16)
+                k = torch.randn_like(q)
+                v = torch.randn_like(q)
+                out = torch.empty_like(q)
+                lse = torch.empty(b, h, s, device="cuda", dtype=torch.float32)
+                kern = kernel(d, "bf16", causal, h, h)
+                qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
+                is_causal = causal != "none"
+
+                def ours():
+                    run(kern, q, k, v, out, lse, deadline=0)
+
+                def peer(backend):
+                    def f():
+                        with sdpa_kernel(backend):
+                            F.scaled_dot_product_attention(qt, kt, vt, is_causal=is_causal)
+                    return f
+
+                fns = {"ours": ours, "cudnn": peer(SDPBackend.CUDNN_ATTENTION),
+                       "fa2": peer(SDPBackend.FLASH_ATTENTION)}
+                times = {n: [] for n in fns}
+                for f in fns.values():  # warm-up, watched
+                    with torch.cuda.stream(stream):
+                        f()
+                        synchronize(60.0)
+                for _ in range(REPEATS):
+                    for n, f in fns.items():
+                        st, en = torch.cuda.Event(True), torch.cuda.Event(True)
+                        with torch.cuda.stream(stream):
+                            st.record()
+                            f()
+                            en.record()
+                            synchronize(60.0)
+                        times[n].append(st.elapsed_time(en))
+                flops = 4 * b * h * s * s * d / (2 if is_causal else 1)
+                med = {n: sorted(t)[len(t) // 2] for n, t in times.items()}
+                tf = {n: flops / (m * 1e-3) / 1e12 for n, m in med.items()}
+                row = {"head_dim": d, "causal": causal, "seqlen": s, "batch": b,
+                       "heads": h, "tflops": tf,
+                       "ratio_vs_cudnn": tf["ours"] / tf["cudnn"],
+                       "ratio_vs_fa2": tf["ours"] / tf["fa2"]}
+                rows.append(row)
+                print("bench hd%-3d %-12s s=%-5d ours %6.1f  cudnn %6.1f  fa2 %6.1f  "
+                      "TFLOP/s  ours/cudnn %.2f  ours/fa2 %.2f" % (
+                          d, causal, s, tf["ours"], tf["cudnn"], tf["fa2"],
+                          row["ratio_vs_cudnn"], row["ratio_vs_fa2"]), flush=True)
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--artifacts", required=True)
+    ap.add_argument("--out", default=".")
+    a = ap.parse_args()
+    from test_sm90_attention import open_runtime
+    lib, rt, stream, kernel, run = open_runtime(a.lib, a.artifacts)
+    rows = benchmark(kernel, run, stream)
+    lib.fa_runtime_destroy(rt)
+    os.makedirs(a.out, exist_ok=True)
+    with open(os.path.join(a.out, "bench.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
