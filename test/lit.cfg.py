@@ -31,7 +31,7 @@ config.substitutions.append(("%examples", os.path.join(config.flashattn_src_root
 # ptxas (CUDA 12+, sm_90a) is not a Debian package: tests that build cubins
 # run only where it is found (REQUIRES: ptxas); PTX text needs only LLVM.
 import shutil
-ptxas = shutil.which("ptxas") or next(
+ptxas = os.environ.get("FLASHATTN_PTXAS") or shutil.which("ptxas") or next(
     (p for p in (os.path.join(os.environ.get("CUDA_HOME", ""), "bin", "ptxas"),
                  "/usr/local/cuda/bin/ptxas") if os.path.isfile(p)), None)
 if ptxas:

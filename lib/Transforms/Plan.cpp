@@ -72,9 +72,6 @@ PlanAttr mlir::flashattn::computePlan(AttentionOp op, Target target,
   // warpgroup over 64-row query tiles, key blocks of 64, 2 K/V stages, a
   // static persistent schedule. (FlashAttention-3's larger tiles, 2
   // consumers and the LPT schedule are the speed issue's.)
-  auto [left, right] = op.getWindow();
-  (void)left;
-  (void)right;
   int64_t blockM = 64, blockN = 64;
   Schedule schedule = Schedule::static_;
 

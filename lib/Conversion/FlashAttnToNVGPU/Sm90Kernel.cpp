@@ -24,12 +24,8 @@
 
 #include "flashattn/Conversion/FlashAttnToNVGPU/Sm90Kernel.h"
 
-
-
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
-
-
 
 #include <cmath>
 #include <string>
