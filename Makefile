@@ -53,7 +53,7 @@ bench: deps
 	cmake --build $(BUILD_DIR) --target host-bench
 	$(BUILD_DIR)/bin/host-bench
 
-# Regenerates docs/Dialects/ from the ODS definitions (checked by a test).
+# Regenerates docs/Dialects/ and docs/Passes/ from the ODS definitions (checked by tests).
 docs: build
 	cp $(BUILD_DIR)/docs/Dialects/*.md docs/Dialects/
 	cp $(BUILD_DIR)/docs/Passes/*.md docs/Passes/

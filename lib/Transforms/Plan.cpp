@@ -22,7 +22,7 @@ namespace mlir::flashattn {
 using namespace mlir;
 using namespace mlir::flashattn;
 
-static int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+[[maybe_unused]] static int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /// FlashAttention's split-KV occupancy heuristic (flash_api.cpp,
 /// num_splits_heuristic): among 1..max splits, the smallest count whose wave
@@ -70,10 +70,13 @@ PlanAttr mlir::flashattn::computePlan(AttentionOp op, Target target,
 
   // sm90: what convert-flashattn-to-nvgpu implements today: one consumer
   // warpgroup over 64-row query tiles, key blocks of 64, 2 K/V stages, a
-  // static persistent schedule. (FlashAttention-3's larger tiles, 2
-  // consumers and the LPT schedule are the speed issue's.)
+  // persistent schedule: static, or lpt (longest tiles first) under a
+  // causal mask, where a tile's work grows with its m_block. (FlashAttention-
+  // 3's larger tiles, 2 consumers and the atomic tile counter are the speed
+  // issue's.)
   int64_t blockM = 64, blockN = 64;
-  Schedule schedule = Schedule::static_;
+  Schedule schedule = op.getCausal() != CausalKind::none ? Schedule::lpt
+                                                        : Schedule::static_;
 
   auto qType = cast<ShapedType>(op.getQ().getType());
   int64_t hq = op.getNumQHeads(), hkv = op.getNumKVHeads();

@@ -27,7 +27,7 @@ func.func @prefill(%q: memref<2x1000x32x128xbf16>, %k: memref<2x1000x8x128xbf16>
 // HOST-LABEL: func.func @decode
 // HOST: plan = #flashattn.plan<target = host, block_m = 1, block_n = 64, stages = 1, consumers = 1, schedule = static, num_splits = 1, pack_gqa = false>
 // SM90-LABEL: func.func @decode
-// SM90: plan = #flashattn.plan<target = sm90, block_m = 64, block_n = 64, stages = 2, consumers = 1, schedule = static, num_splits = 1, pack_gqa = true>
+// SM90: plan = #flashattn.plan<target = sm90, block_m = 64, block_n = 64, stages = 2, consumers = 1, schedule = lpt, num_splits = 1, pack_gqa = true>
 func.func @decode(%q: memref<1x1x32x128xbf16>, %k: memref<1x32768x8x128xbf16>,
                   %v: memref<1x32768x8x128xbf16>, %o: memref<1x1x32x128xbf16>) {
   flashattn.attention ins(%q, %k, %v : memref<1x1x32x128xbf16>, memref<1x32768x8x128xbf16>, memref<1x32768x8x128xbf16>)

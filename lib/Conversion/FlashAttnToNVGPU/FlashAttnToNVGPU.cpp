@@ -73,6 +73,7 @@ static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why) {
   spec.scale = op.getEffectiveScale();
   spec.softcap = op.getSoftcap() ? op.getSoftcap()->convertToDouble() : 0.0;
   std::tie(spec.windowLeft, spec.windowRight) = op.getWindow();
+  spec.heavyFirst = plan.getSchedule() == Schedule::lpt;
   return spec;
 }
 

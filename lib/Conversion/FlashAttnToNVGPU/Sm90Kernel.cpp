@@ -209,8 +209,23 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   std::string g0 = c0;
   w.line("%tiles_end:2 = scf.for %tile = " + cta + " to " + ntiles + " step " +
          ncta + " iter_args(%g = " + g0 + ", %tc = " + c0 + ") -> (i32, i32) : i32 {");
-  std::string mb = w.bin("arith.remui", "%tile", nmb, "i32");
-  std::string bh = w.bin("arith.divui", "%tile", nmb, "i32");
+  // Tile order. Static: m_block fastest, so the CTAs running at once share
+  // a head's K/V in L2. Heavy-first (masks whose work grows with m_block):
+  // m_block slowest and descending, (batch, head) fastest, so every round of
+  // the persistent loop hands out tiles of about the same length, longest
+  // first (FlashAttention-3's LPT order, without the atomic counter); with
+  // m_block fastest, a grid that is not a multiple of the m_block count
+  // gives some CTAs only the long tiles.
+  std::string mb, bh;
+  if (k.heavyFirst) {
+    std::string nbh = w.bin("arith.muli", batch, hq, "i32");
+    bh = w.bin("arith.remui", "%tile", nbh, "i32");
+    mb = w.bin("arith.subi", w.bin("arith.subi", nmb, w.i32(1), "i32"),
+               w.bin("arith.divui", "%tile", nbh, "i32"), "i32");
+  } else {
+    mb = w.bin("arith.remui", "%tile", nmb, "i32");
+    bh = w.bin("arith.divui", "%tile", nmb, "i32");
+  }
   std::string h = w.bin("arith.remui", bh, hq, "i32");
   std::string b = w.bin("arith.divui", bh, hq, "i32");
   std::string kvh = w.bin("arith.divui", h, groups, "i32");

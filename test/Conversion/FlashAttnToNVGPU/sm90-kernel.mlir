@@ -6,7 +6,7 @@
 // CHECK: module attributes {gpu.container_module}
 // CHECK-LABEL: func.func @gqa
 // CHECK: flashattn.attention {{.*}}flashattn.sm90_kernel = @fa_sm90_0_module::@fa_sm90_0, flashattn.sm90_smem = 81984 : i64
-// CHECK-SAME: plan = #flashattn.plan<target = sm90, block_m = 64, block_n = 64, stages = 2, consumers = 1, schedule = static, num_splits = 1, pack_gqa = false>
+// CHECK-SAME: plan = #flashattn.plan<target = sm90, block_m = 64, block_n = 64, stages = 2, consumers = 1, schedule = lpt, num_splits = 1, pack_gqa = false>
 // The kernel: the runtime's ABI (pointers, i64 dims, 3 tensor maps as
 // 128-byte grid constants), 128 threads, dynamic shared memory 1024-aligned.
 // CHECK: gpu.module @fa_sm90_0_module
@@ -18,7 +18,13 @@
 // CHECK: nvvm.barrier0
 // The persistent loop over tiles carries the key-block count (stage phases)
 // and the tile count (Q phase).
-// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (i32, i32) : i32
+// CHECK: scf.for %[[TILE:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (i32, i32) : i32
+// Causal, so the lpt order: (batch, head) fastest, m_block descending.
+// CHECK-NEXT: %[[NBH:.*]] = arith.muli
+// CHECK-NEXT: arith.remui %[[TILE]], %[[NBH]]
+// CHECK-NEXT: %[[ROUND:.*]] = arith.divui %[[TILE]], %[[NBH]]
+// CHECK-NEXT: %[[LAST:.*]] = arith.subi
+// CHECK-NEXT: arith.subi %[[LAST]], %[[ROUND]]
 // Q by TMA (two 64-column boxes of 128-byte swizzle), expect_tx first.
 // CHECK: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %{{.*}} : !llvm.ptr<3>, i32
 // CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
@@ -70,8 +76,13 @@ func.func @mask_region(%q: memref<1x64x2x64xf16>, %k: memref<1x64x2x64xf16>, %v:
 
 // Softcap and a sliding window: tanh.approx through inline asm, the window's
 // lower bound on the keys.
+// Not causal: the static order (m_block fastest).
 // CHECK-LABEL: func.func @softcap_window
+// CHECK: flashattn.attention {{.*}}schedule = static
 // CHECK: gpu.module @fa_sm90_0_module
+// CHECK: scf.for %[[TILE:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (i32, i32) : i32
+// CHECK-NEXT: arith.remui %[[TILE]], %[[NMB:.*]] : i32
+// CHECK-NEXT: arith.divui %[[TILE]], %[[NMB]] : i32
 // CHECK: llvm.inline_asm asm_dialect = att "tanh.approx.f32 $0, $1;", "=f,f"
 // CHECK: arith.cmpi sge
 func.func @softcap_window(%q: memref<1x64x2x64xf16>, %k: memref<1x64x2x64xf16>, %v: memref<1x64x2x64xf16>,

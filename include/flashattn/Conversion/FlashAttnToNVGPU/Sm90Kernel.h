@@ -18,7 +18,8 @@ namespace flashattn {
 /// What one kernel computes: dense [B, S, H, D] bf16/f16 q/k/v, head_dim 64,
 /// 128 or 256 (= head_dim_v), 64-row query tiles, key blocks of `blockN`
 /// (64), causal 0 (none), 1 (top_left) or 2 (bottom_right), a sliding window
-/// (left, right; -1 unbounded), softcap, optional lse.
+/// (left, right; -1 unbounded), softcap, optional lse, and the order of
+/// the persistent loop over tiles.
 struct Sm90KernelSpec {
   std::string name = "fa_sm90";
   int64_t headDim = 128;
@@ -30,6 +31,9 @@ struct Sm90KernelSpec {
   double softcap = 0.0;      // 0 = off
   int64_t windowLeft = -1;   // -1 = unbounded
   int64_t windowRight = -1;
+  /// Tile order: longest tiles first (plan schedule lpt) instead of m_block
+  /// fastest (static).
+  bool heavyFirst = false;
 };
 
 /// The gpu.module `@<name>_module` (MLIR text) holding kernel `@<name>`.
