@@ -57,6 +57,7 @@ void mlir::flashattn::buildFlashAttnSm90Pipeline(
   flashattn::FlashAttnPlanOptions plan;
   plan.target = "sm90";
   pm.addPass(flashattn::createFlashAttnPlan(plan));
+  pm.addPass(flashattn::createFlashAttnSplitKV());
   pm.addPass(flashattn::createConvertFlashAttnToNVGPU());
   GpuNVVMAttachTargetOptions target;
   target.triple = "nvptx64-nvidia-cuda";
@@ -93,7 +94,7 @@ void mlir::flashattn::registerFlashAttnPassesAndPipelines() {
       buildFlashAttnHostPipeline);
   PassPipelineRegistration<Sm90PipelineOptions>(
       "flashattn-sm90-pipeline",
-      "Lower flashattn.attention (memref form) for sm_90a: plan, "
+      "Lower flashattn.attention (memref form) for sm_90a: plan, split-kv, "
       "convert-flashattn-to-nvgpu, NVVM lowering of the kernels, "
       "gpu-module-to-binary (format=bin|isa)",
       buildFlashAttnSm90Pipeline);

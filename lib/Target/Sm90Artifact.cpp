@@ -93,6 +93,14 @@ LogicalResult mlir::flashattn::compileSm90Ptx(const fa_attention_config &config,
     if (auto s = op->getAttrOfType<IntegerAttr>("flashattn.sm90_smem"))
       smem = s.getInt();
   });
+  module->walk([&](CombineOp op) {
+    if (auto sym = op->getAttrOfType<SymbolRefAttr>("flashattn.sm90_kernel"))
+      result.combine = sym.getLeafReference().str();
+  });
+  if (config.num_splits > 1 && result.combine.empty()) {
+    error = "split-KV without a combine kernel";
+    return failure();
+  }
   std::string &ptx = result.ptx;
   module->walk([&](gpu::BinaryOp bin) {
     for (Attribute obj : bin.getObjects())
@@ -172,7 +180,11 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
                      std::to_string(smem) +
                      ",\"tma\":[{\"arg\":\"q\",\"box\":[64,1,64,1],\"swizzle\":128},"
                      "{\"arg\":\"k\",\"box\":[64,1," + bn + ",1],\"swizzle\":128},"
-                     "{\"arg\":\"v\",\"box\":[64,1," + bn + ",1],\"swizzle\":128}]}";
+                     "{\"arg\":\"v\",\"box\":[64,1," + bn + ",1],\"swizzle\":128}]" +
+                     (compiled.combine.empty()
+                          ? std::string()
+                          : ",\"combine_entry\":\"" + compiled.combine + "\"") +
+                     "}";
   void *bytes = nullptr;
   size_t size = 0;
   fa_status st = fa_artifact_build(&config, FA_COMPILER_VERSION,

@@ -207,6 +207,12 @@ fa_status fa_artifact_parse(fa_runtime *rt, const void *bytes, size_t size,
     goto fail;
   snprintf(a->compiler_version, sizeof(a->compiler_version), "%s", ver->valuestring);
   snprintf(a->entry, sizeof(a->entry), "%s", entry->valuestring);
+  const cJSON *combine = cJSON_GetObjectItemCaseSensitive(meta, "combine_entry");
+  why = "bad combine_entry";
+  if (combine && !cJSON_IsString(combine))
+    goto fail;
+  snprintf(a->combine_entry, sizeof(a->combine_entry), "%s",
+           combine ? combine->valuestring : "");
   a->num_args = cJSON_GetArraySize(args);
   why = "bad args list";
   if (a->num_args < 4 || a->num_args > FA_MAX_ARGS)

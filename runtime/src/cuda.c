@@ -5,7 +5,9 @@
  * Only the driver functions below are used (CUDA Driver API reference):
  * cuInit, cuDeviceGet, cuDeviceGetAttribute, cuDevicePrimaryCtxRetain,
  * cuCtxSetCurrent, cuModuleLoadData, cuModuleGetFunction,
- * cuFuncSetAttribute, cuLaunchKernel, cuGetErrorString.
+ * cuFuncSetAttribute, cuLaunchKernel, cuGetErrorString, cuTensorMapEncodeTiled,
+ * and for split-KV cuMemAllocAsync / cuMemFreeAsync (stream-ordered
+ * allocation, CUDA 11.2+).
  *
  * Launch ABI of a cubin artifact: the kernel takes one device pointer per
  * argument in the metadata's "args" order followed by one int64 per
@@ -18,6 +20,14 @@
  * dimension, the metadata's box and swizzle, no interleave, L2 promotion
  * 128B, no OOB fill (zeros). fa_tma_check validates alignment and strides
  * first, without the driver.
+ *
+ * Split-KV (metadata "combine_entry", config num_splits = S > 1): the
+ * runtime allocates a stream-ordered workspace for the partial results, out
+ * f32 [S, B, Sq, H, Dv] and lse f32 [S, B, H, Sq]; the attention kernel takes
+ * them in place of out and lse, then the combine kernel (args partial_out,
+ * partial_lse, out[, lse], their dims; 128 threads, a grid-stride loop)
+ * merges them into the caller's out and lse; the workspace is freed on the
+ * stream.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -49,6 +59,8 @@ typedef struct cuda_api {
                              unsigned, unsigned, unsigned, unsigned, CUstream,
                              void **, void **);
   CUresult (*cuGetErrorString)(CUresult, const char **);
+  CUresult (*cuMemAllocAsync)(uint64_t *, size_t, CUstream);
+  CUresult (*cuMemFreeAsync)(uint64_t, CUstream);
   CUresult (*cuTensorMapEncodeTiled)(void *map, int dtype, unsigned rank,
                                      void *global, const uint64_t *dims,
                                      const uint64_t *strides, const unsigned *box,
@@ -113,6 +125,9 @@ static fa_status load_api(fa_runtime *rt, cuda_api **out) {
   LOAD(cuLaunchKernel, "cuLaunchKernel");
   LOAD(cuGetErrorString, "cuGetErrorString");
   LOAD(cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled");
+  /* Optional (split-KV only): checked at use. */
+  *(void **)(&api->cuMemAllocAsync) = dlsym(lib, "cuMemAllocAsync");
+  *(void **)(&api->cuMemFreeAsync) = dlsym(lib, "cuMemFreeAsync");
 #undef LOAD
   CUdevice dev;
   CUresult r = api->cuInit(0);
@@ -156,6 +171,9 @@ fa_status fa_cuda_load(fa_runtime *rt, fa_kernel *k) {
   CUresult r = api->cuModuleLoadData(&k->cu_module, k->artifact.payload);
   if (r == 0)
     r = api->cuModuleGetFunction(&k->cu_function, k->cu_module, k->artifact.entry);
+  if (r == 0 && k->artifact.combine_entry[0])
+    r = api->cuModuleGetFunction(&k->cu_combine, k->cu_module,
+                                 k->artifact.combine_entry);
   if (r == 0 && k->artifact.smem > 48 * 1024)
     r = api->cuFuncSetAttribute(k->cu_function,
                                 CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -195,38 +213,47 @@ fa_status fa_tma_check(fa_runtime *rt, const fa_kernel *k, int i,
   return FA_OK;
 }
 
-fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
-                         const fa_tensor *const *tensors, int n, void *stream) {
-  cuda_api *api;
-  fa_status st = load_api(rt, &api);
-  /* The primary context is current per thread: set it on every launch. */
-  if (st == FA_OK && api->cuCtxSetCurrent(api->ctx) != 0)
-    st = fa_fail(rt, FA_ERROR_CUDA, "cuCtxSetCurrent failed");
-  if (st == FA_OK && !k->cu_function)
-    st = fa_cuda_load(rt, k);
-  if (st != FA_OK)
-    return st;
+/* A kernel argument: fa_tensor plus rank 5 (split-KV partial out). */
+typedef struct cu_tensor {
+  void *data;
+  int32_t rank;
+  int64_t shape[5];
+} cu_tensor;
+
+static cu_tensor from_fa(const fa_tensor *t) {
+  cu_tensor c = {t->data, t->rank, {0}};
+  for (int i = 0; i < t->rank && i < 4; ++i)
+    c.shape[i] = t->shape[i];
+  return c;
+}
+
+/* One launch: pointers of `tensors`, their dims, then (attention kernels)
+ * the tensor maps of the metadata's "tma" entries, found by `names`. */
+static fa_status launch_one(fa_runtime *rt, cuda_api *api, fa_kernel *k,
+                            void *function, const cu_tensor *tensors,
+                            const char *const *names, int n, bool with_tma,
+                            unsigned grid, unsigned smem, void *stream) {
   void *ptrs[FA_MAX_ARGS];
-  int64_t dims[FA_MAX_ARGS * 4];
-  void *params[FA_MAX_ARGS * 5 + 4];
+  int64_t dims[FA_MAX_ARGS * 5];
+  void *params[FA_MAX_ARGS * 6 + 4];
   /* CUtensorMap: 128 bytes, 64-byte aligned. */
   _Alignas(64) unsigned char maps[4][128];
   int p = 0, d = 0;
   for (int i = 0; i < n; ++i) {
-    ptrs[i] = tensors[i]->data;
+    ptrs[i] = tensors[i].data;
     params[p++] = &ptrs[i];
   }
   for (int i = 0; i < n; ++i)
-    for (int r = 0; r < tensors[i]->rank; ++r) {
-      dims[d] = tensors[i]->shape[r];
+    for (int r = 0; r < tensors[i].rank; ++r) {
+      dims[d] = tensors[i].shape[r];
       params[p++] = &dims[d++];
     }
   const fa_attention_config *cfg = &k->artifact.config;
-  for (int i = 0; i < k->artifact.num_tma; ++i) {
-    const fa_tensor *t = NULL;
+  for (int i = 0; with_tma && i < k->artifact.num_tma; ++i) {
+    const cu_tensor *t = NULL;
     for (int j = 0; j < n; ++j)
-      if (strcmp(k->artifact.arg_names[j], k->artifact.tma[i].arg) == 0)
-        t = tensors[j];
+      if (strcmp(names[j], k->artifact.tma[i].arg) == 0)
+        t = &tensors[j];
     if (!t)
       return fa_fail(rt, FA_ERROR_CORRUPT_ARTIFACT, "tensor map of unknown '%s'",
                      k->artifact.tma[i].arg);
@@ -260,21 +287,96 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
                      k->artifact.tma[i].arg, cuError(api, r));
     params[p++] = maps[i];
   }
-  unsigned grid = (unsigned)(api->num_sms > 0 ? api->num_sms : 1);
-  CUresult r = api->cuLaunchKernel(
-      k->cu_function, grid, 1, 1, (unsigned)k->artifact.block[0],
-      (unsigned)k->artifact.block[1], (unsigned)k->artifact.block[2],
-      (unsigned)k->artifact.smem, (CUstream)stream, params, NULL);
+  unsigned block[3] = {128, 1, 1};
+  if (with_tma)
+    for (int i = 0; i < 3; ++i)
+      block[i] = (unsigned)k->artifact.block[i];
+  CUresult r = api->cuLaunchKernel(function, grid, 1, 1, block[0], block[1],
+                                   block[2], smem, (CUstream)stream, params,
+                                   NULL);
   if (r != 0)
     return fa_fail(rt, FA_ERROR_CUDA, "cuLaunchKernel failed: %s", cuError(api, r));
   return FA_OK;
+}
+
+fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
+                         const fa_tensor *const *tensors, int n, void *stream) {
+  cuda_api *api;
+  fa_status st = load_api(rt, &api);
+  /* The primary context is current per thread: set it on every launch. */
+  if (st == FA_OK && api->cuCtxSetCurrent(api->ctx) != 0)
+    st = fa_fail(rt, FA_ERROR_CUDA, "cuCtxSetCurrent failed");
+  if (st == FA_OK && !k->cu_function)
+    st = fa_cuda_load(rt, k);
+  if (st != FA_OK)
+    return st;
+  unsigned sms = (unsigned)(api->num_sms > 0 ? api->num_sms : 1);
+  const char *names[FA_MAX_ARGS];
+  cu_tensor args[FA_MAX_ARGS];
+  for (int i = 0; i < n; ++i) {
+    names[i] = k->artifact.arg_names[i];
+    args[i] = from_fa(tensors[i]);
+  }
+  if (!k->cu_combine)
+    return launch_one(rt, api, k, k->cu_function, args, names, n, true, sms,
+                      (unsigned)k->artifact.smem, stream);
+
+  /* Split-KV: q, k, v, out[, lse] by name; partial results in a workspace. */
+  const fa_tensor *q = NULL, *kk = NULL, *v = NULL, *out = NULL, *lse = NULL;
+  for (int i = 0; i < n; ++i) {
+    const char *nm = names[i];
+    if (!strcmp(nm, "q")) q = tensors[i];
+    else if (!strcmp(nm, "k")) kk = tensors[i];
+    else if (!strcmp(nm, "v")) v = tensors[i];
+    else if (!strcmp(nm, "out")) out = tensors[i];
+    else if (!strcmp(nm, "lse")) lse = tensors[i];
+  }
+  int64_t splits = k->artifact.config.num_splits;
+  if (!q || !kk || !v || !out || out->rank != 4 || splits < 2)
+    return fa_fail(rt, FA_ERROR_CORRUPT_ARTIFACT,
+                   "split-KV cubin without q, k, v, a 4-d out or num_splits");
+  if (!api->cuMemAllocAsync || !api->cuMemFreeAsync)
+    return fa_fail(rt, FA_ERROR_NO_DRIVER,
+                   "libcuda lacks cuMemAllocAsync (split-KV needs CUDA 11.2+)");
+  int64_t b = out->shape[0], sq = out->shape[1], h = out->shape[2],
+          dv = out->shape[3];
+  size_t out_bytes = (size_t)(splits * b * sq * h * dv) * 4;
+  size_t lse_bytes = (size_t)(splits * b * h * sq) * 4;
+  uint64_t ws = 0;
+  CUresult r = api->cuMemAllocAsync(&ws, out_bytes + lse_bytes, (CUstream)stream);
+  if (r != 0)
+    return fa_fail(rt, FA_ERROR_OUT_OF_MEMORY,
+                   "split-KV workspace of %zu bytes: %s", out_bytes + lse_bytes,
+                   cuError(api, r));
+  cu_tensor pout = {(void *)(uintptr_t)ws, 5, {splits, b, sq, h, dv}};
+  cu_tensor plse = {(void *)(uintptr_t)(ws + out_bytes), 4, {splits, b, h, sq, 0}};
+  cu_tensor first[5] = {from_fa(q), from_fa(kk), from_fa(v), pout, plse};
+  const char *first_names[5] = {"q", "k", "v", "out", "lse"};
+  st = launch_one(rt, api, k, k->cu_function, first, first_names, 5, true, sms,
+                  (unsigned)k->artifact.smem, stream);
+  if (st == FA_OK) {
+    cu_tensor second[4] = {pout, plse, from_fa(out), {NULL, 0, {0}}};
+    if (lse)
+      second[3] = from_fa(lse);
+    const char *second_names[4] = {"partial_out", "partial_lse", "out", "lse"};
+    int64_t total = b * sq * h * dv;
+    int64_t blocks = (total + 127) / 128;
+    unsigned grid = blocks < (int64_t)sms * 16 ? (unsigned)(blocks > 0 ? blocks : 1)
+                                               : sms * 16;
+    st = launch_one(rt, api, k, k->cu_combine, second, second_names,
+                    lse ? 4 : 3, false, grid, 0, stream);
+  }
+  r = api->cuMemFreeAsync(ws, (CUstream)stream);
+  if (st == FA_OK && r != 0)
+    st = fa_fail(rt, FA_ERROR_CUDA, "cuMemFreeAsync failed: %s", cuError(api, r));
+  return st;
 }
 
 void fa_cuda_unload(fa_kernel *k) {
   cuda_api *api = (cuda_api *)k->cu_api;
   if (api && k->cu_module)
     api->cuModuleUnload(k->cu_module);
-  k->cu_module = k->cu_function = NULL;
+  k->cu_module = k->cu_function = k->cu_combine = NULL;
 }
 
 void fa_cuda_release(fa_runtime *rt) {

@@ -93,6 +93,17 @@ int main(void) {
   CHECK_STATUS(fa_kernel_load_artifact(rt, bytes, size, &k), FA_ERROR_CORRUPT_ARTIFACT, rt);
   fa_artifact_free(bytes);
 
+  /* So is a split-KV combine entry that is not a name. */
+  CHECK(fa_artifact_build(&c, FA_COMPILER_VERSION, FA_ARTIFACT_CUBIN,
+                          "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],"
+                          "\"combine_entry\":7}",
+                          payload, sizeof(payload), &bytes, &size) == FA_OK,
+        "building a fourth cubin artifact");
+  CHECK_STATUS(fa_kernel_load_artifact(rt, bytes, size, &k), FA_ERROR_CORRUPT_ARTIFACT, rt);
+  CHECK(strstr(fa_runtime_last_error(rt), "combine_entry") != NULL, "message: %s",
+        fa_runtime_last_error(rt));
+  fa_artifact_free(bytes);
+
   unsetenv("FLASHATTN_LIBCUDA");
   fa_status st = fa_cuda_probe(rt, &sms);
   fa_runtime_destroy(rt);

@@ -1,4 +1,4 @@
-// RUN: fa-opt %s --flashattn-sm90-pipeline=format=isa | FileCheck %s
+// RUN: fa-opt %s --flashattn-sm90-pipeline=format=isa --split-input-file | FileCheck %s
 
 // The sm90 pipeline ends in a gpu.binary whose PTX (sm_90a, PTX 8.0) has the
 // TMA loads, the mbarrier waits and both wgmma forms (S = Q K^T from shared
@@ -16,5 +16,20 @@ func.func @hd256(%q: memref<1x128x4x256xf16>, %k: memref<1x128x1x256xf16>, %v: m
                  %o: memref<1x128x4x256xf16>) {
   flashattn.attention ins(%q, %k, %v : memref<1x128x4x256xf16>, memref<1x128x1x256xf16>, memref<1x128x1x256xf16>)
       outs(%o : memref<1x128x4x256xf16>)
+  return
+}
+
+// -----
+
+// Split-KV: flashattn-split-kv runs inside the pipeline; one module, two
+// entries (the partial attention and the combine).
+// CHECK: gpu.binary @fa_sm90_0_module
+// CHECK-SAME: .entry fa_sm90_0(
+// CHECK-SAME: .entry fa_sm90_0_combine(
+// CHECK-SAME: ex2.approx.ftz.f32
+func.func @split(%q: memref<1x1x4x64xbf16>, %k: memref<1x4096x4x64xbf16>, %v: memref<1x4096x4x64xbf16>,
+                 %o: memref<1x1x4x64xbf16>, %l: memref<1x4x1xf32>) {
+  flashattn.attention ins(%q, %k, %v : memref<1x1x4x64xbf16>, memref<1x4096x4x64xbf16>, memref<1x4096x4x64xbf16>)
+      outs(%o, %l : memref<1x1x4x64xbf16>, memref<1x4x1xf32>) {num_splits = 4}
   return
 }

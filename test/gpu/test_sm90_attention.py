@@ -45,15 +45,23 @@ CASES = [
     ("window_left_only_sq_gt_sk", 128, "bf16", "none", 4, 2, 1, 1025, 700, (64, -1), 0),
     ("softcap_hd256", 256, "bf16", "none", 4, 2, 1, 1023, 1023, None, 30.0),
     ("softcap_window_causal_f16", 128, "f16", "bottom_right", 4, 1, 2, 113, 1025, (64, 0), 50.0),
+    # Split-KV (last field: num_splits): the partial kernel + the generated
+    # combine; splits with no keys (window), rows with no keys, decode.
+    ("split3_gqa_br_sq113_sk1025", 128, "bf16", "bottom_right", 8, 2, 2, 113, 1025, None, 0, 3),
+    ("split4_decode_hd64_f16", 64, "f16", "none", 4, 4, 1, 1, 4000, None, 0, 4),
+    ("split5_window_empty_splits_hd256", 256, "bf16", "bottom_right", 4, 1, 1, 64, 1023, (100, 0), 0, 5),
+    ("split2_empty_rows_sq1025_sk513", 128, "bf16", "bottom_right", 4, 2, 2, 1025, 513, None, 0, 2),
 ]
 
 
-def artifact_name(d, dt, causal, hq, hkv, window=None, softcap=0):
+def artifact_name(d, dt, causal, hq, hkv, window=None, softcap=0, splits=1):
     name = "d%d_%s_%s_h%dx%d" % (d, dt, causal, hq, hkv)
     if window:
         name += "_w%d_%d" % window
     if softcap:
         name += "_c%g" % softcap
+    if splits > 1:
+        name += "_s%d" % splits
     return name + ".faa"
 
 
@@ -118,8 +126,8 @@ def open_runtime(lib_path, artifacts):
     stream = torch.cuda.Stream()
     kernels = {}
 
-    def kernel(d, dt, causal, hq, hkv, window=None, softcap=0):
-        name = artifact_name(d, dt, causal, hq, hkv, window, softcap)
+    def kernel(d, dt, causal, hq, hkv, window=None, softcap=0, splits=1):
+        name = artifact_name(d, dt, causal, hq, hkv, window, softcap, splits)
         if name not in kernels:
             k = C.c_void_p()
             st = lib.fa_kernel_load_artifact_file(rt, os.path.join(artifacts, name).encode(), C.byref(k))
@@ -156,7 +164,8 @@ def main():
     results = {"cases": {}, "bench": []}
     failures = []
     torch.manual_seed(0)
-    for name, d, dt, causal, hq, hkv, b, sq, sk, window, softcap in CASES:
+    for name, d, dt, causal, hq, hkv, b, sq, sk, window, softcap, *rest in CASES:
+        splits = rest[0] if rest else 1
         dtype = torch.bfloat16 if dt == "bf16" else torch.float16
         q = torch.randn(b, sq, hq, d, device="cuda", dtype=dtype)
         k = torch.randn(b, sk, hkv, d, device="cuda", dtype=dtype)
@@ -164,7 +173,7 @@ def main():
         out = torch.full_like(q, float("nan"))
         lse = torch.full((b, hq, sq), float("nan"), device="cuda", dtype=torch.float32)
         try:
-            run(kernel(d, dt, causal, hq, hkv, window, softcap), q, k, v, out, lse)
+            run(kernel(d, dt, causal, hq, hkv, window, softcap, splits), q, k, v, out, lse)
             err = None
         except RuntimeError as e:
             err = str(e)

@@ -44,8 +44,13 @@ def ConvertFlashAttnToNVGPU : Pass<"convert-flashattn-to-nvgpu", "::mlir::Module
     registers), the online softmax on the accumulator fragments, out and lse
     written from registers. Supported now: dense bf16/f16 q/k/v, head_dim 64,
     128 or 256 (= head_dim_v), GQA/MQA, causal top_left/bottom_right,
-    sliding windows, softcap, lse, plan block_m = block_n = 64. Anything else
-    (varlen, paged, append, ALiBi, regions, split-KV) is reported.
+    sliding windows, softcap, lse, plan block_m = block_n = 64, and split-KV
+    in the partial form of `flashattn-split-kv`: the partial op's kernel
+    writes f32 partial out / lse per (tile, split), and the
+    `flashattn.combine` that reads them becomes a second kernel of the same
+    gpu.module (`flashattn.sm90_kernel` on the combine names it). Anything
+    else (varlen, paged, append, ALiBi, regions, split-KV not yet in the
+    partial form) is reported.
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::LLVM::LLVMDialect",

@@ -35,6 +35,7 @@ LogicalResult compileHostArtifact(const fa_attention_config &config,
 /// memory in bytes.
 struct Sm90Ptx {
   std::string ptx, kernel;
+  std::string combine; ///< the split-KV combine kernel (num_splits > 1)
   int64_t smem = 0;
 };
 

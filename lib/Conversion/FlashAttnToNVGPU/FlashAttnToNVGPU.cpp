@@ -47,7 +47,9 @@ static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why) {
   Type elem = cast<ShapedType>(op.getQ().getType()).getElementType();
   if (!elem.isBF16() && !elem.isF16())
     return fail("the sm90 kernel takes bf16 or f16 inputs");
-  if (cast<ShapedType>(op.getOut().getType()).getElementType() != elem)
+  bool partial = op.isSplitPartial();
+  Type outElem = cast<ShapedType>(op.getOut().getType()).getElementType();
+  if (!partial && outElem != elem)
     return fail("the sm90 kernel writes out in the input type");
   int64_t d = op.getHeadDim();
   if (d != op.getHeadDimV() || (d != 64 && d != 128 && d != 256))
@@ -58,8 +60,8 @@ static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why) {
                 "sm90 kernel yet");
   if (!op.getScore().empty() || !op.getMask().empty())
     return fail("score and mask regions are not in the sm90 kernel yet");
-  if (plan.getNumSplits() > 1 || op.isSplitPartial())
-    return fail("split-KV is not in the sm90 kernel yet");
+  if (plan.getNumSplits() > 1 && !partial)
+    return fail("split-KV needs the partial form (run flashattn-split-kv first)");
   if (plan.getBlockM() != 64 || plan.getBlockN() != 64 ||
       plan.getConsumers() != 1)
     return fail("the sm90 kernel implements block_m = block_n = 64 with one "
@@ -74,6 +76,10 @@ static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why) {
   spec.softcap = op.getSoftcap() ? op.getSoftcap()->convertToDouble() : 0.0;
   std::tie(spec.windowLeft, spec.windowRight) = op.getWindow();
   spec.heavyFirst = plan.getSchedule() == Schedule::lpt;
+  if (partial)
+    spec.numSplits = cast<ShapedType>(op.getOut().getType()).getDimSize(0);
+  if (partial && (ShapedType::isDynamic(spec.numSplits) || !op.getLse()))
+    return fail("the partial form needs a static number of splits and lse");
   return spec;
 }
 
@@ -97,9 +103,31 @@ struct AttentionToSm90Kernel : OpRewritePattern<AttentionOp> {
       name = "fa_sm90_" + std::to_string(n++);
     while (module.lookupSymbol(name + "_module"));
     spec->name = name;
+    std::string text = emitSm90AttentionKernel(*spec);
+    // Split-KV: the flashattn.combine reading this op's partial results
+    // becomes a second kernel of the same module (one cubin, two entries).
+    CombineOp combine;
+    if (spec->numSplits > 0)
+      for (Operation *user : op.getOut().getUsers())
+        if (auto c = dyn_cast<CombineOp>(user);
+            c && c.getPartialOut() == op.getOut() &&
+            c.getPartialLse() == op.getLse() && isa<MemRefType>(c.getOut().getType()))
+          combine = c;
+    if (combine) {
+      Type outElem = cast<ShapedType>(combine.getOut().getType()).getElementType();
+      if (!outElem.isBF16() && !outElem.isF16())
+        return rewriter.notifyMatchFailure(
+            op, "the sm90 combine writes bf16 or f16");
+      Sm90CombineSpec cspec;
+      cspec.name = name + "_combine";
+      cspec.f16 = outElem.isF16();
+      cspec.lse = static_cast<bool>(combine.getLse());
+      size_t end = text.rfind("}\n");
+      text = text.substr(0, end) + emitSm90CombineKernel(cspec) + "}\n";
+    }
 
     OwningOpRef<ModuleOp> parsed = parseSourceString<ModuleOp>(
-        emitSm90AttentionKernel(*spec), op.getContext());
+        text, op.getContext());
     if (!parsed)
       return op.emitOpError("the generated sm90 kernel does not parse");
     auto gpuModule = *parsed->getOps<gpu::GPUModuleOp>().begin();
@@ -115,6 +143,14 @@ struct AttentionToSm90Kernel : OpRewritePattern<AttentionOp> {
       op->setAttr("flashattn.sm90_smem",
                   rewriter.getI64IntegerAttr(sm90SharedMemoryBytes(*spec)));
     });
+    if (combine)
+      rewriter.modifyOpInPlace(combine, [&] {
+        combine->setAttr(
+            kKernelAttr,
+            SymbolRefAttr::get(rewriter.getStringAttr(name + "_module"),
+                               {FlatSymbolRefAttr::get(
+                                   rewriter.getStringAttr(name + "_combine"))}));
+      });
     return success();
   }
 };

@@ -94,12 +94,14 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
         "!llvm.ptr<1>";
   if (k.lse)
     os << ", %lse: !llvm.ptr<1>";
+  // Split-KV partial form: out [S, B, Sq, H, D] f32, lse [S, B, H, Sq].
+  const bool partial = k.numSplits > 0;
   const char *dimNames[] = {"q", "k", "v", "o"};
   for (const char *n : dimNames)
-    for (int i = 0; i < 4; ++i)
+    for (int i = 0; i < (partial && n[0] == 'o' ? 5 : 4); ++i)
       os << ", %" << n << "d" << i << ": i64";
   if (k.lse)
-    for (int i = 0; i < 3; ++i)
+    for (int i = 0; i < (partial ? 4 : 3); ++i)
       os << ", %ld" << i << ": i64";
   for (const char *n : {"qmap", "kmap", "vmap"})
     os << ", %" << n
@@ -149,6 +151,9 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   std::string nmb = w.bin("arith.ceildivui", sq, c64, "i32");
   std::string ntiles =
       w.bin("arith.muli", w.bin("arith.muli", batch, hq, "i32"), nmb, "i32");
+  std::string nsplit = partial ? w.i32(k.numSplits) : "";
+  if (partial)
+    ntiles = w.bin("arith.muli", ntiles, nsplit, "i32");
   std::string cBN = w.i32(BN);
   std::string scaleC = w.f32(scaleLog2);
   // With softcap: t = tanh(raw * scale / cap), score2 = cap * log2(e) * t.
@@ -216,15 +221,20 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   // first (FlashAttention-3's LPT order, without the atomic counter); with
   // m_block fastest, a grid that is not a multiple of the m_block count
   // gives some CTAs only the long tiles.
-  std::string mb, bh;
+  // Split-KV: the split is the fastest index.
+  std::string mb, bh, split, tile = "%tile";
+  if (partial) {
+    split = w.bin("arith.remui", tile, nsplit, "i32");
+    tile = w.bin("arith.divui", tile, nsplit, "i32");
+  }
   if (k.heavyFirst) {
     std::string nbh = w.bin("arith.muli", batch, hq, "i32");
-    bh = w.bin("arith.remui", "%tile", nbh, "i32");
+    bh = w.bin("arith.remui", tile, nbh, "i32");
     mb = w.bin("arith.subi", w.bin("arith.subi", nmb, w.i32(1), "i32"),
-               w.bin("arith.divui", "%tile", nbh, "i32"), "i32");
+               w.bin("arith.divui", tile, nbh, "i32"), "i32");
   } else {
-    mb = w.bin("arith.remui", "%tile", nmb, "i32");
-    bh = w.bin("arith.divui", "%tile", nmb, "i32");
+    mb = w.bin("arith.remui", tile, nmb, "i32");
+    bh = w.bin("arith.divui", tile, nmb, "i32");
   }
   std::string h = w.bin("arith.remui", bh, hq, "i32");
   std::string b = w.bin("arith.divui", bh, hq, "i32");
@@ -253,8 +263,17 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     nLo = w.bin("arith.maxsi", nLo, c0, "i32");
     nbLo = w.bin("arith.divsi", nLo, cBN, "i32");
   }
-  std::string nblocks = w.bin("arith.subi", w.bin("arith.ceildivsi", nHi, cBN, "i32"),
-                              nbLo, "i32");
+  std::string nbHi = w.bin("arith.ceildivsi", nHi, cBN, "i32");
+  if (partial) {
+    // The split's key blocks (DESIGN.md section 2, as flashattn-tile):
+    // [s * ceil(nblk / S), (s + 1) * ceil(nblk / S)) of nblk = ceil(Sk / BN).
+    std::string per = w.bin("arith.ceildivsi",
+                            w.bin("arith.ceildivsi", sk, cBN, "i32"), nsplit, "i32");
+    std::string sLo = w.bin("arith.muli", split, per, "i32");
+    nbLo = w.bin("arith.maxsi", nbLo, sLo, "i32");
+    nbHi = w.bin("arith.minsi", nbHi, w.bin("arith.addi", sLo, per, "i32"), "i32");
+  }
+  std::string nblocks = w.bin("arith.subi", nbHi, nbLo, "i32");
   nblocks = w.bin("arith.maxsi", nblocks, c0, "i32");
 
   // This thread's two rows and the keys each may see (j < lim).
@@ -504,6 +523,17 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   std::string sq64 = w.op("arith.extui " + sq + " : i32 to i64");
   std::string b64 = w.op("arith.extui " + b + " : i32 to i64");
   std::string h64 = w.op("arith.extui " + h + " : i32 to i64");
+  // Partial form: the split's slice starts at s * B * Sq * H * D (out) and
+  // s * B * H * Sq (lse).
+  std::string oSplit, lSplit;
+  if (partial) {
+    std::string s64 = w.op("arith.extui " + split + " : i32 to i64");
+    std::string rows = w.bin("arith.muli", w.bin("arith.muli", "%od1", "%od2", "i64"),
+                             "%od3", "i64");
+    oSplit = w.bin("arith.muli", w.bin("arith.muli", s64, rows, "i64"), w.i64(D), "i64");
+    lSplit = w.bin("arith.muli", s64, rows, "i64");
+  }
+  const std::string ot = partial ? "f32" : et;
   for (int half = 0; half < 2; ++half) {
     std::string i = half ? iB : iA;
     std::string valid = w.op("arith.cmpi slt, " + i + ", " + sq + " : i32");
@@ -515,6 +545,8 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     base = w.bin("arith.muli", base, hq64, "i64");
     base = w.bin("arith.addi", base, h64, "i64");
     base = w.bin("arith.muli", base, w.i64(D), "i64");
+    if (partial)
+      base = w.bin("arith.addi", base, oSplit, "i64");
     for (int r = 0; r < nO; r += 2) {
       if (((r / 2) % 2) != half)
         continue;
@@ -525,13 +557,15 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
       std::string vec = w.op("llvm.mlir.undef : vector<2xf32>");
       vec = w.op("llvm.insertelement " + x0 + ", " + vec + "[" + c0 + " : i32] : vector<2xf32>");
       vec = w.op("llvm.insertelement " + x1 + ", " + vec + "[" + c1 + " : i32] : vector<2xf32>");
-      std::string h2 = w.op("arith.truncf " + vec + " : vector<2xf32> to vector<2x" + et + ">");
+      std::string h2 =
+          partial ? vec
+                  : w.op("arith.truncf " + vec + " : vector<2xf32> to vector<2x" + et + ">");
       std::string col = w.bin("arith.addi", col0, w.i32(8 * (r / 4)), "i32");
       std::string col64 = w.op("arith.extui " + col + " : i32 to i64");
       std::string idx = w.bin("arith.addi", base, col64, "i64");
       std::string ptr = w.op("llvm.getelementptr %o[" + idx +
-                             "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, " + et);
-      w.line("llvm.store " + h2 + ", " + ptr + " : vector<2x" + et + ">, !llvm.ptr<1>");
+                             "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, " + ot);
+      w.line("llvm.store " + h2 + ", " + ptr + " : vector<2x" + ot + ">, !llvm.ptr<1>");
     }
     if (k.lse) {
       std::string first = w.op("arith.cmpi eq, " + lr + ", " + c0 + " : i32");
@@ -548,6 +582,8 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
       li = w.bin("arith.addi", li, h64, "i64");
       li = w.bin("arith.muli", li, sq64, "i64");
       li = w.bin("arith.addi", li, i64v, "i64");
+      if (partial)
+        li = w.bin("arith.addi", li, lSplit, "i64");
       std::string lp = w.op("llvm.getelementptr %lse[" + li +
                             "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32");
       w.line("llvm.store " + val + ", " + lp + " : f32, !llvm.ptr<1>");
@@ -570,3 +606,111 @@ int64_t mlir::flashattn::sm90SharedMemoryBytes(const Sm90KernelSpec &k) {
   return 64 * k.headDim * 2 + 4 * k.blockN * k.headDim * 2 + 64;
 }
 
+
+std::string mlir::flashattn::emitSm90CombineKernel(const Sm90CombineSpec &k) {
+  const std::string et = k.f16 ? "f16" : "bf16";
+  std::string out;
+  Writer w(out);
+  auto &os = w.os;
+  os << "  llvm.func @" << k.name
+     << "(%po: !llvm.ptr<1>, %pl: !llvm.ptr<1>, %o: !llvm.ptr<1>";
+  if (k.lse)
+    os << ", %lse: !llvm.ptr<1>";
+  for (int i = 0; i < 5; ++i)
+    os << ", %pod" << i << ": i64";
+  for (int i = 0; i < 4; ++i)
+    os << ", %pld" << i << ": i64";
+  for (int i = 0; i < 4; ++i)
+    os << ", %od" << i << ": i64";
+  if (k.lse)
+    for (int i = 0; i < 3; ++i)
+      os << ", %ld" << i << ": i64";
+  os << ") attributes {nvvm.kernel, nvvm.maxntid = array<i32: 128, 1, 1>} {\n";
+  // One thread per output element e = ((b * Sq + i) * H + h) * D + d, a
+  // grid-stride loop over all of them.
+  auto ext = [&](const std::string &v) {
+    return w.op("arith.extui " + v + " : i32 to i64");
+  };
+  std::string tid = ext(w.op("nvvm.read.ptx.sreg.tid.x : i32"));
+  std::string cta = ext(w.op("nvvm.read.ptx.sreg.ctaid.x : i32"));
+  std::string ncta = ext(w.op("nvvm.read.ptx.sreg.nctaid.x : i32"));
+  std::string c128 = w.i64(128);
+  std::string first = w.bin("arith.addi", w.bin("arith.muli", cta, c128, "i64"), tid, "i64");
+  std::string stride = w.bin("arith.muli", ncta, c128, "i64");
+  std::string S = "%pod0", B = "%pod1", Sq = "%pod2", H = "%pod3", D = "%pod4";
+  std::string total = w.bin("arith.muli",
+                            w.bin("arith.muli", w.bin("arith.muli", B, Sq, "i64"), H, "i64"),
+                            D, "i64");
+  std::string rowsBHS = w.bin("arith.muli", w.bin("arith.muli", B, H, "i64"), Sq, "i64");
+  std::string z64 = w.i64(0), one64 = w.i64(1);
+  std::string negInf = w.op("arith.constant 0xFF800000 : f32");
+  std::string zeroF = w.f32(0.0);
+  std::string log2e = w.f32(1.4426950408889634), ln2 = w.f32(M_LN2);
+  w.line("scf.for %e = " + first + " to " + total + " step " + stride + " : i64 {");
+  std::string d = w.bin("arith.remui", "%e", D, "i64");
+  std::string r = w.bin("arith.divui", "%e", D, "i64");
+  std::string h = w.bin("arith.remui", r, H, "i64");
+  std::string bi = w.bin("arith.divui", r, H, "i64");
+  std::string i = w.bin("arith.remui", bi, Sq, "i64");
+  std::string b = w.bin("arith.divui", bi, Sq, "i64");
+  // lse_s at partial_lse[s, b, h, i].
+  std::string lrow = w.bin("arith.addi",
+                           w.bin("arith.muli", w.bin("arith.addi",
+                                                     w.bin("arith.muli", b, H, "i64"), h, "i64"),
+                                 Sq, "i64"),
+                           i, "i64");
+  auto lseAt = [&](const std::string &s) {
+    std::string idx = w.bin("arith.addi", w.bin("arith.muli", s, rowsBHS, "i64"), lrow, "i64");
+    std::string p = w.op("llvm.getelementptr %pl[" + idx +
+                         "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32");
+    return w.op("llvm.load " + p + " : !llvm.ptr<1> -> f32");
+  };
+  // Pass 1: the largest lse_s (DESIGN.md section 1: splits with lse_s = -inf
+  // weigh 0; all -inf is an empty row).
+  w.line("%mx = scf.for %s = " + z64 + " to " + S + " step " + one64 +
+         " iter_args(%m = " + negInf + ") -> (f32) : i64 {");
+  w.line("  scf.yield " + w.bin("arith.maximumf", "%m", lseAt("%s"), "f32") + " : f32");
+  w.line("}");
+  std::string empty = w.op("arith.cmpf oeq, %mx, " + negInf + " : f32");
+  std::string mSafe = w.op("arith.select " + empty + ", " + zeroF + ", %mx : f32");
+  // Pass 2: w_s = exp(lse_s - m), out = sum w_s o_s / sum w_s.
+  w.line("%acc:2 = scf.for %s2 = " + z64 + " to " + S + " step " + one64 +
+         " iter_args(%sw = " + zeroF + ", %so = " + zeroF + ") -> (f32, f32) : i64 {");
+  std::string x = w.bin("arith.mulf", w.bin("arith.subf", lseAt("%s2"), mSafe, "f32"),
+                        log2e, "f32");
+  std::string wt = w.op("llvm.call_intrinsic \"llvm.nvvm.ex2.approx.ftz.f\"(" + x +
+                        ") : (f32) -> f32");
+  std::string oidx = w.bin("arith.addi", w.bin("arith.muli", "%s2", total, "i64"), "%e", "i64");
+  std::string op = w.op("llvm.getelementptr %po[" + oidx +
+                        "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32");
+  std::string ov = w.op("llvm.load " + op + " : !llvm.ptr<1> -> f32");
+  w.line("scf.yield " + w.bin("arith.addf", "%sw", wt, "f32") + ", " +
+         w.op("llvm.intr.fma(" + wt + ", " + ov + ", %so) : (f32, f32, f32) -> f32") +
+         " : f32, f32");
+  w.line("}");
+  std::string val = w.bin("arith.divf", "%acc#1", "%acc#0", "f32");
+  val = w.op("arith.select " + empty + ", " + zeroF + ", " + val + " : f32");
+  std::string tv = w.op("arith.truncf " + val + " : f32 to " + et);
+  std::string optr = w.op("llvm.getelementptr %o[%e] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, " + et);
+  w.line("llvm.store " + tv + ", " + optr + " : " + et + ", !llvm.ptr<1>");
+  if (k.lse) {
+    std::string d0 = w.op("arith.cmpi eq, " + d + ", " + z64 + " : i64");
+    w.line("scf.if " + d0 + " {");
+    std::string lg = w.op("llvm.call_intrinsic \"llvm.nvvm.lg2.approx.f\"(%acc#0) : (f32) -> f32");
+    std::string lv = w.bin("arith.addf", mSafe, w.bin("arith.mulf", lg, ln2, "f32"), "f32");
+    lv = w.op("arith.select " + empty + ", " + negInf + ", " + lv + " : f32");
+    std::string lidx = w.bin("arith.addi",
+                             w.bin("arith.muli", w.bin("arith.addi",
+                                                       w.bin("arith.muli", b, H, "i64"), h, "i64"),
+                                   Sq, "i64"),
+                             i, "i64");
+    std::string lp = w.op("llvm.getelementptr %lse[" + lidx +
+                          "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32");
+    w.line("llvm.store " + lv + ", " + lp + " : f32, !llvm.ptr<1>");
+    w.line("}");
+  }
+  w.line("}");
+  w.line("llvm.return");
+  os << "  }\n";
+  return out;
+}

@@ -111,3 +111,49 @@ func.func @f32(%q: memref<1x64x2x64xf32>, %k: memref<1x64x2x64xf32>, %v: memref<
       outs(%o : memref<1x64x2x64xf32>)
   return
 }
+
+// -----
+
+// Split-KV in the partial form (what flashattn-split-kv makes): the partial
+// op's kernel writes f32 partial out [S, B, Sq, H, D] and lse [S, B, H, Sq]
+// per (tile, split); the combine reading them becomes a second kernel of the
+// same module.
+// CHECK-LABEL: func.func @split
+// CHECK: flashattn.attention {{.*}}flashattn.sm90_kernel = @fa_sm90_0_module::@fa_sm90_0,
+// CHECK: flashattn.combine {{.*}}{flashattn.sm90_kernel = @fa_sm90_0_module::@fa_sm90_0_combine}
+// CHECK: gpu.module @fa_sm90_0_module
+// CHECK: llvm.func @fa_sm90_0(
+// The work loop runs over (tile, split), split fastest.
+// CHECK: scf.for %[[TILE:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args
+// CHECK-NEXT: %[[SPLIT:.*]] = arith.remui %[[TILE]], %c3_i32
+// CHECK-NEXT: arith.divui %[[TILE]], %c3_i32
+// The epilogue stores f32 pairs (no truncation) into the split's slice.
+// CHECK: llvm.store %{{.*}}, %{{.*}} : vector<2xf32>, !llvm.ptr<1>
+// CHECK: llvm.func @fa_sm90_0_combine(%{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i64
+// Pass 1: max of the splits' lse; pass 2: exp2-weighted sums; empty rows
+// (max = -inf) get out 0 and lse -inf.
+// CHECK: arith.maximumf
+// CHECK: nvvm.ex2.approx.ftz.f
+// CHECK: llvm.intr.fma
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+// CHECK: nvvm.lg2.approx.f
+// CHECK: arith.select %{{.*}}, %cst{{.*}}, %{{.*}} : f32
+func.func @split(%q: memref<2x113x8x128xbf16>, %k: memref<2x1025x2x128xbf16>, %v: memref<2x1025x2x128xbf16>,
+                 %o: memref<2x113x8x128xbf16>, %l: memref<2x8x113xf32>,
+                 %po: memref<3x2x113x8x128xf32>, %pl: memref<3x2x8x113xf32>) {
+  flashattn.attention ins(%q, %k, %v : memref<2x113x8x128xbf16>, memref<2x1025x2x128xbf16>, memref<2x1025x2x128xbf16>)
+      outs(%po, %pl : memref<3x2x113x8x128xf32>, memref<3x2x8x113xf32>) {num_splits = 3}
+  flashattn.combine ins(%po, %pl : memref<3x2x113x8x128xf32>, memref<3x2x8x113xf32>)
+      outs(%o, %l : memref<2x113x8x128xbf16>, memref<2x8x113xf32>)
+  return
+}
+
+// -----
+
+func.func @split_not_partial(%q: memref<1x64x2x64xbf16>, %k: memref<1x640x2x64xbf16>, %v: memref<1x640x2x64xbf16>,
+                             %o: memref<1x64x2x64xbf16>) {
+  // expected-error @+1 {{convert-flashattn-to-nvgpu: split-KV needs the partial form (run flashattn-split-kv first)}}
+  flashattn.attention ins(%q, %k, %v : memref<1x64x2x64xbf16>, memref<1x640x2x64xbf16>, memref<1x640x2x64xbf16>)
+      outs(%o : memref<1x64x2x64xbf16>) {num_splits = 2}
+  return
+}

@@ -34,6 +34,23 @@ struct Sm90KernelSpec {
   /// Tile order: longest tiles first (plan schedule lpt) instead of m_block
   /// fastest (static).
   bool heavyFirst = false;
+  /// Split-KV partial form when > 0: the kernel takes out as f32
+  /// [S, B, Sq, H, D] and lse as f32 [S, B, H, Sq] (lse required), and the
+  /// work loop runs over (tile, split) with split s taking key blocks
+  /// [s * ceil(nblk / S), (s + 1) * ceil(nblk / S)).
+  int64_t numSplits = 0;
+};
+
+/// The split-KV combine (`flashattn.combine`) for one output layout:
+/// partial_out f32 [S, B, Sq, H, D] and partial_lse f32 [S, B, H, Sq] to out
+/// [B, Sq, H, D] in bf16/f16 and optionally lse f32 [B, H, Sq], by DESIGN.md
+/// section 1 (m = max_s lse_s, w_s = exp(lse_s - m), out = sum w_s o_s /
+/// sum w_s, lse = m + log sum w_s; splits with lse_s = -inf weigh 0; a row
+/// whose splits are all empty gets out 0 and lse -inf).
+struct Sm90CombineSpec {
+  std::string name = "fa_sm90_combine";
+  bool f16 = false;
+  bool lse = false;
 };
 
 /// The gpu.module `@<name>_module` (MLIR text) holding kernel `@<name>`.
@@ -44,6 +61,13 @@ struct Sm90KernelSpec {
 /// swizzle). Launch: 128 threads, sm90SharedMemoryBytes of dynamic shared
 /// memory, any grid (a persistent loop strides over the tiles).
 std::string emitSm90AttentionKernel(const Sm90KernelSpec &spec);
+
+/// The combine kernel `@<name>` as an llvm.func (MLIR text, to be placed in
+/// a gpu.module). Parameters: partial_out, partial_lse, out[, lse] as
+/// !llvm.ptr<1>, then the dims of each as i64 (5, 4, 4[, 3]). Launch: 128
+/// threads, no shared memory, any grid (a grid-stride loop over the
+/// B * Sq * H * D output elements).
+std::string emitSm90CombineKernel(const Sm90CombineSpec &spec);
 
 /// Dynamic shared memory the kernel needs, in bytes.
 int64_t sm90SharedMemoryBytes(const Sm90KernelSpec &spec);
