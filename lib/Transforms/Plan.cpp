@@ -86,8 +86,10 @@ PlanAttr mlir::flashattn::computePlan(AttentionOp op, Target target,
   bool pack = opPack.value_or(groups > 1 && !ShapedType::isDynamic(sq) &&
                               sq * groups <= blockM);
 
-  // Automatic num_splits resolves to 1 until the sm90 kernel implements
-  // split-KV (the serving issue); numSplitsHeuristic is its rule then.
+  // Automatic num_splits resolves to 1: the sm90 kernel splits when asked,
+  // but the runtime sizes its split workspace from the config's num_splits,
+  // so an automatic choice (numSplitsHeuristic) needs the chosen count
+  // recorded in the artifact first (the serving issue).
   int64_t splits = opSplits > 0 ? opSplits : 1;
   return PlanAttr::get(ctx, Target::sm90, blockM, blockN, /*stages=*/2,
                        /*consumers=*/1, schedule, splits, pack);
