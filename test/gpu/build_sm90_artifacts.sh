@@ -1,7 +1,7 @@
 #!/bin/sh
 # Compiles the sm90 artifacts test_sm90_attention.py runs (here, where the
 # compiler and ptxas are) into BUILD/gpu-carry/sm90/, named by their config:
-#   d<head_dim>_<dtype>_<causal>_h<hq>x<hkv>[_w<left>_<right>][_c<softcap>][_s<splits>].faa
+#   d<head_dim>_<dtype>_<causal>_h<hq>x<hkv>[_w<left>_<right>][_c<softcap>][_r<regions>][_s<splits>].faa
 # Usage: test/gpu/build_sm90_artifacts.sh [BUILD_DIR]
 set -eu
 build=${1:-build}
@@ -17,6 +17,10 @@ compile() { # d dtype causal hq hkv [window_left window_right] [softcap]
   if [ $# -ge 8 ]; then
     name="${name}_c$8"
     extra="$extra --softcap $8"
+  fi
+  if [ -n "${REGIONS:-}" ]; then
+    name="${name}_r$REGIONS"
+    extra="$extra --regions-file test/gpu/regions/$REGIONS.regions"
   fi
   if [ "${SPLITS:-1}" != 1 ]; then
     name="${name}_s$SPLITS"
@@ -43,6 +47,10 @@ SPLITS=3 compile 128 bf16 bottom_right 8 2
 SPLITS=4 compile 64 f16 none 4 4
 SPLITS=5 compile 256 bf16 bottom_right 4 1 100 0
 SPLITS=2 compile 128 bf16 bottom_right 4 2
+# Score / mask regions (REGIONS=name: test/gpu/regions/<name>.regions).
+REGIONS=bias compile 128 bf16 bottom_right 8 2
+REGIONS=doc compile 64 f16 none 4 4
+REGIONS=half SPLITS=3 compile 256 bf16 none 4 2 -1 -1 20
 # Benchmark shapes (16k tokens, 2048 / head_dim heads).
 for c in none bottom_right; do
   compile 64 bf16 $c 32 32

@@ -51,28 +51,51 @@ CASES = [
     ("split4_decode_hd64_f16", 64, "f16", "none", 4, 4, 1, 1, 4000, None, 0, 4),
     ("split5_window_empty_splits_hd256", 256, "bf16", "bottom_right", 4, 1, 1, 64, 1023, (100, 0), 0, 5),
     ("split2_empty_rows_sq1025_sk513", 128, "bf16", "bottom_right", 4, 2, 2, 1025, 513, None, 0, 2),
+    # Score / mask regions (last field: test/gpu/regions/<name>.regions, mirrored
+    # by REGIONS below), inlined into the kernel.
+    ("score_bias_br_gqa", 128, "bf16", "bottom_right", 8, 2, 2, 113, 1025, None, 0, 1, "bias"),
+    ("mask_document_hd64_f16", 64, "f16", "none", 4, 4, 1, 1023, 1023, None, 0, 1, "doc"),
+    ("score_mask_softcap_split3_hd256", 256, "bf16", "none", 4, 2, 1, 200, 1025, None, 20.0, 3, "half"),
 ]
 
+# The regions of test/gpu/regions/*.regions as (score_mod, mask_mod) on the
+# natural-domain scores s [.., Sq, Sk], head index h [H, 1, 1], positions i
+# [Sq, 1] and j [1, Sk].
+REGIONS = {
+    "bias": (lambda s, h, i, j: s + (i - j).to(s.dtype) * -0.01, None),
+    "doc": (None, lambda h, i, j: (i // 256) == (j // 256)),
+    "half": (lambda s, h, i, j: s - h.to(s.dtype) * 0.5, lambda h, i, j: 2 * j < i),
+}
 
-def artifact_name(d, dt, causal, hq, hkv, window=None, softcap=0, splits=1):
+
+def artifact_name(d, dt, causal, hq, hkv, window=None, softcap=0, splits=1, regions=None):
     name = "d%d_%s_%s_h%dx%d" % (d, dt, causal, hq, hkv)
     if window:
         name += "_w%d_%d" % window
     if softcap:
         name += "_c%g" % softcap
+    if regions:
+        name += "_r" + regions
     if splits > 1:
         name += "_s%d" % splits
     return name + ".faa"
 
 
-def masked_scores(qd, kd, causal, window, softcap):
-    """scale * q k^T with softcap, then -inf outside causal / window."""
+def masked_scores(qd, kd, causal, window, softcap, regions=None):
+    """scale * q k^T with softcap, the score region, then -inf outside
+    causal / window / the mask region."""
     sq, sk, d = qd.shape[-2], kd.shape[-2], qd.shape[-1]
     s = qd @ kd.transpose(-1, -2) / math.sqrt(d)
     if softcap:
         s = softcap * torch.tanh(s / softcap)
     i = torch.arange(sq, device=qd.device)[:, None]
     j = torch.arange(sk, device=qd.device)[None, :]
+    hh = torch.arange(qd.shape[1], device=qd.device)[:, None, None]
+    score_mod, mask_mod = REGIONS[regions] if regions else (None, None)
+    if score_mod:
+        s = score_mod(s, hh, i, j)
+    if mask_mod:
+        s = s.masked_fill(~mask_mod(hh, i, j), float("-inf"))
     off = sk - sq
     if causal == "top_left":
         s = s.masked_fill(j > i, float("-inf"))
@@ -87,14 +110,14 @@ def masked_scores(qd, kd, causal, window, softcap):
     return s
 
 
-def reference(q, k, v, causal, window=None, softcap=0):
+def reference(q, k, v, causal, window=None, softcap=0, regions=None):
     """float64 out and lse per DESIGN.md section 1 (GQA by head repetition)."""
     b, sq, hq, d = q.shape
     sk, hkv = k.shape[1], k.shape[2]
     qd = q.double().transpose(1, 2)
     kd = k.double().transpose(1, 2).repeat_interleave(hq // hkv, dim=1)
     vd = v.double().transpose(1, 2).repeat_interleave(hq // hkv, dim=1)
-    s = masked_scores(qd, kd, causal, window, softcap)
+    s = masked_scores(qd, kd, causal, window, softcap, regions)
     lse = torch.logsumexp(s, dim=-1)
     p = torch.exp(s - torch.where(torch.isinf(lse), torch.zeros_like(lse), lse)[..., None])
     p = torch.nan_to_num(p, nan=0.0)
@@ -102,14 +125,14 @@ def reference(q, k, v, causal, window=None, softcap=0):
     return out, lse
 
 
-def naive(q, k, v, causal, window=None, softcap=0):
+def naive(q, k, v, causal, window=None, softcap=0, regions=None):
     """The unfused computation in the element type (FlashAttention's rule)."""
     b, sq, hq, d = q.shape
     sk, hkv = k.shape[1], k.shape[2]
     qf = q.float().transpose(1, 2)
     kf = k.float().transpose(1, 2).repeat_interleave(hq // hkv, dim=1)
     vv = v.transpose(1, 2).repeat_interleave(hq // hkv, dim=1)
-    s = masked_scores(qf, kf, causal, window, softcap)
+    s = masked_scores(qf, kf, causal, window, softcap, regions)
     p = torch.nan_to_num(torch.softmax(s, dim=-1), nan=0.0).to(q.dtype)
     return (p.float() @ vv.float()).to(q.dtype).transpose(1, 2)
 
@@ -126,8 +149,8 @@ def open_runtime(lib_path, artifacts):
     stream = torch.cuda.Stream()
     kernels = {}
 
-    def kernel(d, dt, causal, hq, hkv, window=None, softcap=0, splits=1):
-        name = artifact_name(d, dt, causal, hq, hkv, window, softcap, splits)
+    def kernel(d, dt, causal, hq, hkv, window=None, softcap=0, splits=1, regions=None):
+        name = artifact_name(d, dt, causal, hq, hkv, window, softcap, splits, regions)
         if name not in kernels:
             k = C.c_void_p()
             st = lib.fa_kernel_load_artifact_file(rt, os.path.join(artifacts, name).encode(), C.byref(k))
@@ -166,6 +189,7 @@ def main():
     torch.manual_seed(0)
     for name, d, dt, causal, hq, hkv, b, sq, sk, window, softcap, *rest in CASES:
         splits = rest[0] if rest else 1
+        regions = rest[1] if len(rest) > 1 else None
         dtype = torch.bfloat16 if dt == "bf16" else torch.float16
         q = torch.randn(b, sq, hq, d, device="cuda", dtype=dtype)
         k = torch.randn(b, sk, hkv, d, device="cuda", dtype=dtype)
@@ -173,12 +197,13 @@ def main():
         out = torch.full_like(q, float("nan"))
         lse = torch.full((b, hq, sq), float("nan"), device="cuda", dtype=torch.float32)
         try:
-            run(kernel(d, dt, causal, hq, hkv, window, softcap, splits), q, k, v, out, lse)
+            run(kernel(d, dt, causal, hq, hkv, window, softcap, splits, regions),
+                q, k, v, out, lse)
             err = None
         except RuntimeError as e:
             err = str(e)
-        ref, ref_lse = reference(q, k, v, causal, window, softcap)
-        nv = naive(q, k, v, causal, window, softcap).double()
+        ref, ref_lse = reference(q, k, v, causal, window, softcap, regions)
+        nv = naive(q, k, v, causal, window, softcap, regions).double()
         atol = 2 * (ref.to(dtype).double() - ref).abs().max().item()
         rtol = 3 if softcap else 2
         tol = rtol * (nv - ref).abs().max().item() + atol

@@ -49,14 +49,18 @@ def ConvertFlashAttnToNVGPU : Pass<"convert-flashattn-to-nvgpu", "::mlir::Module
     writes f32 partial out / lse per (tile, split), and the
     `flashattn.combine` that reads them becomes a second kernel of the same
     gpu.module (`flashattn.sm90_kernel` on the combine names it). Anything
-    else (varlen, paged, append, ALiBi, regions, split-KV not yet in the
-    partial form) is reported.
+    else (varlen, paged, append, ALiBi, split-KV not yet in the partial
+    form) is reported. Score and mask regions are inlined into the kernel at
+    every score (the mask on every key block, so it never skips blocks) when
+    they use only their arguments, constants and arith ops; regions that
+    read values from outside (bias tables) are reported.
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::LLVM::LLVMDialect",
                            "::mlir::NVVM::NVVMDialect",
                            "::mlir::scf::SCFDialect",
-                           "::mlir::arith::ArithDialect"];
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect"];
 }
 
 #endif // FLASHATTN_CONVERSION_PASSES

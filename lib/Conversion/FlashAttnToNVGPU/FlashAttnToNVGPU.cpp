@@ -12,11 +12,13 @@
 #include "flashattn/Conversion/FlashAttnToNVGPU/Sm90Kernel.h"
 #include "flashattn/Dialect/FlashAttn/IR/FlashAttn.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -58,8 +60,30 @@ static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why) {
       op.getAlibiSlopes() || op.getSequsedK())
     return fail("varlen, paged, append, seqused_k and ALiBi are not in the "
                 "sm90 kernel yet");
-  if (!op.getScore().empty() || !op.getMask().empty())
-    return fail("score and mask regions are not in the sm90 kernel yet");
+  for (Region *region : {&op.getScore(), &op.getMask()}) {
+    if (region->empty())
+      continue;
+    // Regions are inlined into the kernel: they may use their arguments,
+    // constants and arith ops only (what the kernel's LLVM lowering covers),
+    // nothing defined outside (a bias table would need a kernel argument).
+    std::string bad;
+    region->walk([&](Operation *inner) {
+      if (!bad.empty())
+        return;
+      if (!isa<arith::ArithDialect>(inner->getDialect()) && !isa<YieldOp>(inner))
+        bad = "score/mask regions on sm90 take arith ops only (found '" +
+              inner->getName().getStringRef().str() + "')";
+      // Constants hoisted out of the region by folding are fine: they are
+      // cloned into the kernel with the region.
+      for (Value v : inner->getOperands())
+        if (!region->isAncestor(v.getParentRegion()) &&
+            !matchPattern(v, m_Constant()))
+          bad = "score/mask regions on sm90 cannot use values defined outside "
+                "them (a bias table or document ids need a kernel argument)";
+    });
+    if (!bad.empty())
+      return fail(bad);
+  }
   if (plan.getNumSplits() > 1 && !partial)
     return fail("split-KV needs the partial form (run flashattn-split-kv first)");
   if (plan.getBlockM() != 64 || plan.getBlockN() != 64 ||
@@ -76,6 +100,8 @@ static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why) {
   spec.softcap = op.getSoftcap() ? op.getSoftcap()->convertToDouble() : 0.0;
   std::tie(spec.windowLeft, spec.windowRight) = op.getWindow();
   spec.heavyFirst = plan.getSchedule() == Schedule::lpt;
+  spec.scoreRegion = !op.getScore().empty();
+  spec.maskRegion = !op.getMask().empty();
   if (partial)
     spec.numSplits = cast<ShapedType>(op.getOut().getType()).getDimSize(0);
   if (partial && (ShapedType::isDynamic(spec.numSplits) || !op.getLse()))
@@ -132,7 +158,32 @@ struct AttentionToSm90Kernel : OpRewritePattern<AttentionOp> {
       return op.emitOpError("the generated sm90 kernel does not parse");
     auto gpuModule = *parsed->getOps<gpu::GPUModuleOp>().begin();
     rewriter.setInsertionPointToEnd(module.getBody());
-    rewriter.clone(*gpuModule.getOperation());
+    auto cloned = cast<gpu::GPUModuleOp>(rewriter.clone(*gpuModule.getOperation()));
+    // Inline the score / mask regions at the kernel's calls of their
+    // stand-ins (region arguments -> call operands, yield -> call result).
+    SmallVector<func::CallOp> calls;
+    cloned.walk([&](func::CallOp call) { calls.push_back(call); });
+    for (func::CallOp call : calls) {
+      Region &region = call.getCallee().ends_with("_score") ? op.getScore()
+                                                           : op.getMask();
+      Block &body = region.front();
+      IRMapping map;
+      map.map(body.getArguments(), call.getOperands());
+      rewriter.setInsertionPoint(call);
+      for (Operation &inner : body.without_terminator()) {
+        for (Value v : inner.getOperands())
+          if (!map.contains(v) && !region.isAncestor(v.getParentRegion()))
+            map.map(v, rewriter.clone(*v.getDefiningOp())->getResult(0));
+        rewriter.clone(inner, map);
+      }
+      Value yielded = cast<YieldOp>(body.getTerminator()).getOperand(0);
+      if (!map.contains(yielded) && !region.isAncestor(yielded.getParentRegion()))
+        map.map(yielded, rewriter.clone(*yielded.getDefiningOp())->getResult(0));
+      Value result = map.lookup(yielded);
+      rewriter.replaceOp(call, result);
+    }
+    for (func::FuncOp stub : llvm::make_early_inc_range(cloned.getOps<func::FuncOp>()))
+      rewriter.eraseOp(stub);
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                     rewriter.getUnitAttr());
     rewriter.modifyOpInPlace(op, [&] {
@@ -163,6 +214,11 @@ struct ConvertFlashAttnToNVGPUPass
     populateFlashAttnToNVGPUConversionPatterns(patterns);
     GreedyRewriteConfig config;
     config.setStrictness(GreedyRewriteStrictness::ExistingOps);
+    // No folding or constant hoisting: constants inside score / mask regions
+    // must stay there (the regions are inlined into the kernel as they are).
+    config.enableFolding(false);
+    config.enableConstantCSE(false);
+    config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns),
                                      config)))
       return signalPassFailure();

@@ -86,6 +86,14 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   Writer w(out);
   auto &os = w.os;
   os << "gpu.module @" << k.name << "_module {\n";
+  // Stand-ins for the score / mask regions: the conversion inlines the
+  // regions at each call and erases these declarations.
+  if (k.scoreRegion)
+    os << "  func.func private @" << k.name
+       << "_score(f32, index, index, index, index) -> f32\n";
+  if (k.maskRegion)
+    os << "  func.func private @" << k.name
+       << "_mask(index, index, index, index) -> i1\n";
   os << "  llvm.mlir.global external @" << k.name
      << "_smem() {addr_space = 3 : i32, alignment = 1024 : i64} : "
         "!llvm.array<0 x i8>\n";
@@ -375,15 +383,34 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     if (k.windowLeft >= 0)
       ok = w.bin("arith.andi", ok,
                  w.op("arith.cmpi sge, " + j + ", " + (rowB ? loB : loA) + " : i32"), "i1");
+    // Region indices: positions inside the sequence, as index.
+    auto idx = [&](const std::string &v) {
+      return w.op("arith.index_cast " + v + " : i32 to index");
+    };
+    if (k.maskRegion) {
+      // The mask region, inlined by the conversion in place of this call.
+      std::string keep = w.op("func.call @" + k.name + "_mask(" + idx(b) + ", " +
+                              idx(h) + ", " + idx(rowB ? iB : iA) + ", " + idx(j) +
+                              ") : (index, index, index, index) -> i1");
+      ok = w.bin("arith.andi", ok, keep, "i1");
+    }
     if (k.softcap > 0) {
       // softcap * tanh(s / softcap), then * log2(e). tanh.approx.f32 (PTX ISA
       // 9.7.4.9) has no NVVM op: inline asm.
       x = w.bin("arith.mulf", x, capScale, "f32");
       x = w.op("llvm.inline_asm asm_dialect = att \"tanh.approx.f32 $0, $1;\", \"=f,f\" " +
                x + " : (f32) -> f32");
-      x = w.bin("arith.mulf", x, capLog2, "f32");
+      x = w.bin("arith.mulf", x, k.scoreRegion ? w.f32(k.softcap) : capLog2, "f32");
     } else {
-      x = w.bin("arith.mulf", x, scaleC, "f32");
+      x = w.bin("arith.mulf", x, k.scoreRegion ? w.f32(k.scale) : scaleC, "f32");
+    }
+    if (k.scoreRegion) {
+      // The score region sees the natural-domain score (after softcap);
+      // log2(e) comes after it.
+      x = w.op("func.call @" + k.name + "_score(" + x + ", " + idx(b) + ", " +
+               idx(h) + ", " + idx(rowB ? iB : iA) + ", " + idx(j) +
+               ") : (f32, index, index, index, index) -> f32");
+      x = w.bin("arith.mulf", x, w.f32(1.4426950408889634), "f32");
     }
     x = w.op("arith.select " + ok + ", " + x + ", " + negInf + " : f32");
     sv[r] = x;

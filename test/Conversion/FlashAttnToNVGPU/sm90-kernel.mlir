@@ -23,7 +23,7 @@
 // CHECK-NEXT: %[[NBH:.*]] = arith.muli
 // CHECK-NEXT: arith.remui %[[TILE]], %[[NBH]]
 // CHECK-NEXT: %[[ROUND:.*]] = arith.divui %[[TILE]], %[[NBH]]
-// CHECK-NEXT: %[[LAST:.*]] = arith.subi
+// CHECK: %[[LAST:.*]] = arith.subi
 // CHECK-NEXT: arith.subi %[[LAST]], %[[ROUND]]
 // Q by TMA (two 64-column boxes of 128-byte swizzle), expect_tx first.
 // CHECK: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %{{.*}} : !llvm.ptr<3>, i32
@@ -59,15 +59,70 @@ func.func @gqa(%q: memref<2x256x8x128xbf16>, %k: memref<2x256x2x128xbf16>, %v: m
 
 // -----
 
-// What the kernel does not do yet is reported, not miscompiled.
-func.func @mask_region(%q: memref<1x64x2x64xf16>, %k: memref<1x64x2x64xf16>, %v: memref<1x64x2x64xf16>,
-                       %o: memref<1x64x2x64xf16>) {
-  // expected-error @+1 {{convert-flashattn-to-nvgpu: score and mask regions are not in the sm90 kernel yet}}
+// Score and mask regions are inlined at every score: the region's ops (the
+// bias, the document test) appear in the kernel, the stand-in calls and
+// declarations are gone, and the mask is and-ed into the keep predicate.
+// CHECK-LABEL: func.func @regions
+// CHECK: gpu.module @fa_sm90_0_module
+// CHECK-NOT: func.func private
+// CHECK: llvm.func @fa_sm90_0(
+// CHECK-NOT: func.call
+// CHECK: arith.divui %{{.*}}, %{{.*}} : index
+// CHECK: arith.cmpi eq, %{{.*}}, %{{.*}} : index
+// CHECK: arith.andi
+// CHECK: arith.sitofp %{{.*}} : i64 to f32
+// CHECK: arith.addf
+// CHECK-NOT: func.call
+// CHECK: llvm.return
+func.func @regions(%q: memref<1x64x2x64xf16>, %k: memref<1x64x2x64xf16>, %v: memref<1x64x2x64xf16>,
+                   %o: memref<1x64x2x64xf16>) {
+  flashattn.attention ins(%q, %k, %v : memref<1x64x2x64xf16>, memref<1x64x2x64xf16>, memref<1x64x2x64xf16>)
+      outs(%o : memref<1x64x2x64xf16>)
+      score(%s: f32, %b: index, %h: index, %i: index, %j: index) {
+        %d = arith.subi %i, %j : index
+        %di = arith.index_cast %d : index to i64
+        %df = arith.sitofp %di : i64 to f32
+        %r = arith.addf %s, %df : f32
+        flashattn.yield %r : f32
+      } mask(%b: index, %h: index, %i: index, %j: index) {
+        %c16 = arith.constant 16 : index
+        %di = arith.divui %i, %c16 : index
+        %dj = arith.divui %j, %c16 : index
+        %keep = arith.cmpi eq, %di, %dj : index
+        flashattn.yield %keep : i1
+      }
+  return
+}
+
+// -----
+
+// What the kernel does not do yet is reported, not miscompiled: a region
+// that reads a table defined outside it (it would need a kernel argument).
+func.func @region_reads_table(%q: memref<1x64x2x64xf16>, %k: memref<1x64x2x64xf16>, %v: memref<1x64x2x64xf16>,
+                              %o: memref<1x64x2x64xf16>, %doc: memref<64xi32>) {
+  // expected-error @+1 {{convert-flashattn-to-nvgpu: score/mask regions on sm90 cannot use values defined outside them (a bias table or document ids need a kernel argument)}}
   flashattn.attention ins(%q, %k, %v : memref<1x64x2x64xf16>, memref<1x64x2x64xf16>, memref<1x64x2x64xf16>)
       outs(%o : memref<1x64x2x64xf16>)
       mask(%b: index, %h: index, %i: index, %j: index) {
-        %t = arith.constant true
-        flashattn.yield %t : i1
+        %di = memref.load %doc[%i] : memref<64xi32>
+        %dj = memref.load %doc[%j] : memref<64xi32>
+        %keep = arith.cmpi eq, %di, %dj : i32
+        flashattn.yield %keep : i1
+      }
+  return
+}
+
+// -----
+
+// Ops beyond arith (what the kernel's lowering covers) are reported.
+func.func @region_math(%q: memref<1x64x2x64xf16>, %k: memref<1x64x2x64xf16>, %v: memref<1x64x2x64xf16>,
+                       %o: memref<1x64x2x64xf16>) {
+  // expected-error @+1 {{convert-flashattn-to-nvgpu: score/mask regions on sm90 take arith ops only (found 'math.exp')}}
+  flashattn.attention ins(%q, %k, %v : memref<1x64x2x64xf16>, memref<1x64x2x64xf16>, memref<1x64x2x64xf16>)
+      outs(%o : memref<1x64x2x64xf16>)
+      score(%s: f32, %b: index, %h: index, %i: index, %j: index) {
+        %e = math.exp %s : f32
+        flashattn.yield %e : f32
       }
   return
 }

@@ -39,6 +39,11 @@ struct Sm90KernelSpec {
   /// work loop runs over (tile, split) with split s taking key blocks
   /// [s * ceil(nblk / S), (s + 1) * ceil(nblk / S)).
   int64_t numSplits = 0;
+  /// Score / mask regions: the kernel calls @<name>_score(s, b, h, i, j) and
+  /// @<name>_mask(b, h, i, j) (declared func.func private in the module) on
+  /// every score; the conversion inlines the op's regions there.
+  bool scoreRegion = false;
+  bool maskRegion = false;
 };
 
 /// The split-KV combine (`flashattn.combine`) for one output layout:
