@@ -213,6 +213,11 @@ fa_status fa_artifact_parse(fa_runtime *rt, const void *bytes, size_t size,
     goto fail;
   snprintf(a->combine_entry, sizeof(a->combine_entry), "%s",
            combine ? combine->valuestring : "");
+  /* A split-KV cubin launches its partial kernel then the combine; one
+   * without the other would get arguments of the wrong shape. */
+  if (a->kind == FA_ARTIFACT_CUBIN &&
+      (a->config.num_splits > 1) != (a->combine_entry[0] != '\0'))
+    goto fail;
   a->num_args = cJSON_GetArraySize(args);
   why = "bad args list";
   if (a->num_args < 4 || a->num_args > FA_MAX_ARGS)

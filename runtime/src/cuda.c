@@ -178,9 +178,13 @@ fa_status fa_cuda_load(fa_runtime *rt, fa_kernel *k) {
     r = api->cuFuncSetAttribute(k->cu_function,
                                 CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                 k->artifact.smem);
-  if (r != 0)
-    return fa_fail(rt, FA_ERROR_CUDA, "loading the cubin failed: %s",
-                   cuError(api, r));
+  if (r != 0) {
+    /* Nothing half-loaded stays behind: a later launch must not take a
+     * split-KV kernel for a plain one. */
+    const char *why = cuError(api, r);
+    fa_cuda_unload(k);
+    return fa_fail(rt, FA_ERROR_CUDA, "loading the cubin failed: %s", why);
+  }
   return FA_OK;
 }
 

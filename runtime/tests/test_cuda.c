@@ -104,6 +104,16 @@ int main(void) {
         fa_runtime_last_error(rt));
   fa_artifact_free(bytes);
 
+  /* And a split-KV cubin without its combine kernel. */
+  c.num_splits = 2;
+  CHECK(fa_artifact_build(&c, FA_COMPILER_VERSION, FA_ARTIFACT_CUBIN,
+                          "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"]}",
+                          payload, sizeof(payload), &bytes, &size) == FA_OK,
+        "building a fifth cubin artifact");
+  CHECK_STATUS(fa_kernel_load_artifact(rt, bytes, size, &k), FA_ERROR_CORRUPT_ARTIFACT, rt);
+  fa_artifact_free(bytes);
+  c.num_splits = 1;
+
   unsetenv("FLASHATTN_LIBCUDA");
   fa_status st = fa_cuda_probe(rt, &sms);
   fa_runtime_destroy(rt);

@@ -35,6 +35,17 @@ using namespace mlir::flashattn;
 
 static constexpr StringLiteral kKernelAttr = "flashattn.sm90_kernel";
 
+/// The flashattn.combine that reads the partial results of `op` (split-KV
+/// partial form, memref form), or null.
+static CombineOp findCombine(AttentionOp op) {
+  for (Operation *user : op.getOut().getUsers())
+    if (auto c = dyn_cast<CombineOp>(user);
+        c && c.getPartialOut() == op.getOut() && c.getPartialLse() == op.getLse() &&
+        isa<MemRefType>(c.getOut().getType()))
+      return c;
+  return {};
+}
+
 /// The kernel spec of `op`, or a failure reason.
 static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why) {
   PlanAttr plan = op.getPlanAttr();
@@ -70,7 +81,7 @@ static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why) {
     region->walk([&](Operation *inner) {
       if (!bad.empty())
         return;
-      if (!isa<arith::ArithDialect>(inner->getDialect()) && !isa<YieldOp>(inner))
+      if (inner->getName().getDialectNamespace() != "arith" && !isa<YieldOp>(inner))
         bad = "score/mask regions on sm90 take arith ops only (found '" +
               inner->getName().getStringRef().str() + "')";
       // Constants hoisted out of the region by folding are fine: they are
@@ -106,6 +117,16 @@ static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why) {
     spec.numSplits = cast<ShapedType>(op.getOut().getType()).getDimSize(0);
   if (partial && (ShapedType::isDynamic(spec.numSplits) || !op.getLse()))
     return fail("the partial form needs a static number of splits and lse");
+  if (partial) {
+    CombineOp combine = findCombine(op);
+    if (!combine)
+      return fail("the partial form needs the flashattn.combine that reads its "
+                  "out and lse directly (memref form)");
+    Type combineElem =
+        cast<ShapedType>(combine.getOut().getType()).getElementType();
+    if (!combineElem.isBF16() && !combineElem.isF16())
+      return fail("the sm90 combine writes bf16 or f16");
+  }
   return spec;
 }
 
@@ -132,18 +153,9 @@ struct AttentionToSm90Kernel : OpRewritePattern<AttentionOp> {
     std::string text = emitSm90AttentionKernel(*spec);
     // Split-KV: the flashattn.combine reading this op's partial results
     // becomes a second kernel of the same module (one cubin, two entries).
-    CombineOp combine;
-    if (spec->numSplits > 0)
-      for (Operation *user : op.getOut().getUsers())
-        if (auto c = dyn_cast<CombineOp>(user);
-            c && c.getPartialOut() == op.getOut() &&
-            c.getPartialLse() == op.getLse() && isa<MemRefType>(c.getOut().getType()))
-          combine = c;
+    CombineOp combine = spec->numSplits > 0 ? findCombine(op) : CombineOp();
     if (combine) {
       Type outElem = cast<ShapedType>(combine.getOut().getType()).getElementType();
-      if (!outElem.isBF16() && !outElem.isF16())
-        return rewriter.notifyMatchFailure(
-            op, "the sm90 combine writes bf16 or f16");
       Sm90CombineSpec cspec;
       cspec.name = name + "_combine";
       cspec.f16 = outElem.isF16();

@@ -212,3 +212,15 @@ func.func @split_not_partial(%q: memref<1x64x2x64xbf16>, %k: memref<1x640x2x64xb
       outs(%o : memref<1x64x2x64xbf16>) {num_splits = 2}
   return
 }
+
+// -----
+
+// A partial form whose combine is missing (or reads the partials through
+// something else) is reported: the runtime launches both kernels together.
+func.func @partial_without_combine(%q: memref<1x64x2x64xbf16>, %k: memref<1x640x2x64xbf16>, %v: memref<1x640x2x64xbf16>,
+                                   %po: memref<2x1x64x2x64xf32>, %pl: memref<2x1x2x64xf32>) {
+  // expected-error @+1 {{convert-flashattn-to-nvgpu: the partial form needs the flashattn.combine that reads its out and lse directly (memref form)}}
+  flashattn.attention ins(%q, %k, %v : memref<1x64x2x64xbf16>, memref<1x640x2x64xbf16>, memref<1x640x2x64xbf16>)
+      outs(%po, %pl : memref<2x1x64x2x64xf32>, memref<2x1x2x64xf32>) {num_splits = 2}
+  return
+}
