@@ -726,12 +726,8 @@ std::string mlir::flashattn::emitSm90CombineKernel(const Sm90CombineSpec &k) {
     std::string lg = w.op("llvm.call_intrinsic \"llvm.nvvm.lg2.approx.f\"(%acc#0) : (f32) -> f32");
     std::string lv = w.bin("arith.addf", mSafe, w.bin("arith.mulf", lg, ln2, "f32"), "f32");
     lv = w.op("arith.select " + empty + ", " + negInf + ", " + lv + " : f32");
-    std::string lidx = w.bin("arith.addi",
-                             w.bin("arith.muli", w.bin("arith.addi",
-                                                       w.bin("arith.muli", b, H, "i64"), h, "i64"),
-                                   Sq, "i64"),
-                             i, "i64");
-    std::string lp = w.op("llvm.getelementptr %lse[" + lidx +
+    // lse[b, h, i]: the same row index as partial_lse's within a split.
+    std::string lp = w.op("llvm.getelementptr %lse[" + lrow +
                           "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32");
     w.line("llvm.store " + lv + ", " + lp + " : f32, !llvm.ptr<1>");
     w.line("}");
