@@ -13,15 +13,14 @@
 
 #include "flashattn/Target/HostArtifact.h"
 
+#include "ConfigLowering.h"
+
 #include "flashattn/Pipelines/Pipelines.h"
-#include "flashattn/Target/HostJit.h"
 
 #include "flashattn/artifact.h"
 #include "flashattn/version.h"
 
 #include "mlir/ExecutionEngine/OptUtils.h"
-#include "mlir/IR/MLIRContext.h"
-#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Export.h"
 
@@ -166,50 +165,22 @@ static FailureOr<std::string> tempPath(const char *suffix, std::string &error) {
 LogicalResult mlir::flashattn::compileHostArtifact(
     const fa_attention_config &config, std::vector<char> &artifact,
     std::string &error) {
-  char why[256];
-  if (config.struct_size != sizeof(fa_attention_config)) {
-    error = "config struct_size does not match this compiler's ABI";
+  ConfigLowering lowering;
+  if (failed(lowering.run(
+          config, FA_TARGET_HOST,
+          [](OpPassManager &pm) {
+            HostPipelineOptions options;
+            options.vectorBits = hostVectorBits();
+            buildFlashAttnHostPipeline(pm, options);
+          },
+          "flashattn-host-pipeline", error)))
     return failure();
-  }
-  if (config.target != FA_TARGET_HOST) {
-    error = "not a host config (sm90 configs go to compileSm90Artifact)";
-    return failure();
-  }
-  if (fa_config_canonical(&config, why, sizeof(why)) < 0) {
-    error = "invalid config";
-    return failure();
-  }
-  std::vector<std::string> argNames;
-  std::string text = buildAttentionModule(config, argNames);
-
-  DialectRegistry registry;
-  registerHostJitDependencies(registry);
-  MLIRContext ctx(registry);
-  std::string diagnostics;
-  llvm::raw_string_ostream diagStream(diagnostics);
-  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &diag) {
-    diagStream << diag << "\n";
-    return success();
-  });
-  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &ctx);
-  if (!module) {
-    error = "the generated op does not verify: " + diagnostics;
-    return failure();
-  }
-  PassManager pm(&ctx);
-  HostPipelineOptions pipelineOptions;
-  pipelineOptions.vectorBits = hostVectorBits();
-  buildFlashAttnHostPipeline(pm, pipelineOptions);
-  if (failed(pm.run(*module))) {
-    error = "the host pipeline failed: " + diagnostics;
-    return failure();
-  }
 
   llvm::LLVMContext llvmCtx;
   std::unique_ptr<llvm::Module> llvmModule =
-      translateModuleToLLVMIR(*module, llvmCtx, "flashattn");
+      translateModuleToLLVMIR(lowering.module(), llvmCtx, "flashattn");
   if (!llvmModule) {
-    error = "translation to LLVM IR failed: " + diagnostics;
+    error = "translation to LLVM IR failed: " + lowering.diagnostics();
     return failure();
   }
   std::string triple = llvm::sys::getProcessTriple();
@@ -295,8 +266,8 @@ LogicalResult mlir::flashattn::compileHostArtifact(
   }
 
   std::string meta = "{\"entry\":\"fa_entry\",\"target\":\"host\",\"args\":[";
-  for (size_t i = 0; i < argNames.size(); ++i)
-    meta += (i ? ",\"" : "\"") + argNames[i] + "\"";
+  for (size_t i = 0; i < lowering.argNames().size(); ++i)
+    meta += (i ? ",\"" : "\"") + lowering.argNames()[i] + "\"";
   meta += "]}";
   void *bytes = nullptr;
   size_t size = 0;

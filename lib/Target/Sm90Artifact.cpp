@@ -11,18 +11,16 @@
 
 #include "flashattn/Target/HostArtifact.h"
 
+#include "ConfigLowering.h"
+
 #include "flashattn/Dialect/FlashAttn/IR/FlashAttn.h"
 #include "flashattn/Pipelines/Pipelines.h"
-#include "flashattn/Target/HostJit.h"
 #include "flashattn/artifact.h"
 #include "flashattn/version.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/MLIRContext.h"
-#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Target/LLVMIR/Dialect/All.h"
 
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/SmallString.h"
@@ -55,45 +53,26 @@ static std::string findPtxas() {
 LogicalResult mlir::flashattn::compileSm90Ptx(const fa_attention_config &config,
                                              Sm90Ptx &result,
                                              std::string &error) {
-  if (config.struct_size != sizeof(fa_attention_config) ||
-      config.target != FA_TARGET_SM90) {
-    error = "not an sm90 config of this ABI";
+  ConfigLowering lowering;
+  if (failed(lowering.run(
+          config, FA_TARGET_SM90,
+          [](OpPassManager &pm) {
+            Sm90PipelineOptions options;
+            options.format = "isa"; // ptxas runs below, with a check for spills
+            buildFlashAttnSm90Pipeline(pm, options);
+          },
+          "flashattn-sm90-pipeline", error)))
     return failure();
-  }
-  std::vector<std::string> argNames;
-  std::string text = buildAttentionModule(config, argNames);
-  DialectRegistry registry;
-  registerHostJitDependencies(registry);
-  registerAllToLLVMIRTranslations(registry);
-  MLIRContext ctx(registry);
-  std::string diagnostics;
-  llvm::raw_string_ostream diagStream(diagnostics);
-  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &diag) {
-    diagStream << diag << "\n";
-    return success();
-  });
-  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &ctx);
-  if (!module) {
-    error = "the generated kernel does not parse: " + diagnostics;
-    return failure();
-  }
-  PassManager pm(&ctx);
-  Sm90PipelineOptions options;
-  options.format = "isa"; // ptxas runs below, with a check for spills
-  buildFlashAttnSm90Pipeline(pm, options);
-  if (failed(pm.run(*module))) {
-    error = "the sm90 lowering failed: " + diagnostics;
-    return failure();
-  }
+  ModuleOp module = lowering.module();
   std::string &kernel = result.kernel;
   int64_t &smem = result.smem;
-  module->walk([&](AttentionOp op) {
+  module.walk([&](AttentionOp op) {
     if (auto sym = op->getAttrOfType<SymbolRefAttr>("flashattn.sm90_kernel"))
       kernel = sym.getLeafReference().str();
     if (auto s = op->getAttrOfType<IntegerAttr>("flashattn.sm90_smem"))
       smem = s.getInt();
   });
-  module->walk([&](CombineOp op) {
+  module.walk([&](CombineOp op) {
     if (auto sym = op->getAttrOfType<SymbolRefAttr>("flashattn.sm90_kernel"))
       result.combine = sym.getLeafReference().str();
   });
@@ -102,7 +81,7 @@ LogicalResult mlir::flashattn::compileSm90Ptx(const fa_attention_config &config,
     return failure();
   }
   std::string &ptx = result.ptx;
-  module->walk([&](gpu::BinaryOp bin) {
+  module.walk([&](gpu::BinaryOp bin) {
     for (Attribute obj : bin.getObjects())
       if (auto o = dyn_cast<gpu::ObjectAttr>(obj))
         ptx = o.getObject().getValue().str();
@@ -110,7 +89,7 @@ LogicalResult mlir::flashattn::compileSm90Ptx(const fa_attention_config &config,
   if (ptx.empty()) {
     std::string dump;
     llvm::raw_string_ostream ds(dump);
-    module->print(ds);
+    module.print(ds);
     error = "no PTX came out of the sm90 lowering: " + dump.substr(0, 2000);
     return failure();
   }
