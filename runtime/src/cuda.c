@@ -188,8 +188,16 @@ fa_status fa_cuda_load(fa_runtime *rt, fa_kernel *k) {
   return FA_OK;
 }
 
+fa_dtype fa_tma_dtype(const fa_kernel *k, int i) {
+  const char *arg = k->artifact.tma[i].arg;
+  return strcmp(arg, "out") == 0   ? k->artifact.config.out_dtype
+         : strcmp(arg, "lse") == 0 ? FA_F32
+                                   : k->artifact.config.dtype;
+}
+
 fa_status fa_tma_check(fa_runtime *rt, const fa_kernel *k, int i,
-                       const fa_tensor *t, size_t elem_size) {
+                       const fa_tensor *t) {
+  size_t elem_size = fa_dtype_size(fa_tma_dtype(k, i));
   const char *name = k->artifact.tma[i].arg;
   int rank = k->artifact.tma[i].rank;
   if (t->rank != rank)
@@ -252,7 +260,6 @@ static fa_status launch_one(fa_runtime *rt, cuda_api *api, fa_kernel *k,
       dims[d] = tensors[i].shape[r];
       params[p++] = &dims[d++];
     }
-  const fa_attention_config *cfg = &k->artifact.config;
   for (int i = 0; with_tma && i < k->artifact.num_tma; ++i) {
     const cu_tensor *t = NULL;
     for (int j = 0; j < n; ++j)
@@ -261,10 +268,8 @@ static fa_status launch_one(fa_runtime *rt, cuda_api *api, fa_kernel *k,
     if (!t)
       return fa_fail(rt, FA_ERROR_CORRUPT_ARTIFACT, "tensor map of unknown '%s'",
                      k->artifact.tma[i].arg);
-    fa_dtype dt = strcmp(k->artifact.tma[i].arg, "out") == 0 ? cfg->out_dtype
-                  : strcmp(k->artifact.tma[i].arg, "lse") == 0 ? FA_F32
-                                                                 : cfg->dtype;
-    size_t es = dt == FA_F32 ? 4 : 2;
+    fa_dtype dt = fa_tma_dtype(k, i);
+    size_t es = fa_dtype_size(dt);
     uint64_t gdims[5], gstrides[5];
     unsigned box[5], estrides[5];
     int rank = t->rank;

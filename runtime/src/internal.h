@@ -103,11 +103,13 @@ fa_status fa_host_load(fa_runtime *rt, fa_kernel *k);
 fa_status fa_host_launch(fa_runtime *rt, fa_kernel *k,
                          const fa_tensor *const *tensors, int n);
 fa_status fa_cuda_load(fa_runtime *rt, fa_kernel *k);
-/* Checks that `t` (elements of `elem_size` bytes) can be described by the
- * artifact's tensor map `i` (PTX ISA / CUDA driver: cuTensorMapEncodeTiled
- * requirements). */
+/* The element type of the artifact's tensor map `i`: out_dtype for "out",
+ * f32 for "lse", the input dtype otherwise. */
+fa_dtype fa_tma_dtype(const fa_kernel *k, int i);
+/* Checks that `t` can be described by the artifact's tensor map `i` (PTX
+ * ISA / CUDA driver: cuTensorMapEncodeTiled requirements). */
 fa_status fa_tma_check(fa_runtime *rt, const fa_kernel *k, int i,
-                       const fa_tensor *t, size_t elem_size);
+                       const fa_tensor *t);
 fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
                          const fa_tensor *const *tensors, int n, void *stream);
 void fa_cuda_release(fa_runtime *rt);

@@ -433,12 +433,8 @@ fa_status fa_attention_run(fa_runtime *rt, fa_kernel *k,
   /* Tensor maps: alignment and strides are checked before the driver. */
   for (int i = 0; i < k->artifact.num_tma; ++i)
     for (int j = 0; j < k->artifact.num_args; ++j)
-      if (strcmp(k->artifact.arg_names[j], k->artifact.tma[i].arg) == 0) {
-        fa_dtype dt = strcmp(k->artifact.tma[i].arg, "out") == 0 ? cfg->out_dtype
-                      : strcmp(k->artifact.tma[i].arg, "lse") == 0 ? FA_F32
-                                                                     : cfg->dtype;
-        TRY(fa_tma_check(rt, k, i, ordered[j], fa_dtype_size(dt)));
-      }
+      if (strcmp(k->artifact.arg_names[j], k->artifact.tma[i].arg) == 0)
+        TRY(fa_tma_check(rt, k, i, ordered[j]));
   return fa_cuda_launch(rt, k, ordered, k->artifact.num_args, a->stream);
 #undef TRY
 }
