@@ -371,6 +371,18 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   std::string n0 = w.bin("arith.muli", w.bin("arith.addi", nbLo, "%n", "i32"),
                          cBN, "i32");
   std::vector<std::string> sv(nS);
+  // Region arguments (positions inside the sequence, as index): b, h and the
+  // thread's two rows once per block, the key per score.
+  auto idx = [&](const std::string &v) {
+    return w.op("arith.index_cast " + v + " : i32 to index");
+  };
+  std::string bIdx, hIdx, iIdx[2];
+  if (k.scoreRegion || k.maskRegion) {
+    bIdx = idx(b);
+    hIdx = idx(h);
+    iIdx[0] = idx(iA);
+    iIdx[1] = idx(iB);
+  }
   std::string mxA = negInf, mxB = negInf;
   for (int r = 0; r < nS; ++r) {
     std::string x = w.op("llvm.extractvalue " + s + "[" + std::to_string(r) +
@@ -383,14 +395,12 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     if (k.windowLeft >= 0)
       ok = w.bin("arith.andi", ok,
                  w.op("arith.cmpi sge, " + j + ", " + (rowB ? loB : loA) + " : i32"), "i1");
-    // Region indices: positions inside the sequence, as index.
-    auto idx = [&](const std::string &v) {
-      return w.op("arith.index_cast " + v + " : i32 to index");
-    };
+    std::string regionArgs;
+    if (k.scoreRegion || k.maskRegion)
+      regionArgs = bIdx + ", " + hIdx + ", " + iIdx[rowB] + ", " + idx(j);
     if (k.maskRegion) {
       // The mask region, inlined by the conversion in place of this call.
-      std::string keep = w.op("func.call @" + k.name + "_mask(" + idx(b) + ", " +
-                              idx(h) + ", " + idx(rowB ? iB : iA) + ", " + idx(j) +
+      std::string keep = w.op("func.call @" + k.name + "_mask(" + regionArgs +
                               ") : (index, index, index, index) -> i1");
       ok = w.bin("arith.andi", ok, keep, "i1");
     }
@@ -407,8 +417,7 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     if (k.scoreRegion) {
       // The score region sees the natural-domain score (after softcap);
       // log2(e) comes after it.
-      x = w.op("func.call @" + k.name + "_score(" + x + ", " + idx(b) + ", " +
-               idx(h) + ", " + idx(rowB ? iB : iA) + ", " + idx(j) +
+      x = w.op("func.call @" + k.name + "_score(" + x + ", " + regionArgs +
                ") : (f32, index, index, index, index) -> f32");
       x = w.bin("arith.mulf", x, w.f32(1.4426950408889634), "f32");
     }
@@ -625,7 +634,6 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   w.line("}");
   w.line("llvm.return");
   os << "  }\n}\n";
-  (void)qOff;
   return out;
 }
 
