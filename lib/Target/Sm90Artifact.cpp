@@ -4,7 +4,7 @@
 // (buildAttentionModule), goes through flashattn-sm90-pipeline to PTX
 // (convert-flashattn-to-nvgpu generates the kernel), ptxas makes the sm_90a
 // cubin (rejected when it spills), and libflashattn_rt wraps it with the
-// launch metadata: entry, argument order, 128 threads, dynamic shared
+// launch metadata: entry, argument order, threads, dynamic shared
 // memory, the persistent grid, and the TMA maps of q, k and v.
 //
 //===----------------------------------------------------------------------===//
@@ -71,6 +71,12 @@ LogicalResult mlir::flashattn::compileSm90Ptx(const fa_attention_config &config,
       kernel = sym.getLeafReference().str();
     if (auto s = op->getAttrOfType<IntegerAttr>("flashattn.sm90_smem"))
       smem = s.getInt();
+    if (auto t = op->getAttrOfType<IntegerAttr>("flashattn.sm90_threads"))
+      result.threads = t.getInt();
+    if (PlanAttr plan = op.getPlanAttr()) {
+      result.blockM = plan.getBlockM();
+      result.blockN = plan.getBlockN();
+    }
   });
   module.walk([&](CombineOp op) {
     if (auto sym = op->getAttrOfType<SymbolRefAttr>("flashattn.sm90_kernel"))
@@ -145,19 +151,36 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
     error = "the sm90 kernel spills registers: " + info;
     return failure();
   }
+  // setmaxnreg redistributes the launch allocation (registers x threads):
+  // with 3 warpgroups the kernel asks 40 x 128 + 232 x 256 = 64512, so
+  // ptxas must have given it 168 at launch, or setmaxnreg.inc would wait
+  // forever on the GPU (shared/SM90-KERNEL.md).
+  if (compiled.threads == 384) {
+    size_t at = info.find("Compiling entry function '" + kernel + "'");
+    at = at == std::string::npos ? at : info.find("Used ", at);
+    int regs = at == std::string::npos ? 0 : std::atoi(info.c_str() + at + 5);
+    if (regs < 168) {
+      error = "the sm90 kernel got " + std::to_string(regs) +
+              " registers at launch; its setmaxnreg split needs 168: " + info;
+      return failure();
+    }
+  }
   auto cubin = llvm::MemoryBuffer::getFile(cubinPath);
   if (!cubin) {
     error = "cannot read the cubin";
     return failure();
   }
-  std::string bn = "64";
+  std::string bm = std::to_string(compiled.blockM),
+              bn = std::to_string(compiled.blockN);
   bool lse = config.flags & FA_WITH_LSE;
   std::string meta = "{\"entry\":\"" + kernel +
                      "\",\"target\":\"sm90\",\"args\":[\"q\",\"k\",\"v\",\"out\"" +
                      (lse ? ",\"lse\"" : "") +
-                     "],\"block\":[128,1,1],\"grid\":\"persistent\",\"smem\":" +
+                     "],\"block\":[" + std::to_string(compiled.threads) +
+                     ",1,1],\"grid\":\"persistent\",\"smem\":" +
                      std::to_string(smem) +
-                     ",\"tma\":[{\"arg\":\"q\",\"box\":[64,1,64,1],\"swizzle\":128},"
+                     ",\"tma\":[{\"arg\":\"q\",\"box\":[64,1," + bm +
+                     ",1],\"swizzle\":128},"
                      "{\"arg\":\"k\",\"box\":[64,1," + bn + ",1],\"swizzle\":128},"
                      "{\"arg\":\"v\",\"box\":[64,1," + bn + ",1],\"swizzle\":128}]" +
                      (compiled.combine.empty()

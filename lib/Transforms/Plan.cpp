@@ -68,13 +68,21 @@ PlanAttr mlir::flashattn::computePlan(AttentionOp op, Target target,
                          opSplits > 0 ? opSplits : 1, opPack.value_or(false));
   }
 
-  // sm90: what convert-flashattn-to-nvgpu implements today: one consumer
-  // warpgroup over 64-row query tiles, key blocks of 64, 2 K/V stages, a
-  // persistent schedule: static, or lpt (longest tiles first) under a
-  // causal mask, where a tile's work grows with its m_block. (FlashAttention-
-  // 3's larger tiles, 2 consumers and the atomic tile counter are the speed
-  // issue's.)
-  int64_t blockM = 64, blockN = 64;
+  // sm90: FlashAttention-3's forward shape (shared/SM90-KERNEL.md): a TMA
+  // producer warpgroup and 2 consumer warpgroups over 128-row query tiles,
+  // 2 K/V stages, key blocks by head_dim and mask within 227 KB of shared
+  // memory and the consumers' 232 registers (O, S and P of a block live at
+  // once): 128 at head_dim 64 and for causal head_dim 128, 176 for
+  // non-causal head_dim 128 (fewer, longer blocks where no mask cuts them),
+  // 80 at head_dim 256. The persistent schedule is static, or lpt (longest
+  // tiles first) under a causal mask, where a tile's work grows with its
+  // m_block.
+  int64_t blockM = 128, blockN = 128;
+  int64_t d = op.getHeadDim();
+  if (d > 128)
+    blockN = 80;
+  else if (d > 64 && op.getCausal() == CausalKind::none)
+    blockN = 176;
   Schedule schedule = op.getCausal() != CausalKind::none ? Schedule::lpt
                                                         : Schedule::static_;
 
@@ -92,7 +100,7 @@ PlanAttr mlir::flashattn::computePlan(AttentionOp op, Target target,
   // recorded in the artifact first (the serving issue).
   int64_t splits = opSplits > 0 ? opSplits : 1;
   return PlanAttr::get(ctx, Target::sm90, blockM, blockN, /*stages=*/2,
-                       /*consumers=*/1, schedule, splits, pack);
+                       /*consumers=*/2, schedule, splits, pack);
 }
 
 namespace {

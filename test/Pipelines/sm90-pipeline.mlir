@@ -10,7 +10,7 @@
 // CHECK-DAG: .param .align 64 .b8 fa_sm90_0_param_{{[0-9]+}}[128]
 // CHECK-DAG: mbarrier.try_wait.parity.shared.b64
 // CHECK-DAG: cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
-// CHECK-DAG: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16
+// CHECK-DAG: wgmma.mma_async.sync.aligned.m64n80k16.f32.f16.f16
 // CHECK-DAG: wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16
 func.func @hd256(%q: memref<1x128x4x256xf16>, %k: memref<1x128x1x256xf16>, %v: memref<1x128x1x256xf16>,
                  %o: memref<1x128x4x256xf16>) {

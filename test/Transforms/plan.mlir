@@ -4,14 +4,15 @@
 
 // BAD: error: flashattn-plan: unknown target 'tpu' (expected host or sm90)
 
-// Non-causal prefill, head_dim 128: 64x64 tiles on both targets; sm90 with 2
-// K/V stages, one consumer warpgroup and the static persistent schedule (what
-// convert-flashattn-to-nvgpu implements), no split, no GQA packing (the
-// 4 x 1000 query rows of a kv head do not fit one 64-row tile).
+// Non-causal prefill, head_dim 128: 64x64 tiles on the host; on sm90
+// FlashAttention-3's 128x176 (2 consumer warpgroups of 64 rows, key blocks
+// of 176 where no mask cuts them), 2 K/V stages and the static persistent
+// schedule; no split, no GQA packing (the 4 x 1000 query rows of a kv head
+// do not fit one 128-row tile).
 // HOST-LABEL: func.func @prefill
 // HOST: plan = #flashattn.plan<target = host, block_m = 64, block_n = 64, stages = 1, consumers = 1, schedule = static, num_splits = 1, pack_gqa = false>
 // SM90-LABEL: func.func @prefill
-// SM90: plan = #flashattn.plan<target = sm90, block_m = 64, block_n = 64, stages = 2, consumers = 1, schedule = static, num_splits = 1, pack_gqa = false>
+// SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 176, stages = 2, consumers = 2, schedule = static, num_splits = 1, pack_gqa = false>
 func.func @prefill(%q: memref<2x1000x32x128xbf16>, %k: memref<2x1000x8x128xbf16>,
                    %v: memref<2x1000x8x128xbf16>, %o: memref<2x1000x32x128xbf16>) {
   flashattn.attention ins(%q, %k, %v : memref<2x1000x32x128xbf16>, memref<2x1000x8x128xbf16>, memref<2x1000x8x128xbf16>)
@@ -22,12 +23,13 @@ func.func @prefill(%q: memref<2x1000x32x128xbf16>, %k: memref<2x1000x8x128xbf16>
 // -----
 
 // Causal decode over 32k keys: the host takes 1-row tiles; sm90 packs the 4
-// query heads of each kv head into one tile. Automatic num_splits resolves to
+// query heads of each kv head into one tile; under the causal mask the key
+// blocks are 128 and the schedule lpt. Automatic num_splits resolves to
 // 1 on sm90 (explicit num_splits are honoured; see Plan.cpp).
 // HOST-LABEL: func.func @decode
 // HOST: plan = #flashattn.plan<target = host, block_m = 1, block_n = 64, stages = 1, consumers = 1, schedule = static, num_splits = 1, pack_gqa = false>
 // SM90-LABEL: func.func @decode
-// SM90: plan = #flashattn.plan<target = sm90, block_m = 64, block_n = 64, stages = 2, consumers = 1, schedule = lpt, num_splits = 1, pack_gqa = true>
+// SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 128, stages = 2, consumers = 2, schedule = lpt, num_splits = 1, pack_gqa = true>
 func.func @decode(%q: memref<1x1x32x128xbf16>, %k: memref<1x32768x8x128xbf16>,
                   %v: memref<1x32768x8x128xbf16>, %o: memref<1x1x32x128xbf16>) {
   flashattn.attention ins(%q, %k, %v : memref<1x1x32x128xbf16>, memref<1x32768x8x128xbf16>, memref<1x32768x8x128xbf16>)
@@ -37,11 +39,13 @@ func.func @decode(%q: memref<1x1x32x128xbf16>, %k: memref<1x32768x8x128xbf16>,
 
 // -----
 
-// Explicit num_splits and pack_gqa are kept.
+// Explicit num_splits and pack_gqa are kept. head_dim 256 on sm90: key
+// blocks of 80 (Q 64 KB + 2 stages x (K + V) 40 KB each fits 227 KB; O is
+// 128 registers per consumer thread).
 // HOST-LABEL: func.func @explicit
 // HOST: plan = #flashattn.plan<target = host, block_m = 16, block_n = 64, stages = 1, consumers = 1, schedule = static, num_splits = 3, pack_gqa = true>
 // SM90-LABEL: func.func @explicit
-// SM90: plan = #flashattn.plan<target = sm90, block_m = 64, block_n = 64, stages = 2, consumers = 1, schedule = static, num_splits = 3, pack_gqa = true>
+// SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 80, stages = 2, consumers = 2, schedule = static, num_splits = 3, pack_gqa = true>
 func.func @explicit(%q: memref<1x16x4x256xf16>, %k: memref<1x900x4x256xf16>,
                     %v: memref<1x900x4x256xf16>, %o: memref<1x16x4x256xf16>) {
   flashattn.attention ins(%q, %k, %v : memref<1x16x4x256xf16>, memref<1x900x4x256xf16>, memref<1x900x4x256xf16>)

@@ -31,12 +31,14 @@ LogicalResult compileHostArtifact(const fa_attention_config &config,
                                   std::vector<char> &artifact,
                                   std::string &error);
 
-/// The PTX of an sm90 config's kernel, its name and its dynamic shared
-/// memory in bytes.
+/// The PTX of an sm90 config's kernel, its name, its dynamic shared memory
+/// in bytes, threads per CTA and tile sizes (the TMA boxes' row counts).
 struct Sm90Ptx {
   std::string ptx, kernel;
   std::string combine; ///< the split-KV combine kernel (num_splits > 1)
   int64_t smem = 0;
+  int64_t threads = 128;
+  int64_t blockM = 64, blockN = 64;
 };
 
 /// Lowers an sm90 `config` to PTX through flashattn-sm90-pipeline.

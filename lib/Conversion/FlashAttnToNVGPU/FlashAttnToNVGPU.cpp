@@ -97,13 +97,27 @@ static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why) {
   }
   if (plan.getNumSplits() > 1 && !partial)
     return fail("split-KV needs the partial form (run flashattn-split-kv first)");
-  if (plan.getBlockM() != 64 || plan.getBlockN() != 64 ||
-      plan.getConsumers() != 1)
-    return fail("the sm90 kernel implements block_m = block_n = 64 with one "
-                "consumer warpgroup");
+  int64_t consumers = plan.getConsumers(), blockN = plan.getBlockN();
+  if (consumers < 1 || consumers > 2 || plan.getBlockM() != 64 * consumers)
+    return fail("the sm90 kernel takes 1 or 2 consumer warpgroups of 64 rows "
+                "each (block_m = 64 x consumers); the plan has block_m = " +
+                Twine(plan.getBlockM()) + ", consumers = " + Twine(consumers));
+  if (blockN % 16 != 0 || blockN < 16 || blockN > 256)
+    return fail("the sm90 kernel takes block_n a multiple of 16 in [16, 256] "
+                "(wgmma N and k16 slices of P); the plan has " + Twine(blockN));
+  if (plan.getStages() < 2 || plan.getStages() > 4)
+    return fail("the sm90 kernel takes 2 to 4 K/V stages; the plan has " +
+                Twine(plan.getStages()));
   Sm90KernelSpec spec;
   spec.headDim = d;
-  spec.blockN = plan.getBlockN();
+  spec.blockN = blockN;
+  spec.consumers = consumers;
+  spec.stages = plan.getStages();
+  // 227 KB of shared memory per block (sm_90, opt-in above 48 KB).
+  if (int64_t bytes = sm90SharedMemoryBytes(spec); bytes > 227 * 1024)
+    return fail("the plan needs " + Twine(bytes) +
+                " bytes of shared memory (Q, stages x K/V, mbarriers); sm_90 "
+                "has 232448 per block");
   spec.f16 = elem.isF16();
   spec.causal = static_cast<int>(op.getCausal());
   spec.lse = static_cast<bool>(op.getLse());
@@ -205,6 +219,8 @@ struct AttentionToSm90Kernel : OpRewritePattern<AttentionOp> {
                                          rewriter.getStringAttr(name))}));
       op->setAttr("flashattn.sm90_smem",
                   rewriter.getI64IntegerAttr(sm90SharedMemoryBytes(*spec)));
+      op->setAttr("flashattn.sm90_threads",
+                  rewriter.getI64IntegerAttr(sm90Threads(*spec)));
     });
     if (combine)
       rewriter.modifyOpInPlace(combine, [&] {

@@ -2,14 +2,20 @@
 //
 // Generates, for one attention configuration, a gpu.module holding an
 // sm_90a kernel in the LLVM, NVVM, arith and scf dialects, following
-// shared/SM90-KERNEL.md and the FlashAttention-3 paper (arXiv 2407.08608):
+// shared/SM90-KERNEL.md and the FlashAttention-3 paper (arXiv 2407.08608,
+// sections 3.1 and 3.2):
 //
-// - one warpgroup (128 threads) per CTA, 64 query rows per tile, key blocks
-//   of 64; a persistent grid strides over (batch, head, m_block) tiles;
+// - warp specialization: warpgroup 0 is the producer (one thread issues
+//   every TMA load; setmaxnreg lowers its registers, PTX ISA 9.7.17.1),
+//   warpgroups 1..C are consumers, 64 query rows each (a tile has 64 C rows);
+//   a persistent grid strides over (batch, head, m_block[, split]) tiles;
 // - Q, K and V arrive by TMA (cp.async.bulk.tensor.4d, PTX ISA 9.7.9.25) into
-//   128-byte-swizzled shared memory, K and V in 2 stages, each stage guarded
-//   by an mbarrier (expect_tx, try_wait.parity with the phase of its use);
+//   128-byte-swizzled shared memory; K and V in `stages` stages with
+//   separate full and empty mbarriers, so K is released as soon as S is
+//   computed; Q has its own full / empty pair;
 // - S = Q K^T by wgmma.mma_async (A and B from shared memory, K-major);
+// - intra-warpgroup overlap: S_n = Q K_n^T and O += P_{n-1} V_{n-1} are
+//   issued together, and the softmax of S_n runs while P V is in flight;
 // - the online softmax on the accumulator fragments (row max and sum by
 //   shuffles), exp2 with log2(e) folded into the scale, the -inf guard;
 // - O += P V by wgmma with P in registers, emitted with llvm.inline_asm since
@@ -69,15 +75,55 @@ std::string structType(int n) {
     s += i ? ", f32" : "f32";
   return s + ")>";
 }
+
+/// Comma-separated `n` copies of `t`.
+std::string repeat(const std::string &t, int n) {
+  std::string s;
+  for (int i = 0; i < n; ++i)
+    s += (i ? ", " : "") + t;
+  return s;
+}
+
+std::string join(const std::vector<std::string> &v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i)
+    s += (i ? ", " : "") + v[i];
+  return s;
+}
+} // namespace
+
+/// Shared-memory layout (bytes from the 1024-aligned dynamic buffer): Q,
+/// then K stages, V stages, then the mbarriers: full_Q, empty_Q, full_K[s],
+/// empty_K[s], full_V[s], empty_V[s].
+namespace {
+struct Layout {
+  int64_t qBytes, kvBytes, kOff, vOff, barOff, stages;
+  explicit Layout(const Sm90KernelSpec &k) {
+    stages = k.stages;
+    qBytes = 64 * k.consumers * k.headDim * 2;
+    kvBytes = k.blockN * k.headDim * 2;
+    kOff = qBytes;
+    vOff = kOff + stages * kvBytes;
+    barOff = vOff + stages * kvBytes;
+  }
+  int64_t fullQ() const { return barOff; }
+  int64_t emptyQ() const { return barOff + 8; }
+  int64_t fullK() const { return barOff + 16; }
+  int64_t emptyK() const { return barOff + 16 + 8 * stages; }
+  int64_t fullV() const { return barOff + 16 + 16 * stages; }
+  int64_t emptyV() const { return barOff + 16 + 24 * stages; }
+  int64_t total() const { return barOff + 16 + 32 * stages; }
+};
 } // namespace
 
 std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
-  const int64_t D = k.headDim, BM = 64, BN = k.blockN;
+  const int64_t D = k.headDim, C = k.consumers, BM = 64 * C, BN = k.blockN,
+                ST = k.stages;
   const int64_t boxes = D / 64;
-  const int64_t qBytes = BM * D * 2, kvBytes = BN * D * 2;
-  const int64_t qOff = 0, kOff = qBytes, vOff = qBytes + 2 * kvBytes,
-                barOff = qBytes + 4 * kvBytes;
-  const int nS = static_cast<int>(BN / 2), nO = static_cast<int>(D / 2);
+  const Layout L(k);
+  const int64_t threads = 128 * (1 + C);
+  const int nS = static_cast<int>(BN / 2), nO = static_cast<int>(D / 2),
+            nP = static_cast<int>(BN / 4);
   const std::string et = k.f16 ? "f16" : "bf16";
   const std::string sT = structType(nS), oT = structType(nO);
   const double scaleLog2 = k.scale * 1.4426950408889634;
@@ -115,7 +161,10 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     os << ", %" << n
        << ": !llvm.ptr {llvm.byval = !llvm.array<128 x i8>, llvm.align = 64 : i64, "
           "nvvm.grid_constant}";
-  os << ") attributes {nvvm.kernel, nvvm.maxntid = array<i32: 128, 1, 1>} {\n";
+  // One CTA per SM: with C = 2, 384 threads at 168 registers each, the
+  // budget setmaxnreg redistributes (shared/SM90-KERNEL.md).
+  os << ") attributes {nvvm.kernel, nvvm.maxntid = array<i32: " << threads
+     << ", 1, 1>, nvvm.minctasm = 1 : i32} {\n";
 
   // Thread coordinates and shared memory.
   std::string tid = w.op("nvvm.read.ptx.sreg.tid.x : i32");
@@ -123,27 +172,29 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   std::string ncta = w.op("nvvm.read.ptx.sreg.nctaid.x : i32");
   std::string c0 = w.i32(0), c1 = w.i32(1), c2 = w.i32(2), c4 = w.i32(4),
               c8 = w.i32(8), c16 = w.i32(16), c32 = w.i32(32),
-              c64 = w.i32(64);
-  std::string warp = w.bin("arith.divui", tid, c32, "i32");
-  std::string lane = w.bin("arith.remui", tid, c32, "i32");
-  std::string lq = w.bin("arith.divui", lane, c4, "i32");
-  std::string lr = w.bin("arith.remui", lane, c4, "i32");
-  // Row of fragment registers with (r/2)%2 == 0: 16 w + l/4; the other +8.
-  std::string row0 = w.bin("arith.addi", w.bin("arith.muli", warp, c16, "i32"), lq, "i32");
-  std::string row1 = w.bin("arith.addi", row0, c8, "i32");
-  std::string col0 = w.bin("arith.muli", lr, c2, "i32"); // + 8*(r/4) + r%2
+              c128 = w.i32(128), cST = w.i32(ST);
   std::string smem = w.op("llvm.mlir.addressof @" + k.name + "_smem : !llvm.ptr<3>");
   auto at = [&](int64_t off) {
     return w.op("llvm.getelementptr " + smem + "[" + std::to_string(off) +
                 "] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8");
   };
-  std::string barQ = at(barOff);
-  std::string barK[2] = {at(barOff + 8), at(barOff + 16)};
-  std::string barV[2] = {at(barOff + 24), at(barOff + 32)};
+  // Barrier counts: full barriers complete on the TMA bytes after the
+  // producer's one arrival; empty barriers when every consumer thread has
+  // arrived.
   std::string isLeader = w.op("arith.cmpi eq, " + tid + ", " + c0 + " : i32");
   w.line("scf.if " + isLeader + " {");
-  for (const std::string &b : {barQ, barK[0], barK[1], barV[0], barV[1]})
-    w.line("  nvvm.mbarrier.init " + b + ", " + c1 + " : !llvm.ptr<3>, i32");
+  std::string consumersC = w.i32(128 * C);
+  w.line("  nvvm.mbarrier.init " + at(L.fullQ()) + ", " + c1 + " : !llvm.ptr<3>, i32");
+  w.line("  nvvm.mbarrier.init " + at(L.emptyQ()) + ", " + consumersC +
+         " : !llvm.ptr<3>, i32");
+  for (int64_t s = 0; s < ST; ++s) {
+    w.line("  nvvm.mbarrier.init " + at(L.fullK() + 8 * s) + ", " + c1 + " : !llvm.ptr<3>, i32");
+    w.line("  nvvm.mbarrier.init " + at(L.fullV() + 8 * s) + ", " + c1 + " : !llvm.ptr<3>, i32");
+    w.line("  nvvm.mbarrier.init " + at(L.emptyK() + 8 * s) + ", " + consumersC +
+           " : !llvm.ptr<3>, i32");
+    w.line("  nvvm.mbarrier.init " + at(L.emptyV() + 8 * s) + ", " + consumersC +
+           " : !llvm.ptr<3>, i32");
+  }
   w.line("  nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = "
          "#nvvm.shared_space<cta>}");
   w.line("}");
@@ -156,53 +207,217 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   std::string batch = trunc("%qd0"), sq = trunc("%qd1"), hq = trunc("%qd2"),
               sk = trunc("%kd1"), hkv = trunc("%kd2");
   std::string groups = w.bin("arith.divui", hq, hkv, "i32");
-  std::string nmb = w.bin("arith.ceildivui", sq, c64, "i32");
-  std::string ntiles =
-      w.bin("arith.muli", w.bin("arith.muli", batch, hq, "i32"), nmb, "i32");
+  std::string cBM = w.i32(BM);
+  std::string nmb = w.bin("arith.ceildivui", sq, cBM, "i32");
+  std::string nbh = w.bin("arith.muli", batch, hq, "i32");
+  std::string ntiles = w.bin("arith.muli", nbh, nmb, "i32");
   std::string nsplit = partial ? w.i32(k.numSplits) : "";
   if (partial)
     ntiles = w.bin("arith.muli", ntiles, nsplit, "i32");
   std::string cBN = w.i32(BN);
-  std::string scaleC = w.f32(scaleLog2);
-  // With softcap: t = tanh(raw * scale / cap), score2 = cap * log2(e) * t.
-  std::string capScale = k.softcap > 0 ? w.f32(k.scale / k.softcap) : "";
-  std::string capLog2 =
-      k.softcap > 0 ? w.f32(k.softcap * 1.4426950408889634) : "";
+  std::string off = w.bin("arith.subi", sk, sq, "i32");
   std::string negInf = w.op("arith.constant 0xFF800000 : f32");
   std::string zeroF = w.f32(0.0);
   std::string full = w.op("arith.constant -1 : i32");
   std::string clamp = w.i32(31);
+  std::string waitTicks = w.i32(10000000);
 
-  // Issues the TMA loads of one K (or V) block into `slot`.
+  // Barrier `base` + 8 * slot.
+  auto barAt = [&](int64_t base, const std::string &slot) {
+    std::string offset = w.bin("arith.muli", slot, c8, "i32");
+    offset = w.bin("arith.addi", offset, w.i32(base), "i32");
+    return w.op("llvm.getelementptr " + smem + "[" + offset +
+                "] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8");
+  };
+  auto slotBase = [&](int64_t base, const std::string &slot) {
+    std::string offset = w.bin("arith.muli", slot, w.i32(L.kvBytes), "i32");
+    offset = w.bin("arith.addi", offset, w.i32(base), "i32");
+    return w.op("llvm.getelementptr " + smem + "[" + offset +
+                "] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8");
+  };
+  auto ptrAdd = [&](const std::string &base, int64_t o) {
+    return w.op("llvm.getelementptr " + base + "[" + std::to_string(o) +
+                "] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8");
+  };
+  auto waitParity = [&](const std::string &bar, const std::string &parity) {
+    w.line("nvvm.mbarrier.try_wait.parity " + bar + ", " + parity + ", " +
+           waitTicks + " : !llvm.ptr<3>, i32, i32");
+  };
+  // Stage slot and phase parity of the g-th key block a CTA handles.
+  auto slotOf = [&](const std::string &g) { return w.bin("arith.remui", g, cST, "i32"); };
+  auto parityOf = [&](const std::string &g) {
+    return w.bin("arith.andi", w.bin("arith.divui", g, cST, "i32"), c1, "i32");
+  };
+
+  // A tile's coordinates and key-block range, the same in the producer and
+  // the consumers.
+  struct Tile {
+    std::string b, h, kvh, m0, m1, split, nbLo, nblocks;
+  };
+  auto decodeTile = [&](const std::string &tileIn) {
+    Tile t;
+    // Tile order. Static: m_block fastest, so the CTAs running at once share
+    // a head's K/V in L2. Heavy-first (masks whose work grows with m_block):
+    // m_block slowest and descending, (batch, head) fastest, so every round
+    // of the persistent loop hands out tiles of about the same length,
+    // longest first (FlashAttention-3's LPT order, without the atomic
+    // counter). Split-KV: the split is the fastest index.
+    std::string tile = tileIn, mb, bh;
+    if (partial) {
+      t.split = w.bin("arith.remui", tile, nsplit, "i32");
+      tile = w.bin("arith.divui", tile, nsplit, "i32");
+    }
+    if (k.heavyFirst) {
+      bh = w.bin("arith.remui", tile, nbh, "i32");
+      mb = w.bin("arith.subi", w.bin("arith.subi", nmb, c1, "i32"),
+                 w.bin("arith.divui", tile, nbh, "i32"), "i32");
+    } else {
+      mb = w.bin("arith.remui", tile, nmb, "i32");
+      bh = w.bin("arith.divui", tile, nmb, "i32");
+    }
+    t.h = w.bin("arith.remui", bh, hq, "i32");
+    t.b = w.bin("arith.divui", bh, hq, "i32");
+    t.kvh = w.bin("arith.divui", t.h, groups, "i32");
+    t.m0 = w.bin("arith.muli", mb, cBM, "i32");
+    // Key range (DESIGN.md section 2): n_max = min(Sk, m1 + c), c from causal.
+    std::string rows = w.bin("arith.minsi", cBM, w.bin("arith.subi", sq, t.m0, "i32"), "i32");
+    t.m1 = w.bin("arith.addi", t.m0, rows, "i32");
+    std::string nHi = sk;
+    if (k.causal == 1)
+      nHi = w.bin("arith.minsi", nHi, t.m1, "i32");
+    if (k.causal == 2)
+      nHi = w.bin("arith.minsi", nHi, w.bin("arith.addi", t.m1, off, "i32"), "i32");
+    if (k.windowRight >= 0)
+      nHi = w.bin("arith.minsi", nHi,
+                  w.bin("arith.addi", w.bin("arith.addi", t.m1, off, "i32"),
+                        w.i32(k.windowRight), "i32"),
+                  "i32");
+    nHi = w.bin("arith.maxsi", nHi, c0, "i32");
+    // n_min = max(0, m0 + Sk - Sq - L) with a left window, as key blocks.
+    t.nbLo = c0;
+    if (k.windowLeft >= 0) {
+      std::string nLo = w.bin("arith.subi", w.bin("arith.addi", t.m0, off, "i32"),
+                              w.i32(k.windowLeft), "i32");
+      nLo = w.bin("arith.maxsi", nLo, c0, "i32");
+      t.nbLo = w.bin("arith.divsi", nLo, cBN, "i32");
+    }
+    std::string nbHi = w.bin("arith.ceildivsi", nHi, cBN, "i32");
+    if (partial) {
+      // The split's key blocks (DESIGN.md section 2, as flashattn-tile):
+      // [s * ceil(nblk / S), (s + 1) * ceil(nblk / S)) of nblk = ceil(Sk / BN).
+      std::string per = w.bin("arith.ceildivsi",
+                              w.bin("arith.ceildivsi", sk, cBN, "i32"), nsplit, "i32");
+      std::string sLo = w.bin("arith.muli", t.split, per, "i32");
+      t.nbLo = w.bin("arith.maxsi", t.nbLo, sLo, "i32");
+      nbHi = w.bin("arith.minsi", nbHi, w.bin("arith.addi", sLo, per, "i32"), "i32");
+    }
+    t.nblocks = w.bin("arith.maxsi", w.bin("arith.subi", nbHi, t.nbLo, "i32"), c0, "i32");
+    return t;
+  };
+
+  std::string wg = w.bin("arith.divui", tid, c128, "i32");
+  std::string isProducer = w.op("arith.cmpi eq, " + wg + ", " + c0 + " : i32");
+  w.line("scf.if " + isProducer + " {");
+  //===--------------------------------------------------------------------===//
+  // Producer: thread 0 issues the TMA loads; the rest of warpgroup 0 leaves.
+  //===--------------------------------------------------------------------===//
+  if (C > 1)
+    w.line("nvvm.setmaxregister decrease " + std::to_string(k.producerRegs));
+  w.line("scf.if " + isLeader + " {");
+  // Issues the TMA loads of one K (or V) block into `base`.
   auto loadKV = [&](const std::string &map, const std::string &base,
                     const std::string &bar, const std::string &nb,
                     const std::string &kvh, const std::string &b) {
-    w.line("nvvm.mbarrier.arrive.expect_tx " + bar + ", " + w.i32(kvBytes) +
+    w.line("nvvm.mbarrier.arrive.expect_tx " + bar + ", " + w.i32(L.kvBytes) +
            " : !llvm.ptr<3>, i32");
     std::string row = w.bin("arith.muli", nb, cBN, "i32");
     for (int64_t i = 0; i < boxes; ++i) {
-      std::string dst = w.op("llvm.getelementptr " + base + "[" +
-                             std::to_string(i * BN * 128) +
-                             "] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8");
-      std::string dstc = w.op("llvm.addrspacecast " + dst +
-                              " : !llvm.ptr<3> to !llvm.ptr<7>");
-      w.line("nvvm.cp.async.bulk.tensor.shared.cluster.global " + dstc + ", " +
+      std::string dst = w.op("llvm.addrspacecast " + ptrAdd(base, i * BN * 128) +
+                             " : !llvm.ptr<3> to !llvm.ptr<7>");
+      w.line("nvvm.cp.async.bulk.tensor.shared.cluster.global " + dst + ", " +
              map + ", " + bar + ", box[" + w.i32(64 * i) + ", " + kvh + ", " +
              row + ", " + b + "] : !llvm.ptr<7>, !llvm.ptr");
     }
   };
-  auto slotBase = [&](int64_t off, const std::string &slot) {
-    std::string offset = w.bin("arith.muli", slot, w.i32(kvBytes), "i32");
-    offset = w.bin("arith.addi", offset, w.i32(off), "i32");
-    return w.op("llvm.getelementptr " + smem + "[" + offset +
-                "] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8");
-  };
-  auto barAt = [&](int64_t off, const std::string &slot) {
-    std::string offset = w.bin("arith.muli", slot, c8, "i32");
-    offset = w.bin("arith.addi", offset, w.i32(barOff + off), "i32");
-    return w.op("llvm.getelementptr " + smem + "[" + offset +
-                "] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8");
-  };
+  w.line("%pt:2 = scf.for %ptile = " + cta + " to " + ntiles + " step " + ncta +
+         " iter_args(%pg = " + c0 + ", %ptc = " + c0 + ") -> (i32, i32) : i32 {");
+  {
+    Tile t = decodeTile("%ptile");
+    // Q: wait until the consumers released the previous tile's Q.
+    std::string reuseQ = w.op("arith.cmpi ugt, %ptc, " + c0 + " : i32");
+    w.line("scf.if " + reuseQ + " {");
+    std::string qPar = w.bin("arith.andi", w.bin("arith.addi", "%ptc", c1, "i32"), c1, "i32");
+    waitParity(at(L.emptyQ()), qPar);
+    w.line("}");
+    std::string barQ = at(L.fullQ());
+    w.line("nvvm.mbarrier.arrive.expect_tx " + barQ + ", " + w.i32(L.qBytes) +
+           " : !llvm.ptr<3>, i32");
+    for (int64_t i = 0; i < boxes; ++i) {
+      std::string dst = w.op("llvm.addrspacecast " + at(i * BM * 128) +
+                             " : !llvm.ptr<3> to !llvm.ptr<7>");
+      w.line("nvvm.cp.async.bulk.tensor.shared.cluster.global " + dst +
+             ", %qmap, " + barQ + ", box[" + w.i32(64 * i) + ", " + t.h + ", " +
+             t.m0 + ", " + t.b + "] : !llvm.ptr<7>, !llvm.ptr");
+    }
+    // K and V of every key block; a stage is refilled once the consumers
+    // released it (empty barrier of its previous use, parity g / stages - 1).
+    w.line("%pn = scf.for %pi = " + c0 + " to " + t.nblocks + " step " + c1 +
+           " iter_args(%pgg = %pg) -> (i32) : i32 {");
+    std::string slot = slotOf("%pgg");
+    std::string ePar = w.bin("arith.andi",
+                             w.bin("arith.addi", w.bin("arith.divui", "%pgg", cST, "i32"),
+                                   c1, "i32"),
+                             c1, "i32");
+    std::string reuse = w.op("arith.cmpi uge, %pgg, " + cST + " : i32");
+    std::string kb = w.bin("arith.addi", t.nbLo, "%pi", "i32");
+    w.line("scf.if " + reuse + " {");
+    waitParity(barAt(L.emptyK(), slot), ePar);
+    w.line("}");
+    loadKV("%kmap", slotBase(L.kOff, slot), barAt(L.fullK(), slot), kb, t.kvh, t.b);
+    w.line("scf.if " + reuse + " {");
+    waitParity(barAt(L.emptyV(), slot), ePar);
+    w.line("}");
+    loadKV("%vmap", slotBase(L.vOff, slot), barAt(L.fullV(), slot), kb, t.kvh, t.b);
+    w.line("scf.yield " + w.bin("arith.addi", "%pgg", c1, "i32") + " : i32");
+    w.line("}");
+    w.line("scf.yield %pn, " + w.bin("arith.addi", "%ptc", c1, "i32") + " : i32, i32");
+  }
+  w.line("}");
+  w.line("}");
+  w.line("} else {");
+  //===--------------------------------------------------------------------===//
+  // Consumers: warpgroup 1 + c owns rows [64 c, 64 c + 64) of each tile.
+  //===--------------------------------------------------------------------===//
+  if (C > 1)
+    w.line("nvvm.setmaxregister increase " + std::to_string(k.consumerRegs));
+  std::string ctid = w.bin("arith.subi", tid, c128, "i32");
+  std::string cw = w.bin("arith.divui", ctid, c128, "i32");
+  std::string t128 = w.bin("arith.remui", ctid, c128, "i32");
+  std::string warp = w.bin("arith.divui", t128, c32, "i32");
+  std::string lane = w.bin("arith.remui", t128, c32, "i32");
+  std::string lq = w.bin("arith.divui", lane, c4, "i32");
+  std::string lr = w.bin("arith.remui", lane, c4, "i32");
+  // Row of fragment registers with (r/2)%2 == 0: 64 c + 16 w + l/4; the
+  // other +8. Column: 2 (l%4) + 8 (r/4) + r%2.
+  std::string row0 = w.bin("arith.addi",
+                           w.bin("arith.addi", w.bin("arith.muli", cw, w.i32(64), "i32"),
+                                 w.bin("arith.muli", warp, c16, "i32"), "i32"),
+                           lq, "i32");
+  std::string row1 = w.bin("arith.addi", row0, c8, "i32");
+  std::string col0 = w.bin("arith.muli", lr, c2, "i32");
+  // This consumer's 64 rows of Q (every 64-column box holds BM rows).
+  std::string qBase = w.op("llvm.getelementptr " + smem + "[" +
+                           w.bin("arith.muli", cw, w.i32(64 * 128), "i32") +
+                           "] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8");
+  std::string scaleC = w.f32(scaleLog2);
+  // With softcap: t = tanh(raw * scale / cap), score2 = cap * log2(e) * t.
+  std::string capScale = k.softcap > 0 ? w.f32(k.scale / k.softcap) : "";
+  std::string capLog2 = k.softcap > 0 ? w.f32(k.softcap * 1.4426950408889634) : "";
+  std::string oZero = w.op("llvm.mlir.undef : " + oT);
+  for (int r = 0; r < nO; ++r)
+    oZero = w.op("llvm.insertvalue " + zeroF + ", " + oZero + "[" +
+                 std::to_string(r) + "] : " + oT);
+
   // A wgmma shared-memory descriptor (PTX ISA 9.7.15.5.1): start address,
   // leading and stride byte offsets (>> 4), 128-byte swizzle (bit 62).
   auto desc = [&](const std::string &ptr, int64_t lbo, int64_t sbo) {
@@ -212,332 +427,320 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     int64_t rest = ((lbo >> 4) << 16) | ((sbo >> 4) << 32) | (int64_t(1) << 62);
     return w.bin("arith.ori", start, w.i64(rest), "i64");
   };
-  auto ptrAdd = [&](const std::string &base, int64_t off) {
-    return w.op("llvm.getelementptr " + base + "[" + std::to_string(off) +
-                "] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8");
+  // The descriptor of `base` + `bytes`: the start address field is
+  // address >> 4 (the sum stays below 2^14: 256 KB of shared window).
+  auto descAdd = [&](const std::string &d, int64_t bytes) {
+    return bytes ? w.bin("arith.addi", d, w.i64(bytes >> 4), "i64") : d;
   };
-
-  // The persistent loop over tiles, carrying the key-block count g (stage
-  // phases) and the tile count (Q phase).
-  std::string g0 = c0;
-  w.line("%tiles_end:2 = scf.for %tile = " + cta + " to " + ntiles + " step " +
-         ncta + " iter_args(%g = " + g0 + ", %tc = " + c0 + ") -> (i32, i32) : i32 {");
-  // Tile order. Static: m_block fastest, so the CTAs running at once share
-  // a head's K/V in L2. Heavy-first (masks whose work grows with m_block):
-  // m_block slowest and descending, (batch, head) fastest, so every round of
-  // the persistent loop hands out tiles of about the same length, longest
-  // first (FlashAttention-3's LPT order, without the atomic counter); with
-  // m_block fastest, a grid that is not a multiple of the m_block count
-  // gives some CTAs only the long tiles.
-  // Split-KV: the split is the fastest index.
-  std::string mb, bh, split, tile = "%tile";
-  if (partial) {
-    split = w.bin("arith.remui", tile, nsplit, "i32");
-    tile = w.bin("arith.divui", tile, nsplit, "i32");
-  }
-  if (k.heavyFirst) {
-    std::string nbh = w.bin("arith.muli", batch, hq, "i32");
-    bh = w.bin("arith.remui", tile, nbh, "i32");
-    mb = w.bin("arith.subi", w.bin("arith.subi", nmb, w.i32(1), "i32"),
-               w.bin("arith.divui", tile, nbh, "i32"), "i32");
-  } else {
-    mb = w.bin("arith.remui", tile, nmb, "i32");
-    bh = w.bin("arith.divui", tile, nmb, "i32");
-  }
-  std::string h = w.bin("arith.remui", bh, hq, "i32");
-  std::string b = w.bin("arith.divui", bh, hq, "i32");
-  std::string kvh = w.bin("arith.divui", h, groups, "i32");
-  std::string m0 = w.bin("arith.muli", mb, c64, "i32");
-  // Key range (DESIGN.md section 2): n_max = min(Sk, m1 + c), c from causal.
-  std::string rows = w.bin("arith.minsi", c64, w.bin("arith.subi", sq, m0, "i32"), "i32");
-  std::string m1 = w.bin("arith.addi", m0, rows, "i32");
-  std::string off = w.bin("arith.subi", sk, sq, "i32");
-  std::string nHi = sk;
-  if (k.causal == 1)
-    nHi = w.bin("arith.minsi", nHi, m1, "i32");
-  if (k.causal == 2)
-    nHi = w.bin("arith.minsi", nHi, w.bin("arith.addi", m1, off, "i32"), "i32");
-  if (k.windowRight >= 0)
-    nHi = w.bin("arith.minsi", nHi,
-                w.bin("arith.addi", w.bin("arith.addi", m1, off, "i32"),
-                      w.i32(k.windowRight), "i32"),
-                "i32");
-  nHi = w.bin("arith.maxsi", nHi, c0, "i32");
-  // n_min = max(0, m0 + Sk - Sq - L) with a left window, as key blocks.
-  std::string nbLo = c0;
-  if (k.windowLeft >= 0) {
-    std::string nLo = w.bin("arith.subi", w.bin("arith.addi", m0, off, "i32"),
-                            w.i32(k.windowLeft), "i32");
-    nLo = w.bin("arith.maxsi", nLo, c0, "i32");
-    nbLo = w.bin("arith.divsi", nLo, cBN, "i32");
-  }
-  std::string nbHi = w.bin("arith.ceildivsi", nHi, cBN, "i32");
-  if (partial) {
-    // The split's key blocks (DESIGN.md section 2, as flashattn-tile):
-    // [s * ceil(nblk / S), (s + 1) * ceil(nblk / S)) of nblk = ceil(Sk / BN).
-    std::string per = w.bin("arith.ceildivsi",
-                            w.bin("arith.ceildivsi", sk, cBN, "i32"), nsplit, "i32");
-    std::string sLo = w.bin("arith.muli", split, per, "i32");
-    nbLo = w.bin("arith.maxsi", nbLo, sLo, "i32");
-    nbHi = w.bin("arith.minsi", nbHi, w.bin("arith.addi", sLo, per, "i32"), "i32");
-  }
-  std::string nblocks = w.bin("arith.subi", nbHi, nbLo, "i32");
-  nblocks = w.bin("arith.maxsi", nblocks, c0, "i32");
-
-  // This thread's two rows and the keys each may see (j < lim).
-  std::string iA = w.bin("arith.addi", m0, row0, "i32");
-  std::string iB = w.bin("arith.addi", m0, row1, "i32");
-  // Keys j with lo <= j < lim are allowed (causal, window, sequence end).
-  std::string limA = sk, limB = sk, loA, loB;
-  if (k.causal) {
-    std::string cA = k.causal == 2 ? w.bin("arith.addi", iA, off, "i32") : iA;
-    std::string cB = k.causal == 2 ? w.bin("arith.addi", iB, off, "i32") : iB;
-    limA = w.bin("arith.minsi", limA, w.bin("arith.addi", cA, c1, "i32"), "i32");
-    limB = w.bin("arith.minsi", limB, w.bin("arith.addi", cB, c1, "i32"), "i32");
-  }
-  if (k.windowRight >= 0) {
-    std::string r1 = w.i32(k.windowRight + 1);
-    limA = w.bin("arith.minsi", limA,
-                 w.bin("arith.addi", w.bin("arith.addi", iA, off, "i32"), r1, "i32"), "i32");
-    limB = w.bin("arith.minsi", limB,
-                 w.bin("arith.addi", w.bin("arith.addi", iB, off, "i32"), r1, "i32"), "i32");
-  }
-  if (k.windowLeft >= 0) {
-    std::string l = w.i32(k.windowLeft);
-    loA = w.bin("arith.subi", w.bin("arith.addi", iA, off, "i32"), l, "i32");
-    loB = w.bin("arith.subi", w.bin("arith.addi", iB, off, "i32"), l, "i32");
-  }
-
-  // Leader: Q, and the first two K/V blocks.
-  w.line("scf.if " + isLeader + " {");
-  w.line("  nvvm.mbarrier.arrive.expect_tx " + barQ + ", " + w.i32(qBytes) +
-         " : !llvm.ptr<3>, i32");
-  for (int64_t i = 0; i < boxes; ++i) {
-    std::string dst = w.op("llvm.addrspacecast " + ptrAdd(at(qOff), i * BM * 128) +
-                           " : !llvm.ptr<3> to !llvm.ptr<7>");
-    w.line("nvvm.cp.async.bulk.tensor.shared.cluster.global " + dst +
-           ", %qmap, " + barQ + ", box[" + w.i32(64 * i) + ", " + h + ", " +
-           m0 + ", " + b + "] : !llvm.ptr<7>, !llvm.ptr");
-  }
-  for (int j = 0; j < 2; ++j) {
-    std::string nb = w.i32(j);
-    std::string has = w.op("arith.cmpi slt, " + nb + ", " + nblocks + " : i32");
-    w.line("scf.if " + has + " {");
-    std::string gj = w.bin("arith.addi", "%g", nb, "i32");
-    std::string slot = w.bin("arith.remui", gj, c2, "i32");
-    std::string kb = w.bin("arith.addi", nbLo, nb, "i32");
-    loadKV("%kmap", slotBase(kOff, slot), barAt(8, slot), kb, kvh, b);
-    loadKV("%vmap", slotBase(vOff, slot), barAt(24, slot), kb, kvh, b);
-    w.line("}");
-  }
-  w.line("}");
-  std::string qpar = w.bin("arith.andi", "%tc", c1, "i32");
-  w.line("nvvm.mbarrier.try_wait.parity " + barQ + ", " + qpar + ", " +
-         w.i32(10000000) + " : !llvm.ptr<3>, i32, i32");
-
-  // Loop-carried state: g, row max (2 rows), row sum (2 partial), O.
-  std::string oInit = w.op("llvm.mlir.undef : " + oT);
-  for (int r = 0; r < nO; ++r)
-    oInit = w.op("llvm.insertvalue " + zeroF + ", " + oInit + "[" +
-                 std::to_string(r) + "] : " + oT);
-  w.line("%kl:6 = scf.for %n = " + c0 + " to " + nblocks + " step " + c1 +
-         " iter_args(%gg = %g, %m_a = " + negInf + ", %m_b = " + negInf +
-         ", %l_a = " + zeroF + ", %l_b = " + zeroF + ", %oacc = " + oInit +
-         ") -> (i32, f32, f32, f32, f32, " + oT + ") : i32 {");
-  std::string slot = w.bin("arith.remui", "%gg", c2, "i32");
-  std::string par = w.bin("arith.andi", w.bin("arith.divui", "%gg", c2, "i32"), c1, "i32");
-  std::string kBase = slotBase(kOff, slot), vBase = slotBase(vOff, slot);
-  w.line("nvvm.mbarrier.try_wait.parity " + barAt(8, slot) + ", " + par + ", " +
-         w.i32(10000000) + " : !llvm.ptr<3>, i32, i32");
-  // S = Q K^T.
-  std::string qBase = at(qOff);
-  std::string s = w.op("llvm.mlir.undef : " + sT);
-  w.line("nvvm.wgmma.fence.aligned");
-  for (int64_t kk = 0; kk < D / 16; ++kk) {
-    int64_t box = kk / 4, inBox = (kk % 4) * 32;
-    std::string dA = desc(ptrAdd(qBase, box * BM * 128 + inBox), 16, 1024);
-    std::string dB = desc(ptrAdd(kBase, box * BN * 128 + inBox), 16, 1024);
-    s = w.op("nvvm.wgmma.mma_async " + dA + ", " + dB + ", " + s +
-             ", #nvvm.shape<m = 64, n = " + std::to_string(BN) +
-             ", k = 16>, D [<f32>, #nvvm.wgmma_scale_out<" +
-             (kk ? "one" : "zero") + ">], A [<" + et +
-             ">, #nvvm.wgmma_scale_in<one>, <row>], B [<" + et +
-             ">, #nvvm.wgmma_scale_in<one>, <col>] : " + sT + " -> " + sT);
-  }
-  w.line("nvvm.wgmma.commit.group.sync.aligned");
-  w.line("nvvm.wgmma.wait.group.sync.aligned 0");
-
-  // Softmax on the fragments.
-  std::string n0 = w.bin("arith.muli", w.bin("arith.addi", nbLo, "%n", "i32"),
-                         cBN, "i32");
-  std::vector<std::string> sv(nS);
-  // Region arguments (positions inside the sequence, as index): b, h and the
-  // thread's two rows once per block, the key per score.
-  auto idx = [&](const std::string &v) {
-    return w.op("arith.index_cast " + v + " : i32 to index");
+  // Q's base descriptor, re-read at each use through an opaque move: LLVM
+  // would otherwise hoist all D / 16 loop-invariant Q descriptors out of the
+  // key-block loop and keep them live (2 registers each: spills at
+  // head_dim 256).
+  std::string qDesc0 = desc(qBase, 16, 1024);
+  auto qDesc = [&]() {
+    return w.op("llvm.inline_asm has_side_effects asm_dialect = att "
+                "\"mov.b64 $0, $1;\", \"=l,l\" " + qDesc0 + " : (i64) -> i64");
   };
-  std::string bIdx, hIdx, iIdx[2];
-  if (k.scoreRegion || k.maskRegion) {
-    bIdx = idx(b);
-    hIdx = idx(h);
-    iIdx[0] = idx(iA);
-    iIdx[1] = idx(iB);
-  }
-  std::string mxA = negInf, mxB = negInf;
-  for (int r = 0; r < nS; ++r) {
-    std::string x = w.op("llvm.extractvalue " + s + "[" + std::to_string(r) +
-                         "] : " + sT);
-    int colConst = 8 * (r / 4) + (r % 2);
-    std::string j = w.bin("arith.addi", w.bin("arith.addi", n0, col0, "i32"),
-                          w.i32(colConst), "i32");
-    bool rowB = (r / 2) % 2;
-    std::string ok = w.op("arith.cmpi slt, " + j + ", " + (rowB ? limB : limA) + " : i32");
-    if (k.windowLeft >= 0)
-      ok = w.bin("arith.andi", ok,
-                 w.op("arith.cmpi sge, " + j + ", " + (rowB ? loB : loA) + " : i32"), "i1");
-    std::string regionArgs;
-    if (k.scoreRegion || k.maskRegion)
-      regionArgs = bIdx + ", " + hIdx + ", " + iIdx[rowB] + ", " + idx(j);
-    if (k.maskRegion) {
-      // The mask region, inlined by the conversion in place of this call.
-      std::string keep = w.op("func.call @" + k.name + "_mask(" + regionArgs +
-                              ") : (index, index, index, index) -> i1");
-      ok = w.bin("arith.andi", ok, keep, "i1");
+  // Issues S = Q K^T (no commit).
+  auto issueQK = [&](const std::string &kBase) {
+    std::string s = w.op("llvm.mlir.undef : " + sT);
+    std::string qd = qDesc(), kd = desc(kBase, 16, 1024);
+    for (int64_t kk = 0; kk < D / 16; ++kk) {
+      int64_t box = kk / 4, inBox = (kk % 4) * 32;
+      std::string dA = descAdd(qd, box * BM * 128 + inBox);
+      std::string dB = descAdd(kd, box * BN * 128 + inBox);
+      s = w.op("nvvm.wgmma.mma_async " + dA + ", " + dB + ", " + s +
+               ", #nvvm.shape<m = 64, n = " + std::to_string(BN) +
+               ", k = 16>, D [<f32>, #nvvm.wgmma_scale_out<" +
+               (kk ? "one" : "zero") + ">], A [<" + et +
+               ">, #nvvm.wgmma_scale_in<one>, <row>], B [<" + et +
+               ">, #nvvm.wgmma_scale_in<one>, <col>] : " + sT + " -> " + sT);
     }
-    if (k.softcap > 0) {
-      // softcap * tanh(s / softcap), then * log2(e). tanh.approx.f32 (PTX ISA
-      // 9.7.4.9) has no NVVM op: inline asm.
-      x = w.bin("arith.mulf", x, capScale, "f32");
-      x = w.op("llvm.inline_asm asm_dialect = att \"tanh.approx.f32 $0, $1;\", \"=f,f\" " +
-               x + " : (f32) -> f32");
-      x = w.bin("arith.mulf", x, k.scoreRegion ? w.f32(k.softcap) : capLog2, "f32");
-    } else {
-      x = w.bin("arith.mulf", x, k.scoreRegion ? w.f32(k.scale) : scaleC, "f32");
-    }
-    if (k.scoreRegion) {
-      // The score region sees the natural-domain score (after softcap);
-      // log2(e) comes after it.
-      x = w.op("func.call @" + k.name + "_score(" + x + ", " + regionArgs +
-               ") : (f32, index, index, index, index) -> f32");
-      x = w.bin("arith.mulf", x, w.f32(1.4426950408889634), "f32");
-    }
-    x = w.op("arith.select " + ok + ", " + x + ", " + negInf + " : f32");
-    sv[r] = x;
-    if (rowB)
-      mxB = w.bin("arith.maxnumf", mxB, x, "f32");
-    else
-      mxA = w.bin("arith.maxnumf", mxA, x, "f32");
-  }
-  auto quadMax = [&](std::string v) {
-    for (const std::string &sh : {c1, c2}) {
-      std::string o = w.op("nvvm.shfl.sync bfly " + full + ", " + v + ", " + sh +
-                           ", " + clamp + " : f32 -> f32");
-      v = w.bin("arith.maxnumf", v, o, "f32");
-    }
-    return v;
+    return s;
   };
-  mxA = quadMax(mxA);
-  mxB = quadMax(mxB);
-  std::string mNewA = w.bin("arith.maxnumf", "%m_a", mxA, "f32");
-  std::string mNewB = w.bin("arith.maxnumf", "%m_b", mxB, "f32");
-  auto guard = [&](const std::string &m) {
-    std::string e = w.op("arith.cmpf oeq, " + m + ", " + negInf + " : f32");
-    return w.op("arith.select " + e + ", " + zeroF + ", " + m + " : f32");
+  // Issues O += P V with P in registers (no commit): the RS wgmma through
+  // inline asm, one per k16 slice of the key block.
+  auto issuePV = [&](std::string oacc, const std::vector<std::string> &pk,
+                     const std::string &vBase) {
+    // V is MN-major (transpose-B): LBO = the distance between the two
+    // 64-column boxes, each k16 step 16 rows x 128 B further.
+    std::string vd = desc(vBase, BN * 128, 1024);
+    for (int64_t kk = 0; kk < BN / 16; ++kk) {
+      std::string dV = descAdd(vd, kk * 2048);
+      std::string asmText = "{\\0A.reg .pred p;\\0Asetp.ne.b32 p, 1, 0;\\0A"
+                            "wgmma.mma_async.sync.aligned.m64n" +
+                            std::to_string(D) + "k16.f32." + et + "." + et + " {";
+      for (int r = 0; r < nO; ++r)
+        asmText += (r ? ", $" : "$") + std::to_string(r);
+      // Operands are numbered outputs first, then inputs (the tied ones
+      // too): the A registers are $(2 nO) .. $(2 nO + 3), the descriptor
+      // $(2 nO + 4).
+      asmText += "}, {$" + std::to_string(2 * nO) + ", $" +
+                 std::to_string(2 * nO + 1) + ", $" + std::to_string(2 * nO + 2) +
+                 ", $" + std::to_string(2 * nO + 3) + "}, $" +
+                 std::to_string(2 * nO + 4) + ", p, 1, 1, 1;\\0A}";
+      std::string cons;
+      for (int r = 0; r < nO; ++r)
+        cons += (r ? ",=f" : "=f");
+      for (int r = 0; r < nO; ++r)
+        cons += "," + std::to_string(r);
+      cons += ",r,r,r,r,l";
+      std::string operands, types;
+      for (int r = 0; r < nO; ++r) {
+        std::string x = w.op("llvm.extractvalue " + oacc + "[" + std::to_string(r) +
+                             "] : " + oT);
+        operands += (r ? ", " : "") + x;
+        types += (r ? ", f32" : "f32");
+      }
+      for (int a = 0; a < 4; ++a) {
+        operands += ", " + pk[kk * 4 + a];
+        types += ", i32";
+      }
+      operands += ", " + dV;
+      types += ", i64";
+      oacc = w.op("llvm.inline_asm has_side_effects asm_dialect = att \"" +
+                  asmText + "\", \"" + cons + "\" " + operands + " : (" + types +
+                  ") -> " + oT);
+    }
+    return oacc;
   };
-  std::string useA = guard(mNewA), useB = guard(mNewB);
-  auto ex2 = [&](const std::string &x) {
-    return w.op("llvm.call_intrinsic \"llvm.nvvm.ex2.approx.ftz.f\"(" + x +
-                ") : (f32) -> f32");
+
+  // The online softmax of one key block's scores (fragments of S).
+  struct Softmax {
+    std::string mA, mB, lA, lB, alphaA, alphaB;
+    std::vector<std::string> pk;
   };
-  std::string alphaA = ex2(w.bin("arith.subf", "%m_a", useA, "f32"));
-  std::string alphaB = ex2(w.bin("arith.subf", "%m_b", useB, "f32"));
-  std::string sumA = zeroF, sumB = zeroF;
-  std::vector<std::string> p(nS);
-  for (int r = 0; r < nS; ++r) {
-    bool rowB = (r / 2) % 2;
-    p[r] = ex2(w.bin("arith.subf", sv[r], rowB ? useB : useA, "f32"));
-    if (rowB)
-      sumB = w.bin("arith.addf", sumB, p[r], "f32");
-    else
-      sumA = w.bin("arith.addf", sumA, p[r], "f32");
-  }
-  std::string lA = w.bin("arith.addf", w.bin("arith.mulf", "%l_a", alphaA, "f32"), sumA, "f32");
-  std::string lB = w.bin("arith.addf", w.bin("arith.mulf", "%l_b", alphaB, "f32"), sumB, "f32");
-  std::string oacc = "%oacc";
-  for (int r = 0; r < nO; ++r) {
-    std::string x = w.op("llvm.extractvalue " + oacc + "[" + std::to_string(r) +
-                         "] : " + oT);
-    x = w.bin("arith.mulf", x, (r / 2) % 2 ? alphaB : alphaA, "f32");
-    oacc = w.op("llvm.insertvalue " + x + ", " + oacc + "[" + std::to_string(r) +
-                "] : " + oT);
-  }
-  // P packed in pairs into the A registers of the next wgmma.
-  std::vector<std::string> pk(nS / 2);
-  for (int r = 0; r < nS; r += 2) {
-    std::string vec = w.op("llvm.mlir.undef : vector<2xf32>");
-    vec = w.op("llvm.insertelement " + p[r] + ", " + vec + "[" + c0 +
-               " : i32] : vector<2xf32>");
-    vec = w.op("llvm.insertelement " + p[r + 1] + ", " + vec + "[" + c1 +
-               " : i32] : vector<2xf32>");
-    std::string h2 = w.op("arith.truncf " + vec + " : vector<2xf32> to vector<2x" + et + ">");
-    pk[r / 2] = w.op("llvm.bitcast " + h2 + " : vector<2x" + et + "> to i32");
-  }
-  // O += P V: RS wgmma through inline asm (no op for the register-A form).
-  w.line("nvvm.mbarrier.try_wait.parity " + barAt(24, slot) + ", " + par + ", " +
-         w.i32(10000000) + " : !llvm.ptr<3>, i32, i32");
-  w.line("nvvm.wgmma.fence.aligned");
-  for (int64_t kk = 0; kk < BN / 16; ++kk) {
-    std::string dV = desc(ptrAdd(vBase, kk * 2048), BN * 128, 1024);
-    std::string asmText = "{\\0A.reg .pred p;\\0Asetp.ne.b32 p, 1, 0;\\0A"
-                          "wgmma.mma_async.sync.aligned.m64n" +
-                          std::to_string(D) + "k16.f32." + et + "." + et + " {";
-    for (int r = 0; r < nO; ++r)
-      asmText += (r ? ", $" : "$") + std::to_string(r);
-    // Operands are numbered outputs first, then inputs (the tied ones too):
-    // the A registers are $(2 nO) .. $(2 nO + 3), the descriptor $(2 nO + 4).
-    asmText += "}, {$" + std::to_string(2 * nO) + ", $" +
-               std::to_string(2 * nO + 1) + ", $" + std::to_string(2 * nO + 2) +
-               ", $" + std::to_string(2 * nO + 3) + "}, $" +
-               std::to_string(2 * nO + 4) + ", p, 1, 1, 1;\\0A}";
-    std::string cons;
-    for (int r = 0; r < nO; ++r)
-      cons += (r ? ",=f" : "=f");
-    for (int r = 0; r < nO; ++r)
-      cons += "," + std::to_string(r);
-    cons += ",r,r,r,r,l";
-    std::string operands, types;
+  struct Rows {
+    std::string iA, iB, limA, limB, loA, loB, bIdx, hIdx, iIdx[2];
+  };
+  auto softmax = [&](const std::string &s, const std::string &n0, const Rows &rw,
+                     const std::string &mOldA, const std::string &mOldB,
+                     const std::string &lOldA, const std::string &lOldB) {
+    Softmax sm;
+    std::vector<std::string> sv(nS);
+    auto idx = [&](const std::string &v) {
+      return w.op("arith.index_cast " + v + " : i32 to index");
+    };
+    std::string mxA = negInf, mxB = negInf;
+    for (int r = 0; r < nS; ++r) {
+      std::string x = w.op("llvm.extractvalue " + s + "[" + std::to_string(r) +
+                           "] : " + sT);
+      int colConst = 8 * (r / 4) + (r % 2);
+      std::string j = w.bin("arith.addi", w.bin("arith.addi", n0, col0, "i32"),
+                            w.i32(colConst), "i32");
+      bool rowB = (r / 2) % 2;
+      std::string ok = w.op("arith.cmpi slt, " + j + ", " + (rowB ? rw.limB : rw.limA) +
+                            " : i32");
+      if (k.windowLeft >= 0)
+        ok = w.bin("arith.andi", ok,
+                   w.op("arith.cmpi sge, " + j + ", " + (rowB ? rw.loB : rw.loA) + " : i32"),
+                   "i1");
+      std::string regionArgs;
+      if (k.scoreRegion || k.maskRegion)
+        regionArgs = rw.bIdx + ", " + rw.hIdx + ", " + rw.iIdx[rowB] + ", " + idx(j);
+      if (k.maskRegion) {
+        // The mask region, inlined by the conversion in place of this call.
+        std::string keep = w.op("func.call @" + k.name + "_mask(" + regionArgs +
+                                ") : (index, index, index, index) -> i1");
+        ok = w.bin("arith.andi", ok, keep, "i1");
+      }
+      if (k.softcap > 0) {
+        // softcap * tanh(s / softcap), then * log2(e). tanh.approx.f32 (PTX
+        // ISA 9.7.4.9) has no NVVM op: inline asm.
+        x = w.bin("arith.mulf", x, capScale, "f32");
+        x = w.op("llvm.inline_asm asm_dialect = att \"tanh.approx.f32 $0, $1;\", \"=f,f\" " +
+                 x + " : (f32) -> f32");
+        x = w.bin("arith.mulf", x, k.scoreRegion ? w.f32(k.softcap) : capLog2, "f32");
+      } else {
+        x = w.bin("arith.mulf", x, k.scoreRegion ? w.f32(k.scale) : scaleC, "f32");
+      }
+      if (k.scoreRegion) {
+        // The score region sees the natural-domain score (after softcap);
+        // log2(e) comes after it.
+        x = w.op("func.call @" + k.name + "_score(" + x + ", " + regionArgs +
+                 ") : (f32, index, index, index, index) -> f32");
+        x = w.bin("arith.mulf", x, w.f32(1.4426950408889634), "f32");
+      }
+      x = w.op("arith.select " + ok + ", " + x + ", " + negInf + " : f32");
+      sv[r] = x;
+      if (rowB)
+        mxB = w.bin("arith.maxnumf", mxB, x, "f32");
+      else
+        mxA = w.bin("arith.maxnumf", mxA, x, "f32");
+    }
+    auto quadMax = [&](std::string v) {
+      for (const std::string &sh : {c1, c2}) {
+        std::string o = w.op("nvvm.shfl.sync bfly " + full + ", " + v + ", " + sh +
+                             ", " + clamp + " : f32 -> f32");
+        v = w.bin("arith.maxnumf", v, o, "f32");
+      }
+      return v;
+    };
+    sm.mA = w.bin("arith.maxnumf", mOldA, quadMax(mxA), "f32");
+    sm.mB = w.bin("arith.maxnumf", mOldB, quadMax(mxB), "f32");
+    // m_new' = 0 where m_new = -inf: no NaN on rows masked so far.
+    auto guard = [&](const std::string &m) {
+      std::string e = w.op("arith.cmpf oeq, " + m + ", " + negInf + " : f32");
+      return w.op("arith.select " + e + ", " + zeroF + ", " + m + " : f32");
+    };
+    std::string useA = guard(sm.mA), useB = guard(sm.mB);
+    auto ex2 = [&](const std::string &x) {
+      return w.op("llvm.call_intrinsic \"llvm.nvvm.ex2.approx.ftz.f\"(" + x +
+                  ") : (f32) -> f32");
+    };
+    sm.alphaA = ex2(w.bin("arith.subf", mOldA, useA, "f32"));
+    sm.alphaB = ex2(w.bin("arith.subf", mOldB, useB, "f32"));
+    std::string sumA = zeroF, sumB = zeroF;
+    std::vector<std::string> p(nS);
+    for (int r = 0; r < nS; ++r) {
+      bool rowB = (r / 2) % 2;
+      p[r] = ex2(w.bin("arith.subf", sv[r], rowB ? useB : useA, "f32"));
+      if (rowB)
+        sumB = w.bin("arith.addf", sumB, p[r], "f32");
+      else
+        sumA = w.bin("arith.addf", sumA, p[r], "f32");
+    }
+    sm.lA = w.bin("arith.addf", w.bin("arith.mulf", lOldA, sm.alphaA, "f32"), sumA, "f32");
+    sm.lB = w.bin("arith.addf", w.bin("arith.mulf", lOldB, sm.alphaB, "f32"), sumB, "f32");
+    // P packed in pairs into the A registers of the P V wgmma.
+    for (int r = 0; r < nS; r += 2) {
+      std::string vec = w.op("llvm.mlir.undef : vector<2xf32>");
+      vec = w.op("llvm.insertelement " + p[r] + ", " + vec + "[" + c0 +
+                 " : i32] : vector<2xf32>");
+      vec = w.op("llvm.insertelement " + p[r + 1] + ", " + vec + "[" + c1 +
+                 " : i32] : vector<2xf32>");
+      std::string h2 = w.op("arith.truncf " + vec + " : vector<2xf32> to vector<2x" + et + ">");
+      sm.pk.push_back(w.op("llvm.bitcast " + h2 + " : vector<2x" + et + "> to i32"));
+    }
+    return sm;
+  };
+  auto rescale = [&](std::string oacc, const std::string &aA, const std::string &aB) {
     for (int r = 0; r < nO; ++r) {
       std::string x = w.op("llvm.extractvalue " + oacc + "[" + std::to_string(r) +
                            "] : " + oT);
-      operands += (r ? ", " : "") + x;
-      types += (r ? ", f32" : "f32");
+      x = w.bin("arith.mulf", x, (r / 2) % 2 ? aB : aA, "f32");
+      oacc = w.op("llvm.insertvalue " + x + ", " + oacc + "[" + std::to_string(r) +
+                  "] : " + oT);
     }
-    for (int a = 0; a < 4; ++a) {
-      operands += ", " + pk[kk * 4 + a];
-      types += ", i32";
-    }
-    operands += ", " + dV;
-    types += ", i64";
-    oacc = w.op("llvm.inline_asm has_side_effects asm_dialect = att \"" +
-                asmText + "\", \"" + cons + "\" " + operands + " : (" + types +
-                ") -> " + oT);
+    return oacc;
+  };
+
+  w.line("%ct:2 = scf.for %ctile = " + cta + " to " + ntiles + " step " + ncta +
+         " iter_args(%cg = " + c0 + ", %ctc = " + c0 + ") -> (i32, i32) : i32 {");
+  Tile t = decodeTile("%ctile");
+  // This thread's two rows and the keys each may see (lo <= j < lim).
+  Rows rw;
+  rw.iA = w.bin("arith.addi", t.m0, row0, "i32");
+  rw.iB = w.bin("arith.addi", t.m0, row1, "i32");
+  rw.limA = sk;
+  rw.limB = sk;
+  if (k.causal) {
+    std::string cA = k.causal == 2 ? w.bin("arith.addi", rw.iA, off, "i32") : rw.iA;
+    std::string cB = k.causal == 2 ? w.bin("arith.addi", rw.iB, off, "i32") : rw.iB;
+    rw.limA = w.bin("arith.minsi", rw.limA, w.bin("arith.addi", cA, c1, "i32"), "i32");
+    rw.limB = w.bin("arith.minsi", rw.limB, w.bin("arith.addi", cB, c1, "i32"), "i32");
   }
-  w.line("nvvm.wgmma.commit.group.sync.aligned");
-  w.line("nvvm.wgmma.wait.group.sync.aligned 0");
-  // Every thread is done with this stage: refill it with block n + 2.
-  w.line("nvvm.barrier0");
-  std::string n2 = w.bin("arith.addi", "%n", c2, "i32");
-  std::string more = w.op("arith.cmpi slt, " + n2 + ", " + nblocks + " : i32");
-  std::string doLoad = w.bin("arith.andi", more, isLeader, "i1");
-  w.line("scf.if " + doLoad + " {");
-  std::string kb2 = w.bin("arith.addi", nbLo, n2, "i32");
-  loadKV("%kmap", kBase, barAt(8, slot), kb2, kvh, b);
-  loadKV("%vmap", vBase, barAt(24, slot), kb2, kvh, b);
+  if (k.windowRight >= 0) {
+    std::string r1 = w.i32(k.windowRight + 1);
+    rw.limA = w.bin("arith.minsi", rw.limA,
+                    w.bin("arith.addi", w.bin("arith.addi", rw.iA, off, "i32"), r1, "i32"),
+                    "i32");
+    rw.limB = w.bin("arith.minsi", rw.limB,
+                    w.bin("arith.addi", w.bin("arith.addi", rw.iB, off, "i32"), r1, "i32"),
+                    "i32");
+  }
+  if (k.windowLeft >= 0) {
+    std::string l = w.i32(k.windowLeft);
+    rw.loA = w.bin("arith.subi", w.bin("arith.addi", rw.iA, off, "i32"), l, "i32");
+    rw.loB = w.bin("arith.subi", w.bin("arith.addi", rw.iB, off, "i32"), l, "i32");
+  }
+  // Region arguments (positions inside the sequence, as index): b, h and
+  // the thread's two rows once per tile, the key per score.
+  if (k.scoreRegion || k.maskRegion) {
+    auto idx = [&](const std::string &v) {
+      return w.op("arith.index_cast " + v + " : i32 to index");
+    };
+    rw.bIdx = idx(t.b);
+    rw.hIdx = idx(t.h);
+    rw.iIdx[0] = idx(rw.iA);
+    rw.iIdx[1] = idx(rw.iB);
+  }
+  waitParity(at(L.fullQ()), w.bin("arith.andi", "%ctc", c1, "i32"));
+  const std::string stateT = "i32, f32, f32, f32, f32, " + oT;
+  std::string has = w.op("arith.cmpi sgt, " + t.nblocks + ", " + c0 + " : i32");
+  w.line("%cr:6 = scf.if " + has + " -> (" + stateT + ") {");
+  {
+    // Block 0: S_0, its softmax; no P V yet.
+    std::string slot = slotOf("%cg");
+    waitParity(barAt(L.fullK(), slot), parityOf("%cg"));
+    std::string kBase = slotBase(L.kOff, slot);
+    w.line("nvvm.wgmma.fence.aligned");
+    std::string s = issueQK(kBase);
+    w.line("nvvm.wgmma.commit.group.sync.aligned");
+    w.line("nvvm.wgmma.wait.group.sync.aligned 0");
+    w.line("nvvm.mbarrier.arrive " + barAt(L.emptyK(), slot) + " : !llvm.ptr<3>");
+    Softmax sm = softmax(s, w.bin("arith.muli", t.nbLo, cBN, "i32"), rw, negInf, negInf,
+                         zeroF, zeroF);
+    std::string g1 = w.bin("arith.addi", "%cg", c1, "i32");
+    // Blocks 1..n-1: issue S_n and O += P_{n-1} V_{n-1}; the softmax of S_n
+    // runs while P V is in flight (FlashAttention-3, section 3.2).
+    std::vector<std::string> pArgs;
+    std::string iter = "%lg = " + g1 + ", %lma = " + sm.mA + ", %lmb = " + sm.mB +
+                       ", %lla = " + sm.lA + ", %llb = " + sm.lB + ", %lo = " + oZero;
+    for (int i = 0; i < nP; ++i) {
+      iter += ", %lp" + std::to_string(i) + " = " + sm.pk[i];
+      pArgs.push_back("%lp" + std::to_string(i));
+    }
+    w.line("%kl:" + std::to_string(6 + nP) + " = scf.for %cn = " + c1 + " to " +
+           t.nblocks + " step " + c1 + " iter_args(" + iter + ") -> (" + stateT +
+           (nP ? ", " + repeat("i32", nP) : "") + ") : i32 {");
+    {
+      std::string gPrev = w.bin("arith.subi", "%lg", c1, "i32");
+      std::string slotN = slotOf("%lg"), slotP = slotOf(gPrev);
+      // Every wait before the fence: a spin loop between wgmma.fence and the
+      // wgmma makes ptxas serialize them (shared/MLIR-NOTES.md).
+      waitParity(barAt(L.fullK(), slotN), parityOf("%lg"));
+      waitParity(barAt(L.fullV(), slotP), parityOf(gPrev));
+      std::string kBase = slotBase(L.kOff, slotN), vBase = slotBase(L.vOff, slotP);
+      w.line("nvvm.wgmma.fence.aligned");
+      std::string sN = issueQK(kBase);
+      w.line("nvvm.wgmma.commit.group.sync.aligned");
+      std::string o1 = issuePV("%lo", pArgs, vBase);
+      w.line("nvvm.wgmma.commit.group.sync.aligned");
+      w.line("nvvm.wgmma.wait.group.sync.aligned 1");
+      w.line("nvvm.mbarrier.arrive " + barAt(L.emptyK(), slotN) + " : !llvm.ptr<3>");
+      std::string n0 = w.bin("arith.muli", w.bin("arith.addi", t.nbLo, "%cn", "i32"),
+                             cBN, "i32");
+      Softmax smN = softmax(sN, n0, rw, "%lma", "%lmb", "%lla", "%llb");
+      w.line("nvvm.wgmma.wait.group.sync.aligned 0");
+      w.line("nvvm.mbarrier.arrive " + barAt(L.emptyV(), slotP) + " : !llvm.ptr<3>");
+      std::string o2 = rescale(o1, smN.alphaA, smN.alphaB);
+      w.line("scf.yield " + w.bin("arith.addi", "%lg", c1, "i32") + ", " + smN.mA +
+             ", " + smN.mB + ", " + smN.lA + ", " + smN.lB + ", " + o2 +
+             (nP ? ", " + join(smN.pk) : "") + " : " + stateT +
+             (nP ? ", " + repeat("i32", nP) : ""));
+    }
+    w.line("}");
+    // The last block's P V.
+    std::vector<std::string> pLast;
+    for (int i = 0; i < nP; ++i)
+      pLast.push_back("%kl#" + std::to_string(6 + i));
+    std::string gLast = w.bin("arith.subi", "%kl#0", c1, "i32");
+    std::string slotL = slotOf(gLast);
+    waitParity(barAt(L.fullV(), slotL), parityOf(gLast));
+    w.line("nvvm.wgmma.fence.aligned");
+    std::string oL = issuePV("%kl#5", pLast, slotBase(L.vOff, slotL));
+    w.line("nvvm.wgmma.commit.group.sync.aligned");
+    w.line("nvvm.wgmma.wait.group.sync.aligned 0");
+    w.line("nvvm.mbarrier.arrive " + barAt(L.emptyV(), slotL) + " : !llvm.ptr<3>");
+    w.line("scf.yield %kl#0, %kl#1, %kl#2, %kl#3, %kl#4, " + oL + " : " + stateT);
+  }
+  w.line("} else {");
+  w.line("scf.yield %cg, " + negInf + ", " + negInf + ", " + zeroF + ", " + zeroF +
+         ", " + oZero + " : " + stateT);
   w.line("}");
-  std::string gNext = w.bin("arith.addi", "%gg", c1, "i32");
-  w.line("scf.yield " + gNext + ", " + mNewA + ", " + mNewB + ", " + lA + ", " +
-         lB + ", " + oacc + " : i32, f32, f32, f32, f32, " + oT);
-  w.line("}");
+  // Q is free for the next tile.
+  w.line("nvvm.mbarrier.arrive " + at(L.emptyQ()) + " : !llvm.ptr<3>");
 
   // Epilogue: reduce the row sums over the quad, normalize, write.
   auto quadSum = [&](std::string v) {
@@ -548,7 +751,7 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     }
     return v;
   };
-  std::string LA = quadSum("%kl#3"), LB = quadSum("%kl#4");
+  std::string LA = quadSum("%cr#3"), LB = quadSum("%cr#4");
   auto inv = [&](const std::string &l) {
     std::string e = w.op("arith.cmpf oeq, " + l + ", " + zeroF + " : f32");
     std::string q = w.bin("arith.divf", w.f32(1.0), l, "f32");
@@ -557,13 +760,13 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   std::string invA = inv(LA), invB = inv(LB);
   std::string hq64 = w.op("arith.extui " + hq + " : i32 to i64");
   std::string sq64 = w.op("arith.extui " + sq + " : i32 to i64");
-  std::string b64 = w.op("arith.extui " + b + " : i32 to i64");
-  std::string h64 = w.op("arith.extui " + h + " : i32 to i64");
+  std::string b64 = w.op("arith.extui " + t.b + " : i32 to i64");
+  std::string h64 = w.op("arith.extui " + t.h + " : i32 to i64");
   // Partial form: the split's slice starts at s * B * Sq * H * D (out) and
   // s * B * H * Sq (lse).
   std::string oSplit, lSplit;
   if (partial) {
-    std::string s64 = w.op("arith.extui " + split + " : i32 to i64");
+    std::string s64 = w.op("arith.extui " + t.split + " : i32 to i64");
     std::string rows = w.bin("arith.muli", w.bin("arith.muli", "%od1", "%od2", "i64"),
                              "%od3", "i64");
     oSplit = w.bin("arith.muli", w.bin("arith.muli", s64, rows, "i64"), w.i64(D), "i64");
@@ -571,7 +774,7 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   }
   const std::string ot = partial ? "f32" : et;
   for (int half = 0; half < 2; ++half) {
-    std::string i = half ? iB : iA;
+    std::string i = half ? rw.iB : rw.iA;
     std::string valid = w.op("arith.cmpi slt, " + i + ", " + sq + " : i32");
     w.line("scf.if " + valid + " {");
     std::string i64v = w.op("arith.extui " + i + " : i32 to i64");
@@ -586,8 +789,8 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     for (int r = 0; r < nO; r += 2) {
       if (((r / 2) % 2) != half)
         continue;
-      std::string x0 = w.op("llvm.extractvalue %kl#5[" + std::to_string(r) + "] : " + oT);
-      std::string x1 = w.op("llvm.extractvalue %kl#5[" + std::to_string(r + 1) + "] : " + oT);
+      std::string x0 = w.op("llvm.extractvalue %cr#5[" + std::to_string(r) + "] : " + oT);
+      std::string x1 = w.op("llvm.extractvalue %cr#5[" + std::to_string(r + 1) + "] : " + oT);
       x0 = w.bin("arith.mulf", x0, half ? invB : invA, "f32");
       x1 = w.bin("arith.mulf", x1, half ? invB : invA, "f32");
       std::string vec = w.op("llvm.mlir.undef : vector<2xf32>");
@@ -606,9 +809,9 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     if (k.lse) {
       std::string first = w.op("arith.cmpi eq, " + lr + ", " + c0 + " : i32");
       w.line("scf.if " + first + " {");
-      std::string L = half ? LB : LA, M = half ? "%kl#2" : "%kl#1";
-      std::string empty = w.op("arith.cmpf oeq, " + L + ", " + zeroF + " : f32");
-      std::string lg = w.op("llvm.call_intrinsic \"llvm.nvvm.lg2.approx.f\"(" + L +
+      std::string Lv = half ? LB : LA, M = half ? "%cr#2" : "%cr#1";
+      std::string empty = w.op("arith.cmpf oeq, " + Lv + ", " + zeroF + " : f32");
+      std::string lg = w.op("llvm.call_intrinsic \"llvm.nvvm.lg2.approx.f\"(" + Lv +
                             ") : (f32) -> f32");
       std::string val = w.bin("arith.mulf", w.bin("arith.addf", M, lg, "f32"),
                               w.f32(M_LN2), "f32");
@@ -627,10 +830,8 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     }
     w.line("}");
   }
-  // Q's buffer is reloaded by the next tile.
-  w.line("nvvm.barrier0");
-  std::string tcNext = w.bin("arith.addi", "%tc", c1, "i32");
-  w.line("scf.yield %kl#0, " + tcNext + " : i32, i32");
+  w.line("scf.yield %cr#0, " + w.bin("arith.addi", "%ctc", c1, "i32") + " : i32, i32");
+  w.line("}");
   w.line("}");
   w.line("llvm.return");
   os << "  }\n}\n";
@@ -638,7 +839,7 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
 }
 
 int64_t mlir::flashattn::sm90SharedMemoryBytes(const Sm90KernelSpec &k) {
-  return 64 * k.headDim * 2 + 4 * k.blockN * k.headDim * 2 + 64;
+  return Layout(k).total();
 }
 
 

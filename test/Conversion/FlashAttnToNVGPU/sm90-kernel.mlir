@@ -2,50 +2,92 @@
 
 // A planned GQA attention (head_dim 128, bottom-right causal, lse) gets an
 // sm_90a kernel in a gpu.module, named on the op with its shared memory
-// (64 x 128 Q + 2 x 2 stages x 64 x 128 K/V, bf16, + the mbarriers).
+// (128 x 128 Q + 2 stages x (K + V) 128 x 128, bf16, + 10 mbarriers) and
+// threads (a producer and 2 consumer warpgroups).
 // CHECK: module attributes {gpu.container_module}
 // CHECK-LABEL: func.func @gqa
-// CHECK: flashattn.attention {{.*}}flashattn.sm90_kernel = @fa_sm90_0_module::@fa_sm90_0, flashattn.sm90_smem = 81984 : i64
-// CHECK-SAME: plan = #flashattn.plan<target = sm90, block_m = 64, block_n = 64, stages = 2, consumers = 1, schedule = lpt, num_splits = 1, pack_gqa = false>
+// CHECK: flashattn.attention {{.*}}flashattn.sm90_kernel = @fa_sm90_0_module::@fa_sm90_0, flashattn.sm90_smem = 163920 : i64, flashattn.sm90_threads = 384 : i64
+// CHECK-SAME: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 128, stages = 2, consumers = 2, schedule = lpt, num_splits = 1, pack_gqa = false>
 // The kernel: the runtime's ABI (pointers, i64 dims, 3 tensor maps as
-// 128-byte grid constants), 128 threads, dynamic shared memory 1024-aligned.
+// 128-byte grid constants), 384 threads, one CTA per SM, dynamic shared
+// memory 1024-aligned.
 // CHECK: gpu.module @fa_sm90_0_module
 // CHECK: llvm.mlir.global external @fa_sm90_0_smem() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<0 x i8>
-// CHECK: llvm.func @fa_sm90_0(%{{.*}}: !llvm.ptr<1>, {{.*}}, %{{.*}}: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>, nvvm.grid_constant}) attributes {nvvm.kernel, nvvm.maxntid = array<i32: 128, 1, 1>}
-// mbarriers initialized by one thread, made visible to the async proxy.
-// CHECK: nvvm.mbarrier.init
+// CHECK: llvm.func @fa_sm90_0(%{{.*}}: !llvm.ptr<1>, {{.*}}, %{{.*}}: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>, nvvm.grid_constant}) attributes {nvvm.kernel, nvvm.maxntid = array<i32: 384, 1, 1>, nvvm.minctasm = 1 : i32}
+// mbarriers initialized by one thread: full_Q (1 arrival + TMA bytes),
+// empty_Q (the 256 consumer threads), then full / empty K and V per stage;
+// made visible to the async proxy.
+// CHECK: nvvm.mbarrier.init %{{.*}}, %c1_i32
+// CHECK-NEXT: llvm.getelementptr
+// CHECK-NEXT: nvvm.mbarrier.init %{{.*}}, %c256_i32
+// CHECK-COUNT-8: nvvm.mbarrier.init
 // CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // CHECK: nvvm.barrier0
-// The persistent loop over tiles carries the key-block count (stage phases)
-// and the tile count (Q phase).
+// Warpgroup 0 is the producer: it gives registers back, and its thread 0
+// runs the persistent loop over tiles, carrying the key-block count (stage
+// phases) and the tile count (Q phase).
+// CHECK: nvvm.setmaxregister  decrease 40
 // CHECK: scf.for %[[TILE:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (i32, i32) : i32
 // Causal, so the lpt order: (batch, head) fastest, m_block descending.
-// CHECK-NEXT: %[[NBH:.*]] = arith.muli
-// CHECK-NEXT: arith.remui %[[TILE]], %[[NBH]]
+// CHECK-NEXT: arith.remui %[[TILE]], %[[NBH:.*]] : i32
 // CHECK-NEXT: %[[ROUND:.*]] = arith.divui %[[TILE]], %[[NBH]]
-// CHECK: %[[LAST:.*]] = arith.subi
+// CHECK-NEXT: %[[LAST:.*]] = arith.subi
 // CHECK-NEXT: arith.subi %[[LAST]], %[[ROUND]]
-// Q by TMA (two 64-column boxes of 128-byte swizzle), expect_tx first.
-// CHECK: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %{{.*}} : !llvm.ptr<3>, i32
-// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
+// Q after the consumers released the previous tile's (empty_Q), by TMA
+// (two 64-column boxes of 128-byte swizzle), expect_tx first.
 // CHECK: nvvm.mbarrier.try_wait.parity
-// The loop over key blocks: wait for K, S = Q K^T by wgmma (8 k16 steps,
-// the first with a zero accumulator), the softmax with shuffles and exp2,
-// wait for V, O += P V by the register-A wgmma (inline asm), refill.
-// CHECK: scf.for %{{.*}} iter_args({{.*}}) -> (i32, f32, f32, f32, f32, !llvm.struct<(f32
+// CHECK: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c32768_i32 : !llvm.ptr<3>, i32
+// CHECK-COUNT-2: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
+// Then K and V of each key block, each after its stage's empty barrier.
+// CHECK: scf.for
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: nvvm.mbarrier.arrive.expect_tx
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: nvvm.mbarrier.arrive.expect_tx
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// The consumers take the registers.
+// CHECK: } else {
+// CHECK-NEXT: nvvm.setmaxregister  increase 232
+// CHECK: scf.for
+// CHECK: nvvm.mbarrier.try_wait.parity
+// Block 0: S = Q K^T by wgmma (8 k16 steps, the first with a zero
+// accumulator), K released, its softmax.
+// CHECK: scf.if %{{.*}} -> (i32, f32, f32, f32, f32, !llvm.struct<(f32
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK: nvvm.wgmma.fence.aligned
-// CHECK: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 64, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
-// CHECK-COUNT-7: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 64, k = 16>, D[<f32>, <one>]
+// CHECK: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// CHECK-COUNT-7: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>]
 // CHECK: nvvm.wgmma.commit.group.sync.aligned
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: nvvm.mbarrier.arrive
 // CHECK: nvvm.shfl.sync bfly
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
+// Blocks 1..n-1 carry m, l, O and the packed P of the previous block: both
+// waits before the fence, S_n and P_{n-1} V_{n-1} issued as two groups, the
+// softmax of S_n between wait_group 1 and wait_group 0, then O *= alpha.
+// CHECK: scf.for {{.*}} -> (i32, f32, f32, f32, f32, !llvm.struct<({{.*}})>, i32, i32,
 // CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK-NOT: nvvm.mbarrier.try_wait.parity
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
 // CHECK: llvm.inline_asm has_side_effects asm_dialect = att "{\0A.reg .pred p;\0Asetp.ne.b32 p, 1, 0;\0Awgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
-// CHECK: nvvm.barrier0
-// CHECK: scf.if
-// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
+// CHECK: nvvm.mbarrier.arrive
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: nvvm.mbarrier.arrive
+// CHECK: arith.mulf
+// CHECK: scf.yield
+// The last block's P V, then Q released.
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK: llvm.inline_asm has_side_effects
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: } else {
+// CHECK: nvvm.mbarrier.arrive
 // Epilogue: out in bf16 pairs, lse from one thread of each quad.
 // CHECK: llvm.store %{{.*}}, %{{.*}} : vector<2xbf16>, !llvm.ptr<1>
 // CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
@@ -222,5 +264,31 @@ func.func @partial_without_combine(%q: memref<1x64x2x64xbf16>, %k: memref<1x640x
   // expected-error @+1 {{convert-flashattn-to-nvgpu: the partial form needs the flashattn.combine that reads its out and lse directly (memref form)}}
   flashattn.attention ins(%q, %k, %v : memref<1x64x2x64xbf16>, memref<1x640x2x64xbf16>, memref<1x640x2x64xbf16>)
       outs(%po, %pl : memref<2x1x64x2x64xf32>, memref<2x1x2x64xf32>) {num_splits = 2}
+  return
+}
+
+// -----
+
+// A plan the kernel cannot implement is reported with its values: block_m
+// must be 64 rows per consumer warpgroup.
+func.func @plan_block_m(%q: memref<1x64x2x64xbf16>, %k: memref<1x64x2x64xbf16>, %v: memref<1x64x2x64xbf16>,
+                        %o: memref<1x64x2x64xbf16>) {
+  // expected-error @+1 {{convert-flashattn-to-nvgpu: the sm90 kernel takes 1 or 2 consumer warpgroups of 64 rows each (block_m = 64 x consumers); the plan has block_m = 192, consumers = 3}}
+  flashattn.attention ins(%q, %k, %v : memref<1x64x2x64xbf16>, memref<1x64x2x64xbf16>, memref<1x64x2x64xbf16>)
+      outs(%o : memref<1x64x2x64xbf16>)
+      {plan = #flashattn.plan<target = sm90, block_m = 192, block_n = 64, stages = 2, consumers = 3, schedule = static, num_splits = 1, pack_gqa = false>}
+  return
+}
+
+// -----
+
+// head_dim 256 with 4 stages of 256-key blocks needs far more than the
+// 227 KB of shared memory of an sm_90 block.
+func.func @plan_smem(%q: memref<1x64x2x256xbf16>, %k: memref<1x64x2x256xbf16>, %v: memref<1x64x2x256xbf16>,
+                     %o: memref<1x64x2x256xbf16>) {
+  // expected-error @+1 {{convert-flashattn-to-nvgpu: the plan needs 1114256 bytes of shared memory (Q, stages x K/V, mbarriers); sm_90 has 232448 per block}}
+  flashattn.attention ins(%q, %k, %v : memref<1x64x2x256xbf16>, memref<1x64x2x256xbf16>, memref<1x64x2x256xbf16>)
+      outs(%o : memref<1x64x2x256xbf16>)
+      {plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 256, stages = 4, consumers = 2, schedule = static, num_splits = 1, pack_gqa = false>}
   return
 }

@@ -16,14 +16,24 @@ namespace mlir {
 namespace flashattn {
 
 /// What one kernel computes: dense [B, S, H, D] bf16/f16 q/k/v, head_dim 64,
-/// 128 or 256 (= head_dim_v), 64-row query tiles, key blocks of `blockN`
-/// (64), causal 0 (none), 1 (top_left) or 2 (bottom_right), a sliding window
-/// (left, right; -1 unbounded), softcap, optional lse, and the order of
-/// the persistent loop over tiles.
+/// 128 or 256 (= head_dim_v), query tiles of 64 x `consumers` rows, key
+/// blocks of `blockN` (a multiple of 16, at most 256), K/V in `stages`
+/// pipeline stages, causal 0 (none), 1 (top_left) or 2 (bottom_right), a
+/// sliding window (left, right; -1 unbounded), softcap, optional lse, and
+/// the order of the persistent loop over tiles.
 struct Sm90KernelSpec {
   std::string name = "fa_sm90";
   int64_t headDim = 128;
-  int64_t blockN = 64;
+  int64_t blockN = 128;
+  /// Consumer warpgroups (1 or 2), each owning 64 query rows of a tile; one
+  /// more warpgroup is the TMA producer.
+  int64_t consumers = 2;
+  int64_t stages = 2;
+  /// setmaxnreg targets with 2 consumers (multiples of 8; producer x 128 +
+  /// consumers x 256 must not exceed the launch allocation 168 x 384 =
+  /// 64512, or setmaxnreg.inc waits forever).
+  int64_t producerRegs = 40;
+  int64_t consumerRegs = 232;
   bool f16 = false;
   int causal = 0;
   bool lse = false;
@@ -62,9 +72,10 @@ struct Sm90CombineSpec {
 /// Kernel parameters (the runtime's launch ABI, runtime/src/cuda.c): q, k,
 /// v, out[, lse] as !llvm.ptr<1>; the 4 dims of q, k, v, out[, the 3 of lse]
 /// as i64; the CUtensorMaps of q, k and v as 128-byte grid-constant byval
-/// parameters (boxes 64 x 1 x 64 x 1 / 64 x 1 x blockN x 1, 128-byte
-/// swizzle). Launch: 128 threads, sm90SharedMemoryBytes of dynamic shared
-/// memory, any grid (a persistent loop strides over the tiles).
+/// parameters (boxes 64 x 1 x (64 consumers) x 1 / 64 x 1 x blockN x 1,
+/// 128-byte swizzle). Launch: sm90Threads threads, sm90SharedMemoryBytes of
+/// dynamic shared memory, any grid (a persistent loop strides over the
+/// tiles).
 std::string emitSm90AttentionKernel(const Sm90KernelSpec &spec);
 
 /// The combine kernel `@<name>` as an llvm.func (MLIR text, to be placed in
@@ -74,8 +85,15 @@ std::string emitSm90AttentionKernel(const Sm90KernelSpec &spec);
 /// B * Sq * H * D output elements).
 std::string emitSm90CombineKernel(const Sm90CombineSpec &spec);
 
-/// Dynamic shared memory the kernel needs, in bytes.
+/// Dynamic shared memory the kernel needs, in bytes: Q (64 consumers x
+/// headDim), stages x (K + V) (blockN x headDim each), 2-byte elements,
+/// then 8-byte mbarriers.
 int64_t sm90SharedMemoryBytes(const Sm90KernelSpec &spec);
+
+/// Threads per CTA: 128 x (1 + consumers).
+inline int64_t sm90Threads(const Sm90KernelSpec &spec) {
+  return 128 * (1 + spec.consumers);
+}
 
 } // namespace flashattn
 } // namespace mlir
