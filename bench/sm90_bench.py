@@ -15,8 +15,13 @@ launched through libflashattn_rt (ctypes), exactly as a runtime user would.
 
 Usage (on the device, after test/gpu/prepare.sh and build_sm90_artifacts.sh
 here): sm90_bench.py --lib LIBRT --artifacts DIR [--out DIR]
+    [--variant NAME=DIR ...] [--head-dims 64,128] [--masks none,bottom_right]
+    [--seqlens 512,1024]
 It writes DIR/bench.json; test/gpu/test_sm90_attention.py runs the same
-benchmark after its correctness cases.
+benchmark after its correctness cases. A --variant is a second artifact
+directory (the same configs compiled another way, e.g. fa-compile --block-n)
+timed in the same interleaved loop: an A/B measurement of one compiler
+change, reported as NAME / ours.
 """
 
 import argparse
@@ -36,15 +41,17 @@ SEQLENS = (512, 1024, 2048, 4096, 8192, 16384)
 REPEATS = 7
 
 
-def benchmark(kernel, run, stream, head_dims=(64, 128, 256), seqlens=SEQLENS):
-    """Rows of {head_dim, causal, seqlen, batch, heads, tflops{ours,cudnn,fa2},
-    ratio_vs_cudnn, ratio_vs_fa2}; kernel/run as test_sm90_attention's
-    open_runtime returns them."""
+def benchmark(kernel, run, stream, head_dims=(64, 128, 256), seqlens=SEQLENS,
+              masks=("none", "bottom_right"), variants=()):
+    """Rows of {head_dim, causal, seqlen, batch, heads, tflops{ours,cudnn,fa2,
+    <variant>...}, ratio_vs_cudnn, ratio_vs_fa2}; kernel/run as
+    test_sm90_attention's open_runtime returns them; variants: (name, kernel,
+    run) of other artifact directories, timed in the same loop."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
     rows = []
     for d in head_dims:
         h = 2048 // d
-        for causal in ("none", "bottom_right"):
+        for causal in masks:
             for s in seqlens:
                 b = TOKENS // s
                 q = torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16)
@@ -67,6 +74,10 @@ def benchmark(kernel, run, stream, head_dims=(64, 128, 256), seqlens=SEQLENS):
 
                 fns = {"ours": ours, "cudnn": peer(SDPBackend.CUDNN_ATTENTION),
                        "fa2": peer(SDPBackend.FLASH_ATTENTION)}
+                for vname, vkernel, vrun in variants:
+                    def variant(vk=vkernel(d, "bf16", causal, h, h), vr=vrun):
+                        vr(vk, q, k, v, out, lse, deadline=0)
+                    fns[vname] = variant
                 times = {n: [] for n in fns}
                 for f in fns.values():  # warm-up, watched
                     with torch.cuda.stream(stream):
@@ -89,10 +100,12 @@ def benchmark(kernel, run, stream, head_dims=(64, 128, 256), seqlens=SEQLENS):
                        "ratio_vs_cudnn": tf["ours"] / tf["cudnn"],
                        "ratio_vs_fa2": tf["ours"] / tf["fa2"]}
                 rows.append(row)
+                extra = "".join("  %s %6.1f (%s/ours %.3f)" % (
+                    n, tf[n], n, tf[n] / tf["ours"]) for n, _, _ in variants)
                 print("bench hd%-3d %-12s s=%-5d ours %6.1f  cudnn %6.1f  fa2 %6.1f  "
-                      "TFLOP/s  ours/cudnn %.2f  ours/fa2 %.2f" % (
+                      "TFLOP/s  ours/cudnn %.2f  ours/fa2 %.2f%s" % (
                           d, causal, s, tf["ours"], tf["cudnn"], tf["fa2"],
-                          row["ratio_vs_cudnn"], row["ratio_vs_fa2"]), flush=True)
+                          row["ratio_vs_cudnn"], row["ratio_vs_fa2"], extra), flush=True)
     return rows
 
 
@@ -101,11 +114,26 @@ def main():
     ap.add_argument("--lib", required=True)
     ap.add_argument("--artifacts", required=True)
     ap.add_argument("--out", default=".")
+    ap.add_argument("--variant", action="append", default=[],
+                    help="NAME=DIR: artifacts compiled another way, timed alongside")
+    ap.add_argument("--head-dims", default="64,128,256")
+    ap.add_argument("--masks", default="none,bottom_right")
+    ap.add_argument("--seqlens", default=",".join(map(str, SEQLENS)))
     a = ap.parse_args()
     from test_sm90_attention import open_runtime
     lib, rt, stream, kernel, run = open_runtime(a.lib, a.artifacts)
-    rows = benchmark(kernel, run, stream)
-    lib.fa_runtime_destroy(rt)
+    variants, runtimes = [], [(lib, rt)]
+    for spec in a.variant:
+        name, _, path = spec.partition("=")
+        vlib, vrt, _, vkernel, vrun = open_runtime(a.lib, path, stream)
+        variants.append((name, vkernel, vrun))
+        runtimes.append((vlib, vrt))
+    rows = benchmark(kernel, run, stream,
+                     head_dims=tuple(int(x) for x in a.head_dims.split(",")),
+                     seqlens=tuple(int(x) for x in a.seqlens.split(",")),
+                     masks=tuple(a.masks.split(",")), variants=variants)
+    for l, r in runtimes:
+        l.fa_runtime_destroy(r)
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, "bench.json"), "w") as f:
         json.dump(rows, f, indent=1)

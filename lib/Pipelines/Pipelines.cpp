@@ -56,6 +56,10 @@ void mlir::flashattn::buildFlashAttnSm90Pipeline(
     OpPassManager &pm, const Sm90PipelineOptions &options) {
   flashattn::FlashAttnPlanOptions plan;
   plan.target = "sm90";
+  plan.blockM = options.blockM;
+  plan.blockN = options.blockN;
+  plan.consumers = options.consumers;
+  plan.stages = options.stages;
   pm.addPass(flashattn::createFlashAttnPlan(plan));
   pm.addPass(flashattn::createFlashAttnSplitKV());
   pm.addPass(flashattn::createConvertFlashAttnToNVGPU());

@@ -13,6 +13,7 @@
 
 #include "ConfigLowering.h"
 
+#include "flashattn/Conversion/FlashAttnToNVGPU/Sm90Kernel.h"
 #include "flashattn/Dialect/FlashAttn/IR/FlashAttn.h"
 #include "flashattn/Pipelines/Pipelines.h"
 #include "flashattn/artifact.h"
@@ -52,13 +53,18 @@ static std::string findPtxas() {
 
 LogicalResult mlir::flashattn::compileSm90Ptx(const fa_attention_config &config,
                                              Sm90Ptx &result,
-                                             std::string &error) {
+                                             std::string &error,
+                                             const Sm90PlanOverrides &overrides) {
   ConfigLowering lowering;
   if (failed(lowering.run(
           config, FA_TARGET_SM90,
-          [](OpPassManager &pm) {
+          [&](OpPassManager &pm) {
             Sm90PipelineOptions options;
             options.format = "isa"; // ptxas runs below, with a check for spills
+            options.blockM = overrides.blockM;
+            options.blockN = overrides.blockN;
+            options.consumers = overrides.consumers;
+            options.stages = overrides.stages;
             buildFlashAttnSm90Pipeline(pm, options);
           },
           "flashattn-sm90-pipeline", error)))
@@ -76,6 +82,7 @@ LogicalResult mlir::flashattn::compileSm90Ptx(const fa_attention_config &config,
     if (PlanAttr plan = op.getPlanAttr()) {
       result.blockM = plan.getBlockM();
       result.blockN = plan.getBlockN();
+      result.tileCounter = plan.getSchedule() == Schedule::lpt;
     }
   });
   module.walk([&](CombineOp op) {
@@ -104,9 +111,9 @@ LogicalResult mlir::flashattn::compileSm90Ptx(const fa_attention_config &config,
 
 LogicalResult mlir::flashattn::compileSm90Artifact(
     const fa_attention_config &config, std::vector<char> &artifact,
-    std::string &error) {
+    std::string &error, const Sm90PlanOverrides &overrides) {
   Sm90Ptx compiled;
-  if (failed(compileSm90Ptx(config, compiled, error)))
+  if (failed(compileSm90Ptx(config, compiled, error, overrides)))
     return failure();
   const std::string &ptx = compiled.ptx, &kernel = compiled.kernel;
   int64_t smem = compiled.smem;
@@ -152,16 +159,17 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
     return failure();
   }
   // setmaxnreg redistributes the launch allocation (registers x threads):
-  // with 3 warpgroups the kernel asks 40 x 128 + 232 x 256 = 64512, so
-  // ptxas must have given it 168 at launch, or setmaxnreg.inc would wait
-  // forever on the GPU (shared/SM90-KERNEL.md).
-  if (compiled.threads == 384) {
+  // the kernel's split assumes ptxas gave it sm90LaunchRegisters (168 at 384
+  // threads, 128 at 512); with fewer, setmaxnreg.inc would wait forever on
+  // the GPU (shared/SM90-KERNEL.md).
+  if (compiled.threads > 256) {
     size_t at = info.find("Compiling entry function '" + kernel + "'");
     at = at == std::string::npos ? at : info.find("Used ", at);
     int regs = at == std::string::npos ? 0 : std::atoi(info.c_str() + at + 5);
-    if (regs < 168) {
+    if (regs < sm90LaunchRegisters(compiled.threads)) {
       error = "the sm90 kernel got " + std::to_string(regs) +
-              " registers at launch; its setmaxnreg split needs 168: " + info;
+              " registers at launch; its setmaxnreg split needs " +
+              std::to_string(sm90LaunchRegisters(compiled.threads)) + ": " + info;
       return failure();
     }
   }
@@ -183,6 +191,7 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
                      ",1],\"swizzle\":128},"
                      "{\"arg\":\"k\",\"box\":[64,1," + bn + ",1],\"swizzle\":128},"
                      "{\"arg\":\"v\",\"box\":[64,1," + bn + ",1],\"swizzle\":128}]" +
+                     (compiled.tileCounter ? ",\"tile_counter\":true" : "") +
                      (compiled.combine.empty()
                           ? std::string()
                           : ",\"combine_entry\":\"" + compiled.combine + "\"") +

@@ -77,12 +77,20 @@ PlanAttr mlir::flashattn::computePlan(AttentionOp op, Target target,
   // 80 at head_dim 256. The persistent schedule is static, or lpt (longest
   // tiles first) under a causal mask, where a tile's work grows with its
   // m_block.
-  int64_t blockM = 128, blockN = 128;
+  int64_t blockM = 128, blockN = 128, consumers = 2;
   int64_t d = op.getHeadDim();
   if (d > 128)
     blockN = 80;
   else if (d > 64 && op.getCausal() == CausalKind::none)
     blockN = 176;
+  else if (d <= 64 && !op.getSoftcap() && op.getScore().empty() &&
+           op.getMask().empty() && op.getWindow() == std::make_pair<int64_t, int64_t>(-1, -1)) {
+    // head_dim 64 is softmax-bound (the GEMMs are short): a third consumer
+    // warpgroup (192-row tiles, 160 registers each) keeps the tensor cores
+    // fed. Windows, softcap and regions need more registers per score: 2.
+    blockM = 192;
+    consumers = 3;
+  }
   Schedule schedule = op.getCausal() != CausalKind::none ? Schedule::lpt
                                                         : Schedule::static_;
 
@@ -100,7 +108,7 @@ PlanAttr mlir::flashattn::computePlan(AttentionOp op, Target target,
   // recorded in the artifact first (the serving issue).
   int64_t splits = opSplits > 0 ? opSplits : 1;
   return PlanAttr::get(ctx, Target::sm90, blockM, blockN, /*stages=*/2,
-                       /*consumers=*/2, schedule, splits, pack);
+                       consumers, schedule, splits, pack);
 }
 
 namespace {
@@ -124,9 +132,25 @@ struct FlashAttnPlanPass
           << "flashattn-plan: num-sms must be positive, got " << numSMs;
       return signalPassFailure();
     }
+    if (blockM < 0 || blockN < 0 || consumers < 0 || stages < 0) {
+      getOperation()->emitError()
+          << "flashattn-plan: block-m, block-n, consumers and stages must be "
+             "0 (automatic) or positive";
+      return signalPassFailure();
+    }
     getOperation()->walk([&](AttentionOp op) {
-      if (!op.getPlanAttr())
-        op.setPlanAttr(computePlan(op, *t, numSMs));
+      if (op.getPlanAttr())
+        return;
+      PlanAttr p = computePlan(op, *t, numSMs);
+      int64_t c = consumers ? consumers : p.getConsumers();
+      int64_t bm = blockM ? blockM
+                   : consumers && *t == Target::sm90 ? 64 * consumers
+                                                     : p.getBlockM();
+      op.setPlanAttr(PlanAttr::get(op.getContext(), p.getTarget(), bm,
+                                   blockN ? blockN : p.getBlockN(),
+                                   stages ? stages : p.getStages(), c,
+                                   p.getSchedule(), p.getNumSplits(),
+                                   p.getPackGqa()));
     });
   }
 };

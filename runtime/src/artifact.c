@@ -218,6 +218,11 @@ fa_status fa_artifact_parse(fa_runtime *rt, const void *bytes, size_t size,
   if (a->kind == FA_ARTIFACT_CUBIN &&
       (a->config.num_splits > 1) != (a->combine_entry[0] != '\0'))
     goto fail;
+  const cJSON *counter = cJSON_GetObjectItemCaseSensitive(meta, "tile_counter");
+  why = "bad tile_counter (expected a boolean)";
+  if (counter && !cJSON_IsBool(counter))
+    goto fail;
+  a->tile_counter = counter && cJSON_IsTrue(counter);
   a->num_args = cJSON_GetArraySize(args);
   why = "bad args list";
   if (a->num_args < 4 || a->num_args > FA_MAX_ARGS)

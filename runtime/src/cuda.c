@@ -6,8 +6,8 @@
  * cuInit, cuDeviceGet, cuDeviceGetAttribute, cuDevicePrimaryCtxRetain,
  * cuCtxSetCurrent, cuModuleLoadData, cuModuleGetFunction,
  * cuFuncSetAttribute, cuLaunchKernel, cuGetErrorString, cuTensorMapEncodeTiled,
- * and for split-KV cuMemAllocAsync / cuMemFreeAsync (stream-ordered
- * allocation, CUDA 11.2+).
+ * and for split-KV and the tile counter cuMemAllocAsync / cuMemFreeAsync
+ * (stream-ordered allocation, CUDA 11.2+) and cuMemsetD32Async.
  *
  * Launch ABI of a cubin artifact: the kernel takes one device pointer per
  * argument in the metadata's "args" order followed by one int64 per
@@ -19,7 +19,11 @@
  * dimensions innermost first, global strides in bytes of each outer
  * dimension, the metadata's box and swizzle, no interleave, L2 promotion
  * 128B, no OOB fill (zeros). fa_tma_check validates alignment and strides
- * first, without the driver.
+ * first, without the driver. With metadata "tile_counter": true the kernel
+ * takes one more pointer after the tensor maps: a u32 zeroed on the stream
+ * before the launch (a stream-ordered allocation per launch, so concurrent
+ * launches on several streams never share it), the dynamic tile
+ * scheduler's counter.
  *
  * Split-KV (metadata "combine_entry", config num_splits = S > 1): the
  * runtime allocates a stream-ordered workspace for the partial results, out
@@ -61,6 +65,7 @@ typedef struct cuda_api {
   CUresult (*cuGetErrorString)(CUresult, const char **);
   CUresult (*cuMemAllocAsync)(uint64_t *, size_t, CUstream);
   CUresult (*cuMemFreeAsync)(uint64_t, CUstream);
+  CUresult (*cuMemsetD32Async)(uint64_t, unsigned, size_t, CUstream);
   CUresult (*cuTensorMapEncodeTiled)(void *map, int dtype, unsigned rank,
                                      void *global, const uint64_t *dims,
                                      const uint64_t *strides, const unsigned *box,
@@ -128,6 +133,7 @@ static fa_status load_api(fa_runtime *rt, cuda_api **out) {
   /* Optional (split-KV only): checked at use. */
   *(void **)(&api->cuMemAllocAsync) = dlsym(lib, "cuMemAllocAsync");
   *(void **)(&api->cuMemFreeAsync) = dlsym(lib, "cuMemFreeAsync");
+  *(void **)(&api->cuMemsetD32Async) = dlsym(lib, "cuMemsetD32Async");
 #undef LOAD
   CUdevice dev;
   CUresult r = api->cuInit(0);
@@ -244,7 +250,8 @@ static cu_tensor from_fa(const fa_tensor *t) {
 static fa_status launch_one(fa_runtime *rt, cuda_api *api, fa_kernel *k,
                             void *function, const cu_tensor *tensors,
                             const char *const *names, int n, bool with_tma,
-                            unsigned grid, unsigned smem, void *stream) {
+                            unsigned grid, unsigned smem, void *stream,
+                            void *tile_counter) {
   void *ptrs[FA_MAX_ARGS];
   int64_t dims[FA_MAX_ARGS * 5];
   void *params[FA_MAX_ARGS * 6 + 4];
@@ -296,6 +303,8 @@ static fa_status launch_one(fa_runtime *rt, cuda_api *api, fa_kernel *k,
                      k->artifact.tma[i].arg, cuError(api, r));
     params[p++] = maps[i];
   }
+  if (tile_counter)
+    params[p++] = &tile_counter;
   unsigned block[3] = {128, 1, 1};
   if (with_tma)
     for (int i = 0; i < 3; ++i)
@@ -326,9 +335,30 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
     names[i] = k->artifact.arg_names[i];
     args[i] = from_fa(tensors[i]);
   }
-  if (!k->cu_combine)
+  /* Stream-ordered scratch: the zeroed tile counter of the dynamic
+   * scheduler (4 bytes, first) and the split-KV partial results. */
+  size_t counter_bytes = k->artifact.tile_counter ? 256 : 0;
+  if (!k->cu_combine && !counter_bytes)
     return launch_one(rt, api, k, k->cu_function, args, names, n, true, sms,
-                      (unsigned)k->artifact.smem, stream);
+                      (unsigned)k->artifact.smem, stream, NULL);
+  if (!api->cuMemAllocAsync || !api->cuMemFreeAsync || !api->cuMemsetD32Async)
+    return fa_fail(rt, FA_ERROR_NO_DRIVER,
+                   "libcuda lacks cuMemAllocAsync (split-KV and the tile counter "
+                   "need CUDA 11.2+)");
+  if (!k->cu_combine) {
+    uint64_t ws = 0;
+    CUresult r = api->cuMemAllocAsync(&ws, counter_bytes, (CUstream)stream);
+    if (r != 0)
+      return fa_fail(rt, FA_ERROR_OUT_OF_MEMORY, "tile counter: %s", cuError(api, r));
+    r = api->cuMemsetD32Async(ws, 0, 1, (CUstream)stream);
+    st = r == 0 ? launch_one(rt, api, k, k->cu_function, args, names, n, true, sms,
+                             (unsigned)k->artifact.smem, stream, (void *)(uintptr_t)ws)
+                : fa_fail(rt, FA_ERROR_CUDA, "cuMemsetD32Async failed: %s", cuError(api, r));
+    r = api->cuMemFreeAsync(ws, (CUstream)stream);
+    if (st == FA_OK && r != 0)
+      st = fa_fail(rt, FA_ERROR_CUDA, "cuMemFreeAsync failed: %s", cuError(api, r));
+    return st;
+  }
 
   /* Split-KV: q, k, v, out[, lse] by name; partial results in a workspace. */
   const fa_tensor *q = NULL, *kk = NULL, *v = NULL, *out = NULL, *lse = NULL;
@@ -344,25 +374,26 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
   if (!q || !kk || !v || !out || out->rank != 4 || splits < 2)
     return fa_fail(rt, FA_ERROR_CORRUPT_ARTIFACT,
                    "split-KV cubin without q, k, v, a 4-d out or num_splits");
-  if (!api->cuMemAllocAsync || !api->cuMemFreeAsync)
-    return fa_fail(rt, FA_ERROR_NO_DRIVER,
-                   "libcuda lacks cuMemAllocAsync (split-KV needs CUDA 11.2+)");
   int64_t b = out->shape[0], sq = out->shape[1], h = out->shape[2],
           dv = out->shape[3];
   size_t out_bytes = (size_t)(splits * b * sq * h * dv) * 4;
   size_t lse_bytes = (size_t)(splits * b * h * sq) * 4;
   uint64_t ws = 0;
-  CUresult r = api->cuMemAllocAsync(&ws, out_bytes + lse_bytes, (CUstream)stream);
+  size_t ws_bytes = counter_bytes + out_bytes + lse_bytes;
+  CUresult r = api->cuMemAllocAsync(&ws, ws_bytes, (CUstream)stream);
   if (r != 0)
     return fa_fail(rt, FA_ERROR_OUT_OF_MEMORY,
-                   "split-KV workspace of %zu bytes: %s", out_bytes + lse_bytes,
-                   cuError(api, r));
-  cu_tensor pout = {(void *)(uintptr_t)ws, 5, {splits, b, sq, h, dv}};
-  cu_tensor plse = {(void *)(uintptr_t)(ws + out_bytes), 4, {splits, b, h, sq, 0}};
+                   "split-KV workspace of %zu bytes: %s", ws_bytes, cuError(api, r));
+  uint64_t parts = ws + counter_bytes;
+  cu_tensor pout = {(void *)(uintptr_t)parts, 5, {splits, b, sq, h, dv}};
+  cu_tensor plse = {(void *)(uintptr_t)(parts + out_bytes), 4, {splits, b, h, sq, 0}};
   cu_tensor first[5] = {from_fa(q), from_fa(kk), from_fa(v), pout, plse};
   const char *first_names[5] = {"q", "k", "v", "out", "lse"};
-  st = launch_one(rt, api, k, k->cu_function, first, first_names, 5, true, sms,
-                  (unsigned)k->artifact.smem, stream);
+  r = counter_bytes ? api->cuMemsetD32Async(ws, 0, 1, (CUstream)stream) : 0;
+  st = r == 0 ? launch_one(rt, api, k, k->cu_function, first, first_names, 5, true,
+                           sms, (unsigned)k->artifact.smem, stream,
+                           counter_bytes ? (void *)(uintptr_t)ws : NULL)
+              : fa_fail(rt, FA_ERROR_CUDA, "cuMemsetD32Async failed: %s", cuError(api, r));
   if (st == FA_OK) {
     cu_tensor second[4] = {pout, plse, from_fa(out), {NULL, 0, {0}}};
     if (lse)
@@ -373,7 +404,7 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
     unsigned grid = blocks < (int64_t)sms * 16 ? (unsigned)(blocks > 0 ? blocks : 1)
                                                : sms * 16;
     st = launch_one(rt, api, k, k->cu_combine, second, second_names,
-                    lse ? 4 : 3, false, grid, 0, stream);
+                    lse ? 4 : 3, false, grid, 0, stream, NULL);
   }
   r = api->cuMemFreeAsync(ws, (CUstream)stream);
   if (st == FA_OK && r != 0)

@@ -25,6 +25,9 @@ typedef struct fa_artifact {
   char arg_names[FA_MAX_ARGS][16];
   int block[3], smem;     /* cubin launch */
   char grid[16];          /* "persistent" or "tiles" */
+  /* The kernel takes, after its tensor maps, a u32 tile counter that must
+   * be zero at launch (the dynamic tile scheduler). */
+  bool tile_counter;
   /* Tensor maps (TMA) the kernel takes after its pointer/dim parameters:
    * the argument, the box in TMA order (innermost first) and the swizzle in
    * bytes (0, 32, 64, 128). */

@@ -137,16 +137,17 @@ def naive(q, k, v, causal, window=None, softcap=0, regions=None):
     return (p.float() @ vv.float()).to(q.dtype).transpose(1, 2)
 
 
-def open_runtime(lib_path, artifacts):
-    """The runtime (ctypes), a stream, kernel(config) -> loaded artifact, and
-    run(kernel, q, k, v, out, lse, deadline) (watched unless deadline is 0)."""
+def open_runtime(lib_path, artifacts, stream=None):
+    """The runtime (ctypes), a stream (`stream` or a new one), kernel(config)
+    -> loaded artifact, and run(kernel, q, k, v, out, lse, deadline)
+    (watched unless deadline is 0)."""
     lib = C.CDLL(lib_path)
     lib.fa_status_string.restype = C.c_char_p
     lib.fa_runtime_last_error.restype = C.c_char_p
     opts = Options(C.sizeof(Options), None, 1, 0, b"")
     rt = C.c_void_p()
     assert lib.fa_runtime_create(C.byref(opts), C.byref(rt)) == FA_OK
-    stream = torch.cuda.Stream()
+    stream = stream or torch.cuda.Stream()
     kernels = {}
 
     def kernel(d, dt, causal, hq, hkv, window=None, softcap=0, splits=1, regions=None):

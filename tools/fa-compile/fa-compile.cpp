@@ -55,6 +55,15 @@ static cl::opt<std::string> regionsFile(
 static cl::opt<bool> printKey("print-key", llvm::cl::cat(faCompileCategory), cl::desc("print the cache key"));
 static cl::opt<bool> emitMlir("emit-mlir", llvm::cl::cat(faCompileCategory), cl::desc("print the op as MLIR"));
 static cl::opt<bool> emitPtx("emit-ptx", llvm::cl::cat(faCompileCategory), cl::desc("sm90: print the kernel's PTX"));
+static cl::opt<int> blockM("block-m", llvm::cl::cat(faCompileCategory), cl::init(0),
+                           cl::desc("sm90 tuning: query rows per tile (0: the plan's)"));
+static cl::opt<int> blockN("block-n", llvm::cl::cat(faCompileCategory), cl::init(0),
+                           cl::desc("sm90 tuning: keys per block (0: the plan's)"));
+static cl::opt<int> consumers("consumers", llvm::cl::cat(faCompileCategory), cl::init(0),
+                              cl::desc("sm90 tuning: consumer warpgroups (0: the plan's)"));
+static cl::opt<int> stages("stages", llvm::cl::cat(faCompileCategory), cl::init(0),
+                           cl::desc("sm90 tuning: K/V stages (0: the plan's); the cache "
+                                    "key does not record these overrides"));
 static cl::opt<std::string> target("target", llvm::cl::cat(faCompileCategory), cl::init("host"), cl::desc("host or sm90"));
 
 static std::optional<fa_dtype> parseDtype(StringRef s) {
@@ -125,11 +134,16 @@ int main(int argc, char **argv) {
     outs() << key << "\n";
     return 0;
   }
+  mlir::flashattn::Sm90PlanOverrides overrides;
+  overrides.blockM = blockM;
+  overrides.blockN = blockN;
+  overrides.consumers = consumers;
+  overrides.stages = stages;
   if (emitPtx) {
     mlir::flashattn::Sm90Ptx compiled;
     std::string error;
     if (c.target != FA_TARGET_SM90 ||
-        mlir::failed(mlir::flashattn::compileSm90Ptx(c, compiled, error))) {
+        mlir::failed(mlir::flashattn::compileSm90Ptx(c, compiled, error, overrides))) {
       errs() << "fa-compile: " << (error.empty() ? "--emit-ptx needs --target sm90" : error) << "\n";
       return 1;
     }
@@ -148,7 +162,7 @@ int main(int argc, char **argv) {
   std::vector<char> artifact;
   std::string error;
   if (mlir::failed(c.target == FA_TARGET_SM90
-                       ? mlir::flashattn::compileSm90Artifact(c, artifact, error)
+                       ? mlir::flashattn::compileSm90Artifact(c, artifact, error, overrides)
                        : mlir::flashattn::compileHostArtifact(c, artifact, error))) {
     errs() << "fa-compile: " << error << "\n";
     return 1;

@@ -37,6 +37,15 @@ struct Sm90PipelineOptions : public PassPipelineOptions<Sm90PipelineOptions> {
       llvm::cl::desc("gpu-module-to-binary output: bin (cubin, needs ptxas) "
                      "or isa (PTX text)"),
       llvm::cl::init("bin")};
+  // Tile overrides handed to flashattn-plan (0 = automatic).
+  Option<int64_t> blockM{*this, "block-m", llvm::cl::desc("query rows per tile"),
+                         llvm::cl::init(0)};
+  Option<int64_t> blockN{*this, "block-n", llvm::cl::desc("keys per block"),
+                         llvm::cl::init(0)};
+  Option<int64_t> consumers{*this, "consumers",
+                            llvm::cl::desc("consumer warpgroups"), llvm::cl::init(0)};
+  Option<int64_t> stages{*this, "stages", llvm::cl::desc("K/V pipeline stages"),
+                         llvm::cl::init(0)};
 };
 
 /// Appends the sm90 pipeline to `pm` (anchored on builtin.module):

@@ -39,18 +39,27 @@ struct Sm90Ptx {
   int64_t smem = 0;
   int64_t threads = 128;
   int64_t blockM = 64, blockN = 64;
+  bool tileCounter = false; ///< takes the dynamic scheduler's counter
+};
+
+/// Tile overrides for flashattn-plan (0 = automatic): tuning experiments
+/// only, since the config's cache key does not record them.
+struct Sm90PlanOverrides {
+  int64_t blockM = 0, blockN = 0, consumers = 0, stages = 0;
 };
 
 /// Lowers an sm90 `config` to PTX through flashattn-sm90-pipeline.
 LogicalResult compileSm90Ptx(const fa_attention_config &config, Sm90Ptx &result,
-                             std::string &error);
+                             std::string &error,
+                             const Sm90PlanOverrides &overrides = {});
 
 /// Compiles an sm90 `config` into a cubin artifact through
 /// flashattn-sm90-pipeline and ptxas (found on the PATH, in $CUDA_HOME/bin or
 /// /usr/local/cuda/bin, or named by $FLASHATTN_PTXAS).
 LogicalResult compileSm90Artifact(const fa_attention_config &config,
                                   std::vector<char> &artifact,
-                                  std::string &error);
+                                  std::string &error,
+                                  const Sm90PlanOverrides &overrides = {});
 
 } // namespace flashattn
 } // namespace mlir

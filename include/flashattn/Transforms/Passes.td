@@ -14,20 +14,35 @@ def FlashAttnPlan : Pass<"flashattn-plan"> {
     - `host`: block_m = block_n = 64, 1 stage, 1 consumer, static schedule;
       num_splits = the op's, or 1 when automatic (0); pack_gqa = the op's,
       or false.
-    - `sm90`: what convert-flashattn-to-nvgpu implements: block_m =
-      block_n = 64, 2 stages, 1 consumer warpgroup, the static persistent
-      schedule; automatic num_splits = 1 (the kernel has no split-KV yet;
-      FlashAttention's occupancy heuristic over `num-sms` SMs is kept in
-      Plan.cpp for when it does); automatic pack_gqa when the query rows of one kv
-      head (seqlen_q * Hq / Hkv) fit one tile and Hq > Hkv.
+    - `sm90`: FlashAttention-3's forward shape (shared/SM90-KERNEL.md): 2
+      consumer warpgroups over 128-row query tiles with key blocks of 128
+      (causal) or 176 (non-causal) at head_dim 128 and 80 at head_dim 256;
+      3 consumer warpgroups over 192-row tiles with key blocks of 128 at
+      head_dim 64 (without window, softcap or regions); 2 K/V stages; the
+      persistent schedule static, or lpt under a causal mask; automatic
+      num_splits = 1 (FlashAttention's occupancy heuristic over `num-sms`
+      SMs is kept in Plan.cpp for the serving issue); automatic pack_gqa
+      when the query rows of one kv head (seqlen_q * Hq / Hkv) fit one tile
+      and Hq > Hkv.
 
-    An op whose plan is already set is left alone.
+    `block-m`, `block-n`, `consumers` and `stages` override the choice
+    (0 = automatic; with `consumers` alone, sm90's block_m follows as 64 x
+    consumers): for tuning experiments, which the runtime's cache key does
+    not record. An op whose plan is already set is left alone.
   }];
   let options = [
     Option<"target", "target", "std::string", /*default=*/"\"host\"",
            "code generation target: host or sm90">,
     Option<"numSMs", "num-sms", "int64_t", /*default=*/"132",
-           "streaming multiprocessors of the sm90 target (H100/H200: 132)">
+           "streaming multiprocessors of the sm90 target (H100/H200: 132)">,
+    Option<"blockM", "block-m", "int64_t", /*default=*/"0",
+           "query rows per tile (0: automatic)">,
+    Option<"blockN", "block-n", "int64_t", /*default=*/"0",
+           "keys per block (0: automatic)">,
+    Option<"consumers", "consumers", "int64_t", /*default=*/"0",
+           "consumer warpgroups per CTA on sm90 (0: automatic)">,
+    Option<"stages", "stages", "int64_t", /*default=*/"0",
+           "K/V pipeline stages on sm90 (0: automatic)">
   ];
   let dependentDialects = ["::mlir::flashattn::FlashAttnDialect"];
 }

@@ -98,8 +98,8 @@ static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why) {
   if (plan.getNumSplits() > 1 && !partial)
     return fail("split-KV needs the partial form (run flashattn-split-kv first)");
   int64_t consumers = plan.getConsumers(), blockN = plan.getBlockN();
-  if (consumers < 1 || consumers > 2 || plan.getBlockM() != 64 * consumers)
-    return fail("the sm90 kernel takes 1 or 2 consumer warpgroups of 64 rows "
+  if (consumers < 1 || consumers > 3 || plan.getBlockM() != 64 * consumers)
+    return fail("the sm90 kernel takes 1 to 3 consumer warpgroups of 64 rows "
                 "each (block_m = 64 x consumers); the plan has block_m = " +
                 Twine(plan.getBlockM()) + ", consumers = " + Twine(consumers));
   if (blockN % 16 != 0 || blockN < 16 || blockN > 256)
@@ -113,6 +113,7 @@ static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why) {
   spec.blockN = blockN;
   spec.consumers = consumers;
   spec.stages = plan.getStages();
+  sm90DefaultRegisters(spec);
   // 227 KB of shared memory per block (sm_90, opt-in above 48 KB).
   if (int64_t bytes = sm90SharedMemoryBytes(spec); bytes > 227 * 1024)
     return fail("the plan needs " + Twine(bytes) +

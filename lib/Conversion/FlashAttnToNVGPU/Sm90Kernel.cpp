@@ -94,7 +94,7 @@ std::string join(const std::vector<std::string> &v) {
 
 /// Shared-memory layout (bytes from the 1024-aligned dynamic buffer): Q,
 /// then K stages, V stages, then the mbarriers: full_Q, empty_Q, full_K[s],
-/// empty_K[s], full_V[s], empty_V[s].
+/// empty_K[s], full_V[s], empty_V[s], then the current tile index.
 namespace {
 struct Layout {
   int64_t qBytes, kvBytes, kOff, vOff, barOff, stages;
@@ -112,7 +112,9 @@ struct Layout {
   int64_t emptyK() const { return barOff + 16 + 8 * stages; }
   int64_t fullV() const { return barOff + 16 + 16 * stages; }
   int64_t emptyV() const { return barOff + 16 + 24 * stages; }
-  int64_t total() const { return barOff + 16 + 32 * stages; }
+  /// The tile index the producer hands to the consumers (i32).
+  int64_t tileSlot() const { return barOff + 16 + 32 * stages; }
+  int64_t total() const { return barOff + 24 + 32 * stages; }
 };
 } // namespace
 
@@ -161,7 +163,10 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     os << ", %" << n
        << ": !llvm.ptr {llvm.byval = !llvm.array<128 x i8>, llvm.align = 64 : i64, "
           "nvvm.grid_constant}";
-  // One CTA per SM: with C = 2, 384 threads at 168 registers each, the
+  // Dynamic schedule: a u32 tile counter, zero at launch.
+  if (k.heavyFirst)
+    os << ", %tile_counter: !llvm.ptr<1>";
+  // One CTA per SM: e.g. with C = 2, 384 threads at 168 registers each, the
   // budget setmaxnreg redistributes (shared/SM90-KERNEL.md).
   os << ") attributes {nvvm.kernel, nvvm.maxntid = array<i32: " << threads
      << ", 1, 1>, nvvm.minctasm = 1 : i32} {\n";
@@ -321,7 +326,7 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   //===--------------------------------------------------------------------===//
   // Producer: thread 0 issues the TMA loads; the rest of warpgroup 0 leaves.
   //===--------------------------------------------------------------------===//
-  if (C > 1)
+  if (k.producerRegs)
     w.line("nvvm.setmaxregister decrease " + std::to_string(k.producerRegs));
   w.line("scf.if " + isLeader + " {");
   // Issues the TMA loads of one K (or V) block into `base`.
@@ -339,16 +344,40 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
              row + ", " + b + "] : !llvm.ptr<7>, !llvm.ptr");
     }
   };
-  w.line("%pt:2 = scf.for %ptile = " + cta + " to " + ntiles + " step " + ncta +
-         " iter_args(%pg = " + c0 + ", %ptc = " + c0 + ") -> (i32, i32) : i32 {");
-  {
-    Tile t = decodeTile("%ptile");
-    // Q: wait until the consumers released the previous tile's Q.
-    std::string reuseQ = w.op("arith.cmpi ugt, %ptc, " + c0 + " : i32");
+  // The persistent loop over tiles. The producer picks each tile and hands
+  // its index to the consumers through shared memory (written before the
+  // arrive on full_Q, whose release / acquire orders it). Static: tile +=
+  // gridDim. Dynamic (lpt): after the first (blockIdx), the next tile comes
+  // from the atomic counter, so a CTA that finished early takes the next
+  // longest tile (FlashAttention-3's scheduler). Past the last tile the
+  // producer writes the index with no Q load: the consumers stop.
+  std::string tileSlot = at(L.tileSlot());
+  auto nextTile = [&](const std::string &tile) {
+    if (!k.heavyFirst)
+      return w.bin("arith.addi", tile, ncta, "i32");
+    std::string got = w.op("llvm.atomicrmw add %tile_counter, " + c1 +
+                           " monotonic : !llvm.ptr<1>, i32");
+    return w.bin("arith.addi", got, ncta, "i32");
+  };
+  // Q's buffer is free again once the consumers released the previous
+  // tile's Q (and read its index).
+  auto waitQFree = [&](const std::string &tc) {
+    std::string reuseQ = w.op("arith.cmpi ugt, " + tc + ", " + c0 + " : i32");
     w.line("scf.if " + reuseQ + " {");
-    std::string qPar = w.bin("arith.andi", w.bin("arith.addi", "%ptc", c1, "i32"), c1, "i32");
+    std::string qPar = w.bin("arith.andi", w.bin("arith.addi", tc, c1, "i32"), c1, "i32");
     waitParity(at(L.emptyQ()), qPar);
     w.line("}");
+  };
+  w.line("%pt:3 = scf.while (%ptile = " + cta + ", %pg = " + c0 + ", %ptc = " + c0 +
+         ") : (i32, i32, i32) -> (i32, i32, i32) {");
+  w.line("scf.condition(" + w.op("arith.cmpi ult, %ptile, " + ntiles + " : i32") +
+         ") %ptile, %pg, %ptc : i32, i32, i32");
+  w.line("} do {");
+  w.line("^bb0(%pwt: i32, %pwg: i32, %pwtc: i32):");
+  {
+    Tile t = decodeTile("%pwt");
+    waitQFree("%pwtc");
+    w.line("llvm.store %pwt, " + tileSlot + " : i32, !llvm.ptr<3>");
     std::string barQ = at(L.fullQ());
     w.line("nvvm.mbarrier.arrive.expect_tx " + barQ + ", " + w.i32(L.qBytes) +
            " : !llvm.ptr<3>, i32");
@@ -362,7 +391,7 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     // K and V of every key block; a stage is refilled once the consumers
     // released it (empty barrier of its previous use, parity g / stages - 1).
     w.line("%pn = scf.for %pi = " + c0 + " to " + t.nblocks + " step " + c1 +
-           " iter_args(%pgg = %pg) -> (i32) : i32 {");
+           " iter_args(%pgg = %pwg) -> (i32) : i32 {");
     std::string slot = slotOf("%pgg");
     std::string ePar = w.bin("arith.andi",
                              w.bin("arith.addi", w.bin("arith.divui", "%pgg", cST, "i32"),
@@ -380,15 +409,20 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     loadKV("%vmap", slotBase(L.vOff, slot), barAt(L.fullV(), slot), kb, t.kvh, t.b);
     w.line("scf.yield " + w.bin("arith.addi", "%pgg", c1, "i32") + " : i32");
     w.line("}");
-    w.line("scf.yield %pn, " + w.bin("arith.addi", "%ptc", c1, "i32") + " : i32, i32");
+    w.line("scf.yield " + nextTile("%pwt") + ", %pn, " +
+           w.bin("arith.addi", "%pwtc", c1, "i32") + " : i32, i32, i32");
   }
   w.line("}");
+  // No more tiles: tell the consumers (an arrival with no bytes).
+  waitQFree("%pt#2");
+  w.line("llvm.store %pt#0, " + tileSlot + " : i32, !llvm.ptr<3>");
+  w.line("nvvm.mbarrier.arrive " + at(L.fullQ()) + " : !llvm.ptr<3>");
   w.line("}");
   w.line("} else {");
   //===--------------------------------------------------------------------===//
   // Consumers: warpgroup 1 + c owns rows [64 c, 64 c + 64) of each tile.
   //===--------------------------------------------------------------------===//
-  if (C > 1)
+  if (k.consumerRegs)
     w.line("nvvm.setmaxregister increase " + std::to_string(k.consumerRegs));
   std::string ctid = w.bin("arith.subi", tid, c128, "i32");
   std::string cw = w.bin("arith.divui", ctid, c128, "i32");
@@ -512,10 +546,13 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   };
   struct Rows {
     std::string iA, iB, limA, limB, loA, loB, bIdx, hIdx, iIdx[2];
+    // lim of the warpgroup's first row, lo of its last (block-level test).
+    std::string limFirst, loLast;
   };
-  auto softmax = [&](const std::string &s, const std::string &n0, const Rows &rw,
-                     const std::string &mOldA, const std::string &mOldB,
-                     const std::string &lOldA, const std::string &lOldB) {
+  auto softmaxBody = [&](const std::string &s, const std::string &n0, const Rows &rw,
+                         const std::string &mOldA, const std::string &mOldB,
+                         const std::string &lOldA, const std::string &lOldB,
+                         bool masked) {
     Softmax sm;
     std::vector<std::string> sv(nS);
     auto idx = [&](const std::string &v) {
@@ -526,15 +563,19 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
       std::string x = w.op("llvm.extractvalue " + s + "[" + std::to_string(r) +
                            "] : " + sT);
       int colConst = 8 * (r / 4) + (r % 2);
-      std::string j = w.bin("arith.addi", w.bin("arith.addi", n0, col0, "i32"),
-                            w.i32(colConst), "i32");
       bool rowB = (r / 2) % 2;
-      std::string ok = w.op("arith.cmpi slt, " + j + ", " + (rowB ? rw.limB : rw.limA) +
-                            " : i32");
-      if (k.windowLeft >= 0)
-        ok = w.bin("arith.andi", ok,
-                   w.op("arith.cmpi sge, " + j + ", " + (rowB ? rw.loB : rw.loA) + " : i32"),
-                   "i1");
+      std::string j, ok;
+      if (masked || k.scoreRegion)
+        j = w.bin("arith.addi", w.bin("arith.addi", n0, col0, "i32"),
+                  w.i32(colConst), "i32");
+      if (masked) {
+        ok = w.op("arith.cmpi slt, " + j + ", " + (rowB ? rw.limB : rw.limA) + " : i32");
+        if (k.windowLeft >= 0)
+          ok = w.bin("arith.andi", ok,
+                     w.op("arith.cmpi sge, " + j + ", " + (rowB ? rw.loB : rw.loA) +
+                          " : i32"),
+                     "i1");
+      }
       std::string regionArgs;
       if (k.scoreRegion || k.maskRegion)
         regionArgs = rw.bIdx + ", " + rw.hIdx + ", " + rw.iIdx[rowB] + ", " + idx(j);
@@ -561,7 +602,8 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
                  ") : (f32, index, index, index, index) -> f32");
         x = w.bin("arith.mulf", x, w.f32(1.4426950408889634), "f32");
       }
-      x = w.op("arith.select " + ok + ", " + x + ", " + negInf + " : f32");
+      if (masked)
+        x = w.op("arith.select " + ok + ", " + x + ", " + negInf + " : f32");
       sv[r] = x;
       if (rowB)
         mxB = w.bin("arith.maxnumf", mxB, x, "f32");
@@ -614,6 +656,46 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     }
     return sm;
   };
+  // The softmax of one block, with the mask only where the block crosses a
+  // boundary of this warpgroup's 64 rows (FlashAttention-3 masks only those
+  // blocks): a key block [n0, n0 + BN) is inside every row's [lo, lim) when
+  // n0 + BN <= lim(first row) and n0 >= lo(last row), both monotone in the
+  // row. The branch is uniform across the warpgroup (its shuffles stay
+  // converged). With a score or mask region every block takes the masked
+  // path (a mask region must see every score; two copies of an inlined
+  // score region cost registers: spills at head_dim 128).
+  auto softmax = [&](const std::string &s, const std::string &n0, const Rows &rw,
+                     const std::string &mOldA, const std::string &mOldB,
+                     const std::string &lOldA, const std::string &lOldB) {
+    if (k.maskRegion || k.scoreRegion)
+      return softmaxBody(s, n0, rw, mOldA, mOldB, lOldA, lOldB, true);
+    std::string need = w.op("arith.cmpi sgt, " + w.bin("arith.addi", n0, cBN, "i32") +
+                            ", " + rw.limFirst + " : i32");
+    if (k.windowLeft >= 0)
+      need = w.bin("arith.ori", need,
+                   w.op("arith.cmpi slt, " + n0 + ", " + rw.loLast + " : i32"), "i1");
+    std::string types = "f32, f32, f32, f32, f32, f32" + (nP ? ", " + repeat("i32", nP) : "");
+    std::string res = w.fresh();
+    w.line(res + ":" + std::to_string(6 + nP) + " = scf.if " + need + " -> (" + types + ") {");
+    for (bool masked : {true, false}) {
+      if (!masked)
+        w.line("} else {");
+      Softmax b = softmaxBody(s, n0, rw, mOldA, mOldB, lOldA, lOldB, masked);
+      w.line("scf.yield " + b.mA + ", " + b.mB + ", " + b.lA + ", " + b.lB + ", " +
+             b.alphaA + ", " + b.alphaB + (nP ? ", " + join(b.pk) : "") + " : " + types);
+    }
+    w.line("}");
+    Softmax sm;
+    sm.mA = res + "#0";
+    sm.mB = res + "#1";
+    sm.lA = res + "#2";
+    sm.lB = res + "#3";
+    sm.alphaA = res + "#4";
+    sm.alphaB = res + "#5";
+    for (int i = 0; i < nP; ++i)
+      sm.pk.push_back(res + "#" + std::to_string(6 + i));
+    return sm;
+  };
   auto rescale = [&](std::string oacc, const std::string &aA, const std::string &aB) {
     for (int r = 0; r < nO; ++r) {
       std::string x = w.op("llvm.extractvalue " + oacc + "[" + std::to_string(r) +
@@ -625,34 +707,50 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     return oacc;
   };
 
-  w.line("%ct:2 = scf.for %ctile = " + cta + " to " + ntiles + " step " + ncta +
-         " iter_args(%cg = " + c0 + ", %ctc = " + c0 + ") -> (i32, i32) : i32 {");
+  // Each tile starts with full_Q: Q has landed and the tile index is
+  // written; an index past the last tile ends the loop.
+  w.line("%ct:3 = scf.while (%cwg = " + c0 + ", %cwtc = " + c0 +
+         ") : (i32, i32) -> (i32, i32, i32) {");
+  waitParity(at(L.fullQ()), w.bin("arith.andi", "%cwtc", c1, "i32"));
+  std::string ctileV = w.op("llvm.load " + at(L.tileSlot()) + " : !llvm.ptr<3> -> i32");
+  w.line("scf.condition(" + w.op("arith.cmpi ult, " + ctileV + ", " + ntiles + " : i32") +
+         ") " + ctileV + ", %cwg, %cwtc : i32, i32, i32");
+  w.line("} do {");
+  w.line("^bb0(%ctile: i32, %cg: i32, %ctc: i32):");
   Tile t = decodeTile("%ctile");
   // This thread's two rows and the keys each may see (lo <= j < lim).
   Rows rw;
   rw.iA = w.bin("arith.addi", t.m0, row0, "i32");
   rw.iB = w.bin("arith.addi", t.m0, row1, "i32");
-  rw.limA = sk;
-  rw.limB = sk;
-  if (k.causal) {
-    std::string cA = k.causal == 2 ? w.bin("arith.addi", rw.iA, off, "i32") : rw.iA;
-    std::string cB = k.causal == 2 ? w.bin("arith.addi", rw.iB, off, "i32") : rw.iB;
-    rw.limA = w.bin("arith.minsi", rw.limA, w.bin("arith.addi", cA, c1, "i32"), "i32");
-    rw.limB = w.bin("arith.minsi", rw.limB, w.bin("arith.addi", cB, c1, "i32"), "i32");
-  }
-  if (k.windowRight >= 0) {
-    std::string r1 = w.i32(k.windowRight + 1);
-    rw.limA = w.bin("arith.minsi", rw.limA,
-                    w.bin("arith.addi", w.bin("arith.addi", rw.iA, off, "i32"), r1, "i32"),
-                    "i32");
-    rw.limB = w.bin("arith.minsi", rw.limB,
-                    w.bin("arith.addi", w.bin("arith.addi", rw.iB, off, "i32"), r1, "i32"),
-                    "i32");
-  }
+  // Row i sees keys lo(i) <= j < lim(i) (DESIGN.md section 2): lim(i) =
+  // min(Sk, i [+ Sk - Sq] + 1 with causal, i + Sk - Sq + right + 1 with a
+  // right window), lo(i) = i + Sk - Sq - left with a left window.
+  auto limOf = [&](const std::string &i) {
+    std::string lim = sk;
+    if (k.causal) {
+      std::string c = k.causal == 2 ? w.bin("arith.addi", i, off, "i32") : i;
+      lim = w.bin("arith.minsi", lim, w.bin("arith.addi", c, c1, "i32"), "i32");
+    }
+    if (k.windowRight >= 0)
+      lim = w.bin("arith.minsi", lim,
+                  w.bin("arith.addi", w.bin("arith.addi", i, off, "i32"),
+                        w.i32(k.windowRight + 1), "i32"),
+                  "i32");
+    return lim;
+  };
+  auto loOf = [&](const std::string &i) {
+    return w.bin("arith.subi", w.bin("arith.addi", i, off, "i32"), w.i32(k.windowLeft),
+                 "i32");
+  };
+  rw.limA = limOf(rw.iA);
+  rw.limB = limOf(rw.iB);
+  std::string firstRow = w.bin("arith.addi", t.m0, w.bin("arith.muli", cw, w.i32(64), "i32"),
+                               "i32");
+  rw.limFirst = limOf(firstRow);
   if (k.windowLeft >= 0) {
-    std::string l = w.i32(k.windowLeft);
-    rw.loA = w.bin("arith.subi", w.bin("arith.addi", rw.iA, off, "i32"), l, "i32");
-    rw.loB = w.bin("arith.subi", w.bin("arith.addi", rw.iB, off, "i32"), l, "i32");
+    rw.loA = loOf(rw.iA);
+    rw.loB = loOf(rw.iB);
+    rw.loLast = loOf(w.bin("arith.addi", firstRow, w.i32(63), "i32"));
   }
   // Region arguments (positions inside the sequence, as index): b, h and
   // the thread's two rows once per tile, the key per score.
@@ -665,7 +763,6 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     rw.iIdx[0] = idx(rw.iA);
     rw.iIdx[1] = idx(rw.iB);
   }
-  waitParity(at(L.fullQ()), w.bin("arith.andi", "%ctc", c1, "i32"));
   const std::string stateT = "i32, f32, f32, f32, f32, " + oT;
   std::string has = w.op("arith.cmpi sgt, " + t.nblocks + ", " + c0 + " : i32");
   w.line("%cr:6 = scf.if " + has + " -> (" + stateT + ") {");

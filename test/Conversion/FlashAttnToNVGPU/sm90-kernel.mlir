@@ -2,18 +2,18 @@
 
 // A planned GQA attention (head_dim 128, bottom-right causal, lse) gets an
 // sm_90a kernel in a gpu.module, named on the op with its shared memory
-// (128 x 128 Q + 2 stages x (K + V) 128 x 128, bf16, + 10 mbarriers) and
-// threads (a producer and 2 consumer warpgroups).
+// (128 x 128 Q + 2 stages x (K + V) 128 x 128, bf16, + 10 mbarriers + the
+// tile index) and threads (a producer and 2 consumer warpgroups).
 // CHECK: module attributes {gpu.container_module}
 // CHECK-LABEL: func.func @gqa
-// CHECK: flashattn.attention {{.*}}flashattn.sm90_kernel = @fa_sm90_0_module::@fa_sm90_0, flashattn.sm90_smem = 163920 : i64, flashattn.sm90_threads = 384 : i64
+// CHECK: flashattn.attention {{.*}}flashattn.sm90_kernel = @fa_sm90_0_module::@fa_sm90_0, flashattn.sm90_smem = 163928 : i64, flashattn.sm90_threads = 384 : i64
 // CHECK-SAME: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 128, stages = 2, consumers = 2, schedule = lpt, num_splits = 1, pack_gqa = false>
 // The kernel: the runtime's ABI (pointers, i64 dims, 3 tensor maps as
-// 128-byte grid constants), 384 threads, one CTA per SM, dynamic shared
-// memory 1024-aligned.
+// 128-byte grid constants, then the lpt schedule's tile counter), 384
+// threads, one CTA per SM, dynamic shared memory 1024-aligned.
 // CHECK: gpu.module @fa_sm90_0_module
 // CHECK: llvm.mlir.global external @fa_sm90_0_smem() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<0 x i8>
-// CHECK: llvm.func @fa_sm90_0(%{{.*}}: !llvm.ptr<1>, {{.*}}, %{{.*}}: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>, nvvm.grid_constant}) attributes {nvvm.kernel, nvvm.maxntid = array<i32: 384, 1, 1>, nvvm.minctasm = 1 : i32}
+// CHECK: llvm.func @fa_sm90_0(%{{.*}}: !llvm.ptr<1>, {{.*}}, %{{.*}}: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>, nvvm.grid_constant}, %[[COUNTER:.*]]: !llvm.ptr<1>) attributes {nvvm.kernel, nvvm.maxntid = array<i32: 384, 1, 1>, nvvm.minctasm = 1 : i32}
 // mbarriers initialized by one thread: full_Q (1 arrival + TMA bytes),
 // empty_Q (the 256 consumer threads), then full / empty K and V per stage;
 // made visible to the async proxy.
@@ -24,18 +24,21 @@
 // CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // CHECK: nvvm.barrier0
 // Warpgroup 0 is the producer: it gives registers back, and its thread 0
-// runs the persistent loop over tiles, carrying the key-block count (stage
-// phases) and the tile count (Q phase).
+// runs the persistent loop over tiles (from blockIdx), carrying the
+// key-block count (stage phases) and the tile count (Q phase).
 // CHECK: nvvm.setmaxregister  decrease 40
-// CHECK: scf.for %[[TILE:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (i32, i32) : i32
+// CHECK: scf.while (%{{.*}} = %{{.*}}, %{{.*}} = %c0_i32, %{{.*}} = %c0_i32) : (i32, i32, i32) -> (i32, i32, i32)
+// CHECK: ^bb0(%[[TILE:.*]]: i32, %{{.*}}: i32, %{{.*}}: i32):
 // Causal, so the lpt order: (batch, head) fastest, m_block descending.
 // CHECK-NEXT: arith.remui %[[TILE]], %[[NBH:.*]] : i32
 // CHECK-NEXT: %[[ROUND:.*]] = arith.divui %[[TILE]], %[[NBH]]
 // CHECK-NEXT: %[[LAST:.*]] = arith.subi
 // CHECK-NEXT: arith.subi %[[LAST]], %[[ROUND]]
-// Q after the consumers released the previous tile's (empty_Q), by TMA
-// (two 64-column boxes of 128-byte swizzle), expect_tx first.
+// Q after the consumers released the previous tile's (empty_Q), the tile
+// index stored for them, Q by TMA (two 64-column boxes of 128-byte
+// swizzle), expect_tx first.
 // CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: llvm.store %[[TILE]], %{{.*}} : i32, !llvm.ptr<3>
 // CHECK: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c32768_i32 : !llvm.ptr<3>, i32
 // CHECK-COUNT-2: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
 // Then K and V of each key block, each after its stage's empty barrier.
@@ -46,11 +49,19 @@
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK: nvvm.mbarrier.arrive.expect_tx
 // CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global
-// The consumers take the registers.
+// The next tile from the atomic counter (dynamic lpt schedule); past the
+// last, the index alone with a plain arrive on full_Q.
+// CHECK: llvm.atomicrmw add %[[COUNTER]], %c1_i32 monotonic : !llvm.ptr<1>, i32
+// CHECK: llvm.store
+// CHECK: nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
+// The consumers take the registers; each tile starts when full_Q
+// completes, with the index the producer wrote.
 // CHECK: } else {
 // CHECK-NEXT: nvvm.setmaxregister  increase 232
-// CHECK: scf.for
+// CHECK: scf.while
 // CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: llvm.load %{{.*}} : !llvm.ptr<3> -> i32
+// CHECK: scf.condition
 // Block 0: S = Q K^T by wgmma (8 k16 steps, the first with a zero
 // accumulator), K released, its softmax.
 // CHECK: scf.if %{{.*}} -> (i32, f32, f32, f32, f32, !llvm.struct<(f32
@@ -173,13 +184,17 @@ func.func @region_math(%q: memref<1x64x2x64xf16>, %k: memref<1x64x2x64xf16>, %v:
 
 // Softcap and a sliding window: tanh.approx through inline asm, the window's
 // lower bound on the keys.
-// Not causal: the static order (m_block fastest).
+// Not causal: the static order (m_block fastest), tile += gridDim, no
+// counter.
 // CHECK-LABEL: func.func @softcap_window
 // CHECK: flashattn.attention {{.*}}schedule = static
 // CHECK: gpu.module @fa_sm90_0_module
-// CHECK: scf.for %[[TILE:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (i32, i32) : i32
+// CHECK: scf.while
+// CHECK: ^bb0(%[[TILE:.*]]: i32, %{{.*}}: i32, %{{.*}}: i32):
 // CHECK-NEXT: arith.remui %[[TILE]], %[[NMB:.*]] : i32
 // CHECK-NEXT: arith.divui %[[TILE]], %[[NMB]] : i32
+// CHECK-NOT: llvm.atomicrmw
+// CHECK: arith.addi %[[TILE]], %{{.*}} : i32
 // CHECK: llvm.inline_asm asm_dialect = att "tanh.approx.f32 $0, $1;", "=f,f"
 // CHECK: arith.cmpi sge
 func.func @softcap_window(%q: memref<1x64x2x64xf16>, %k: memref<1x64x2x64xf16>, %v: memref<1x64x2x64xf16>,
@@ -221,7 +236,7 @@ func.func @f32(%q: memref<1x64x2x64xf32>, %k: memref<1x64x2x64xf32>, %v: memref<
 // CHECK: gpu.module @fa_sm90_0_module
 // CHECK: llvm.func @fa_sm90_0(
 // The work loop runs over (tile, split), split fastest.
-// CHECK: scf.for %[[TILE:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args
+// CHECK: ^bb0(%[[TILE:.*]]: i32, %{{.*}}: i32, %{{.*}}: i32):
 // CHECK-NEXT: %[[SPLIT:.*]] = arith.remui %[[TILE]], %c3_i32
 // CHECK-NEXT: arith.divui %[[TILE]], %c3_i32
 // The epilogue stores f32 pairs (no truncation) into the split's slice.
@@ -273,10 +288,10 @@ func.func @partial_without_combine(%q: memref<1x64x2x64xbf16>, %k: memref<1x640x
 // must be 64 rows per consumer warpgroup.
 func.func @plan_block_m(%q: memref<1x64x2x64xbf16>, %k: memref<1x64x2x64xbf16>, %v: memref<1x64x2x64xbf16>,
                         %o: memref<1x64x2x64xbf16>) {
-  // expected-error @+1 {{convert-flashattn-to-nvgpu: the sm90 kernel takes 1 or 2 consumer warpgroups of 64 rows each (block_m = 64 x consumers); the plan has block_m = 192, consumers = 3}}
+  // expected-error @+1 {{convert-flashattn-to-nvgpu: the sm90 kernel takes 1 to 3 consumer warpgroups of 64 rows each (block_m = 64 x consumers); the plan has block_m = 256, consumers = 4}}
   flashattn.attention ins(%q, %k, %v : memref<1x64x2x64xbf16>, memref<1x64x2x64xbf16>, memref<1x64x2x64xbf16>)
       outs(%o : memref<1x64x2x64xbf16>)
-      {plan = #flashattn.plan<target = sm90, block_m = 192, block_n = 64, stages = 2, consumers = 3, schedule = static, num_splits = 1, pack_gqa = false>}
+      {plan = #flashattn.plan<target = sm90, block_m = 256, block_n = 64, stages = 2, consumers = 4, schedule = static, num_splits = 1, pack_gqa = false>}
   return
 }
 
@@ -286,7 +301,7 @@ func.func @plan_block_m(%q: memref<1x64x2x64xbf16>, %k: memref<1x64x2x64xbf16>, 
 // 227 KB of shared memory of an sm_90 block.
 func.func @plan_smem(%q: memref<1x64x2x256xbf16>, %k: memref<1x64x2x256xbf16>, %v: memref<1x64x2x256xbf16>,
                      %o: memref<1x64x2x256xbf16>) {
-  // expected-error @+1 {{convert-flashattn-to-nvgpu: the plan needs 1114256 bytes of shared memory (Q, stages x K/V, mbarriers); sm_90 has 232448 per block}}
+  // expected-error @+1 {{convert-flashattn-to-nvgpu: the plan needs 1114264 bytes of shared memory (Q, stages x K/V, mbarriers); sm_90 has 232448 per block}}
   flashattn.attention ins(%q, %k, %v : memref<1x64x2x256xbf16>, memref<1x64x2x256xbf16>, memref<1x64x2x256xbf16>)
       outs(%o : memref<1x64x2x256xbf16>)
       {plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 256, stages = 4, consumers = 2, schedule = static, num_splits = 1, pack_gqa = false>}

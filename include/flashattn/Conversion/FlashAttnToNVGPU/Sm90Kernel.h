@@ -25,15 +25,17 @@ struct Sm90KernelSpec {
   std::string name = "fa_sm90";
   int64_t headDim = 128;
   int64_t blockN = 128;
-  /// Consumer warpgroups (1 or 2), each owning 64 query rows of a tile; one
+  /// Consumer warpgroups (1 to 3), each owning 64 query rows of a tile; one
   /// more warpgroup is the TMA producer.
   int64_t consumers = 2;
   int64_t stages = 2;
-  /// setmaxnreg targets with 2 consumers (multiples of 8; producer x 128 +
-  /// consumers x 256 must not exceed the launch allocation 168 x 384 =
-  /// 64512, or setmaxnreg.inc waits forever).
-  int64_t producerRegs = 40;
-  int64_t consumerRegs = 232;
+  /// setmaxnreg targets (multiples of 8) with 2 or 3 consumers: producer x
+  /// 128 + consumer x 128 x consumers must not exceed the launch allocation
+  /// sm90LaunchRegisters x threads, or setmaxnreg.inc waits forever
+  /// (shared/SM90-KERNEL.md). 0 = no setmaxnreg. sm90DefaultRegisters fills
+  /// them in.
+  int64_t producerRegs = 0;
+  int64_t consumerRegs = 0;
   bool f16 = false;
   int causal = 0;
   bool lse = false;
@@ -41,8 +43,9 @@ struct Sm90KernelSpec {
   double softcap = 0.0;      // 0 = off
   int64_t windowLeft = -1;   // -1 = unbounded
   int64_t windowRight = -1;
-  /// Tile order: longest tiles first (plan schedule lpt) instead of m_block
-  /// fastest (static).
+  /// Tile order: longest tiles first (plan schedule lpt), handed out by an
+  /// atomic counter (the kernel's last parameter, a u32 zero at launch),
+  /// instead of m_block fastest with a static stride (static).
   bool heavyFirst = false;
   /// Split-KV partial form when > 0: the kernel takes out as f32
   /// [S, B, Sq, H, D] and lse as f32 [S, B, H, Sq] (lse required), and the
@@ -73,9 +76,9 @@ struct Sm90CombineSpec {
 /// v, out[, lse] as !llvm.ptr<1>; the 4 dims of q, k, v, out[, the 3 of lse]
 /// as i64; the CUtensorMaps of q, k and v as 128-byte grid-constant byval
 /// parameters (boxes 64 x 1 x (64 consumers) x 1 / 64 x 1 x blockN x 1,
-/// 128-byte swizzle). Launch: sm90Threads threads, sm90SharedMemoryBytes of
-/// dynamic shared memory, any grid (a persistent loop strides over the
-/// tiles).
+/// 128-byte swizzle), then with heavyFirst the tile counter as
+/// !llvm.ptr<1>. Launch: sm90Threads threads, sm90SharedMemoryBytes of
+/// dynamic shared memory, any grid (a persistent loop over the tiles).
 std::string emitSm90AttentionKernel(const Sm90KernelSpec &spec);
 
 /// The combine kernel `@<name>` as an llvm.func (MLIR text, to be placed in
@@ -93,6 +96,21 @@ int64_t sm90SharedMemoryBytes(const Sm90KernelSpec &spec);
 /// Threads per CTA: 128 x (1 + consumers).
 inline int64_t sm90Threads(const Sm90KernelSpec &spec) {
   return 128 * (1 + spec.consumers);
+}
+
+/// Registers per thread at launch with one CTA per SM: 65536 / threads,
+/// rounded down to a multiple of 8 (168 at 384 threads, 128 at 512).
+inline int64_t sm90LaunchRegisters(int64_t threads) {
+  int64_t r = (65536 / threads) & ~int64_t(7);
+  return r > 255 ? 255 : r;
+}
+
+/// FlashAttention-3's setmaxnreg split: 40 / 232 with 2 consumers
+/// (40 x 128 + 232 x 256 = 168 x 384), 32 / 160 with 3 (32 x 128 + 160 x
+/// 384 = 128 x 512); none with 1 (256 threads have 255 registers each).
+inline void sm90DefaultRegisters(Sm90KernelSpec &spec) {
+  spec.producerRegs = spec.consumers == 2 ? 40 : spec.consumers == 3 ? 32 : 0;
+  spec.consumerRegs = spec.consumers == 2 ? 232 : spec.consumers == 3 ? 160 : 0;
 }
 
 } // namespace flashattn
