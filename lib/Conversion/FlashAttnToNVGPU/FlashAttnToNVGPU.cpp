@@ -121,6 +121,9 @@ static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why) {
                 "has 232448 per block");
   spec.f16 = elem.isF16();
   spec.causal = static_cast<int>(op.getCausal());
+  // FlashAttention-3 orders the consumers' GEMMs at head_dim <= 128 (bf16),
+  // where the softmax is a large share of a block's time.
+  spec.schedulerBarrier = consumers >= 2 && d <= 128 && !(consumers == 3 && spec.causal);
   spec.lse = static_cast<bool>(op.getLse());
   spec.scale = op.getEffectiveScale();
   spec.softcap = op.getSoftcap() ? op.getSoftcap()->convertToDouble() : 0.0;

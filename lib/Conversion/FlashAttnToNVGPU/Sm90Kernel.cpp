@@ -34,6 +34,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -426,6 +427,44 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     w.line("nvvm.setmaxregister increase " + std::to_string(k.consumerRegs));
   std::string ctid = w.bin("arith.subi", tid, c128, "i32");
   std::string cw = w.bin("arith.divui", ctid, c128, "i32");
+  // Warp-scheduler barrier (FlashAttention-3's ping-pong, section 3.1):
+  // consumer c issues its GEMMs only after consumer c - 1 issued theirs
+  // (named barrier 1 + c: its 128 threads sync, the previous consumer's 128
+  // arrive), so one consumer's softmax runs under the other's GEMMs. The
+  // turn spans the kernel: the last consumer opens the first turn.
+  // The barrier ids are constants in per-consumer branches: an id in a
+  // register makes ptxas reserve all 16 barriers and keeps it live.
+  std::string turnThreads = k.schedulerBarrier ? w.i32(256) : "";
+  auto perConsumer = [&](const std::function<void(int64_t)> &body) {
+    for (int64_t c = 0; c < C; ++c) {
+      if (c + 1 < C) {
+        std::string is = w.op("arith.cmpi eq, " + cw + ", " + w.i32(c) + " : i32");
+        w.line("scf.if " + is + " {");
+      }
+      body(c);
+      if (c + 1 < C)
+        w.line("} else {");
+    }
+    for (int64_t c = 0; c + 1 < C; ++c)
+      w.line("}");
+  };
+  auto barrierOp = [&](const char *op, int64_t id) {
+    w.line(std::string(op) + " id = " + w.i32(id) + " number_of_threads = " + turnThreads);
+  };
+  if (k.schedulerBarrier) {
+    std::string last = w.op("arith.cmpi eq, " + cw + ", " + w.i32(C - 1) + " : i32");
+    w.line("scf.if " + last + " {");
+    barrierOp("nvvm.barrier.arrive", 1);
+    w.line("}");
+  }
+  auto awaitTurn = [&]() {
+    if (k.schedulerBarrier)
+      perConsumer([&](int64_t c) { barrierOp("nvvm.barrier", 1 + c); });
+  };
+  auto passTurn = [&]() {
+    if (k.schedulerBarrier)
+      perConsumer([&](int64_t c) { barrierOp("nvvm.barrier.arrive", 1 + (c + 1) % C); });
+  };
   std::string t128 = w.bin("arith.remui", ctid, c128, "i32");
   std::string warp = w.bin("arith.divui", t128, c32, "i32");
   std::string lane = w.bin("arith.remui", t128, c32, "i32");
@@ -771,9 +810,11 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     std::string slot = slotOf("%cg");
     waitParity(barAt(L.fullK(), slot), parityOf("%cg"));
     std::string kBase = slotBase(L.kOff, slot);
+    awaitTurn();
     w.line("nvvm.wgmma.fence.aligned");
     std::string s = issueQK(kBase);
     w.line("nvvm.wgmma.commit.group.sync.aligned");
+    passTurn();
     w.line("nvvm.wgmma.wait.group.sync.aligned 0");
     w.line("nvvm.mbarrier.arrive " + barAt(L.emptyK(), slot) + " : !llvm.ptr<3>");
     Softmax sm = softmax(s, w.bin("arith.muli", t.nbLo, cBN, "i32"), rw, negInf, negInf,
@@ -799,11 +840,13 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
       waitParity(barAt(L.fullK(), slotN), parityOf("%lg"));
       waitParity(barAt(L.fullV(), slotP), parityOf(gPrev));
       std::string kBase = slotBase(L.kOff, slotN), vBase = slotBase(L.vOff, slotP);
+      awaitTurn();
       w.line("nvvm.wgmma.fence.aligned");
       std::string sN = issueQK(kBase);
       w.line("nvvm.wgmma.commit.group.sync.aligned");
       std::string o1 = issuePV("%lo", pArgs, vBase);
       w.line("nvvm.wgmma.commit.group.sync.aligned");
+      passTurn();
       w.line("nvvm.wgmma.wait.group.sync.aligned 1");
       w.line("nvvm.mbarrier.arrive " + barAt(L.emptyK(), slotN) + " : !llvm.ptr<3>");
       std::string n0 = w.bin("arith.muli", w.bin("arith.addi", t.nbLo, "%cn", "i32"),
@@ -825,9 +868,11 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     std::string gLast = w.bin("arith.subi", "%kl#0", c1, "i32");
     std::string slotL = slotOf(gLast);
     waitParity(barAt(L.fullV(), slotL), parityOf(gLast));
+    awaitTurn();
     w.line("nvvm.wgmma.fence.aligned");
     std::string oL = issuePV("%kl#5", pLast, slotBase(L.vOff, slotL));
     w.line("nvvm.wgmma.commit.group.sync.aligned");
+    passTurn();
     w.line("nvvm.wgmma.wait.group.sync.aligned 0");
     w.line("nvvm.mbarrier.arrive " + barAt(L.emptyV(), slotL) + " : !llvm.ptr<3>");
     w.line("scf.yield %kl#0, %kl#1, %kl#2, %kl#3, %kl#4, " + oL + " : " + stateT);

@@ -75,17 +75,24 @@
 // CHECK: nvvm.shfl.sync bfly
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
 // Blocks 1..n-1 carry m, l, O and the packed P of the previous block: both
-// waits before the fence, S_n and P_{n-1} V_{n-1} issued as two groups, the
-// softmax of S_n between wait_group 1 and wait_group 0, then O *= alpha.
+// waits before the fence, this consumer's turn, S_n and P_{n-1} V_{n-1}
+// issued as two groups, the softmax of S_n between wait_group 1 and
+// wait_group 0, then O *= alpha.
 // CHECK: scf.for {{.*}} -> (i32, f32, f32, f32, f32, !llvm.struct<({{.*}})>, i32, i32,
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: nvvm.barrier id = %c1_i32{{.*}} number_of_threads = %c256_i32
+// CHECK: nvvm.barrier id = %c2_i32{{.*}} number_of_threads = %c256_i32
 // CHECK: nvvm.wgmma.fence.aligned
 // CHECK-NOT: nvvm.mbarrier.try_wait.parity
 // CHECK: nvvm.wgmma.commit.group.sync.aligned
 // CHECK: llvm.inline_asm has_side_effects asm_dialect = att "{\0A.reg .pred p;\0Asetp.ne.b32 p, 1, 0;\0Awgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
 // CHECK: nvvm.wgmma.commit.group.sync.aligned
-// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
+// The other consumer's turn (warp-scheduler barrier: consumer 0 passes to
+// named barrier 2, consumer 1 to barrier 1, 256 threads).
+// CHECK: nvvm.barrier.arrive id = %c2_i32{{.*}} number_of_threads = %c256_i32
+// CHECK: nvvm.barrier.arrive id = %c1_i32{{.*}} number_of_threads = %c256_i32
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 1
 // CHECK: nvvm.mbarrier.arrive
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0

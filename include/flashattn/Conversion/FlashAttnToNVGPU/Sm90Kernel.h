@@ -36,6 +36,9 @@ struct Sm90KernelSpec {
   /// them in.
   int64_t producerRegs = 0;
   int64_t consumerRegs = 0;
+  /// Consumers take turns issuing their GEMMs (named barriers; 2 or more
+  /// consumers): FlashAttention-3's warp-scheduler barrier.
+  bool schedulerBarrier = false;
   bool f16 = false;
   int causal = 0;
   bool lse = false;
