@@ -79,6 +79,7 @@ LogicalResult mlir::flashattn::compileSm90Ptx(const fa_attention_config &config,
       smem = s.getInt();
     if (auto t = op->getAttrOfType<IntegerAttr>("flashattn.sm90_threads"))
       result.threads = t.getInt();
+    result.outTma = op->hasAttr("flashattn.sm90_out_tma");
     if (PlanAttr plan = op.getPlanAttr()) {
       result.blockM = plan.getBlockM();
       result.blockN = plan.getBlockN();
@@ -190,7 +191,11 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
                      ",\"tma\":[{\"arg\":\"q\",\"box\":[64,1," + bm +
                      ",1],\"swizzle\":128},"
                      "{\"arg\":\"k\",\"box\":[64,1," + bn + ",1],\"swizzle\":128},"
-                     "{\"arg\":\"v\",\"box\":[64,1," + bn + ",1],\"swizzle\":128}]" +
+                     "{\"arg\":\"v\",\"box\":[64,1," + bn + ",1],\"swizzle\":128}" +
+                     (compiled.outTma
+                          ? ",{\"arg\":\"out\",\"box\":[64,1,64,1],\"swizzle\":128}"
+                          : "") +
+                     "]" +
                      (compiled.tileCounter ? ",\"tile_counter\":true" : "") +
                      (compiled.combine.empty()
                           ? std::string()

@@ -40,6 +40,7 @@ struct Sm90Ptx {
   int64_t threads = 128;
   int64_t blockM = 64, blockN = 64;
   bool tileCounter = false; ///< takes the dynamic scheduler's counter
+  bool outTma = false;      ///< stores out by TMA (a fourth tensor map)
 };
 
 /// Tile overrides for flashattn-plan (0 = automatic): tuning experiments

@@ -94,18 +94,21 @@ std::string join(const std::vector<std::string> &v) {
 } // namespace
 
 /// Shared-memory layout (bytes from the 1024-aligned dynamic buffer): Q,
-/// then K stages, V stages, then the mbarriers: full_Q, empty_Q, full_K[s],
+/// then K stages, V stages, [the O tile of the TMA-store epilogue,] then
+/// the mbarriers: full_Q, empty_Q, full_K[s],
 /// empty_K[s], full_V[s], empty_V[s], then the current tile index.
 namespace {
 struct Layout {
-  int64_t qBytes, kvBytes, kOff, vOff, barOff, stages;
+  int64_t qBytes, kvBytes, kOff, vOff, oOff, barOff, stages;
   explicit Layout(const Sm90KernelSpec &k) {
     stages = k.stages;
     qBytes = 64 * k.consumers * k.headDim * 2;
     kvBytes = k.blockN * k.headDim * 2;
     kOff = qBytes;
     vOff = kOff + stages * kvBytes;
-    barOff = vOff + stages * kvBytes;
+    oOff = vOff + stages * kvBytes;
+    // The epilogue's O tile, laid out as Q (TMA store source).
+    barOff = oOff + (k.tmaStore ? qBytes : 0);
   }
   int64_t fullQ() const { return barOff; }
   int64_t emptyQ() const { return barOff + 8; }
@@ -160,7 +163,10 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   if (k.lse)
     for (int i = 0; i < (partial ? 4 : 3); ++i)
       os << ", %ld" << i << ": i64";
-  for (const char *n : {"qmap", "kmap", "vmap"})
+  std::vector<const char *> maps = {"qmap", "kmap", "vmap"};
+  if (k.tmaStore)
+    maps.push_back("omap");
+  for (const char *n : maps)
     os << ", %" << n
        << ": !llvm.ptr {llvm.byval = !llvm.array<128 x i8>, llvm.align = 64 : i64, "
           "nvvm.grid_constant}";
@@ -915,7 +921,82 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     lSplit = w.bin("arith.muli", s64, rows, "i64");
   }
   const std::string ot = partial ? "f32" : et;
+  // Normalized O of fragment registers r, r + 1 as a packed pair.
+  auto outPair = [&](int r) {
+    bool half = (r / 2) % 2;
+    std::string x0 = w.op("llvm.extractvalue %cr#5[" + std::to_string(r) + "] : " + oT);
+    std::string x1 = w.op("llvm.extractvalue %cr#5[" + std::to_string(r + 1) + "] : " + oT);
+    x0 = w.bin("arith.mulf", x0, half ? invB : invA, "f32");
+    x1 = w.bin("arith.mulf", x1, half ? invB : invA, "f32");
+    std::string vec = w.op("llvm.mlir.undef : vector<2xf32>");
+    vec = w.op("llvm.insertelement " + x0 + ", " + vec + "[" + c0 + " : i32] : vector<2xf32>");
+    vec = w.op("llvm.insertelement " + x1 + ", " + vec + "[" + c1 + " : i32] : vector<2xf32>");
+    return partial ? vec
+                   : w.op("arith.truncf " + vec + " : vector<2xf32> to vector<2x" + et + ">");
+  };
+  if (k.tmaStore) {
+    // O through shared memory and a TMA store (FlashAttention-3's
+    // epilogue; cp.async.bulk.tensor shared::cta -> global, PTX ISA
+    // 9.7.9.25.5.2): one elected thread per consumer waits until the
+    // previous tile's store has read the buffer, the warpgroup writes its
+    // 64 rows in the 128-byte-swizzled layout of the tensor map (16-byte
+    // chunk c of row r at chunk c ^ (r % 8)), fences them for the async
+    // proxy, and the elected thread stores each 64-column box; TMA clips
+    // the rows past Sq.
+    std::string elect = w.op("arith.cmpi eq, " + t128 + ", " + c0 + " : i32");
+    std::string epiThreads = w.i32(128);
+    auto epilogueSync = [&]() {
+      perConsumer([&](int64_t c) {
+        w.line("nvvm.barrier id = " + w.i32(1 + C + c) + " number_of_threads = " +
+               epiThreads);
+      });
+    };
+    w.line("scf.if " + elect + " {");
+    w.line("nvvm.cp.async.bulk.wait_group 0 {read}");
+    w.line("}");
+    epilogueSync();
+    std::string oc = w.bin("arith.addi", w.i32(L.oOff),
+                           w.bin("arith.muli", cw, w.i32(64 * 128), "i32"), "i32");
+    std::string rowOff = w.bin("arith.muli",
+                               w.bin("arith.addi", w.bin("arith.muli", warp, c16, "i32"),
+                                     lq, "i32"),
+                               c128, "i32");
+    std::string base = w.bin("arith.addi", w.bin("arith.addi", oc, rowOff, "i32"),
+                             w.bin("arith.muli", lr, c4, "i32"), "i32");
+    std::vector<std::string> chunk(8);
+    for (int jj = 0; jj < 8; ++jj)
+      chunk[jj] = w.bin("arith.muli", w.bin("arith.xori", w.i32(jj), lq, "i32"), c16, "i32");
+    for (int r = 0; r < nO; r += 2) {
+      int j = r / 4, half = (r / 2) % 2;
+      std::string pair = w.op("llvm.bitcast " + outPair(r) + " : vector<2x" + et + "> to i32");
+      std::string off = w.bin("arith.addi", base,
+                              w.bin("arith.addi", chunk[j % 8],
+                                    w.i32((j / 8) * BM * 128 + half * 8 * 128), "i32"),
+                              "i32");
+      std::string ptr = w.op("llvm.getelementptr " + smem + "[" + off +
+                             "] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8");
+      w.line("llvm.store " + pair + ", " + ptr + " : i32, !llvm.ptr<3>");
+    }
+    w.line("nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = "
+           "#nvvm.shared_space<cta>}");
+    epilogueSync();
+    w.line("scf.if " + elect + " {");
+    std::string row = w.bin("arith.addi", t.m0, w.bin("arith.muli", cw, w.i32(64), "i32"),
+                            "i32");
+    for (int64_t i = 0; i < boxes; ++i) {
+      std::string src = w.op("llvm.getelementptr " + smem + "[" +
+                             w.bin("arith.addi", oc, w.i32(i * BM * 128), "i32") +
+                             "] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8");
+      w.line("nvvm.cp.async.bulk.tensor.global.shared.cta %omap, " + src + ", box[" +
+             w.i32(64 * i) + ", " + t.h + ", " + row + ", " + t.b +
+             "] : !llvm.ptr, !llvm.ptr<3>");
+    }
+    w.line("nvvm.cp.async.bulk.commit.group");
+    w.line("}");
+  }
   for (int half = 0; half < 2; ++half) {
+    if (k.tmaStore && !k.lse)
+      break;
     std::string i = half ? rw.iB : rw.iA;
     std::string valid = w.op("arith.cmpi slt, " + i + ", " + sq + " : i32");
     w.line("scf.if " + valid + " {");
@@ -928,19 +1009,10 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     base = w.bin("arith.muli", base, w.i64(D), "i64");
     if (partial)
       base = w.bin("arith.addi", base, oSplit, "i64");
-    for (int r = 0; r < nO; r += 2) {
+    for (int r = 0; r < nO && !k.tmaStore; r += 2) {
       if (((r / 2) % 2) != half)
         continue;
-      std::string x0 = w.op("llvm.extractvalue %cr#5[" + std::to_string(r) + "] : " + oT);
-      std::string x1 = w.op("llvm.extractvalue %cr#5[" + std::to_string(r + 1) + "] : " + oT);
-      x0 = w.bin("arith.mulf", x0, half ? invB : invA, "f32");
-      x1 = w.bin("arith.mulf", x1, half ? invB : invA, "f32");
-      std::string vec = w.op("llvm.mlir.undef : vector<2xf32>");
-      vec = w.op("llvm.insertelement " + x0 + ", " + vec + "[" + c0 + " : i32] : vector<2xf32>");
-      vec = w.op("llvm.insertelement " + x1 + ", " + vec + "[" + c1 + " : i32] : vector<2xf32>");
-      std::string h2 =
-          partial ? vec
-                  : w.op("arith.truncf " + vec + " : vector<2xf32> to vector<2x" + et + ">");
+      std::string h2 = outPair(r);
       std::string col = w.bin("arith.addi", col0, w.i32(8 * (r / 4)), "i32");
       std::string col64 = w.op("arith.extui " + col + " : i32 to i64");
       std::string idx = w.bin("arith.addi", base, col64, "i64");
@@ -974,6 +1046,13 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   }
   w.line("scf.yield %cr#0, " + w.bin("arith.addi", "%ctc", c1, "i32") + " : i32, i32");
   w.line("}");
+  if (k.tmaStore) {
+    // Shared memory must outlive the last TMA store's reads.
+    std::string elect = w.op("arith.cmpi eq, " + t128 + ", " + c0 + " : i32");
+    w.line("scf.if " + elect + " {");
+    w.line("nvvm.cp.async.bulk.wait_group 0");
+    w.line("}");
+  }
   w.line("}");
   w.line("llvm.return");
   os << "  }\n}\n";

@@ -2,11 +2,12 @@
 
 // A planned GQA attention (head_dim 128, bottom-right causal, lse) gets an
 // sm_90a kernel in a gpu.module, named on the op with its shared memory
-// (128 x 128 Q + 2 stages x (K + V) 128 x 128, bf16, + 10 mbarriers + the
-// tile index) and threads (a producer and 2 consumer warpgroups).
+// (128 x 128 Q + 2 stages x (K + V) 128 x 128 + the 128 x 128 O tile of
+// the TMA-store epilogue, bf16, + 10 mbarriers + the tile index) and
+// threads (a producer and 2 consumer warpgroups).
 // CHECK: module attributes {gpu.container_module}
 // CHECK-LABEL: func.func @gqa
-// CHECK: flashattn.attention {{.*}}flashattn.sm90_kernel = @fa_sm90_0_module::@fa_sm90_0, flashattn.sm90_smem = 163928 : i64, flashattn.sm90_threads = 384 : i64
+// CHECK: flashattn.attention {{.*}}flashattn.sm90_kernel = @fa_sm90_0_module::@fa_sm90_0, flashattn.sm90_out_tma, flashattn.sm90_smem = 196696 : i64, flashattn.sm90_threads = 384 : i64
 // CHECK-SAME: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 128, stages = 2, consumers = 2, schedule = lpt, num_splits = 1, pack_gqa = false>
 // The kernel: the runtime's ABI (pointers, i64 dims, 3 tensor maps as
 // 128-byte grid constants, then the lpt schedule's tile counter), 384
@@ -106,10 +107,23 @@
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: } else {
 // CHECK: nvvm.mbarrier.arrive
-// Epilogue: out in bf16 pairs, lse from one thread of each quad.
-// CHECK: llvm.store %{{.*}}, %{{.*}} : vector<2xbf16>, !llvm.ptr<1>
+// Epilogue: the previous store has read the O tile (one thread waits, the
+// warpgroup syncs on its named barrier), bf16 pairs into the swizzled tile,
+// the async-proxy fence, one thread stores the two 64-column boxes by TMA;
+// lse from one thread of each quad.
+// CHECK: nvvm.cp.async.bulk.wait_group 0 {read}
+// CHECK: nvvm.barrier id = %c3_i32{{.*}} number_of_threads = %c128_i32
+// CHECK: arith.xori
+// CHECK: llvm.store %{{.*}}, %{{.*}} : i32, !llvm.ptr<3>
+// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK: nvvm.barrier id
+// CHECK-COUNT-2: nvvm.cp.async.bulk.tensor.global.shared.cta %{{.*}}, %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : !llvm.ptr, <3>
+// CHECK: nvvm.cp.async.bulk.commit.group
 // CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
 // CHECK: llvm.store %{{.*}}, %{{.*}} : f32, !llvm.ptr<1>
+// The last store has read shared memory before the kernel ends.
+// CHECK: nvvm.cp.async.bulk.wait_group 0
+// CHECK: llvm.return
 func.func @gqa(%q: memref<2x256x8x128xbf16>, %k: memref<2x256x2x128xbf16>, %v: memref<2x256x2x128xbf16>,
                %o: memref<2x256x8x128xbf16>, %l: memref<2x8x256xf32>) {
   flashattn.attention ins(%q, %k, %v : memref<2x256x8x128xbf16>, memref<2x256x2x128xbf16>, memref<2x256x2x128xbf16>)

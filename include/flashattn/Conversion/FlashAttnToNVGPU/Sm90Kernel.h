@@ -39,6 +39,9 @@ struct Sm90KernelSpec {
   /// Consumers take turns issuing their GEMMs (named barriers; 2 or more
   /// consumers): FlashAttention-3's warp-scheduler barrier.
   bool schedulerBarrier = false;
+  /// The epilogue writes O through shared memory and a TMA store (a fourth
+  /// tensor map, of out, box 64 x 1 x 64 x 1); not in the partial form.
+  bool tmaStore = false;
   bool f16 = false;
   int causal = 0;
   bool lse = false;
@@ -77,7 +80,8 @@ struct Sm90CombineSpec {
 /// The gpu.module `@<name>_module` (MLIR text) holding kernel `@<name>`.
 /// Kernel parameters (the runtime's launch ABI, runtime/src/cuda.c): q, k,
 /// v, out[, lse] as !llvm.ptr<1>; the 4 dims of q, k, v, out[, the 3 of lse]
-/// as i64; the CUtensorMaps of q, k and v as 128-byte grid-constant byval
+/// as i64; the CUtensorMaps of q, k, v [and out with tmaStore] as 128-byte
+/// grid-constant byval
 /// parameters (boxes 64 x 1 x (64 consumers) x 1 / 64 x 1 x blockN x 1,
 /// 128-byte swizzle), then with heavyFirst the tile counter as
 /// !llvm.ptr<1>. Launch: sm90Threads threads, sm90SharedMemoryBytes of
