@@ -62,7 +62,10 @@ void mlir::flashattn::buildFlashAttnSm90Pipeline(
   plan.stages = options.stages;
   pm.addPass(flashattn::createFlashAttnPlan(plan));
   pm.addPass(flashattn::createFlashAttnSplitKV());
-  pm.addPass(flashattn::createConvertFlashAttnToNVGPU());
+  flashattn::ConvertFlashAttnToNVGPUOptions codegen;
+  codegen.schedulerBarrier = options.schedulerBarrier;
+  codegen.tmaStore = options.tmaStore;
+  pm.addPass(flashattn::createConvertFlashAttnToNVGPU(codegen));
   GpuNVVMAttachTargetOptions target;
   target.triple = "nvptx64-nvidia-cuda";
   target.chip = "sm_90a";

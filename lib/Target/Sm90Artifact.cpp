@@ -65,6 +65,8 @@ LogicalResult mlir::flashattn::compileSm90Ptx(const fa_attention_config &config,
             options.blockN = overrides.blockN;
             options.consumers = overrides.consumers;
             options.stages = overrides.stages;
+            options.schedulerBarrier = overrides.schedulerBarrier;
+            options.tmaStore = overrides.tmaStore;
             buildFlashAttnSm90Pipeline(pm, options);
           },
           "flashattn-sm90-pipeline", error)))

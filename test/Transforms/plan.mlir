@@ -1,8 +1,16 @@
 // RUN: fa-opt %s --flashattn-plan --split-input-file | FileCheck %s --check-prefix=HOST
 // RUN: fa-opt %s --flashattn-plan="target=sm90" --split-input-file | FileCheck %s --check-prefix=SM90
+// RUN: fa-opt %s --flashattn-plan="target=sm90 consumers=1 block-n=64 stages=3" --split-input-file | FileCheck %s --check-prefix=OVERRIDE
+// RUN: not fa-opt %s --flashattn-plan="target=sm90 block-n=-1" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADOVERRIDE
 // RUN: not fa-opt %s --flashattn-plan="target=tpu" --split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
 
 // BAD: error: flashattn-plan: unknown target 'tpu' (expected host or sm90)
+// BADOVERRIDE: error: flashattn-plan: block-m, block-n, consumers and stages must be 0 (automatic) or positive
+
+// Tile overrides (tuning): consumers alone sets sm90's block_m = 64 x
+// consumers; the schedule, splits and packing stay automatic.
+// OVERRIDE-LABEL: func.func @prefill
+// OVERRIDE: plan = #flashattn.plan<target = sm90, block_m = 64, block_n = 64, stages = 3, consumers = 1, schedule = static, num_splits = 1, pack_gqa = false>
 
 // Non-causal prefill, head_dim 128: 64x64 tiles on the host; on sm90
 // FlashAttention-3's 128x176 (2 consumer warpgroups of 64 rows, key blocks

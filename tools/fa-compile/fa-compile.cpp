@@ -64,6 +64,12 @@ static cl::opt<int> consumers("consumers", llvm::cl::cat(faCompileCategory), cl:
 static cl::opt<int> stages("stages", llvm::cl::cat(faCompileCategory), cl::init(0),
                            cl::desc("sm90 tuning: K/V stages (0: the plan's); the cache "
                                     "key does not record these overrides"));
+static cl::opt<std::string> schedulerBarrier(
+    "scheduler-barrier", llvm::cl::cat(faCompileCategory), cl::init("auto"),
+    cl::desc("sm90 tuning: consumers take turns issuing GEMMs (auto, on, off)"));
+static cl::opt<std::string> tmaStore(
+    "tma-store", llvm::cl::cat(faCompileCategory), cl::init("auto"),
+    cl::desc("sm90 tuning: O through shared memory and a TMA store (auto, on, off)"));
 static cl::opt<std::string> target("target", llvm::cl::cat(faCompileCategory), cl::init("host"), cl::desc("host or sm90"));
 
 static std::optional<fa_dtype> parseDtype(StringRef s) {
@@ -139,6 +145,8 @@ int main(int argc, char **argv) {
   overrides.blockN = blockN;
   overrides.consumers = consumers;
   overrides.stages = stages;
+  overrides.schedulerBarrier = schedulerBarrier;
+  overrides.tmaStore = tmaStore;
   if (emitPtx) {
     mlir::flashattn::Sm90Ptx compiled;
     std::string error;

@@ -9,6 +9,8 @@
 
 #include "mlir/Pass/Pass.h"
 
+#include <optional>
+
 namespace mlir {
 class RewritePatternSet;
 namespace flashattn {
@@ -22,9 +24,17 @@ namespace flashattn {
 void populateFlashAttnToVectorConversionPatterns(RewritePatternSet &patterns,
                                                  int64_t vectorBits = 256);
 
+/// Code-generation choices of convert-flashattn-to-nvgpu the plan does not
+/// carry: nullopt = automatic, else forced on or off.
+struct Sm90CodegenOptions {
+  std::optional<bool> schedulerBarrier;
+  std::optional<bool> tmaStore;
+};
+
 /// convert-flashattn-to-nvgpu: planned sm90 attention -> a gpu.module with
 /// the sm_90a kernel, named on the op (attribute flashattn.sm90_kernel).
-void populateFlashAttnToNVGPUConversionPatterns(RewritePatternSet &patterns);
+void populateFlashAttnToNVGPUConversionPatterns(
+    RewritePatternSet &patterns, const Sm90CodegenOptions &options = {});
 
 #define GEN_PASS_REGISTRATION
 #include "flashattn/Conversion/Passes.h.inc"

@@ -35,26 +35,48 @@ def ConvertFlashAttnToNVGPU : Pass<"convert-flashattn-to-nvgpu", "::mlir::Module
   let description = [{
     For every `flashattn.attention` planned for `sm90` (memref form), adds a
     `gpu.module` holding an sm_90a kernel in the LLVM/NVVM dialects and names
-    it on the op (`flashattn.sm90_kernel = @module::@kernel`); the op stays
-    as the host-side description of the launch (the runtime launches the
-    kernel with the op's operands). The kernel (shared/SM90-KERNEL.md,
-    FlashAttention-3): one warpgroup per CTA over 64-row query tiles, a
-    persistent grid, Q/K/V by TMA into 128-byte-swizzled shared memory with
-    2 K/V stages guarded by mbarriers, S = Q K^T and O += P V by wgmma (P in
-    registers), the online softmax on the accumulator fragments, out and lse
-    written from registers. Supported now: dense bf16/f16 q/k/v, head_dim 64,
-    128 or 256 (= head_dim_v), GQA/MQA, causal top_left/bottom_right,
-    sliding windows, softcap, lse, plan block_m = block_n = 64, and split-KV
-    in the partial form of `flashattn-split-kv`: the partial op's kernel
-    writes f32 partial out / lse per (tile, split), and the
-    `flashattn.combine` that reads them becomes a second kernel of the same
-    gpu.module (`flashattn.sm90_kernel` on the combine names it). Anything
-    else (varlen, paged, append, ALiBi, split-KV not yet in the partial
-    form) is reported. Score and mask regions are inlined into the kernel at
-    every score (the mask on every key block, so it never skips blocks) when
-    they use only their arguments, constants and arith ops; regions that
-    read values from outside (bias tables) are reported.
+    it on the op (`flashattn.sm90_kernel = @module::@kernel`, with
+    `flashattn.sm90_smem`, `flashattn.sm90_threads` and, when O leaves by
+    TMA, `flashattn.sm90_out_tma`); the op stays as the host-side
+    description of the launch (the runtime launches the kernel with the
+    op's operands).
+
+    The kernel has FlashAttention-3's shape (arXiv 2407.08608; shared/
+    SM90-KERNEL.md), sized by the plan: a producer warpgroup whose one
+    thread issues every TMA load (setmaxnreg lowers its registers) and
+    `consumers` warpgroups of 64 query rows each (block_m = 64 x
+    consumers), a persistent loop over tiles (static stride, or with
+    schedule lpt longest tiles first from an atomic counter the runtime
+    zeroes), Q/K/V by TMA into 128-byte-swizzled shared memory with
+    `stages` K/V stages and separate full/empty mbarriers, S = Q K^T and
+    O += P V by wgmma (P in registers), the softmax of one key block
+    overlapped with the GEMMs of the next, masks only on boundary blocks,
+    and the epilogue through shared memory and a TMA store where the O tile
+    fits. Supported: dense bf16/f16 q/k/v, head_dim 64, 128 or 256
+    (= head_dim_v), GQA/MQA, causal top_left/bottom_right, sliding windows,
+    softcap, lse, and split-KV in the partial form of `flashattn-split-kv`:
+    the partial op's kernel writes f32 partial out / lse per (tile, split),
+    and the `flashattn.combine` that reads them becomes a second kernel of
+    the same gpu.module (`flashattn.sm90_kernel` on the combine names it).
+    Anything else (varlen, paged, append, ALiBi, split-KV not yet in the
+    partial form, plans the kernel cannot hold) is reported. Score and mask
+    regions are inlined into the kernel at every score (the mask on every
+    key block, so it never skips blocks) when they use only their
+    arguments, constants and arith ops; regions that read values from
+    outside (bias tables) are reported.
+
+    `scheduler-barrier` and `tma-store` (auto, on, off) override two
+    code-generation choices for measurements: the warp-scheduler barrier
+    between consumers (auto: 2 or more consumers, head_dim <= 128, not 3
+    consumers under a mask) and the TMA-store epilogue (auto: up to 2
+    consumers, not the partial form, when the O tile fits).
   }];
+  let options = [
+    Option<"schedulerBarrier", "scheduler-barrier", "std::string",
+           /*default=*/"\"auto\"", "consumers take turns issuing GEMMs: auto, on, off">,
+    Option<"tmaStore", "tma-store", "std::string", /*default=*/"\"auto\"",
+           "O through shared memory and a TMA store: auto, on, off">
+  ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::LLVM::LLVMDialect",
                            "::mlir::NVVM::NVVMDialect",

@@ -46,6 +46,15 @@ struct Sm90PipelineOptions : public PassPipelineOptions<Sm90PipelineOptions> {
                             llvm::cl::desc("consumer warpgroups"), llvm::cl::init(0)};
   Option<int64_t> stages{*this, "stages", llvm::cl::desc("K/V pipeline stages"),
                          llvm::cl::init(0)};
+  // Code-generation overrides handed to convert-flashattn-to-nvgpu.
+  Option<std::string> schedulerBarrier{
+      *this, "scheduler-barrier",
+      llvm::cl::desc("consumers take turns issuing GEMMs: auto, on, off"),
+      llvm::cl::init("auto")};
+  Option<std::string> tmaStore{
+      *this, "tma-store",
+      llvm::cl::desc("O through shared memory and a TMA store: auto, on, off"),
+      llvm::cl::init("auto")};
 };
 
 /// Appends the sm90 pipeline to `pm` (anchored on builtin.module):

@@ -43,10 +43,12 @@ struct Sm90Ptx {
   bool outTma = false;      ///< stores out by TMA (a fourth tensor map)
 };
 
-/// Tile overrides for flashattn-plan (0 = automatic): tuning experiments
-/// only, since the config's cache key does not record them.
+/// Tile overrides for flashattn-plan (0 = automatic) and code-generation
+/// overrides for convert-flashattn-to-nvgpu ("auto", "on", "off"): tuning
+/// experiments only, since the config's cache key does not record them.
 struct Sm90PlanOverrides {
   int64_t blockM = 0, blockN = 0, consumers = 0, stages = 0;
+  std::string schedulerBarrier = "auto", tmaStore = "auto";
 };
 
 /// Lowers an sm90 `config` to PTX through flashattn-sm90-pipeline.

@@ -47,7 +47,8 @@ static CombineOp findCombine(AttentionOp op) {
 }
 
 /// The kernel spec of `op`, or a failure reason.
-static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why) {
+static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why,
+                                         const Sm90CodegenOptions &options) {
   PlanAttr plan = op.getPlanAttr();
   auto fail = [&](const Twine &reason) {
     why = reason.str();
@@ -132,7 +133,9 @@ static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why) {
                                   spec.windowRight >= 0);
   // FlashAttention-3 orders the consumers' GEMMs at head_dim <= 128 (bf16),
   // where the softmax is a large share of a block's time.
-  spec.schedulerBarrier = consumers >= 2 && d <= 128 && !tight;
+  spec.schedulerBarrier = options.schedulerBarrier.value_or(
+                              consumers >= 2 && d <= 128 && !tight) &&
+                          consumers >= 2;
   spec.heavyFirst = plan.getSchedule() == Schedule::lpt;
   spec.scoreRegion = !op.getScore().empty();
   spec.maskRegion = !op.getMask().empty();
@@ -144,7 +147,7 @@ static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why) {
   // K/V stages (not in the f32 partial form). Measured on the H200: +1-6%
   // at head_dim 128 causal, but 3-8% slower with 3 consumers (head_dim 64),
   // which keep the direct stores.
-  if (!partial && consumers <= 2) {
+  if (!partial && options.tmaStore.value_or(consumers <= 2)) {
     Sm90KernelSpec withStore = spec;
     withStore.tmaStore = true;
     spec.tmaStore = sm90SharedMemoryBytes(withStore) <= 227 * 1024;
@@ -164,14 +167,16 @@ static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why) {
 
 namespace {
 struct AttentionToSm90Kernel : OpRewritePattern<AttentionOp> {
-  using OpRewritePattern::OpRewritePattern;
+  AttentionToSm90Kernel(MLIRContext *ctx, const Sm90CodegenOptions &options)
+      : OpRewritePattern(ctx), options(options) {}
+  Sm90CodegenOptions options;
 
   LogicalResult matchAndRewrite(AttentionOp op,
                                 PatternRewriter &rewriter) const override {
     if (op->hasAttr(kKernelAttr))
       return rewriter.notifyMatchFailure(op, "kernel already generated");
     std::string why;
-    FailureOr<Sm90KernelSpec> spec = specFor(op, why);
+    FailureOr<Sm90KernelSpec> spec = specFor(op, why, options);
     if (failed(spec))
       return rewriter.notifyMatchFailure(op, why);
     auto module = op->getParentOfType<ModuleOp>();
@@ -257,9 +262,25 @@ struct AttentionToSm90Kernel : OpRewritePattern<AttentionOp> {
 struct ConvertFlashAttnToNVGPUPass
     : public flashattn::impl::ConvertFlashAttnToNVGPUBase<
           ConvertFlashAttnToNVGPUPass> {
+  using ConvertFlashAttnToNVGPUBase::ConvertFlashAttnToNVGPUBase;
+
   void runOnOperation() override {
+    Sm90CodegenOptions options;
+    for (auto [text, slot] : {std::pair{&schedulerBarrier, &options.schedulerBarrier},
+                              std::pair{&tmaStore, &options.tmaStore}}) {
+      std::string value = *text;
+      if (value == "on" || value == "off")
+        *slot = value == "on";
+      else if (value != "auto") {
+        getOperation()->emitError()
+            << "convert-flashattn-to-nvgpu: scheduler-barrier and tma-store take "
+               "auto, on or off, got '"
+            << value << "'";
+        return signalPassFailure();
+      }
+    }
     RewritePatternSet patterns(&getContext());
-    populateFlashAttnToNVGPUConversionPatterns(patterns);
+    populateFlashAttnToNVGPUConversionPatterns(patterns, options);
     GreedyRewriteConfig config;
     config.setStrictness(GreedyRewriteStrictness::ExistingOps);
     // No folding or constant hoisting: constants inside score / mask regions
@@ -276,7 +297,7 @@ struct ConvertFlashAttnToNVGPUPass
       if (!plan || plan.getTarget() != Target::sm90 || op->hasAttr(kKernelAttr))
         return WalkResult::advance();
       std::string why;
-      (void)specFor(op, why);
+      (void)specFor(op, why, options);
       op.emitError("convert-flashattn-to-nvgpu: ") << why;
       return WalkResult::interrupt();
     });
@@ -287,6 +308,6 @@ struct ConvertFlashAttnToNVGPUPass
 } // namespace
 
 void mlir::flashattn::populateFlashAttnToNVGPUConversionPatterns(
-    RewritePatternSet &patterns) {
-  patterns.add<AttentionToSm90Kernel>(patterns.getContext());
+    RewritePatternSet &patterns, const Sm90CodegenOptions &options) {
+  patterns.add<AttentionToSm90Kernel>(patterns.getContext(), options);
 }

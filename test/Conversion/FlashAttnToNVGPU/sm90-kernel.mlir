@@ -1,4 +1,17 @@
 // RUN: fa-opt %s --flashattn-plan=target=sm90 --convert-flashattn-to-nvgpu --split-input-file --verify-diagnostics | FileCheck %s
+// RUN: fa-opt %s --flashattn-plan=target=sm90 --convert-flashattn-to-nvgpu="scheduler-barrier=off tma-store=off" --split-input-file --verify-diagnostics | FileCheck %s --check-prefix=OFF
+// RUN: not fa-opt %s --flashattn-plan=target=sm90 --convert-flashattn-to-nvgpu="tma-store=maybe" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADOPT
+
+// The code-generation overrides: without the scheduler barrier and the
+// TMA-store epilogue, no named-barrier turns and no bulk tensor stores.
+// OFF-LABEL: func.func @gqa
+// OFF-NOT: flashattn.sm90_out_tma
+// OFF: gpu.module @fa_sm90_0_module
+// OFF-NOT: nvvm.barrier.arrive
+// OFF-NOT: nvvm.cp.async.bulk.tensor.global.shared.cta
+// OFF: llvm.store %{{.*}}, %{{.*}} : vector<2xbf16>, !llvm.ptr<1>
+// OFF: llvm.return
+// BADOPT: error: convert-flashattn-to-nvgpu: scheduler-barrier and tma-store take auto, on or off, got 'maybe'
 
 // A planned GQA attention (head_dim 128, bottom-right causal, lse) gets an
 // sm_90a kernel in a gpu.module, named on the op with its shared memory
