@@ -73,7 +73,8 @@ PlanAttr mlir::flashattn::computePlan(AttentionOp op, Target target,
   // 2 K/V stages, key blocks by head_dim and mask within 227 KB of shared
   // memory and the consumers' 232 registers (O, S and P of a block live at
   // once): 128 at head_dim 64 and for causal head_dim 128, 176 for
-  // non-causal head_dim 128 (fewer, longer blocks where no mask cuts them),
+  // head_dim 128 without causal mask or window (fewer, longer blocks where
+  // no mask cuts them; a window's extra bounds spill at 176),
   // 80 at head_dim 256. The persistent schedule is static, or lpt (longest
   // tiles first) under a causal mask, where a tile's work grows with its
   // m_block.
@@ -81,7 +82,8 @@ PlanAttr mlir::flashattn::computePlan(AttentionOp op, Target target,
   int64_t d = op.getHeadDim();
   if (d > 128)
     blockN = 80;
-  else if (d > 64 && op.getCausal() == CausalKind::none)
+  else if (d > 64 && op.getCausal() == CausalKind::none &&
+           op.getWindow() == std::make_pair<int64_t, int64_t>(-1, -1))
     blockN = 176;
   else if (d <= 64 && !op.getSoftcap() && op.getScore().empty() &&
            op.getMask().empty() && op.getWindow() == std::make_pair<int64_t, int64_t>(-1, -1)) {
@@ -90,6 +92,11 @@ PlanAttr mlir::flashattn::computePlan(AttentionOp op, Target target,
     // fed. Windows, softcap and regions need more registers per score: 2.
     blockM = 192;
     consumers = 3;
+    // Under a causal mask both softmax copies (masked and not) live in the
+    // 160 registers of a consumer: 112-key blocks keep S and P small
+    // enough not to spill.
+    if (op.getCausal() != CausalKind::none)
+      blockN = 112;
   }
   Schedule schedule = op.getCausal() != CausalKind::none ? Schedule::lpt
                                                         : Schedule::static_;

@@ -810,7 +810,12 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   }
   const std::string stateT = "i32, f32, f32, f32, f32, " + oT;
   std::string has = w.op("arith.cmpi sgt, " + t.nblocks + ", " + c0 + " : i32");
-  w.line("%cr:6 = scf.if " + has + " -> (" + stateT + ") {");
+  // A consumer whose 64 rows all lie past Sq (the last tile of a sequence)
+  // computes nothing: it only releases the stages it is counted on, so the
+  // tensor cores go to the consumers with real rows.
+  std::string active = w.op("arith.cmpi slt, " + firstRow + ", " + sq + " : i32");
+  std::string compute = w.bin("arith.andi", has, active, "i1");
+  w.line("%cr:6 = scf.if " + compute + " -> (" + stateT + ") {");
   {
     // Block 0: S_0, its softmax; no P V yet.
     std::string slot = slotOf("%cg");
@@ -884,8 +889,30 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     w.line("scf.yield %kl#0, %kl#1, %kl#2, %kl#3, %kl#4, " + oL + " : " + stateT);
   }
   w.line("} else {");
-  w.line("scf.yield %cg, " + negInf + ", " + negInf + ", " + zeroF + ", " + zeroF +
-         ", " + oZero + " : " + stateT);
+  {
+    // Drain: per key block, wait for K and V (so each release counts in the
+    // phase of its block) and release them; take the GEMM turns the
+    // computing path takes (1 + nblocks when nblocks > 0).
+    w.line("%dr = scf.for %dn = " + c0 + " to " + t.nblocks + " step " + c1 +
+           " iter_args(%dg = %cg) -> (i32) : i32 {");
+    std::string slot = slotOf("%dg"), par = parityOf("%dg");
+    waitParity(barAt(L.fullK(), slot), par);
+    w.line("nvvm.mbarrier.arrive " + barAt(L.emptyK(), slot) + " : !llvm.ptr<3>");
+    waitParity(barAt(L.fullV(), slot), par);
+    w.line("nvvm.mbarrier.arrive " + barAt(L.emptyV(), slot) + " : !llvm.ptr<3>");
+    awaitTurn();
+    passTurn();
+    w.line("scf.yield " + w.bin("arith.addi", "%dg", c1, "i32") + " : i32");
+    w.line("}");
+    if (k.schedulerBarrier) {
+      w.line("scf.if " + has + " {");
+      awaitTurn();
+      passTurn();
+      w.line("}");
+    }
+    w.line("scf.yield %dr, " + negInf + ", " + negInf + ", " + zeroF + ", " + zeroF +
+           ", " + oZero + " : " + stateT);
+  }
   w.line("}");
   // Q is free for the next tile.
   w.line("nvvm.mbarrier.arrive " + at(L.emptyQ()) + " : !llvm.ptr<3>");
