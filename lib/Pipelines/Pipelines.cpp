@@ -65,6 +65,7 @@ void mlir::flashattn::buildFlashAttnSm90Pipeline(
   flashattn::ConvertFlashAttnToNVGPUOptions codegen;
   codegen.schedulerBarrier = options.schedulerBarrier;
   codegen.tmaStore = options.tmaStore;
+  codegen.earlyQRelease = options.earlyQRelease;
   pm.addPass(flashattn::createConvertFlashAttnToNVGPU(codegen));
   GpuNVVMAttachTargetOptions target;
   target.triple = "nvptx64-nvidia-cuda";

@@ -67,6 +67,7 @@ LogicalResult mlir::flashattn::compileSm90Ptx(const fa_attention_config &config,
             options.stages = overrides.stages;
             options.schedulerBarrier = overrides.schedulerBarrier;
             options.tmaStore = overrides.tmaStore;
+            options.earlyQRelease = overrides.earlyQRelease;
             buildFlashAttnSm90Pipeline(pm, options);
           },
           "flashattn-sm90-pipeline", error)))

@@ -70,6 +70,9 @@ static cl::opt<std::string> schedulerBarrier(
 static cl::opt<std::string> tmaStore(
     "tma-store", llvm::cl::cat(faCompileCategory), cl::init("auto"),
     cl::desc("sm90 tuning: O through shared memory and a TMA store (auto, on, off)"));
+static cl::opt<std::string> earlyQRelease(
+    "early-q-release", llvm::cl::cat(faCompileCategory), cl::init("auto"),
+    cl::desc("sm90 tuning: release Q after a tile's last S (auto, on, off)"));
 static cl::opt<std::string> target("target", llvm::cl::cat(faCompileCategory), cl::init("host"), cl::desc("host or sm90"));
 
 static std::optional<fa_dtype> parseDtype(StringRef s) {
@@ -147,6 +150,7 @@ int main(int argc, char **argv) {
   overrides.stages = stages;
   overrides.schedulerBarrier = schedulerBarrier;
   overrides.tmaStore = tmaStore;
+  overrides.earlyQRelease = earlyQRelease;
   if (emitPtx) {
     mlir::flashattn::Sm90Ptx compiled;
     std::string error;

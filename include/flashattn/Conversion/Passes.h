@@ -29,6 +29,7 @@ void populateFlashAttnToVectorConversionPatterns(RewritePatternSet &patterns,
 struct Sm90CodegenOptions {
   std::optional<bool> schedulerBarrier;
   std::optional<bool> tmaStore;
+  std::optional<bool> earlyQRelease;
 };
 
 /// convert-flashattn-to-nvgpu: planned sm90 attention -> a gpu.module with

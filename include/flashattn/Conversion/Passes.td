@@ -65,17 +65,22 @@ def ConvertFlashAttnToNVGPU : Pass<"convert-flashattn-to-nvgpu", "::mlir::Module
     arguments, constants and arith ops; regions that read values from
     outside (bias tables) are reported.
 
-    `scheduler-barrier` and `tma-store` (auto, on, off) override two
-    code-generation choices for measurements: the warp-scheduler barrier
-    between consumers (auto: 2 or more consumers, head_dim <= 128, not 3
-    consumers under a mask) and the TMA-store epilogue (auto: up to 2
-    consumers, not the partial form, when the O tile fits).
+    `scheduler-barrier`, `tma-store` and `early-q-release` (auto, on, off)
+    override three code-generation choices for measurements: the
+    warp-scheduler barrier between consumers (auto: 2 or more consumers,
+    head_dim <= 128, not 3 consumers under a mask), the TMA-store epilogue
+    (auto: up to 2 consumers, not the partial form, when the O tile fits)
+    and releasing Q after a tile's last S instead of its last P V (auto:
+    head_dim 64, and causal head_dim 128).
   }];
   let options = [
     Option<"schedulerBarrier", "scheduler-barrier", "std::string",
            /*default=*/"\"auto\"", "consumers take turns issuing GEMMs: auto, on, off">,
     Option<"tmaStore", "tma-store", "std::string", /*default=*/"\"auto\"",
-           "O through shared memory and a TMA store: auto, on, off">
+           "O through shared memory and a TMA store: auto, on, off">,
+    Option<"earlyQRelease", "early-q-release", "std::string",
+           /*default=*/"\"auto\"",
+           "release Q after the tile's last S, not its last P V: auto, on, off">
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::LLVM::LLVMDialect",

@@ -55,6 +55,10 @@ struct Sm90PipelineOptions : public PassPipelineOptions<Sm90PipelineOptions> {
       *this, "tma-store",
       llvm::cl::desc("O through shared memory and a TMA store: auto, on, off"),
       llvm::cl::init("auto")};
+  Option<std::string> earlyQRelease{
+      *this, "early-q-release",
+      llvm::cl::desc("release Q after a tile's last S: auto, on, off"),
+      llvm::cl::init("auto")};
 };
 
 /// Appends the sm90 pipeline to `pm` (anchored on builtin.module):

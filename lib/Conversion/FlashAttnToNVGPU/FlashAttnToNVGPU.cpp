@@ -147,6 +147,11 @@ static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why,
   // K/V stages (not in the f32 partial form). Measured on the H200: +1-6%
   // at head_dim 128 causal, but 3-8% slower with 3 consumers (head_dim 64),
   // which keep the direct stores.
+  // Measured on the H200 (docs/BENCHMARKS.md): +1-13% at head_dim 64 and
+  // for causal head_dim 128, 2-3% slower for non-causal head_dim 128 and
+  // at head_dim 256 (short causal -7-9%).
+  spec.earlyQRelease = options.earlyQRelease.value_or(
+      d <= 64 || (d <= 128 && spec.causal));
   if (!partial && options.tmaStore.value_or(consumers <= 2)) {
     Sm90KernelSpec withStore = spec;
     withStore.tmaStore = true;
@@ -267,14 +272,15 @@ struct ConvertFlashAttnToNVGPUPass
   void runOnOperation() override {
     Sm90CodegenOptions options;
     for (auto [text, slot] : {std::pair{&schedulerBarrier, &options.schedulerBarrier},
-                              std::pair{&tmaStore, &options.tmaStore}}) {
+                              std::pair{&tmaStore, &options.tmaStore},
+                              std::pair{&earlyQRelease, &options.earlyQRelease}}) {
       std::string value = *text;
       if (value == "on" || value == "off")
         *slot = value == "on";
       else if (value != "auto") {
         getOperation()->emitError()
-            << "convert-flashattn-to-nvgpu: scheduler-barrier and tma-store take "
-               "auto, on or off, got '"
+            << "convert-flashattn-to-nvgpu: scheduler-barrier, tma-store and "
+               "early-q-release take auto, on or off, got '"
             << value << "'";
         return signalPassFailure();
       }

@@ -810,6 +810,18 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   }
   const std::string stateT = "i32, f32, f32, f32, f32, " + oT;
   std::string has = w.op("arith.cmpi sgt, " + t.nblocks + ", " + c0 + " : i32");
+  // A predicated arrive (PTX ISA 9.7.13.15.13, mbarrier.arrive under a
+  // guard predicate) rather than a branch: an scf.if in the middle of the
+  // key-block loop costs ptxas registers (spills at head_dim 256).
+  std::string emptyQAddr = w.op("llvm.ptrtoint " + at(L.emptyQ()) + " : !llvm.ptr<3> to i64");
+  auto releaseQIf = [&](const std::string &cond) {
+    if (!k.earlyQRelease)
+      return;
+    std::string flag = w.op("arith.extui " + cond + " : i1 to i32");
+    w.line("llvm.inline_asm has_side_effects asm_dialect = att \"{\\0A.reg .pred p;\\0A"
+           ".reg .b64 st;\\0Asetp.ne.u32 p, $0, 0;\\0A@p mbarrier.arrive.shared.b64 st, "
+           "[$1];\\0A}\", \"r,l\" " + flag + ", " + emptyQAddr + " : (i32, i64) -> ()");
+  };
   // A consumer whose 64 rows all lie past Sq (the last tile of a sequence)
   // computes nothing: it only releases the stages it is counted on, so the
   // tensor cores go to the consumers with real rows.
@@ -828,6 +840,9 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     passTurn();
     w.line("nvvm.wgmma.wait.group.sync.aligned 0");
     w.line("nvvm.mbarrier.arrive " + barAt(L.emptyK(), slot) + " : !llvm.ptr<3>");
+    // Q is free once the tile's last S is computed: the producer loads the
+    // next tile's Q under this tile's last softmax, P V and epilogue.
+    releaseQIf(w.op("arith.cmpi eq, " + t.nblocks + ", " + c1 + " : i32"));
     Softmax sm = softmax(s, w.bin("arith.muli", t.nbLo, cBN, "i32"), rw, negInf, negInf,
                          zeroF, zeroF);
     std::string g1 = w.bin("arith.addi", "%cg", c1, "i32");
@@ -860,6 +875,8 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
       passTurn();
       w.line("nvvm.wgmma.wait.group.sync.aligned 1");
       w.line("nvvm.mbarrier.arrive " + barAt(L.emptyK(), slotN) + " : !llvm.ptr<3>");
+      releaseQIf(w.op("arith.cmpi eq, " + w.bin("arith.addi", "%cn", c1, "i32") + ", " +
+                      t.nblocks + " : i32"));
       std::string n0 = w.bin("arith.muli", w.bin("arith.addi", t.nbLo, "%cn", "i32"),
                              cBN, "i32");
       Softmax smN = softmax(sN, n0, rw, "%lma", "%lmb", "%lla", "%llb");
@@ -910,12 +927,15 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
       passTurn();
       w.line("}");
     }
+    if (k.earlyQRelease)
+      w.line("nvvm.mbarrier.arrive " + at(L.emptyQ()) + " : !llvm.ptr<3>");
     w.line("scf.yield %dr, " + negInf + ", " + negInf + ", " + zeroF + ", " + zeroF +
            ", " + oZero + " : " + stateT);
   }
   w.line("}");
-  // Q is free for the next tile.
-  w.line("nvvm.mbarrier.arrive " + at(L.emptyQ()) + " : !llvm.ptr<3>");
+  // Without the early release: Q is free after the tile's last P V.
+  if (!k.earlyQRelease)
+    w.line("nvvm.mbarrier.arrive " + at(L.emptyQ()) + " : !llvm.ptr<3>");
 
   // Epilogue: reduce the row sums over the quad, normalize, write.
   auto quadSum = [&](std::string v) {

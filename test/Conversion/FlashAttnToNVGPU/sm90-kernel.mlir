@@ -11,7 +11,7 @@
 // OFF-NOT: nvvm.cp.async.bulk.tensor.global.shared.cta
 // OFF: llvm.store %{{.*}}, %{{.*}} : vector<2xbf16>, !llvm.ptr<1>
 // OFF: llvm.return
-// BADOPT: error: convert-flashattn-to-nvgpu: scheduler-barrier and tma-store take auto, on or off, got 'maybe'
+// BADOPT: error: convert-flashattn-to-nvgpu: scheduler-barrier, tma-store and early-q-release take auto, on or off, got 'maybe'
 
 // A planned GQA attention (head_dim 128, bottom-right causal, lse) gets an
 // sm_90a kernel in a gpu.module, named on the op with its shared memory
@@ -86,6 +86,9 @@
 // CHECK: nvvm.wgmma.commit.group.sync.aligned
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: nvvm.mbarrier.arrive
+// Causal head_dim 128 releases Q after the tile's last S (a predicated
+// arrive: here when the tile has one key block).
+// CHECK: llvm.inline_asm has_side_effects asm_dialect = att "{\0A.reg .pred p;\0A.reg .b64 st;\0Asetp.ne.u32 p, $0, 0;\0A@p mbarrier.arrive.shared.b64 st, [$1];\0A}", "r,l"
 // CHECK: nvvm.shfl.sync bfly
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
 // Blocks 1..n-1 carry m, l, O and the packed P of the previous block: both

@@ -42,6 +42,11 @@ struct Sm90KernelSpec {
   /// The epilogue writes O through shared memory and a TMA store (a fourth
   /// tensor map, of out, box 64 x 1 x 64 x 1); not in the partial form.
   bool tmaStore = false;
+  /// Consumers release Q as soon as the tile's last S is computed (a
+  /// predicated arrive in the key-block loop), so the producer loads the
+  /// next tile's Q under the last softmax, P V and epilogue; otherwise after
+  /// the last P V.
+  bool earlyQRelease = false;
   bool f16 = false;
   int causal = 0;
   bool lse = false;
