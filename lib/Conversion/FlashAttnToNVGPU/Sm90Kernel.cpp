@@ -489,6 +489,11 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
                            w.bin("arith.muli", cw, w.i32(64 * 128), "i32") +
                            "] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8");
   std::string scaleC = w.f32(scaleLog2);
+  // The row max on raw scores (FlashAttention-2's trick): with a positive
+  // scale and nothing between the GEMM and the softmax, exp2(s c - m c) is
+  // one fma per score instead of a multiply and a subtraction.
+  const bool rawMax = k.softcap <= 0 && !k.scoreRegion && k.scale > 0;
+  std::string negScaleC = w.f32(-scaleLog2);
   // With softcap: t = tanh(raw * scale / cap), score2 = cap * log2(e) * t.
   std::string capScale = k.softcap > 0 ? w.f32(k.scale / k.softcap) : "";
   std::string capLog2 = k.softcap > 0 ? w.f32(k.softcap * 1.4426950408889634) : "";
@@ -637,7 +642,7 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
         x = w.op("llvm.inline_asm asm_dialect = att \"tanh.approx.f32 $0, $1;\", \"=f,f\" " +
                  x + " : (f32) -> f32");
         x = w.bin("arith.mulf", x, k.scoreRegion ? w.f32(k.softcap) : capLog2, "f32");
-      } else {
+      } else if (!rawMax) {
         x = w.bin("arith.mulf", x, k.scoreRegion ? w.f32(k.scale) : scaleC, "f32");
       }
       if (k.scoreRegion) {
@@ -675,13 +680,26 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
       return w.op("llvm.call_intrinsic \"llvm.nvvm.ex2.approx.ftz.f\"(" + x +
                   ") : (f32) -> f32");
     };
-    sm.alphaA = ex2(w.bin("arith.subf", mOldA, useA, "f32"));
-    sm.alphaB = ex2(w.bin("arith.subf", mOldB, useB, "f32"));
+    // x - m in the log2 domain; with rawMax, x and m are raw scores and
+    // (x - m) * scale log2(e) is one fma per score: x * c + (-m c).
+    std::string negA, negB;
+    if (rawMax) {
+      negA = w.bin("arith.mulf", useA, negScaleC, "f32");
+      negB = w.bin("arith.mulf", useB, negScaleC, "f32");
+    }
+    auto shifted = [&](const std::string &x, bool rowB) {
+      if (!rawMax)
+        return w.bin("arith.subf", x, rowB ? useB : useA, "f32");
+      return w.op("llvm.intr.fma(" + x + ", " + scaleC + ", " + (rowB ? negB : negA) +
+                  ") : (f32, f32, f32) -> f32");
+    };
+    sm.alphaA = ex2(shifted(mOldA, false));
+    sm.alphaB = ex2(shifted(mOldB, true));
     std::string sumA = zeroF, sumB = zeroF;
     std::vector<std::string> p(nS);
     for (int r = 0; r < nS; ++r) {
       bool rowB = (r / 2) % 2;
-      p[r] = ex2(w.bin("arith.subf", sv[r], rowB ? useB : useA, "f32"));
+      p[r] = ex2(shifted(sv[r], rowB));
       if (rowB)
         sumB = w.bin("arith.addf", sumB, p[r], "f32");
       else
@@ -1071,6 +1089,8 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
       std::string first = w.op("arith.cmpi eq, " + lr + ", " + c0 + " : i32");
       w.line("scf.if " + first + " {");
       std::string Lv = half ? LB : LA, M = half ? "%cr#2" : "%cr#1";
+      if (rawMax) // m in raw units: to the log2 domain
+        M = w.bin("arith.mulf", M, scaleC, "f32");
       std::string empty = w.op("arith.cmpf oeq, " + Lv + ", " + zeroF + " : f32");
       std::string lg = w.op("llvm.call_intrinsic \"llvm.nvvm.lg2.approx.f\"(" + Lv +
                             ") : (f32) -> f32");
