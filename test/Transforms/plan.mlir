@@ -13,14 +13,13 @@
 // OVERRIDE: plan = #flashattn.plan<target = sm90, block_m = 64, block_n = 64, stages = 3, consumers = 1, schedule = static, num_splits = 1, pack_gqa = false>
 
 // Non-causal prefill, head_dim 128: 64x64 tiles on the host; on sm90
-// FlashAttention-3's 128x176 (2 consumer warpgroups of 64 rows, key blocks
-// of 176 where no mask cuts them), 2 K/V stages and the static persistent
-// schedule; no split, no GQA packing (the 4 x 1000 query rows of a kv head
-// do not fit one 128-row tile).
+// 128x128 (2 consumer warpgroups of 64 rows), 2 K/V stages and the static
+// persistent schedule; no split, no GQA packing (the 4 x 1000 query rows
+// of a kv head do not fit one 128-row tile).
 // HOST-LABEL: func.func @prefill
 // HOST: plan = #flashattn.plan<target = host, block_m = 64, block_n = 64, stages = 1, consumers = 1, schedule = static, num_splits = 1, pack_gqa = false>
 // SM90-LABEL: func.func @prefill
-// SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 176, stages = 2, consumers = 2, schedule = static, num_splits = 1, pack_gqa = false>
+// SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 128, stages = 2, consumers = 2, schedule = static, num_splits = 1, pack_gqa = false>
 func.func @prefill(%q: memref<2x1000x32x128xbf16>, %k: memref<2x1000x8x128xbf16>,
                    %v: memref<2x1000x8x128xbf16>, %o: memref<2x1000x32x128xbf16>) {
   flashattn.attention ins(%q, %k, %v : memref<2x1000x32x128xbf16>, memref<2x1000x8x128xbf16>, memref<2x1000x8x128xbf16>)
