@@ -668,8 +668,27 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
       }
       return v;
     };
-    sm.mA = w.bin("arith.maxnumf", mOldA, quadMax(mxA), "f32");
-    sm.mB = w.bin("arith.maxnumf", mOldB, quadMax(mxB), "f32");
+    // Conditional rescaling (FlashAttention-4; with k.conditionalRescale,
+    // else the max always moves): the running max moves only
+    // when the block's max exceeds it by more than 8 in exp2 units, so
+    // P <= 2^8 (exact enough in bf16/f16, no overflow in the f32 sums) and
+    // most blocks leave alpha = 1 and O untouched. The first block always
+    // moves it (from -inf); a row still all -inf compares NaN: stays.
+    std::string candA = w.bin("arith.maxnumf", mOldA, quadMax(mxA), "f32");
+    std::string candB = w.bin("arith.maxnumf", mOldB, quadMax(mxB), "f32");
+    std::string updA = w.op("arith.constant true"), updB = updA;
+    if (k.conditionalRescale) {
+      std::string unit = rawMax ? scaleC : w.f32(1.0), eight = w.f32(8.0);
+      auto moves = [&](const std::string &cand, const std::string &old) {
+        std::string grow = w.bin("arith.mulf", w.bin("arith.subf", cand, old, "f32"), unit,
+                                 "f32");
+        return w.op("arith.cmpf ogt, " + grow + ", " + eight + " : f32");
+      };
+      updA = moves(candA, mOldA);
+      updB = moves(candB, mOldB);
+    }
+    sm.mA = w.op("arith.select " + updA + ", " + candA + ", " + mOldA + " : f32");
+    sm.mB = w.op("arith.select " + updB + ", " + candB + ", " + mOldB + " : f32");
     // m_new' = 0 where m_new = -inf: no NaN on rows masked so far.
     auto guard = [&](const std::string &m) {
       std::string e = w.op("arith.cmpf oeq, " + m + ", " + negInf + " : f32");
@@ -693,8 +712,11 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
       return w.op("llvm.intr.fma(" + x + ", " + scaleC + ", " + (rowB ? negB : negA) +
                   ") : (f32, f32, f32) -> f32");
     };
-    sm.alphaA = ex2(shifted(mOldA, false));
-    sm.alphaB = ex2(shifted(mOldB, true));
+    std::string one = w.f32(1.0);
+    sm.alphaA = w.op("arith.select " + updA + ", " + ex2(shifted(mOldA, false)) + ", " + one +
+                     " : f32");
+    sm.alphaB = w.op("arith.select " + updB + ", " + ex2(shifted(mOldB, true)) + ", " + one +
+                     " : f32");
     std::string sumA = zeroF, sumB = zeroF;
     std::vector<std::string> p(nS);
     for (int r = 0; r < nS; ++r) {
@@ -759,7 +781,7 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
       sm.pk.push_back(res + "#" + std::to_string(6 + i));
     return sm;
   };
-  auto rescale = [&](std::string oacc, const std::string &aA, const std::string &aB) {
+  auto rescaleAll = [&](std::string oacc, const std::string &aA, const std::string &aB) {
     for (int r = 0; r < nO; ++r) {
       std::string x = w.op("llvm.extractvalue " + oacc + "[" + std::to_string(r) +
                            "] : " + oT);
@@ -768,6 +790,25 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
                   "] : " + oT);
     }
     return oacc;
+  };
+  // O *= alpha only when some row of the warp moved its max (alpha != 1):
+  // a warp-uniform branch (vote.sync.any, PTX ISA 9.7.12.9).
+  auto rescale = [&](std::string oacc, const std::string &aA, const std::string &aB) {
+    if (!k.conditionalRescale)
+      return rescaleAll(oacc, aA, aB);
+    std::string one = w.f32(1.0);
+    std::string moved = w.bin("arith.ori",
+                              w.op("arith.cmpf une, " + aA + ", " + one + " : f32"),
+                              w.op("arith.cmpf une, " + aB + ", " + one + " : f32"), "i1");
+    std::string any = w.op("nvvm.vote.sync any " + full + ", " + moved + " -> i1");
+    std::string res = w.fresh();
+    w.line(res + " = scf.if " + any + " -> (" + oT + ") {");
+    std::string scaled = rescaleAll(oacc, aA, aB);
+    w.line("scf.yield " + scaled + " : " + oT);
+    w.line("} else {");
+    w.line("scf.yield " + oacc + " : " + oT);
+    w.line("}");
+    return res;
   };
 
   // Each tile starts with full_Q: Q has landed and the tile index is

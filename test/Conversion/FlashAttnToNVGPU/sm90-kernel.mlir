@@ -94,7 +94,7 @@
 // Blocks 1..n-1 carry m, l, O and the packed P of the previous block: both
 // waits before the fence, this consumer's turn, S_n and P_{n-1} V_{n-1}
 // issued as two groups, the softmax of S_n between wait_group 1 and
-// wait_group 0, then O *= alpha.
+// wait_group 0, then O *= alpha where needed.
 // CHECK: scf.for {{.*}} -> (i32, f32, f32, f32, f32, !llvm.struct<({{.*}})>, i32, i32,
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK: nvvm.mbarrier.try_wait.parity
@@ -114,6 +114,11 @@
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: nvvm.mbarrier.arrive
+// Conditional rescaling at head_dim 128: O *= alpha only in warps where a
+// row moved its max.
+// CHECK: arith.cmpf une
+// CHECK: nvvm.vote.sync any %{{.*}}, %{{.*}} -> i1
+// CHECK-NEXT: scf.if %{{.*}} -> (!llvm.struct<(f32
 // CHECK: arith.mulf
 // CHECK: scf.yield
 // The last block's P V, then Q released.

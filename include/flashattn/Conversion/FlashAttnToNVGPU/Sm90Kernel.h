@@ -47,6 +47,10 @@ struct Sm90KernelSpec {
   /// next tile's Q under the last softmax, P V and epilogue; otherwise after
   /// the last P V.
   bool earlyQRelease = false;
+  /// FlashAttention-4's conditional rescaling: the running max moves only
+  /// when it grows by more than 8 (exp2 units), and O *= alpha runs only in
+  /// warps where some row moved it.
+  bool conditionalRescale = false;
   bool f16 = false;
   int causal = 0;
   bool lse = false;
