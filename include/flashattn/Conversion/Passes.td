@@ -71,7 +71,7 @@ def ConvertFlashAttnToNVGPU : Pass<"convert-flashattn-to-nvgpu", "::mlir::Module
     head_dim <= 128, not 3 consumers under a mask), the TMA-store epilogue
     (auto: up to 2 consumers, not the partial form, when the O tile fits)
     and releasing Q after a tile's last S instead of its last P V (auto:
-    head_dim 64, and causal head_dim 128).
+    head_dim <= 128).
   }];
   let options = [
     Option<"schedulerBarrier", "scheduler-barrier", "std::string",

@@ -148,10 +148,9 @@ static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why,
   // at head_dim 128 causal, but 3-8% slower with 3 consumers (head_dim 64),
   // which keep the direct stores.
   // Measured on the H200 (docs/BENCHMARKS.md): +1-13% at head_dim 64 and
-  // for causal head_dim 128, 2-3% slower for non-causal head_dim 128 and
-  // at head_dim 256 (short causal -7-9%).
-  spec.earlyQRelease = options.earlyQRelease.value_or(
-      d <= 64 || (d <= 128 && spec.causal));
+  // 128 (+0-10% non-causal once its blocks were 128), 8% slower for short
+  // causal head_dim 256 (its registers are at the limit).
+  spec.earlyQRelease = options.earlyQRelease.value_or(d <= 128);
   // Measured: +3-10% at head_dim 256 (O is 128 registers a thread), +1% at
   // 128, 0-3% slower at 64 (the vote and branch cost more than 32 FMULs).
   spec.conditionalRescale = d >= 128;
