@@ -907,16 +907,22 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     std::string g1 = w.bin("arith.addi", "%cg", c1, "i32");
     // Blocks 1..n-1: issue S_n and O += P_{n-1} V_{n-1}; the softmax of S_n
     // runs while P V is in flight (FlashAttention-3, section 3.2).
+    // With rescaleUnderQK, O's rescale by the previous block's alpha runs
+    // after S_n is issued, under its wgmma, and before P V is
+    // (FlashAttention-3's order): off the path from one block's P V to the
+    // next block's GEMMs. The carried alpha starts at 1 (O is 0).
     std::vector<std::string> pArgs;
+    std::string oneF = w.f32(1.0);
     std::string iter = "%lg = " + g1 + ", %lma = " + sm.mA + ", %lmb = " + sm.mB +
-                       ", %lla = " + sm.lA + ", %llb = " + sm.lB + ", %lo = " + oZero;
+                       ", %lla = " + sm.lA + ", %llb = " + sm.lB + ", %lo = " + oZero +
+                       ", %laa = " + oneF + ", %lab = " + oneF;
     for (int i = 0; i < nP; ++i) {
       iter += ", %lp" + std::to_string(i) + " = " + sm.pk[i];
       pArgs.push_back("%lp" + std::to_string(i));
     }
-    w.line("%kl:" + std::to_string(6 + nP) + " = scf.for %cn = " + c1 + " to " +
+    w.line("%kl:" + std::to_string(8 + nP) + " = scf.for %cn = " + c1 + " to " +
            t.nblocks + " step " + c1 + " iter_args(" + iter + ") -> (" + stateT +
-           (nP ? ", " + repeat("i32", nP) : "") + ") : i32 {");
+           ", f32, f32" + (nP ? ", " + repeat("i32", nP) : "") + ") : i32 {");
     {
       std::string gPrev = w.bin("arith.subi", "%lg", c1, "i32");
       std::string slotN = slotOf("%lg"), slotP = slotOf(gPrev);
@@ -929,7 +935,14 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
       w.line("nvvm.wgmma.fence.aligned");
       std::string sN = issueQK(kBase);
       w.line("nvvm.wgmma.commit.group.sync.aligned");
-      std::string o1 = issuePV("%lo", pArgs, vBase);
+      std::string oScaled = "%lo";
+      if (k.rescaleUnderQK) {
+        oScaled = rescale("%lo", "%laa", "%lab");
+        // The rescale wrote O's registers: fence them before the wgmma
+        // reading them (PTX ISA 9.7.15.6.1, wgmma.fence).
+        w.line("nvvm.wgmma.fence.aligned");
+      }
+      std::string o1 = issuePV(oScaled, pArgs, vBase);
       w.line("nvvm.wgmma.commit.group.sync.aligned");
       passTurn();
       w.line("nvvm.wgmma.wait.group.sync.aligned 1");
@@ -941,23 +954,27 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
       Softmax smN = softmax(sN, n0, rw, "%lma", "%lmb", "%lla", "%llb");
       w.line("nvvm.wgmma.wait.group.sync.aligned 0");
       w.line("nvvm.mbarrier.arrive " + barAt(L.emptyV(), slotP) + " : !llvm.ptr<3>");
-      std::string o2 = rescale(o1, smN.alphaA, smN.alphaB);
+      // Without rescaleUnderQK: O *= alpha right after its P V, as before.
+      if (!k.rescaleUnderQK)
+        o1 = rescale(o1, smN.alphaA, smN.alphaB);
       w.line("scf.yield " + w.bin("arith.addi", "%lg", c1, "i32") + ", " + smN.mA +
-             ", " + smN.mB + ", " + smN.lA + ", " + smN.lB + ", " + o2 +
-             (nP ? ", " + join(smN.pk) : "") + " : " + stateT +
-             (nP ? ", " + repeat("i32", nP) : ""));
+             ", " + smN.mB + ", " + smN.lA + ", " + smN.lB + ", " + o1 + ", " +
+             smN.alphaA + ", " + smN.alphaB + (nP ? ", " + join(smN.pk) : "") + " : " +
+             stateT + ", f32, f32" + (nP ? ", " + repeat("i32", nP) : ""));
     }
     w.line("}");
     // The last block's P V.
     std::vector<std::string> pLast;
     for (int i = 0; i < nP; ++i)
-      pLast.push_back("%kl#" + std::to_string(6 + i));
+      pLast.push_back("%kl#" + std::to_string(8 + i));
     std::string gLast = w.bin("arith.subi", "%kl#0", c1, "i32");
     std::string slotL = slotOf(gLast);
     waitParity(barAt(L.fullV(), slotL), parityOf(gLast));
+    std::string oLast =
+        k.rescaleUnderQK ? rescale("%kl#5", "%kl#6", "%kl#7") : std::string("%kl#5");
     awaitTurn();
     w.line("nvvm.wgmma.fence.aligned");
-    std::string oL = issuePV("%kl#5", pLast, slotBase(L.vOff, slotL));
+    std::string oL = issuePV(oLast, pLast, slotBase(L.vOff, slotL));
     w.line("nvvm.wgmma.commit.group.sync.aligned");
     passTurn();
     w.line("nvvm.wgmma.wait.group.sync.aligned 0");

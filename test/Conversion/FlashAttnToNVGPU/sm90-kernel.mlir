@@ -91,11 +91,13 @@
 // CHECK: llvm.inline_asm has_side_effects asm_dialect = att "{\0A.reg .pred p;\0A.reg .b64 st;\0Asetp.ne.u32 p, $0, 0;\0A@p mbarrier.arrive.shared.b64 st, [$1];\0A}", "r,l"
 // CHECK: nvvm.shfl.sync bfly
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
-// Blocks 1..n-1 carry m, l, O and the packed P of the previous block: both
-// waits before the fence, this consumer's turn, S_n and P_{n-1} V_{n-1}
-// issued as two groups, the softmax of S_n between wait_group 1 and
-// wait_group 0, then O *= alpha where needed.
-// CHECK: scf.for {{.*}} -> (i32, f32, f32, f32, f32, !llvm.struct<({{.*}})>, i32, i32,
+// Blocks 1..n-1 carry m, l, O, the previous block's alpha and packed P:
+// both waits before the fence, this consumer's turn, S_n issued; then (at
+// head_dim 128) O *= alpha of block n - 1 under S_n's wgmma, only in warps
+// where a row moved its max (conditional rescaling), a second fence,
+// P_{n-1} V_{n-1} issued; the softmax of S_n between wait_group 1 and
+// wait_group 0.
+// CHECK: scf.for {{.*}} -> (i32, f32, f32, f32, f32, !llvm.struct<({{.*}})>, f32, f32, i32, i32,
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK: nvvm.barrier id = %c1_i32{{.*}} number_of_threads = %c256_i32
@@ -103,6 +105,12 @@
 // CHECK: nvvm.wgmma.fence.aligned
 // CHECK-NOT: nvvm.mbarrier.try_wait.parity
 // CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK: arith.cmpf une
+// CHECK: nvvm.vote.sync any %{{.*}}, %{{.*}} -> i1
+// CHECK-NEXT: scf.if %{{.*}} -> (!llvm.struct<(f32
+// CHECK: arith.mulf
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK-NOT: nvvm.wgmma.commit.group.sync.aligned
 // CHECK: llvm.inline_asm has_side_effects asm_dialect = att "{\0A.reg .pred p;\0Asetp.ne.b32 p, 1, 0;\0Awgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
 // CHECK: nvvm.wgmma.commit.group.sync.aligned
 // The other consumer's turn (warp-scheduler barrier: consumer 0 passes to
@@ -114,15 +122,10 @@
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: nvvm.mbarrier.arrive
-// Conditional rescaling at head_dim 128: O *= alpha only in warps where a
-// row moved its max.
-// CHECK: arith.cmpf une
-// CHECK: nvvm.vote.sync any %{{.*}}, %{{.*}} -> i1
-// CHECK-NEXT: scf.if %{{.*}} -> (!llvm.struct<(f32
-// CHECK: arith.mulf
 // CHECK: scf.yield
-// The last block's P V, then Q released.
+// The last block: its rescale, its P V.
 // CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: nvvm.vote.sync any
 // CHECK: nvvm.wgmma.fence.aligned
 // CHECK: llvm.inline_asm has_side_effects
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0

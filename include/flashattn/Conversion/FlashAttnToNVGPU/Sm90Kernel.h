@@ -51,6 +51,9 @@ struct Sm90KernelSpec {
   /// when it grows by more than 8 (exp2 units), and O *= alpha runs only in
   /// warps where some row moved it.
   bool conditionalRescale = false;
+  /// O *= alpha of block n - 1 runs after S_n's wgmma is issued and before
+  /// P V's (FlashAttention-3's order), not right after block n - 1's P V.
+  bool rescaleUnderQK = false;
   bool f16 = false;
   int causal = 0;
   bool lse = false;
