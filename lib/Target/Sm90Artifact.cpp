@@ -157,6 +157,13 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
   }
   auto log = llvm::MemoryBuffer::getFile(logPath);
   std::string info = log ? (*log)->getBuffer().str() : "";
+  // ptxas warnings C7510-C7520 mean it serialized wgmma (an accumulator or
+  // A register touched while a wgmma may read it, or a wait between fence
+  // and wgmma): slower, and a sign the generated order broke an invariant.
+  if (info.find("(C75") != std::string::npos) {
+    error = "ptxas serialized wgmma in the sm90 kernel: " + info;
+    return failure();
+  }
   if (info.find("bytes spill stores") != std::string::npos &&
       info.find(" 0 bytes spill stores") == std::string::npos) {
     error = "the sm90 kernel spills registers: " + info;

@@ -45,6 +45,11 @@ CASES = [
     ("window_left_only_sq_gt_sk", 128, "bf16", "none", 4, 2, 1, 1025, 700, (64, -1), 0),
     ("softcap_hd256", 256, "bf16", "none", 4, 2, 1, 1023, 1023, None, 30.0),
     ("softcap_window_causal_f16", 128, "f16", "bottom_right", 4, 1, 2, 113, 1025, (64, 0), 50.0),
+    # More tiles than SMs: the persistent loop runs several tiles per CTA
+    # (the dynamic counter under causal, the static stride without).
+    ("multi_tile_causal_gqa_4000", 128, "bf16", "bottom_right", 8, 2, 2, 4000, 4000, None, 0),
+    ("multi_tile_hd64_f16_3000", 64, "f16", "none", 8, 8, 2, 3000, 3000, None, 0),
+    ("multi_tile_hd256_causal_2500", 256, "f16", "bottom_right", 4, 1, 3, 2500, 2500, None, 0),
     # Split-KV (last field: num_splits): the partial kernel + the generated
     # combine; splits with no keys (window), rows with no keys, decode.
     ("split3_gqa_br_sq113_sk1025", 128, "bf16", "bottom_right", 8, 2, 2, 113, 1025, None, 0, 3),
