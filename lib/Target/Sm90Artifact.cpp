@@ -83,6 +83,8 @@ LogicalResult mlir::flashattn::compileSm90Ptx(const fa_attention_config &config,
     if (auto t = op->getAttrOfType<IntegerAttr>("flashattn.sm90_threads"))
       result.threads = t.getInt();
     result.outTma = op->hasAttr("flashattn.sm90_out_tma");
+    if (auto g = op->getAttrOfType<IntegerAttr>("flashattn.sm90_pack_gqa"))
+      result.packGroups = g.getInt();
     if (PlanAttr plan = op.getPlanAttr()) {
       result.blockM = plan.getBlockM();
       result.blockN = plan.getBlockN();
@@ -191,6 +193,14 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
   }
   std::string bm = std::to_string(compiled.blockM),
               bn = std::to_string(compiled.blockN);
+  // pack_gqa: q viewed as [B, Sq, Hkv, G, D] ("group": the runtime splits
+  // the head dimension), box G heads x block_m / G positions.
+  int64_t g = compiled.packGroups;
+  std::string qMap =
+      g > 1 ? "{\"arg\":\"q\",\"box\":[64," + std::to_string(g) + ",1," +
+                  std::to_string(compiled.blockM / g) +
+                  ",1],\"swizzle\":128,\"group\":" + std::to_string(g) + "}"
+            : "{\"arg\":\"q\",\"box\":[64,1," + bm + ",1],\"swizzle\":128}";
   bool lse = config.flags & FA_WITH_LSE;
   std::string meta = "{\"entry\":\"" + kernel +
                      "\",\"target\":\"sm90\",\"args\":[\"q\",\"k\",\"v\",\"out\"" +
@@ -198,8 +208,7 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
                      "],\"block\":[" + std::to_string(compiled.threads) +
                      ",1,1],\"grid\":\"persistent\",\"smem\":" +
                      std::to_string(smem) +
-                     ",\"tma\":[{\"arg\":\"q\",\"box\":[64,1," + bm +
-                     ",1],\"swizzle\":128},"
+                     ",\"tma\":[" + qMap + ","
                      "{\"arg\":\"k\",\"box\":[64,1," + bn + ",1],\"swizzle\":128},"
                      "{\"arg\":\"v\",\"box\":[64,1," + bn + ",1],\"swizzle\":128}" +
                      (compiled.outTma

@@ -201,21 +201,47 @@ fa_dtype fa_tma_dtype(const fa_kernel *k, int i) {
                                    : k->artifact.config.dtype;
 }
 
+/* The row-major shape a tensor map sees: the tensor's, or with a group
+ * G > 1 the 4-D [B, S, H, D] as [B, S, H / G, G, D] (pack_gqa). Returns
+ * the view's rank. */
+static int tma_view(const fa_kernel *k, int i, int rank, const int64_t *shape,
+                    int64_t view[5]) {
+  int group = k->artifact.tma[i].group;
+  for (int d = 0; d < rank && d < 5; ++d)
+    view[d] = shape[d];
+  if (group > 1 && rank == 4) {
+    view[4] = shape[3];
+    view[3] = group;
+    view[2] = shape[2] / group;
+    return 5;
+  }
+  return rank;
+}
+
 fa_status fa_tma_check(fa_runtime *rt, const fa_kernel *k, int i,
                        const fa_tensor *t) {
   size_t elem_size = fa_dtype_size(fa_tma_dtype(k, i));
   const char *name = k->artifact.tma[i].arg;
   int rank = k->artifact.tma[i].rank;
-  if (t->rank != rank)
+  int group = k->artifact.tma[i].group;
+  /* A grouped map views the 4-D tensor as 5-D (heads split by group). */
+  int tensor_rank = group > 1 ? rank - 1 : rank;
+  if (t->rank != tensor_rank)
     return fa_fail(rt, FA_ERROR_SHAPE_MISMATCH,
-                   "tensor map of '%s' has rank %d, the tensor %d", name, rank,
-                   t->rank);
+                   "tensor map of '%s' has rank %d, the tensor %d", name,
+                   tensor_rank, t->rank);
+  if (group > 1 && t->shape[2] % group != 0)
+    return fa_fail(rt, FA_ERROR_SHAPE_MISMATCH,
+                   "'%s' has %lld heads, not a multiple of the pack_gqa group %d",
+                   name, (long long)t->shape[2], group);
   if ((uintptr_t)t->data % 16 != 0)
     return fa_fail(rt, FA_ERROR_BAD_INPUT,
                    "'%s' is not 16-byte aligned (TMA needs it)", name);
+  int64_t view[5];
+  rank = tma_view(k, i, t->rank, t->shape, view);
   uint64_t stride = elem_size;
   for (int d = rank - 1; d >= 1; --d) {
-    stride *= (uint64_t)t->shape[d];
+    stride *= (uint64_t)view[d];
     if (stride % 16 != 0 || stride >= (1ull << 40))
       return fa_fail(rt, FA_ERROR_BAD_INPUT,
                      "'%s' stride of dim %d is %llu bytes: TMA needs a "
@@ -279,10 +305,11 @@ static fa_status launch_one(fa_runtime *rt, cuda_api *api, fa_kernel *k,
     size_t es = fa_dtype_size(dt);
     uint64_t gdims[5], gstrides[5];
     unsigned box[5], estrides[5];
-    int rank = t->rank;
+    int64_t view[5];
+    int rank = tma_view(k, i, t->rank, t->shape, view);
     uint64_t stride = es;
     for (int d = 0; d < rank; ++d) {
-      gdims[d] = (uint64_t)t->shape[rank - 1 - d];
+      gdims[d] = (uint64_t)view[rank - 1 - d];
       box[d] = (unsigned)k->artifact.tma[i].box[d];
       estrides[d] = 1;
       if (d > 0)

@@ -37,6 +37,7 @@ typedef struct fa_artifact {
     int rank;
     int box[5];
     int swizzle;
+    int group; /* > 1: a 4-D tensor viewed as 5-D, heads split by group */
   } tma[4];
   const unsigned char *payload;
   size_t payload_size;

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Compiles the sm90 artifacts test_sm90_attention.py runs (here, where the
 # compiler and ptxas are) into BUILD/gpu-carry/sm90/, named by their config:
-#   d<head_dim>_<dtype>_<causal>_h<hq>x<hkv>[_w<left>_<right>][_c<softcap>][_r<regions>][_s<splits>].faa
+#   d<head_dim>_<dtype>_<causal>_h<hq>x<hkv>[_w<left>_<right>][_c<softcap>][_r<regions>][_s<splits>][_p].faa
 # Usage: test/gpu/build_sm90_artifacts.sh [BUILD_DIR]
 set -eu
 build=${1:-build}
@@ -25,6 +25,10 @@ compile() { # d dtype causal hq hkv [window_left window_right] [softcap]
   if [ "${SPLITS:-1}" != 1 ]; then
     name="${name}_s$SPLITS"
     extra="$extra --num-splits $SPLITS"
+  fi
+  if [ -n "${PACK:-}" ]; then
+    name="${name}_p"
+    extra="$extra --pack-gqa 1"
   fi
   "$build/bin/fa-compile" --target sm90 --lse --d "$1" --dtype "$2" \
     --causal "$3" --hq "$4" --hkv "$5" $extra -o "$out/$name.faa"
@@ -51,6 +55,11 @@ SPLITS=2 compile 128 bf16 bottom_right 4 2
 REGIONS=bias compile 128 bf16 bottom_right 8 2
 REGIONS=doc compile 64 f16 none 4 4
 REGIONS=half SPLITS=3 compile 256 bf16 none 4 2 -1 -1 20
+# pack_gqa (PACK=1: the query heads of a kv head share tiles).
+PACK=1 compile 128 bf16 bottom_right 32 8
+PACK=1 compile 64 f16 none 8 1
+PACK=1 compile 256 f16 bottom_right 16 4
+PACK=1 SPLITS=4 compile 128 bf16 bottom_right 32 8
 # Benchmark shapes (16k tokens, 2048 / head_dim heads).
 for c in none bottom_right; do
   compile 64 bf16 $c 32 32

@@ -61,6 +61,13 @@ CASES = [
     ("score_bias_br_gqa", 128, "bf16", "bottom_right", 8, 2, 2, 113, 1025, None, 0, 1, "bias"),
     ("mask_document_hd64_f16", 64, "f16", "none", 4, 4, 1, 1023, 1023, None, 0, 1, "doc"),
     ("score_mask_softcap_split3_hd256", 256, "bf16", "none", 4, 2, 1, 200, 1025, None, 20.0, 3, "half"),
+    # pack_gqa (last field): the query heads of a kv head fold into one
+    # tile's rows (decode, speculative decode, MQA, prefill, with split-KV).
+    ("pack_decode_gqa32x8", 128, "bf16", "bottom_right", 32, 8, 4, 1, 4000, None, 0, 1, None, True),
+    ("pack_spec8_gqa32x8", 128, "bf16", "bottom_right", 32, 8, 2, 8, 1025, None, 0, 1, None, True),
+    ("pack_mqa_hd64_f16_300", 64, "f16", "none", 8, 1, 2, 300, 1000, None, 0, 1, None, True),
+    ("pack_prefill_hd256_causal", 256, "f16", "bottom_right", 16, 4, 1, 500, 500, None, 0, 1, None, True),
+    ("pack_split4_decode_gqa32x8", 128, "bf16", "bottom_right", 32, 8, 2, 2, 8000, None, 0, 4, None, True),
 ]
 
 # The regions of test/gpu/regions/*.regions as (score_mod, mask_mod) on the
@@ -73,7 +80,8 @@ REGIONS = {
 }
 
 
-def artifact_name(d, dt, causal, hq, hkv, window=None, softcap=0, splits=1, regions=None):
+def artifact_name(d, dt, causal, hq, hkv, window=None, softcap=0, splits=1, regions=None,
+                  pack=False):
     name = "d%d_%s_%s_h%dx%d" % (d, dt, causal, hq, hkv)
     if window:
         name += "_w%d_%d" % window
@@ -83,6 +91,8 @@ def artifact_name(d, dt, causal, hq, hkv, window=None, softcap=0, splits=1, regi
         name += "_r" + regions
     if splits > 1:
         name += "_s%d" % splits
+    if pack:
+        name += "_p"
     return name + ".faa"
 
 
@@ -155,8 +165,9 @@ def open_runtime(lib_path, artifacts, stream=None):
     stream = stream or torch.cuda.Stream()
     kernels = {}
 
-    def kernel(d, dt, causal, hq, hkv, window=None, softcap=0, splits=1, regions=None):
-        name = artifact_name(d, dt, causal, hq, hkv, window, softcap, splits, regions)
+    def kernel(d, dt, causal, hq, hkv, window=None, softcap=0, splits=1, regions=None,
+               pack=False):
+        name = artifact_name(d, dt, causal, hq, hkv, window, softcap, splits, regions, pack)
         if name not in kernels:
             k = C.c_void_p()
             st = lib.fa_kernel_load_artifact_file(rt, os.path.join(artifacts, name).encode(), C.byref(k))
@@ -196,6 +207,7 @@ def main():
     for name, d, dt, causal, hq, hkv, b, sq, sk, window, softcap, *rest in CASES:
         splits = rest[0] if rest else 1
         regions = rest[1] if len(rest) > 1 else None
+        pack = rest[2] if len(rest) > 2 else False
         dtype = torch.bfloat16 if dt == "bf16" else torch.float16
         q = torch.randn(b, sq, hq, d, device="cuda", dtype=dtype)
         k = torch.randn(b, sk, hkv, d, device="cuda", dtype=dtype)
@@ -203,7 +215,7 @@ def main():
         out = torch.full_like(q, float("nan"))
         lse = torch.full((b, hq, sq), float("nan"), device="cuda", dtype=torch.float32)
         try:
-            run(kernel(d, dt, causal, hq, hkv, window, softcap, splits, regions),
+            run(kernel(d, dt, causal, hq, hkv, window, softcap, splits, regions, pack),
                 q, k, v, out, lse)
             err = None
         except RuntimeError as e:

@@ -41,6 +41,7 @@ struct Sm90Ptx {
   int64_t blockM = 64, blockN = 64;
   bool tileCounter = false; ///< takes the dynamic scheduler's counter
   bool outTma = false;      ///< stores out by TMA (a fourth tensor map)
+  int64_t packGroups = 1;   ///< pack_gqa: q's map is 5-D, heads split by G
 };
 
 /// Tile overrides for flashattn-plan (0 = automatic) and code-generation

@@ -143,6 +143,18 @@ static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why,
     spec.numSplits = cast<ShapedType>(op.getOut().getType()).getDimSize(0);
   if (partial && (ShapedType::isDynamic(spec.numSplits) || !op.getLse()))
     return fail("the partial form needs a static number of splits and lse");
+  // pack_gqa (the plan's choice): the query heads of a kv head share tiles.
+  if (plan.getPackGqa()) {
+    int64_t hq = op.getNumQHeads(), hkv = op.getNumKVHeads();
+    if (ShapedType::isDynamic(hq) || ShapedType::isDynamic(hkv))
+      return fail("pack_gqa on sm90 needs static head counts");
+    int64_t g = hq / hkv;
+    if (g > 1 && (plan.getBlockM() % g != 0 || g > 256))
+      return fail("pack_gqa on sm90 needs Hq / Hkv dividing block_m (the Q "
+                  "tensor map's box is G heads x block_m / G positions); Hq / "
+                  "Hkv = " + Twine(g) + ", block_m = " + Twine(plan.getBlockM()));
+    spec.packGroups = std::max<int64_t>(g, 1);
+  }
   // O through shared memory and a TMA store where its tile fits beside the
   // K/V stages (not in the f32 partial form). Measured on the H200: +1-6%
   // at head_dim 128 causal, but 3-8% slower with 3 consumers (head_dim 64),
@@ -156,7 +168,7 @@ static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why,
   spec.conditionalRescale = d >= 128;
   // Measured: +1-2% at head_dim 128, 0-2% slower at 64 and 256.
   spec.rescaleUnderQK = d == 128;
-  if (!partial && options.tmaStore.value_or(consumers <= 2)) {
+  if (!partial && spec.packGroups == 1 && options.tmaStore.value_or(consumers <= 2)) {
     Sm90KernelSpec withStore = spec;
     withStore.tmaStore = true;
     spec.tmaStore = sm90SharedMemoryBytes(withStore) <= 227 * 1024;
@@ -255,6 +267,9 @@ struct AttentionToSm90Kernel : OpRewritePattern<AttentionOp> {
                   rewriter.getI64IntegerAttr(sm90Threads(*spec)));
       if (spec->tmaStore)
         op->setAttr("flashattn.sm90_out_tma", rewriter.getUnitAttr());
+      if (spec->packGroups > 1)
+        op->setAttr("flashattn.sm90_pack_gqa",
+                    rewriter.getI64IntegerAttr(spec->packGroups));
     });
     if (combine)
       rewriter.modifyOpInPlace(combine, [&] {

@@ -220,8 +220,16 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
               sk = trunc("%kd1"), hkv = trunc("%kd2");
   std::string groups = w.bin("arith.divui", hq, hkv, "i32");
   std::string cBM = w.i32(BM);
-  std::string nmb = w.bin("arith.ceildivui", sq, cBM, "i32");
-  std::string nbh = w.bin("arith.muli", batch, hq, "i32");
+  // pack_gqa: the G query heads of a kv head share its tiles; packed row
+  // R = i G + g is query position i of head kvh G + g (FlashAttention-3's
+  // order), so a tile's rows cover BM / G positions of all G heads.
+  const int64_t G = k.packGroups;
+  const bool packed = G > 1;
+  std::string cG = w.i32(G);
+  std::string rowsTotal = packed ? w.bin("arith.muli", sq, cG, "i32") : sq;
+  std::string tileHeads = packed ? hkv : hq;
+  std::string nmb = w.bin("arith.ceildivui", rowsTotal, cBM, "i32");
+  std::string nbh = w.bin("arith.muli", batch, tileHeads, "i32");
   std::string ntiles = w.bin("arith.muli", nbh, nmb, "i32");
   std::string nsplit = partial ? w.i32(k.numSplits) : "";
   if (partial)
@@ -287,13 +295,18 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
       mb = w.bin("arith.remui", tile, nmb, "i32");
       bh = w.bin("arith.divui", tile, nmb, "i32");
     }
-    t.h = w.bin("arith.remui", bh, hq, "i32");
-    t.b = w.bin("arith.divui", bh, hq, "i32");
-    t.kvh = w.bin("arith.divui", t.h, groups, "i32");
+    // t.h: the query head, or with pack_gqa the kv head.
+    t.h = w.bin("arith.remui", bh, tileHeads, "i32");
+    t.b = w.bin("arith.divui", bh, tileHeads, "i32");
+    t.kvh = packed ? t.h : w.bin("arith.divui", t.h, groups, "i32");
     t.m0 = w.bin("arith.muli", mb, cBM, "i32");
-    // Key range (DESIGN.md section 2): n_max = min(Sk, m1 + c), c from causal.
-    std::string rows = w.bin("arith.minsi", cBM, w.bin("arith.subi", sq, t.m0, "i32"), "i32");
-    t.m1 = w.bin("arith.addi", t.m0, rows, "i32");
+    // Key range (DESIGN.md section 2): n_max = min(Sk, m1 + c), c from causal,
+    // over the query positions [pos0, pos1) of the tile's rows.
+    std::string rows =
+        w.bin("arith.minsi", cBM, w.bin("arith.subi", rowsTotal, t.m0, "i32"), "i32");
+    std::string rowEnd = w.bin("arith.addi", t.m0, rows, "i32");
+    t.m1 = packed ? w.bin("arith.ceildivui", rowEnd, cG, "i32") : rowEnd;
+    std::string pos0 = packed ? w.bin("arith.divui", t.m0, cG, "i32") : t.m0;
     std::string nHi = sk;
     if (k.causal == 1)
       nHi = w.bin("arith.minsi", nHi, t.m1, "i32");
@@ -308,7 +321,7 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     // n_min = max(0, m0 + Sk - Sq - L) with a left window, as key blocks.
     t.nbLo = c0;
     if (k.windowLeft >= 0) {
-      std::string nLo = w.bin("arith.subi", w.bin("arith.addi", t.m0, off, "i32"),
+      std::string nLo = w.bin("arith.subi", w.bin("arith.addi", pos0, off, "i32"),
                               w.i32(k.windowLeft), "i32");
       nLo = w.bin("arith.maxsi", nLo, c0, "i32");
       t.nbLo = w.bin("arith.divsi", nLo, cBN, "i32");
@@ -391,9 +404,14 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     for (int64_t i = 0; i < boxes; ++i) {
       std::string dst = w.op("llvm.addrspacecast " + at(i * BM * 128) +
                              " : !llvm.ptr<3> to !llvm.ptr<7>");
+      // pack_gqa: a 5-D map over q viewed as [B, Sq, Hkv, G, D], box
+      // (64, G, 1, BM / G, 1): the box lands as packed rows i G + g.
+      std::string coords =
+          packed ? w.i32(64 * i) + ", " + c0 + ", " + t.kvh + ", " +
+                       w.bin("arith.divui", t.m0, cG, "i32") + ", " + t.b
+                 : w.i32(64 * i) + ", " + t.h + ", " + t.m0 + ", " + t.b;
       w.line("nvvm.cp.async.bulk.tensor.shared.cluster.global " + dst +
-             ", %qmap, " + barQ + ", box[" + w.i32(64 * i) + ", " + t.h + ", " +
-             t.m0 + ", " + t.b + "] : !llvm.ptr<7>, !llvm.ptr");
+             ", %qmap, " + barQ + ", box[" + coords + "] : !llvm.ptr<7>, !llvm.ptr");
     }
     // K and V of every key block; a stage is refilled once the consumers
     // released it (empty barrier of its previous use, parity g / stages - 1).
@@ -595,7 +613,7 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     std::vector<std::string> pk;
   };
   struct Rows {
-    std::string iA, iB, limA, limB, loA, loB, bIdx, hIdx, iIdx[2];
+    std::string iA, iB, hA, hB, limA, limB, loA, loB, bIdx, hIdx[2], iIdx[2];
     // lim of the warpgroup's first row, lo of its last (block-level test).
     std::string limFirst, loLast;
   };
@@ -628,7 +646,7 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
       }
       std::string regionArgs;
       if (k.scoreRegion || k.maskRegion)
-        regionArgs = rw.bIdx + ", " + rw.hIdx + ", " + rw.iIdx[rowB] + ", " + idx(j);
+        regionArgs = rw.bIdx + ", " + rw.hIdx[rowB] + ", " + rw.iIdx[rowB] + ", " + idx(j);
       if (k.maskRegion) {
         // The mask region, inlined by the conversion in place of this call.
         std::string keep = w.op("func.call @" + k.name + "_mask(" + regionArgs +
@@ -824,8 +842,21 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   Tile t = decodeTile("%ctile");
   // This thread's two rows and the keys each may see (lo <= j < lim).
   Rows rw;
-  rw.iA = w.bin("arith.addi", t.m0, row0, "i32");
-  rw.iB = w.bin("arith.addi", t.m0, row1, "i32");
+  // Packed rows -> (query position, query head).
+  std::string rA = w.bin("arith.addi", t.m0, row0, "i32");
+  std::string rB = w.bin("arith.addi", t.m0, row1, "i32");
+  auto posOf = [&](const std::string &r) {
+    return packed ? w.bin("arith.divui", r, cG, "i32") : r;
+  };
+  auto headOf = [&](const std::string &r) {
+    return packed ? w.bin("arith.addi", w.bin("arith.muli", t.kvh, cG, "i32"),
+                          w.bin("arith.remui", r, cG, "i32"), "i32")
+                  : t.h;
+  };
+  rw.iA = posOf(rA);
+  rw.iB = posOf(rB);
+  rw.hA = headOf(rA);
+  rw.hB = headOf(rB);
   // Row i sees keys lo(i) <= j < lim(i) (DESIGN.md section 2): lim(i) =
   // min(Sk, i [+ Sk - Sq] + 1 with causal, i + Sk - Sq + right + 1 with a
   // right window), lo(i) = i + Sk - Sq - left with a left window.
@@ -850,11 +881,11 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   rw.limB = limOf(rw.iB);
   std::string firstRow = w.bin("arith.addi", t.m0, w.bin("arith.muli", cw, w.i32(64), "i32"),
                                "i32");
-  rw.limFirst = limOf(firstRow);
+  rw.limFirst = limOf(posOf(firstRow));
   if (k.windowLeft >= 0) {
     rw.loA = loOf(rw.iA);
     rw.loB = loOf(rw.iB);
-    rw.loLast = loOf(w.bin("arith.addi", firstRow, w.i32(63), "i32"));
+    rw.loLast = loOf(posOf(w.bin("arith.addi", firstRow, w.i32(63), "i32")));
   }
   // Region arguments (positions inside the sequence, as index): b, h and
   // the thread's two rows once per tile, the key per score.
@@ -863,7 +894,8 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
       return w.op("arith.index_cast " + v + " : i32 to index");
     };
     rw.bIdx = idx(t.b);
-    rw.hIdx = idx(t.h);
+    rw.hIdx[0] = idx(rw.hA);
+    rw.hIdx[1] = packed ? idx(rw.hB) : rw.hIdx[0];
     rw.iIdx[0] = idx(rw.iA);
     rw.iIdx[1] = idx(rw.iB);
   }
@@ -884,7 +916,7 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   // A consumer whose 64 rows all lie past Sq (the last tile of a sequence)
   // computes nothing: it only releases the stages it is counted on, so the
   // tensor cores go to the consumers with real rows.
-  std::string active = w.op("arith.cmpi slt, " + firstRow + ", " + sq + " : i32");
+  std::string active = w.op("arith.cmpi slt, " + firstRow + ", " + rowsTotal + " : i32");
   std::string compute = w.bin("arith.andi", has, active, "i1");
   w.line("%cr:6 = scf.if " + compute + " -> (" + stateT + ") {");
   {
@@ -1032,7 +1064,8 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   std::string hq64 = w.op("arith.extui " + hq + " : i32 to i64");
   std::string sq64 = w.op("arith.extui " + sq + " : i32 to i64");
   std::string b64 = w.op("arith.extui " + t.b + " : i32 to i64");
-  std::string h64 = w.op("arith.extui " + t.h + " : i32 to i64");
+  std::string h64s[2] = {w.op("arith.extui " + rw.hA + " : i32 to i64"), ""};
+  h64s[1] = packed ? w.op("arith.extui " + rw.hB + " : i32 to i64") : h64s[0];
   // Partial form: the split's slice starts at s * B * Sq * H * D (out) and
   // s * B * H * Sq (lse).
   std::string oSplit, lSplit;
@@ -1128,7 +1161,7 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     std::string base = w.bin("arith.muli", b64, sq64, "i64");
     base = w.bin("arith.addi", base, i64v, "i64");
     base = w.bin("arith.muli", base, hq64, "i64");
-    base = w.bin("arith.addi", base, h64, "i64");
+    base = w.bin("arith.addi", base, h64s[half], "i64");
     base = w.bin("arith.muli", base, w.i64(D), "i64");
     if (partial)
       base = w.bin("arith.addi", base, oSplit, "i64");
@@ -1157,7 +1190,7 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
       val = w.op("arith.select " + empty + ", " + negInf + ", " + val + " : f32");
       // lse[b, h, i]
       std::string li = w.bin("arith.muli", b64, hq64, "i64");
-      li = w.bin("arith.addi", li, h64, "i64");
+      li = w.bin("arith.addi", li, h64s[half], "i64");
       li = w.bin("arith.muli", li, sq64, "i64");
       li = w.bin("arith.addi", li, i64v, "i64");
       if (partial)

@@ -352,3 +352,41 @@ func.func @plan_smem(%q: memref<1x64x2x256xbf16>, %k: memref<1x64x2x256xbf16>, %
       {plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 256, stages = 4, consumers = 2, schedule = static, num_splits = 1, pack_gqa = false>}
   return
 }
+
+// -----
+
+// pack_gqa: the 4 query heads of each kv head share tiles. The tiles run
+// over (batch, kv head, packed m_block) with Sq x 4 packed rows; Q comes
+// through a 5-D tensor map (coordinates d, g = 0, kv head, position
+// m0 / 4, batch); a packed row R is position R / 4 of head kvh 4 + R % 4;
+// no TMA store (rows of one tile are spread over heads).
+// CHECK-LABEL: func.func @pack_gqa
+// CHECK: flashattn.attention
+// CHECK-NOT: flashattn.sm90_out_tma
+// CHECK-SAME: flashattn.sm90_pack_gqa = 4 : i64
+// CHECK-SAME: pack_gqa = true
+// CHECK: llvm.func @fa_sm90_0(
+// CHECK: %[[ROWS:.*]] = arith.muli %{{.*}}, %[[G:c4_i32[_0-9]*]] : i32
+// CHECK-NEXT: arith.ceildivui %[[ROWS]], %{{.*}} : i32
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %{{.*}}, box[%{{.*}}, %c0_i32, %{{.*}}, %{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
+// CHECK: arith.divui %{{.*}}, %[[G]] : i32
+// CHECK: arith.remui %{{.*}}, %[[G]] : i32
+// CHECK-NOT: nvvm.cp.async.bulk.tensor.global.shared.cta
+// CHECK: llvm.return
+func.func @pack_gqa(%q: memref<2x1x32x128xbf16>, %k: memref<2x4000x8x128xbf16>, %v: memref<2x4000x8x128xbf16>,
+                    %o: memref<2x1x32x128xbf16>, %l: memref<2x32x1xf32>) {
+  flashattn.attention ins(%q, %k, %v : memref<2x1x32x128xbf16>, memref<2x4000x8x128xbf16>, memref<2x4000x8x128xbf16>)
+      outs(%o, %l : memref<2x1x32x128xbf16>, memref<2x32x1xf32>) {causal = #flashattn.causal<bottom_right>, pack_gqa = true}
+  return
+}
+
+// -----
+
+// pack_gqa needs the group to divide block_m (the Q map's box).
+func.func @pack_gqa_group(%q: memref<1x8x6x64xbf16>, %k: memref<1x64x1x64xbf16>, %v: memref<1x64x1x64xbf16>,
+                          %o: memref<1x8x6x64xbf16>) {
+  // expected-error @+1 {{convert-flashattn-to-nvgpu: pack_gqa on sm90 needs Hq / Hkv dividing block_m (the Q tensor map's box is G heads x block_m / G positions); Hq / Hkv = 6, block_m = 128}}
+  flashattn.attention ins(%q, %k, %v : memref<1x8x6x64xbf16>, memref<1x64x1x64xbf16>, memref<1x64x1x64xbf16>)
+      outs(%o : memref<1x8x6x64xbf16>) {pack_gqa = true, window_size = array<i64: 16, 0>}
+  return
+}

@@ -54,6 +54,11 @@ struct Sm90KernelSpec {
   /// O *= alpha of block n - 1 runs after S_n's wgmma is issued and before
   /// P V's (FlashAttention-3's order), not right after block n - 1's P V.
   bool rescaleUnderQK = false;
+  /// pack_gqa: > 1 folds the packGroups = Hq / Hkv query heads of a kv head
+  /// into the rows of one tile (packed row i G + g = position i of head
+  /// kvh G + g); Q then comes through a 5-D tensor map (box 64 x G x 1 x
+  /// BM / G x 1, G divides BM), K/V are read once per kv head. 1 = off.
+  int64_t packGroups = 1;
   bool f16 = false;
   int causal = 0;
   bool lse = false;
