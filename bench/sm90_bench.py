@@ -29,6 +29,7 @@ change, reported as NAME / ours.
 
 import argparse
 import json
+import math
 import os
 import sys
 
@@ -119,6 +120,80 @@ def benchmark(kernel, run, stream, head_dims=(64, 128, 256), seqlens=SEQLENS,
     return rows
 
 
+DECODE_SHAPES = ((1, 32768), (1, 131072), (16, 8192), (64, 4096), (128, 2048))
+DECODE_SPLITS = (1, 2, 4, 8, 15, 16)
+
+
+def num_splits_heuristic(tiles, sms, key_blocks, max_splits=128):
+    """FlashAttention's occupancy heuristic (flash_api.cpp), as Plan.cpp's
+    numSplitsHeuristic: the smallest split count whose wave efficiency is
+    within 85% of the best."""
+    if tiles >= 0.8 * sms:
+        return 1
+    max_splits = min(max_splits, sms, key_blocks)
+    eff = [(tiles * s / sms) / math.ceil(tiles * s / sms) for s in range(1, max_splits + 1)]
+    best = max(eff)
+    return next(s for s, e in enumerate(eff, 1) if e >= 0.85 * best)
+
+
+def decode_benchmark(kernel, run, stream, sms=132):
+    """Decode (one query token, 32 query / 8 kv heads, head_dim 128, bf16;
+    shared/PERF.md's rows): ours = pack_gqa + split-KV partial kernel + the
+    combine kernel (both timed), num_splits from FlashAttention's heuristic
+    among the compiled counts; cuDNN = SDPA's cuDNN backend with
+    enable_gqa. Bandwidth = K+V bytes / time. Rows of {batch, keys, splits,
+    us{ours,cudnn}, tbps{ours,cudnn}, ratio_vs_cudnn}."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    rows = []
+    hq, hkv, d = 32, 8, 128
+    for b, sk in DECODE_SHAPES:
+        q = torch.randn(b, 1, hq, d, device="cuda", dtype=torch.bfloat16)
+        k = torch.randn(b, sk, hkv, d, device="cuda", dtype=torch.bfloat16)
+        v = torch.randn_like(k)
+        out = torch.empty_like(q)
+        lse = torch.empty(b, hq, 1, device="cuda", dtype=torch.float32)
+        want = num_splits_heuristic(b * hkv, sms, (sk + 127) // 128)
+        splits = max(s for s in DECODE_SPLITS if s <= want)
+        kern = kernel(d, "bf16", "bottom_right", hq, hkv, None, 0, splits, None, True)
+        qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
+
+        def ours():
+            run(kern, q, k, v, out, lse, deadline=0)
+
+        def cudnn():
+            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                F.scaled_dot_product_attention(qt, kt, vt, enable_gqa=True)
+
+        fns = {"ours": ours, "cudnn": cudnn}
+        times = {n: [] for n in fns}
+        for f in fns.values():
+            with torch.cuda.stream(stream):
+                f()
+                synchronize(60.0)
+        for _ in range(REPEATS):
+            for n, f in fns.items():
+                st, en = torch.cuda.Event(True), torch.cuda.Event(True)
+                with torch.cuda.stream(stream):
+                    torch.cuda._sleep(SLEEP_CYCLES)
+                    st.record()
+                    f()
+                    en.record()
+                    synchronize(60.0)
+                times[n].append(st.elapsed_time(en))
+        med = {n: sorted(t)[len(t) // 2] for n, t in times.items()}
+        kv_bytes = 2 * b * sk * hkv * d * 2
+        tbps = {n: kv_bytes / (m * 1e-3) / 1e12 for n, m in med.items()}
+        row = {"batch": b, "keys": sk, "splits": splits,
+               "us": {n: m * 1e3 for n, m in med.items()}, "tbps": tbps,
+               "ratio_vs_cudnn": med["cudnn"] / med["ours"]}
+        rows.append(row)
+        print("decode b=%-4d keys=%-6d splits %-2d ours %7.1f us %5.2f TB/s  cudnn %7.1f us "
+              "%5.2f TB/s  ours/cudnn %.2f" % (b, sk, splits, row["us"]["ours"], tbps["ours"],
+                                             row["us"]["cudnn"], tbps["cudnn"],
+                                             row["ratio_vs_cudnn"]), flush=True)
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
@@ -129,6 +204,8 @@ def main():
     ap.add_argument("--head-dims", default="64,128,256")
     ap.add_argument("--masks", default="none,bottom_right")
     ap.add_argument("--seqlens", default=",".join(map(str, SEQLENS)))
+    ap.add_argument("--decode", action="store_true",
+                    help="the decode benchmark (pack_gqa + split-KV) instead")
     a = ap.parse_args()
     from test_sm90_attention import open_runtime
     lib, rt, stream, kernel, run = open_runtime(a.lib, a.artifacts)
@@ -138,6 +215,13 @@ def main():
         vlib, vrt, _, vkernel, vrun = open_runtime(a.lib, path, stream)
         variants.append((name, vkernel, vrun))
         runtimes.append((vlib, vrt))
+    if a.decode:
+        rows = decode_benchmark(kernel, run, stream)
+        lib.fa_runtime_destroy(rt)
+        os.makedirs(a.out, exist_ok=True)
+        with open(os.path.join(a.out, "decode.json"), "w") as f:
+            json.dump(rows, f, indent=1)
+        return 0
     rows = benchmark(kernel, run, stream,
                      head_dims=tuple(int(x) for x in a.head_dims.split(",")),
                      seqlens=tuple(int(x) for x in a.seqlens.split(",")),
