@@ -55,9 +55,17 @@ LogicalResult mlir::flashattn::compileSm90Ptx(const fa_attention_config &config,
                                              Sm90Ptx &result,
                                              std::string &error,
                                              const Sm90PlanOverrides &overrides) {
+  // Automatic num_splits (0): the sizes are known only at launch, so the
+  // runtime chooses the count (FlashAttention's heuristic over the SMs):
+  // compile the split-KV form (partial kernel + combine) with a placeholder
+  // count; the kernel reads the real one from its partial out.
+  fa_attention_config lowered = config;
+  result.autoSplits = config.num_splits == 0;
+  if (result.autoSplits)
+    lowered.num_splits = 2;
   ConfigLowering lowering;
   if (failed(lowering.run(
-          config, FA_TARGET_SM90,
+          lowered, FA_TARGET_SM90,
           [&](OpPassManager &pm) {
             Sm90PipelineOptions options;
             options.format = "isa"; // ptxas runs below, with a check for spills
@@ -95,7 +103,7 @@ LogicalResult mlir::flashattn::compileSm90Ptx(const fa_attention_config &config,
     if (auto sym = op->getAttrOfType<SymbolRefAttr>("flashattn.sm90_kernel"))
       result.combine = sym.getLeafReference().str();
   });
-  if (config.num_splits > 1 && result.combine.empty()) {
+  if (lowered.num_splits > 1 && result.combine.empty()) {
     error = "split-KV without a combine kernel";
     return failure();
   }
@@ -216,6 +224,9 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
                           : "") +
                      "]" +
                      (compiled.tileCounter ? ",\"tile_counter\":true" : "") +
+                     (compiled.autoSplits ? ",\"auto_splits\":true" : "") +
+                     ",\"block_m\":" + bm + ",\"block_n\":" + bn +
+                     ",\"pack_groups\":" + std::to_string(g) +
                      (compiled.combine.empty()
                           ? std::string()
                           : ",\"combine_entry\":\"" + compiled.combine + "\"") +

@@ -216,13 +216,35 @@ fa_status fa_artifact_parse(fa_runtime *rt, const void *bytes, size_t size,
   /* A split-KV cubin launches its partial kernel then the combine; one
    * without the other would get arguments of the wrong shape. */
   if (a->kind == FA_ARTIFACT_CUBIN &&
-      (a->config.num_splits > 1) != (a->combine_entry[0] != '\0'))
+      (a->config.num_splits > 1 || a->config.num_splits == 0) !=
+          (a->combine_entry[0] != '\0'))
     goto fail;
   const cJSON *counter = cJSON_GetObjectItemCaseSensitive(meta, "tile_counter");
   why = "bad tile_counter (expected a boolean)";
   if (counter && !cJSON_IsBool(counter))
     goto fail;
   a->tile_counter = counter && cJSON_IsTrue(counter);
+  const cJSON *autos = cJSON_GetObjectItemCaseSensitive(meta, "auto_splits");
+  why = "bad auto_splits (expected a boolean, with num_splits 0)";
+  if (autos && !cJSON_IsBool(autos))
+    goto fail;
+  a->auto_splits = autos && cJSON_IsTrue(autos);
+  {
+    const char *tiles[3] = {"block_m", "block_n", "pack_groups"};
+    int *slots[3] = {&a->block_m, &a->block_n, &a->pack_groups};
+    why = "bad block_m, block_n or pack_groups (integers in [1, 256])";
+    for (int i = 0; i < 3; ++i) {
+      double v = 0;
+      if (cJSON_GetObjectItemCaseSensitive(meta, tiles[i]) &&
+          (!number(meta, tiles[i], &v) || !(v >= 1 && v <= 256)))
+        goto fail;
+      *slots[i] = (int)v;
+    }
+    why = "auto_splits needs num_splits 0, block_m and block_n";
+    if (a->auto_splits &&
+        (a->config.num_splits != 0 || !a->block_m || !a->block_n))
+      goto fail;
+  }
   a->num_args = cJSON_GetArraySize(args);
   why = "bad args list";
   if (a->num_args < 4 || a->num_args > FA_MAX_ARGS)

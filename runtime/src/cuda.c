@@ -38,6 +38,7 @@
 #include "internal.h"
 
 #include <dlfcn.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -257,6 +258,34 @@ fa_status fa_tma_check(fa_runtime *rt, const fa_kernel *k, int i,
   return FA_OK;
 }
 
+int64_t fa_num_splits_heuristic(const fa_kernel *k, int64_t batch, int64_t sq,
+                                int64_t hq, int64_t sk, int64_t hkv,
+                                int64_t sms) {
+  int64_t bm = k->artifact.block_m, bn = k->artifact.block_n;
+  int64_t g = k->artifact.pack_groups > 1 ? k->artifact.pack_groups : 1;
+  int64_t heads = g > 1 ? hkv : hq, rows = sq * g;
+  int64_t tiles = batch * heads * ((rows + bm - 1) / bm);
+  int64_t blocks = (sk + bn - 1) / bn;
+  if (tiles <= 0 || blocks <= 0 || sms <= 0 || 10 * tiles >= 8 * sms)
+    return 1;
+  int64_t most = 128;
+  if (most > sms)
+    most = sms;
+  if (most > blocks)
+    most = blocks;
+  double best = 0, eff[129];
+  for (int64_t s = 1; s <= most; ++s) {
+    double waves = (double)(tiles * s) / (double)sms;
+    eff[s] = waves / ceil(waves);
+    if (eff[s] > best)
+      best = eff[s];
+  }
+  for (int64_t s = 1; s <= most; ++s)
+    if (eff[s] >= 0.85 * best)
+      return s;
+  return 1;
+}
+
 /* A kernel argument: fa_tensor plus rank 5 (split-KV partial out). */
 typedef struct cu_tensor {
   void *data;
@@ -398,9 +427,13 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
     else if (!strcmp(nm, "lse")) lse = tensors[i];
   }
   int64_t splits = k->artifact.config.num_splits;
-  if (!q || !kk || !v || !out || out->rank != 4 || splits < 2)
+  if (!q || !kk || !v || !out || out->rank != 4 || q->rank != 4 || kk->rank != 4 ||
+      (splits < 2 && !k->artifact.auto_splits))
     return fa_fail(rt, FA_ERROR_CORRUPT_ARTIFACT,
                    "split-KV cubin without q, k, v, a 4-d out or num_splits");
+  if (k->artifact.auto_splits)
+    splits = fa_num_splits_heuristic(k, q->shape[0], q->shape[1], q->shape[2],
+                                     kk->shape[1], kk->shape[2], (int64_t)sms);
   int64_t b = out->shape[0], sq = out->shape[1], h = out->shape[2],
           dv = out->shape[3];
   size_t out_bytes = (size_t)(splits * b * sq * h * dv) * 4;

@@ -28,6 +28,11 @@ typedef struct fa_artifact {
   /* The kernel takes, after its tensor maps, a u32 tile counter that must
    * be zero at launch (the dynamic tile scheduler). */
   bool tile_counter;
+  /* Split-KV with the count chosen per launch (config num_splits 0), and
+   * the tile sizes the choice needs (block_m query rows, block_n keys,
+   * pack_groups query heads per tile row group; 0 when absent). */
+  bool auto_splits;
+  int block_m, block_n, pack_groups;
   /* Tensor maps (TMA) the kernel takes after its pointer/dim parameters:
    * the argument, the box in TMA order (innermost first) and the swizzle in
    * bytes (0, 32, 64, 128). */
@@ -109,6 +114,15 @@ fa_status fa_host_launch(fa_runtime *rt, fa_kernel *k,
 fa_status fa_cuda_load(fa_runtime *rt, fa_kernel *k);
 /* The element type of the artifact's tensor map `i`: out_dtype for "out",
  * f32 for "lse", the input dtype otherwise. */
+/* Automatic num_splits at launch: FlashAttention's occupancy heuristic
+ * (flash_api.cpp, num_splits_heuristic; as Plan.cpp's numSplitsHeuristic):
+ * tiles = batch x heads x ceil(rows / block_m) (rows and heads packed with
+ * pack_gqa), 1 when tiles fill 80% of the SMs, else the smallest count up to
+ * min(128, SMs, key blocks) whose wave efficiency is within 85% of the
+ * best. */
+int64_t fa_num_splits_heuristic(const fa_kernel *k, int64_t batch, int64_t sq,
+                                int64_t hq, int64_t sk, int64_t hkv,
+                                int64_t sms);
 fa_dtype fa_tma_dtype(const fa_kernel *k, int i);
 /* Checks that `t` can be described by the artifact's tensor map `i` (PTX
  * ISA / CUDA driver: cuTensorMapEncodeTiled requirements). */

@@ -13,6 +13,11 @@
 #include "flashattn/artifact.h"
 #include "flashattn/version.h"
 
+/* Internal (runtime/src/internal.h): the launch-time split heuristic. */
+int64_t fa_num_splits_heuristic(const fa_kernel *k, int64_t batch,
+                                int64_t sq, int64_t hq, int64_t sk,
+                                int64_t hkv, int64_t sms);
+
 int main(void) {
   fa_runtime_options opts = {0};
   opts.struct_size = sizeof(opts);
@@ -113,6 +118,44 @@ int main(void) {
   CHECK_STATUS(fa_kernel_load_artifact(rt, bytes, size, &k), FA_ERROR_CORRUPT_ARTIFACT, rt);
   fa_artifact_free(bytes);
   c.num_splits = 1;
+
+  /* Automatic num_splits: "auto_splits" needs config num_splits 0 and the
+   * tile sizes; then the count is FlashAttention's heuristic at launch. */
+  CHECK(fa_artifact_build(&c, FA_COMPILER_VERSION, FA_ARTIFACT_CUBIN,
+                          "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],"
+                          "\"auto_splits\":true,\"block_m\":128,\"block_n\":128}",
+                          payload, sizeof(payload), &bytes, &size) == FA_OK,
+        "building an auto-split artifact with num_splits 1");
+  CHECK_STATUS(fa_kernel_load_artifact(rt, bytes, size, &k), FA_ERROR_CORRUPT_ARTIFACT, rt);
+  CHECK(strstr(fa_runtime_last_error(rt), "auto_splits") != NULL, "message: %s",
+        fa_runtime_last_error(rt));
+  fa_artifact_free(bytes);
+  c.num_splits = 0;
+  c.num_q_heads = 32;
+  c.num_kv_heads = 8;
+  c.head_dim = c.head_dim_v = 128;
+  CHECK(fa_artifact_build(&c, FA_COMPILER_VERSION, FA_ARTIFACT_CUBIN,
+                          "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],"
+                          "\"combine_entry\":\"c\",\"auto_splits\":true,"
+                          "\"block_m\":128,\"block_n\":128,\"pack_groups\":4}",
+                          payload, sizeof(payload), &bytes, &size) == FA_OK,
+        "building an auto-split artifact");
+  CHECK_STATUS(fa_kernel_load_artifact(rt, bytes, size, &k), FA_OK, rt);
+  if (k) {
+    /* Decode, 32 / 8 heads packed 4 to a tile row group, 132 SMs: batch 1
+     * has 8 tiles -> 15 splits over 32k keys (the count FlashAttention
+     * picks); batch 16 (128 tiles, 97% of the SMs) -> 1; never more
+     * splits than key blocks. */
+    CHECK(fa_num_splits_heuristic(k, 1, 1, 32, 32768, 8, 132) == 15, "b=1: %lld",
+          (long long)fa_num_splits_heuristic(k, 1, 1, 32, 32768, 8, 132));
+    CHECK(fa_num_splits_heuristic(k, 16, 1, 32, 8192, 8, 132) == 1, "b=16");
+    CHECK(fa_num_splits_heuristic(k, 1, 1, 32, 300, 8, 132) <= 3, "3 key blocks");
+    CHECK(fa_num_splits_heuristic(k, 1, 1, 32, 0, 8, 132) == 1, "no keys");
+  }
+  fa_artifact_free(bytes);
+  c.num_splits = 1;
+  c.num_q_heads = c.num_kv_heads = 2;
+  c.head_dim = c.head_dim_v = 64;
 
   unsetenv("FLASHATTN_LIBCUDA");
   fa_status st = fa_cuda_probe(rt, &sms);

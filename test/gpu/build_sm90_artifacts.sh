@@ -60,8 +60,9 @@ PACK=1 compile 128 bf16 bottom_right 32 8
 PACK=1 compile 64 f16 none 8 1
 PACK=1 compile 256 f16 bottom_right 16 4
 PACK=1 SPLITS=4 compile 128 bf16 bottom_right 32 8
-# Decode benchmark (bench/sm90_bench.py --decode): split counts 2..16.
-for s in 2 8 15 16; do PACK=1 SPLITS=$s compile 128 bf16 bottom_right 32 8; done
+# Automatic num_splits (SPLITS=0: the runtime picks the count per launch).
+PACK=1 SPLITS=0 compile 128 bf16 bottom_right 32 8
+SPLITS=0 compile 64 f16 none 4 4
 # Benchmark shapes (16k tokens, 2048 / head_dim heads).
 for c in none bottom_right; do
   compile 64 bf16 $c 32 32

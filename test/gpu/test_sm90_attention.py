@@ -68,6 +68,12 @@ CASES = [
     ("pack_mqa_hd64_f16_300", 64, "f16", "none", 8, 1, 2, 300, 1000, None, 0, 1, None, True),
     ("pack_prefill_hd256_causal", 256, "f16", "bottom_right", 16, 4, 1, 500, 500, None, 0, 1, None, True),
     ("pack_split4_decode_gqa32x8", 128, "bf16", "bottom_right", 32, 8, 2, 2, 8000, None, 0, 4, None, True),
+    # Automatic num_splits (0): the runtime picks the count per launch
+    # (FlashAttention's heuristic): 15 for one decode sequence over 32k keys,
+    # 1 for a 2 x 300-token prefill (160 tiles), and without pack_gqa.
+    ("auto_split_decode_32k_pack", 128, "bf16", "bottom_right", 32, 8, 1, 1, 32768, None, 0, 0, None, True),
+    ("auto_split_prefill_pack", 128, "bf16", "bottom_right", 32, 8, 2, 300, 1000, None, 0, 0, None, True),
+    ("auto_split_decode_hd64_f16", 64, "f16", "none", 4, 4, 1, 1, 4000, None, 0, 0),
 ]
 
 # The regions of test/gpu/regions/*.regions as (score_mod, mask_mod) on the
@@ -89,7 +95,7 @@ def artifact_name(d, dt, causal, hq, hkv, window=None, softcap=0, splits=1, regi
         name += "_c%g" % softcap
     if regions:
         name += "_r" + regions
-    if splits > 1:
+    if splits != 1:  # 0: automatic (chosen at launch)
         name += "_s%d" % splits
     if pack:
         name += "_p"

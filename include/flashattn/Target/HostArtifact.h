@@ -42,6 +42,7 @@ struct Sm90Ptx {
   bool tileCounter = false; ///< takes the dynamic scheduler's counter
   bool outTma = false;      ///< stores out by TMA (a fourth tensor map)
   int64_t packGroups = 1;   ///< pack_gqa: q's map is 5-D, heads split by G
+  bool autoSplits = false;  ///< num_splits 0: the runtime picks the count
 };
 
 /// Tile overrides for flashattn-plan (0 = automatic) and code-generation

@@ -231,7 +231,9 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   std::string nmb = w.bin("arith.ceildivui", rowsTotal, cBM, "i32");
   std::string nbh = w.bin("arith.muli", batch, tileHeads, "i32");
   std::string ntiles = w.bin("arith.muli", nbh, nmb, "i32");
-  std::string nsplit = partial ? w.i32(k.numSplits) : "";
+  // The split count is the partial out's leading dimension at run time (the
+  // runtime may choose it per launch: automatic num_splits).
+  std::string nsplit = partial ? trunc("%od0") : "";
   if (partial)
     ntiles = w.bin("arith.muli", ntiles, nsplit, "i32");
   std::string cBN = w.i32(BN);
