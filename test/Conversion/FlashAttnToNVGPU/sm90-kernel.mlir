@@ -280,10 +280,14 @@ func.func @f32(%q: memref<1x64x2x64xf32>, %k: memref<1x64x2x64xf32>, %v: memref<
 // CHECK: flashattn.combine {{.*}}{flashattn.sm90_kernel = @fa_sm90_0_module::@fa_sm90_0_combine}
 // CHECK: gpu.module @fa_sm90_0_module
 // CHECK: llvm.func @fa_sm90_0(
+// The split count is the partial out's leading dimension, read at run
+// time (the runtime may choose it per launch: automatic num_splits);
+// %arg17 is dim 0 of out after 5 pointers and the 12 dims of q, k, v.
+// CHECK: %[[S:.*]] = arith.trunci %arg17 : i64 to i32
 // The work loop runs over (tile, split), split fastest.
 // CHECK: ^bb0(%[[TILE:.*]]: i32, %{{.*}}: i32, %{{.*}}: i32):
-// CHECK-NEXT: %[[SPLIT:.*]] = arith.remui %[[TILE]], %c3_i32
-// CHECK-NEXT: arith.divui %[[TILE]], %c3_i32
+// CHECK-NEXT: %[[SPLIT:.*]] = arith.remui %[[TILE]], %[[S]]
+// CHECK-NEXT: arith.divui %[[TILE]], %[[S]]
 // The epilogue stores f32 pairs (no truncation) into the split's slice.
 // CHECK: llvm.store %{{.*}}, %{{.*}} : vector<2xf32>, !llvm.ptr<1>
 // CHECK: llvm.func @fa_sm90_0_combine(%{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i64
