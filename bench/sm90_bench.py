@@ -47,6 +47,31 @@ REPEATS = 9
 SLEEP_CYCLES = 2_000_000
 
 
+def median_times(fns, stream):
+    """Median milliseconds of each function of `fns` (name -> callable
+    launching on `stream`): a watched warm-up, then REPEATS interleaved
+    rounds (each name once per round), each launch alone between two events
+    with the GPU spinning while the host enqueues them, so the time between
+    the events is the kernel's, not the host's launch overhead (ctypes,
+    dispatch)."""
+    times = {n: [] for n in fns}
+    for f in fns.values():
+        with torch.cuda.stream(stream):
+            f()
+            synchronize(60.0)
+    for _ in range(REPEATS):
+        for n, f in fns.items():
+            st, en = torch.cuda.Event(True), torch.cuda.Event(True)
+            with torch.cuda.stream(stream):
+                torch.cuda._sleep(SLEEP_CYCLES)
+                st.record()
+                f()
+                en.record()
+                synchronize(60.0)
+            times[n].append(st.elapsed_time(en))
+    return {n: sorted(t)[len(t) // 2] for n, t in times.items()}
+
+
 def benchmark(kernel, run, stream, head_dims=(64, 128, 256), seqlens=SEQLENS,
               masks=("none", "bottom_right"), variants=()):
     """Rows of {head_dim, causal, seqlen, batch, heads, tflops{ours,cudnn,fa2,
@@ -84,27 +109,8 @@ def benchmark(kernel, run, stream, head_dims=(64, 128, 256), seqlens=SEQLENS,
                     def variant(vk=vkernel(d, "bf16", causal, h, h), vr=vrun):
                         vr(vk, q, k, v, out, lse, deadline=0)
                     fns[vname] = variant
-                times = {n: [] for n in fns}
-                for f in fns.values():  # warm-up, watched
-                    with torch.cuda.stream(stream):
-                        f()
-                        synchronize(60.0)
-                for _ in range(REPEATS):
-                    for n, f in fns.items():
-                        st, en = torch.cuda.Event(True), torch.cuda.Event(True)
-                        with torch.cuda.stream(stream):
-                            # The GPU spins while the host enqueues the
-                            # events and the launch, so the time between
-                            # the events is the kernel's alone, not the
-                            # host's launch overhead (ctypes, dispatch).
-                            torch.cuda._sleep(SLEEP_CYCLES)
-                            st.record()
-                            f()
-                            en.record()
-                            synchronize(60.0)
-                        times[n].append(st.elapsed_time(en))
+                med = median_times(fns, stream)
                 flops = 4 * b * h * s * s * d / (2 if is_causal else 1)
-                med = {n: sorted(t)[len(t) // 2] for n, t in times.items()}
                 tf = {n: flops / (m * 1e-3) / 1e12 for n, m in med.items()}
                 row = {"head_dim": d, "causal": causal, "seqlen": s, "batch": b,
                        "heads": h, "tflops": tf,
@@ -164,23 +170,7 @@ def decode_benchmark(kernel, run, stream, sms=132):
             with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
                 F.scaled_dot_product_attention(qt, kt, vt, enable_gqa=True)
 
-        fns = {"ours": ours, "cudnn": cudnn}
-        times = {n: [] for n in fns}
-        for f in fns.values():
-            with torch.cuda.stream(stream):
-                f()
-                synchronize(60.0)
-        for _ in range(REPEATS):
-            for n, f in fns.items():
-                st, en = torch.cuda.Event(True), torch.cuda.Event(True)
-                with torch.cuda.stream(stream):
-                    torch.cuda._sleep(SLEEP_CYCLES)
-                    st.record()
-                    f()
-                    en.record()
-                    synchronize(60.0)
-                times[n].append(st.elapsed_time(en))
-        med = {n: sorted(t)[len(t) // 2] for n, t in times.items()}
+        med = median_times({"ours": ours, "cudnn": cudnn}, stream)
         kv_bytes = 2 * b * sk * hkv * d * 2
         tbps = {n: kv_bytes / (m * 1e-3) / 1e12 for n, m in med.items()}
         row = {"batch": b, "keys": sk, "splits": splits,

@@ -243,6 +243,16 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   std::string full = w.op("arith.constant -1 : i32");
   std::string clamp = w.i32(31);
   std::string waitTicks = w.i32(10000000);
+  // A row of the accumulator lives in the 4 lanes of a quad: reduce with
+  // two butterfly shuffles (xor 1, 2).
+  auto quadReduce = [&](std::string v, const char *combine) {
+    for (const std::string &sh : {c1, c2}) {
+      std::string o = w.op("nvvm.shfl.sync bfly " + full + ", " + v + ", " + sh +
+                           ", " + clamp + " : f32 -> f32");
+      v = w.bin(combine, v, o, "f32");
+    }
+    return v;
+  };
 
   // Barrier `base` + 8 * slot.
   auto barAt = [&](int64_t base, const std::string &slot) {
@@ -680,14 +690,7 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
       else
         mxA = w.bin("arith.maxnumf", mxA, x, "f32");
     }
-    auto quadMax = [&](std::string v) {
-      for (const std::string &sh : {c1, c2}) {
-        std::string o = w.op("nvvm.shfl.sync bfly " + full + ", " + v + ", " + sh +
-                             ", " + clamp + " : f32 -> f32");
-        v = w.bin("arith.maxnumf", v, o, "f32");
-      }
-      return v;
-    };
+    auto quadMax = [&](const std::string &v) { return quadReduce(v, "arith.maxnumf"); };
     // Conditional rescaling (FlashAttention-4; with k.conditionalRescale,
     // else the max always moves): the running max moves only
     // when the block's max exceeds it by more than 8 in exp2 units, so
@@ -1048,14 +1051,7 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     w.line("nvvm.mbarrier.arrive " + at(L.emptyQ()) + " : !llvm.ptr<3>");
 
   // Epilogue: reduce the row sums over the quad, normalize, write.
-  auto quadSum = [&](std::string v) {
-    for (const std::string &sh : {c1, c2}) {
-      std::string o = w.op("nvvm.shfl.sync bfly " + full + ", " + v + ", " + sh +
-                           ", " + clamp + " : f32 -> f32");
-      v = w.bin("arith.addf", v, o, "f32");
-    }
-    return v;
-  };
+  auto quadSum = [&](const std::string &v) { return quadReduce(v, "arith.addf"); };
   std::string LA = quadSum("%cr#3"), LB = quadSum("%cr#4");
   auto inv = [&](const std::string &l) {
     std::string e = w.op("arith.cmpf oeq, " + l + ", " + zeroF + " : f32");
