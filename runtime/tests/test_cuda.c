@@ -119,6 +119,61 @@ int main(void) {
   fa_artifact_free(bytes);
   c.num_splits = 1;
 
+  /* Bad values of the pack_gqa view and the tile counter are corrupt
+   * artifacts, with the field named. */
+  {
+    const char *bad[] = {
+        /* a grouped map must be 5-D */
+        "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],"
+        "\"tma\":[{\"arg\":\"q\",\"box\":[64,1,64,1],\"swizzle\":128,\"group\":4}]}",
+        /* group within [1, 256] */
+        "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],"
+        "\"tma\":[{\"arg\":\"q\",\"box\":[64,4,1,32,1],\"swizzle\":128,\"group\":0}]}",
+        /* tile_counter is a boolean */
+        "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],\"tile_counter\":1}"};
+    const char *field[] = {"tma", "tma", "tile_counter"};
+    for (int i = 0; i < 3; ++i) {
+      CHECK(fa_artifact_build(&c, FA_COMPILER_VERSION, FA_ARTIFACT_CUBIN, bad[i], payload,
+                              sizeof(payload), &bytes, &size) == FA_OK,
+            "building bad artifact %d", i);
+      CHECK_STATUS(fa_kernel_load_artifact(rt, bytes, size, &k), FA_ERROR_CORRUPT_ARTIFACT,
+                   rt);
+      CHECK(strstr(fa_runtime_last_error(rt), field[i]) != NULL, "case %d: %s", i,
+            fa_runtime_last_error(rt));
+      fa_artifact_free(bytes);
+    }
+  }
+
+  /* A grouped (pack_gqa) q map checks the 4-D tensor against the 5-D view:
+   * heads must split by the group. */
+  {
+    int saved_d = c.head_dim;
+    c.num_q_heads = 6;
+    c.num_kv_heads = 2;
+    c.head_dim = c.head_dim_v = 64;
+    CHECK(fa_artifact_build(&c, FA_COMPILER_VERSION, FA_ARTIFACT_CUBIN,
+                            "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],"
+                            "\"tma\":[{\"arg\":\"q\",\"box\":[64,4,1,32,1],"
+                            "\"swizzle\":128,\"group\":4}]}",
+                            payload, sizeof(payload), &bytes, &size) == FA_OK,
+          "building a grouped-map artifact");
+    CHECK_STATUS(fa_kernel_load_artifact(rt, bytes, size, &k), FA_OK, rt);
+    fa_artifact_free(bytes);
+    if (k) {
+      fa_attention_args a = empty_args();
+      a.q = make_tensor(4, (int64_t[]){1, 8, 6, 64}, 2);
+      a.k = make_tensor(4, (int64_t[]){1, 8, 2, 64}, 2);
+      a.v = make_tensor(4, (int64_t[]){1, 8, 2, 64}, 2);
+      a.out = make_tensor(4, (int64_t[]){1, 8, 6, 64}, 2);
+      CHECK_STATUS(fa_attention_run(rt, k, &a), FA_ERROR_SHAPE_MISMATCH, rt);
+      CHECK(strstr(fa_runtime_last_error(rt), "pack_gqa group 4") != NULL, "message: %s",
+            fa_runtime_last_error(rt));
+      free(a.q.data); free(a.k.data); free(a.v.data); free(a.out.data);
+    }
+    c.num_q_heads = c.num_kv_heads = 2;
+    c.head_dim = c.head_dim_v = saved_d;
+  }
+
   /* Automatic num_splits: "auto_splits" needs config num_splits 0 and the
    * tile sizes; then the count is FlashAttention's heuristic at launch. */
   CHECK(fa_artifact_build(&c, FA_COMPILER_VERSION, FA_ARTIFACT_CUBIN,

@@ -1,12 +1,19 @@
 // REQUIRES: ptxas
 // The generated kernels assemble for sm_90a with no register spills and no
-// C75xx warnings (ptxas serializing wgmma), for head_dim 64, 128 and 256.
+// C75xx warnings (ptxas serializing wgmma), for head_dim 64, 128 and 256,
+// the plans of every head_dim and mask.
 // RUN: fa-compile --target sm90 --d 64 --dtype bf16 --causal bottom_right --lse --emit-ptx > %t64.ptx
 // RUN: %ptxas -arch=sm_90a -O3 -v %t64.ptx -o %t64.cubin 2>&1 | FileCheck %s
 // RUN: fa-compile --target sm90 --d 128 --dtype bf16 --lse --emit-ptx > %t128.ptx
 // RUN: %ptxas -arch=sm_90a -O3 -v %t128.ptx -o %t128.cubin 2>&1 | FileCheck %s
 // RUN: fa-compile --target sm90 --d 256 --dtype f16 --causal top_left --emit-ptx > %t256.ptx
 // RUN: %ptxas -arch=sm_90a -O3 -v %t256.ptx -o %t256.cubin 2>&1 | FileCheck %s
+// pack_gqa with automatic num_splits (the partial kernel and the combine)
+// and a window with softcap (the 2-consumer head_dim 64 plan):
+// RUN: fa-compile --target sm90 --d 128 --dtype bf16 --hq 32 --hkv 8 --causal bottom_right --pack-gqa 1 --num-splits 0 --emit-ptx > %tpack.ptx
+// RUN: %ptxas -arch=sm_90a -O3 -v %tpack.ptx -o %tpack.cubin 2>&1 | FileCheck %s
+// RUN: fa-compile --target sm90 --d 64 --dtype f16 --window-left 100 --window-right 50 --softcap 30 --lse --emit-ptx > %twin.ptx
+// RUN: %ptxas -arch=sm_90a -O3 -v %twin.ptx -o %twin.cubin 2>&1 | FileCheck %s
 // CHECK-NOT: warning
 // CHECK: Compiling entry function 'fa_sm90_0' for 'sm_90a'
 // CHECK-NOT: warning
