@@ -309,7 +309,8 @@ static fa_status launch_one(fa_runtime *rt, cuda_api *api, fa_kernel *k,
                             void *tile_counter) {
   void *ptrs[FA_MAX_ARGS];
   int64_t dims[FA_MAX_ARGS * 5];
-  void *params[FA_MAX_ARGS * 6 + 4];
+  /* Pointers, up to 5 dims each, 4 tensor maps, the tile counter. */
+  void *params[FA_MAX_ARGS * 6 + 5];
   /* CUtensorMap: 128 bytes, 64-byte aligned. */
   _Alignas(64) unsigned char maps[4][128];
   int p = 0, d = 0;
