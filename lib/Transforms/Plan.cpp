@@ -12,7 +12,6 @@
 #include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
-#include <cmath>
 
 namespace mlir::flashattn {
 #define GEN_PASS_DEF_FLASHATTNPLAN
@@ -21,31 +20,6 @@ namespace mlir::flashattn {
 
 using namespace mlir;
 using namespace mlir::flashattn;
-
-[[maybe_unused]] static int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-/// FlashAttention's split-KV occupancy heuristic (flash_api.cpp,
-/// num_splits_heuristic): among 1..max splits, the smallest count whose wave
-/// efficiency is within 85% of the best.
-[[maybe_unused]] static int64_t numSplitsHeuristic(int64_t tiles, int64_t numSMs,
-                                  int64_t keyBlocks, int64_t maxSplits) {
-  if (tiles >= 0.8 * numSMs)
-    return 1;
-  maxSplits = std::min({maxSplits, numSMs, keyBlocks});
-  if (maxSplits <= 1)
-    return 1;
-  auto efficiency = [&](int64_t s) {
-    double waves = static_cast<double>(tiles * s) / numSMs;
-    return waves / std::ceil(waves);
-  };
-  double best = 0;
-  for (int64_t s = 1; s <= maxSplits; ++s)
-    best = std::max(best, efficiency(s));
-  for (int64_t s = 1; s <= maxSplits; ++s)
-    if (efficiency(s) >= 0.85 * best)
-      return s;
-  return 1;
-}
 
 PlanAttr mlir::flashattn::computePlan(AttentionOp op, Target target,
                                       int64_t numSMs) {
@@ -105,10 +79,9 @@ PlanAttr mlir::flashattn::computePlan(AttentionOp op, Target target,
   bool pack = opPack.value_or(groups > 1 && !ShapedType::isDynamic(sq) &&
                               sq * groups <= blockM);
 
-  // Automatic num_splits resolves to 1: the sm90 kernel splits when asked,
-  // but the runtime sizes its split workspace from the config's num_splits,
-  // so an automatic choice (numSplitsHeuristic) needs the chosen count
-  // recorded in the artifact first (the serving issue).
+  // Automatic num_splits resolves to 1 here: sizes are known only at launch,
+  // where the runtime makes the choice (fa_num_splits_heuristic in
+  // runtime/src/cuda.c, for artifacts compiled with num_splits 0).
   int64_t splits = opSplits > 0 ? opSplits : 1;
   return PlanAttr::get(ctx, Target::sm90, blockM, blockN, /*stages=*/2,
                        consumers, schedule, splits, pack);

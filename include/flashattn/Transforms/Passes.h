@@ -20,7 +20,8 @@ namespace flashattn {
 #include "flashattn/Transforms/Passes.h.inc"
 
 /// The plan flashattn-plan attaches to `op` for `target` on a device with
-/// `numSMs` multiprocessors (ignored on the host).
+/// `numSMs` multiprocessors (no choice depends on it yet: automatic
+/// num_splits is the runtime's, at launch).
 PlanAttr computePlan(AttentionOp op, Target target, int64_t numSMs);
 
 /// flashattn-split-kv: attention with plan num_splits > 1 -> partial

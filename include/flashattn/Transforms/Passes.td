@@ -15,13 +15,13 @@ def FlashAttnPlan : Pass<"flashattn-plan"> {
       num_splits = the op's, or 1 when automatic (0); pack_gqa = the op's,
       or false.
     - `sm90`: FlashAttention-3's forward shape (shared/SM90-KERNEL.md): 2
-      consumer warpgroups over 128-row query tiles with key blocks of 128
-      (causal) or 176 (non-causal) at head_dim 128 and 80 at head_dim 256;
-      3 consumer warpgroups over 192-row tiles with key blocks of 128 at
-      head_dim 64 (without window, softcap or regions); 2 K/V stages; the
-      persistent schedule static, or lpt under a causal mask; automatic
-      num_splits = 1 (FlashAttention's occupancy heuristic over `num-sms`
-      SMs is kept in Plan.cpp for the serving issue); automatic pack_gqa
+      consumer warpgroups over 128-row query tiles with key blocks of 128 at
+      head_dim 128 and 80 at head_dim 256; 3 consumer warpgroups over
+      192-row tiles with key blocks of 128 (112 under a causal mask) at
+      head_dim 64 without window, softcap or regions (else 2 consumers); 2
+      K/V stages; the persistent schedule static, or lpt under a causal
+      mask; automatic num_splits = 1 (the runtime chooses the count at
+      launch for artifacts compiled with num_splits 0); automatic pack_gqa
       when the query rows of one kv head (seqlen_q * Hq / Hkv) fit one tile
       and Hq > Hkv.
 
@@ -34,7 +34,8 @@ def FlashAttnPlan : Pass<"flashattn-plan"> {
     Option<"target", "target", "std::string", /*default=*/"\"host\"",
            "code generation target: host or sm90">,
     Option<"numSMs", "num-sms", "int64_t", /*default=*/"132",
-           "streaming multiprocessors of the sm90 target (H100/H200: 132)">,
+           "streaming multiprocessors of the sm90 target (H100/H200: 132; "
+           "validated, not used by today's choices)">,
     Option<"blockM", "block-m", "int64_t", /*default=*/"0",
            "query rows per tile (0: automatic)">,
     Option<"blockN", "block-n", "int64_t", /*default=*/"0",

@@ -1155,14 +1155,18 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     std::string valid = w.op("arith.cmpi slt, " + i + ", " + sq + " : i32");
     w.line("scf.if " + valid + " {");
     std::string i64v = w.op("arith.extui " + i + " : i32 to i64");
-    // Element offset of out[b, i, h, 0].
-    std::string base = w.bin("arith.muli", b64, sq64, "i64");
-    base = w.bin("arith.addi", base, i64v, "i64");
-    base = w.bin("arith.muli", base, hq64, "i64");
-    base = w.bin("arith.addi", base, h64s[half], "i64");
-    base = w.bin("arith.muli", base, w.i64(D), "i64");
-    if (partial)
-      base = w.bin("arith.addi", base, oSplit, "i64");
+    // Out from registers (without the TMA store): element offset of
+    // out[b, i, h, 0], then the pairs of this row.
+    std::string base;
+    if (!k.tmaStore) {
+      base = w.bin("arith.muli", b64, sq64, "i64");
+      base = w.bin("arith.addi", base, i64v, "i64");
+      base = w.bin("arith.muli", base, hq64, "i64");
+      base = w.bin("arith.addi", base, h64s[half], "i64");
+      base = w.bin("arith.muli", base, w.i64(D), "i64");
+      if (partial)
+        base = w.bin("arith.addi", base, oSplit, "i64");
+    }
     for (int r = 0; r < nO && !k.tmaStore; r += 2) {
       if (((r / 2) % 2) != half)
         continue;
