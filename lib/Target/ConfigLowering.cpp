@@ -4,6 +4,7 @@
 
 #include "flashattn/Target/HostArtifact.h"
 #include "flashattn/Target/HostJit.h"
+#include "flashattn/version.h"
 
 #include "mlir/Parser/Parser.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
@@ -56,5 +57,26 @@ LogicalResult ConfigLowering::run(const fa_attention_config &config,
     error = ("the " + pipelineName + " failed: ").str() + diagnostics_;
     return failure();
   }
+  return success();
+}
+
+LogicalResult mlir::flashattn::packageArtifact(
+    const fa_attention_config &config, fa_artifact_kind kind,
+    const llvm::json::Object &meta, StringRef payload,
+    std::vector<char> &artifact, std::string &error) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::json::Value(llvm::json::Object(meta));
+  void *bytes = nullptr;
+  size_t size = 0;
+  fa_status st = fa_artifact_build(&config, FA_COMPILER_VERSION, kind,
+                                   text.c_str(), payload.data(), payload.size(),
+                                   &bytes, &size);
+  if (st != FA_OK) {
+    error = std::string("building the artifact failed: ") + fa_status_string(st);
+    return failure();
+  }
+  artifact.assign(static_cast<char *>(bytes), static_cast<char *>(bytes) + size);
+  fa_artifact_free(bytes);
   return success();
 }

@@ -19,6 +19,9 @@
 #include "mlir/IR/OwningOpRef.h"
 #include "mlir/Pass/PassManager.h"
 
+#include "flashattn/artifact.h"
+
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <string>
@@ -54,6 +57,14 @@ private:
   OwningOpRef<ModuleOp> module_;
   std::vector<std::string> argNames_;
 };
+
+/// Wraps a compiled payload (a host shared object or a cubin) and its
+/// launch metadata (a JSON object; fa_artifact_build adds the config and
+/// the compiler version) into the runtime's artifact container.
+LogicalResult packageArtifact(const fa_attention_config &config,
+                              fa_artifact_kind kind, const llvm::json::Object &meta,
+                              StringRef payload, std::vector<char> &artifact,
+                              std::string &error);
 
 } // namespace flashattn
 } // namespace mlir

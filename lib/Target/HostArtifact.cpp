@@ -17,8 +17,6 @@
 
 #include "flashattn/Pipelines/Pipelines.h"
 
-#include "flashattn/artifact.h"
-#include "flashattn/version.h"
 
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Pass/PassManager.h"
@@ -265,22 +263,11 @@ LogicalResult mlir::flashattn::compileHostArtifact(
     return failure();
   }
 
-  std::string meta = "{\"entry\":\"fa_entry\",\"target\":\"host\",\"args\":[";
-  for (size_t i = 0; i < lowering.argNames().size(); ++i)
-    meta += (i ? ",\"" : "\"") + lowering.argNames()[i] + "\"";
-  meta += "]}";
-  void *bytes = nullptr;
-  size_t size = 0;
-  fa_status st = fa_artifact_build(&config, FA_COMPILER_VERSION,
-                                   FA_ARTIFACT_HOST_SO, meta.c_str(),
-                                   (*so)->getBufferStart(),
-                                   (*so)->getBufferSize(), &bytes, &size);
-  if (st != FA_OK) {
-    error = std::string("building the artifact failed: ") +
-            fa_status_string(st);
-    return failure();
-  }
-  artifact.assign(static_cast<char *>(bytes), static_cast<char *>(bytes) + size);
-  fa_artifact_free(bytes);
-  return success();
+  llvm::json::Array args;
+  for (const std::string &name : lowering.argNames())
+    args.push_back(name);
+  llvm::json::Object meta{
+      {"entry", "fa_entry"}, {"target", "host"}, {"args", std::move(args)}};
+  return packageArtifact(config, FA_ARTIFACT_HOST_SO, meta, (*so)->getBuffer(),
+                         artifact, error);
 }

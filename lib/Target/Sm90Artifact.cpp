@@ -16,8 +16,6 @@
 #include "flashattn/Conversion/FlashAttnToNVGPU/Sm90Kernel.h"
 #include "flashattn/Dialect/FlashAttn/IR/FlashAttn.h"
 #include "flashattn/Pipelines/Pipelines.h"
-#include "flashattn/artifact.h"
-#include "flashattn/version.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -199,49 +197,40 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
     error = "cannot read the cubin";
     return failure();
   }
-  std::string bm = std::to_string(compiled.blockM),
-              bn = std::to_string(compiled.blockN);
+  namespace json = llvm::json;
+  auto map = [](StringRef arg, json::Array box) {
+    return json::Object{{"arg", arg}, {"box", std::move(box)}, {"swizzle", 128}};
+  };
   // pack_gqa: q viewed as [B, Sq, Hkv, G, D] ("group": the runtime splits
   // the head dimension), box G heads x block_m / G positions.
-  int64_t g = compiled.packGroups;
-  std::string qMap =
-      g > 1 ? "{\"arg\":\"q\",\"box\":[64," + std::to_string(g) + ",1," +
-                  std::to_string(compiled.blockM / g) +
-                  ",1],\"swizzle\":128,\"group\":" + std::to_string(g) + "}"
-            : "{\"arg\":\"q\",\"box\":[64,1," + bm + ",1],\"swizzle\":128}";
-  bool lse = config.flags & FA_WITH_LSE;
-  std::string meta = "{\"entry\":\"" + kernel +
-                     "\",\"target\":\"sm90\",\"args\":[\"q\",\"k\",\"v\",\"out\"" +
-                     (lse ? ",\"lse\"" : "") +
-                     "],\"block\":[" + std::to_string(compiled.threads) +
-                     ",1,1],\"grid\":\"persistent\",\"smem\":" +
-                     std::to_string(smem) +
-                     ",\"tma\":[" + qMap + ","
-                     "{\"arg\":\"k\",\"box\":[64,1," + bn + ",1],\"swizzle\":128},"
-                     "{\"arg\":\"v\",\"box\":[64,1," + bn + ",1],\"swizzle\":128}" +
-                     (compiled.outTma
-                          ? ",{\"arg\":\"out\",\"box\":[64,1,64,1],\"swizzle\":128}"
-                          : "") +
-                     "]" +
-                     (compiled.tileCounter ? ",\"tile_counter\":true" : "") +
-                     (compiled.autoSplits ? ",\"auto_splits\":true" : "") +
-                     ",\"block_m\":" + bm + ",\"block_n\":" + bn +
-                     ",\"pack_groups\":" + std::to_string(g) +
-                     (compiled.combine.empty()
-                          ? std::string()
-                          : ",\"combine_entry\":\"" + compiled.combine + "\"") +
-                     "}";
-  void *bytes = nullptr;
-  size_t size = 0;
-  fa_status st = fa_artifact_build(&config, FA_COMPILER_VERSION,
-                                   FA_ARTIFACT_CUBIN, meta.c_str(),
-                                   (*cubin)->getBufferStart(),
-                                   (*cubin)->getBufferSize(), &bytes, &size);
-  if (st != FA_OK) {
-    error = std::string("building the artifact failed: ") + fa_status_string(st);
-    return failure();
-  }
-  artifact.assign(static_cast<char *>(bytes), static_cast<char *>(bytes) + size);
-  fa_artifact_free(bytes);
-  return success();
+  int64_t g = compiled.packGroups, bm = compiled.blockM, bn = compiled.blockN;
+  json::Object qMap = g > 1 ? map("q", json::Array{64, g, 1, bm / g, 1})
+                            : map("q", json::Array{64, 1, bm, 1});
+  if (g > 1)
+    qMap["group"] = g;
+  json::Array tma{std::move(qMap), map("k", json::Array{64, 1, bn, 1}),
+                  map("v", json::Array{64, 1, bn, 1})};
+  if (compiled.outTma)
+    tma.push_back(map("out", json::Array{64, 1, 64, 1}));
+  json::Array argNames{"q", "k", "v", "out"};
+  if (config.flags & FA_WITH_LSE)
+    argNames.push_back("lse");
+  json::Object meta{{"entry", kernel},
+                    {"target", "sm90"},
+                    {"args", std::move(argNames)},
+                    {"block", json::Array{compiled.threads, 1, 1}},
+                    {"grid", "persistent"},
+                    {"smem", smem},
+                    {"tma", std::move(tma)},
+                    {"block_m", bm},
+                    {"block_n", bn},
+                    {"pack_groups", g}};
+  if (compiled.tileCounter)
+    meta["tile_counter"] = true;
+  if (compiled.autoSplits)
+    meta["auto_splits"] = true;
+  if (!compiled.combine.empty())
+    meta["combine_entry"] = compiled.combine;
+  return packageArtifact(config, FA_ARTIFACT_CUBIN, meta,
+                         (*cubin)->getBuffer(), artifact, error);
 }
