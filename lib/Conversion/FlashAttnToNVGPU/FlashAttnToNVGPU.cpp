@@ -139,9 +139,9 @@ static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why,
   spec.heavyFirst = plan.getSchedule() == Schedule::lpt;
   spec.scoreRegion = !op.getScore().empty();
   spec.maskRegion = !op.getMask().empty();
-  if (partial)
-    spec.numSplits = cast<ShapedType>(op.getOut().getType()).getDimSize(0);
-  if (partial && (ShapedType::isDynamic(spec.numSplits) || !op.getLse()))
+  spec.splitPartial = partial;
+  if (partial && (cast<ShapedType>(op.getOut().getType()).isDynamicDim(0) ||
+                  !op.getLse()))
     return fail("the partial form needs a static number of splits and lse");
   // pack_gqa (the plan's choice): the query heads of a kv head share tiles.
   if (plan.getPackGqa()) {
@@ -211,7 +211,7 @@ struct AttentionToSm90Kernel : OpRewritePattern<AttentionOp> {
     std::string text = emitSm90AttentionKernel(*spec);
     // Split-KV: the flashattn.combine reading this op's partial results
     // becomes a second kernel of the same module (one cubin, two entries).
-    CombineOp combine = spec->numSplits > 0 ? findCombine(op) : CombineOp();
+    CombineOp combine = spec->splitPartial ? findCombine(op) : CombineOp();
     if (combine) {
       Type outElem = cast<ShapedType>(combine.getOut().getType()).getElementType();
       Sm90CombineSpec cspec;

@@ -155,7 +155,7 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   if (k.lse)
     os << ", %lse: !llvm.ptr<1>";
   // Split-KV partial form: out [S, B, Sq, H, D] f32, lse [S, B, H, Sq].
-  const bool partial = k.numSplits > 0;
+  const bool partial = k.splitPartial;
   const char *dimNames[] = {"q", "k", "v", "o"};
   for (const char *n : dimNames)
     for (int i = 0; i < (partial && n[0] == 'o' ? 5 : 4); ++i)

@@ -70,13 +70,12 @@ struct Sm90KernelSpec {
   /// atomic counter (the kernel's last parameter, a u32 zero at launch),
   /// instead of m_block fastest with a static stride (static).
   bool heavyFirst = false;
-  /// Split-KV partial form when > 0: the kernel takes out as f32
-  /// [S, B, Sq, H, D] and lse as f32 [S, B, H, Sq] (lse required), and the
-  /// work loop runs over (tile, split) with split s taking key blocks
-  /// [s * ceil(nblk / S), (s + 1) * ceil(nblk / S)). S is read from out's
-  /// leading dimension at run time (numSplits is the planned count), so a
-  /// runtime may pick it per launch.
-  int64_t numSplits = 0;
+  /// Split-KV partial form: the kernel takes out as f32 [S, B, Sq, H, D]
+  /// and lse as f32 [S, B, H, Sq] (lse required), and the work loop runs
+  /// over (tile, split) with split s taking key blocks [s * ceil(nblk / S),
+  /// (s + 1) * ceil(nblk / S)). S is read from out's leading dimension at
+  /// run time, so a runtime may pick it per launch.
+  bool splitPartial = false;
   /// Score / mask regions: the kernel calls @<name>_score(s, b, h, i, j) and
   /// @<name>_mask(b, h, i, j) (declared func.func private in the module) on
   /// every score; the conversion inlines the op's regions there.
