@@ -89,6 +89,7 @@ LogicalResult mlir::flashattn::compileSm90Ptx(const fa_attention_config &config,
     if (auto t = op->getAttrOfType<IntegerAttr>("flashattn.sm90_threads"))
       result.threads = t.getInt();
     result.outTma = op->hasAttr("flashattn.sm90_out_tma");
+    result.tileTable = op->hasAttr("flashattn.sm90_tile_table");
     if (auto g = op->getAttrOfType<IntegerAttr>("flashattn.sm90_pack_gqa"))
       result.packGroups = g.getInt();
     if (PlanAttr plan = op.getPlanAttr()) {
@@ -202,14 +203,23 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
     return json::Object{{"arg", arg}, {"box", std::move(box)}, {"swizzle", 128}};
   };
   // pack_gqa: q viewed as [B, Sq, Hkv, G, D] ("group": the runtime splits
-  // the head dimension), box G heads x block_m / G positions.
+  // the head dimension), box G heads x block_m / G positions. Varlen
+  // tensors ([T, H, D]) have no batch dimension: their boxes lose the
+  // trailing 1.
   int64_t g = compiled.packGroups, bm = compiled.blockM, bn = compiled.blockN;
-  json::Object qMap = g > 1 ? map("q", json::Array{64, g, 1, bm / g, 1})
-                            : map("q", json::Array{64, 1, bm, 1});
+  auto boxOf = [](bool varlen, json::Array box) {
+    if (varlen)
+      box.erase(box.end() - 1);
+    return box;
+  };
+  bool varlenQ = config.flags & FA_VARLEN_Q, varlenK = config.flags & FA_VARLEN_K;
+  json::Object qMap =
+      g > 1 ? map("q", boxOf(varlenQ, json::Array{64, g, 1, bm / g, 1}))
+            : map("q", boxOf(varlenQ, json::Array{64, 1, bm, 1}));
   if (g > 1)
     qMap["group"] = g;
-  json::Array tma{std::move(qMap), map("k", json::Array{64, 1, bn, 1}),
-                  map("v", json::Array{64, 1, bn, 1})};
+  json::Array tma{std::move(qMap), map("k", boxOf(varlenK, json::Array{64, 1, bn, 1})),
+                  map("v", boxOf(varlenK, json::Array{64, 1, bn, 1}))};
   if (compiled.outTma)
     tma.push_back(map("out", json::Array{64, 1, 64, 1}));
   json::Array argNames{"q", "k", "v", "out"};
@@ -229,6 +239,11 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
     meta["tile_counter"] = true;
   if (compiled.autoSplits)
     meta["auto_splits"] = true;
+  // Varlen / seqused_k: the runtime builds the tile table per launch from
+  // cu_seqlens_q, cu_seqlens_k and seqused_k (none of them a kernel
+  // argument).
+  if (compiled.tileTable)
+    meta["tile_table"] = true;
   if (!compiled.combine.empty())
     meta["combine_entry"] = compiled.combine;
   return packageArtifact(config, FA_ARTIFACT_CUBIN, meta,

@@ -229,6 +229,11 @@ fa_status fa_artifact_parse(fa_runtime *rt, const void *bytes, size_t size,
   if (autos && !cJSON_IsBool(autos))
     goto fail;
   a->auto_splits = autos && cJSON_IsTrue(autos);
+  const cJSON *tiles = cJSON_GetObjectItemCaseSensitive(meta, "tile_table");
+  why = "bad tile_table (expected a boolean)";
+  if (tiles && !cJSON_IsBool(tiles))
+    goto fail;
+  a->tile_table = tiles && cJSON_IsTrue(tiles);
   {
     const char *tiles[3] = {"block_m", "block_n", "pack_groups"};
     int *slots[3] = {&a->block_m, &a->block_n, &a->pack_groups};
@@ -243,6 +248,9 @@ fa_status fa_artifact_parse(fa_runtime *rt, const void *bytes, size_t size,
     why = "auto_splits needs num_splits 0, block_m and block_n";
     if (a->auto_splits &&
         (a->config.num_splits != 0 || !a->block_m || !a->block_n))
+      goto fail;
+    why = "tile_table needs block_m and block_n";
+    if (a->tile_table && (!a->block_m || !a->block_n))
       goto fail;
   }
   a->num_args = cJSON_GetArraySize(args);

@@ -6,8 +6,9 @@
  * cuInit, cuDeviceGet, cuDeviceGetAttribute, cuDevicePrimaryCtxRetain,
  * cuCtxSetCurrent, cuModuleLoadData, cuModuleGetFunction,
  * cuFuncSetAttribute, cuLaunchKernel, cuGetErrorString, cuTensorMapEncodeTiled,
- * and for split-KV and the tile counter cuMemAllocAsync / cuMemFreeAsync
- * (stream-ordered allocation, CUDA 11.2+) and cuMemsetD32Async.
+ * and for split-KV, the tile counter and the tile table cuMemAllocAsync /
+ * cuMemFreeAsync (stream-ordered allocation, CUDA 11.2+), cuMemsetD32Async
+ * and cuMemcpyHtoDAsync.
  *
  * Launch ABI of a cubin artifact: the kernel takes one device pointer per
  * argument in the metadata's "args" order followed by one int64 per
@@ -23,7 +24,11 @@
  * takes one more pointer after the tensor maps: a u32 zeroed on the stream
  * before the launch (a stream-ordered allocation per launch, so concurrent
  * launches on several streams never share it), the dynamic tile
- * scheduler's counter.
+ * scheduler's counter. With metadata "tile_table": true (varlen,
+ * seqused_k) the last parameter is the tile table (schedule.c), built on
+ * the host from the call's cu_seqlens / seqused_k and copied into the same
+ * stream-ordered scratch (cuMemcpyHtoDAsync); a call with no query rows
+ * launches nothing.
  *
  * Split-KV (metadata "combine_entry", config num_splits = S > 1): the
  * runtime allocates a stream-ordered workspace for the partial results, out
@@ -67,6 +72,7 @@ typedef struct cuda_api {
   CUresult (*cuMemAllocAsync)(uint64_t *, size_t, CUstream);
   CUresult (*cuMemFreeAsync)(uint64_t, CUstream);
   CUresult (*cuMemsetD32Async)(uint64_t, unsigned, size_t, CUstream);
+  CUresult (*cuMemcpyHtoDAsync)(uint64_t, const void *, size_t, CUstream);
   CUresult (*cuTensorMapEncodeTiled)(void *map, int dtype, unsigned rank,
                                      void *global, const uint64_t *dims,
                                      const uint64_t *strides, const unsigned *box,
@@ -135,6 +141,7 @@ static fa_status load_api(fa_runtime *rt, cuda_api **out) {
   *(void **)(&api->cuMemAllocAsync) = dlsym(lib, "cuMemAllocAsync");
   *(void **)(&api->cuMemFreeAsync) = dlsym(lib, "cuMemFreeAsync");
   *(void **)(&api->cuMemsetD32Async) = dlsym(lib, "cuMemsetD32Async");
+  *(void **)(&api->cuMemcpyHtoDAsync) = dlsym(lib, "cuMemcpyHtoDAsync_v2");
 #undef LOAD
   CUdevice dev;
   CUresult r = api->cuInit(0);
@@ -203,18 +210,18 @@ fa_dtype fa_tma_dtype(const fa_kernel *k, int i) {
 }
 
 /* The row-major shape a tensor map sees: the tensor's, or with a group
- * G > 1 the 4-D [B, S, H, D] as [B, S, H / G, G, D] (pack_gqa). Returns
- * the view's rank. */
+ * G > 1 the heads split, [B, S, H, D] as [B, S, H / G, G, D] (pack_gqa;
+ * varlen [T, H, D] as [T, H / G, G, D]). Returns the view's rank. */
 static int tma_view(const fa_kernel *k, int i, int rank, const int64_t *shape,
                     int64_t view[5]) {
   int group = k->artifact.tma[i].group;
   for (int d = 0; d < rank && d < 5; ++d)
     view[d] = shape[d];
-  if (group > 1 && rank == 4) {
-    view[4] = shape[3];
-    view[3] = group;
-    view[2] = shape[2] / group;
-    return 5;
+  if (group > 1 && (rank == 4 || rank == 3)) {
+    view[rank] = shape[rank - 1];
+    view[rank - 1] = group;
+    view[rank - 2] = shape[rank - 2] / group;
+    return rank + 1;
   }
   return rank;
 }
@@ -306,11 +313,12 @@ static fa_status launch_one(fa_runtime *rt, cuda_api *api, fa_kernel *k,
                             void *function, const cu_tensor *tensors,
                             const char *const *names, int n, bool with_tma,
                             unsigned grid, unsigned smem, void *stream,
-                            void *tile_counter) {
+                            void *tile_counter, void *tile_table) {
   void *ptrs[FA_MAX_ARGS];
   int64_t dims[FA_MAX_ARGS * 5];
-  /* Pointers, up to 5 dims each, 4 tensor maps, the tile counter. */
-  void *params[FA_MAX_ARGS * 6 + 5];
+  /* Pointers, up to 5 dims each, 4 tensor maps, the tile counter and
+   * table. */
+  void *params[FA_MAX_ARGS * 6 + 6];
   /* CUtensorMap: 128 bytes, 64-byte aligned. */
   _Alignas(64) unsigned char maps[4][128];
   int p = 0, d = 0;
@@ -339,7 +347,9 @@ static fa_status launch_one(fa_runtime *rt, cuda_api *api, fa_kernel *k,
     int rank = tma_view(k, i, t->rank, t->shape, view);
     uint64_t stride = es;
     for (int d = 0; d < rank; ++d) {
-      gdims[d] = (uint64_t)view[rank - 1 - d];
+      /* An empty tensor (no keys, or no queries) is never read by a tile
+       * but still needs a valid map: extents of at least 1. */
+      gdims[d] = view[rank - 1 - d] > 0 ? (uint64_t)view[rank - 1 - d] : 1;
       box[d] = (unsigned)k->artifact.tma[i].box[d];
       estrides[d] = 1;
       if (d > 0)
@@ -362,6 +372,8 @@ static fa_status launch_one(fa_runtime *rt, cuda_api *api, fa_kernel *k,
   }
   if (tile_counter)
     params[p++] = &tile_counter;
+  if (tile_table)
+    params[p++] = &tile_table;
   unsigned block[3] = {128, 1, 1};
   if (with_tma)
     for (int i = 0; i < 3; ++i)
@@ -375,7 +387,9 @@ static fa_status launch_one(fa_runtime *rt, cuda_api *api, fa_kernel *k,
 }
 
 fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
-                         const fa_tensor *const *tensors, int n, void *stream) {
+                         const fa_tensor *const *tensors, int n,
+                         const fa_attention_args *call) {
+  void *stream = call->stream;
   cuda_api *api;
   fa_status st = load_api(rt, &api);
   /* The primary context is current per thread: set it on every launch. */
@@ -393,24 +407,60 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
     args[i] = from_fa(tensors[i]);
   }
   /* Stream-ordered scratch: the zeroed tile counter of the dynamic
-   * scheduler (4 bytes, first) and the split-KV partial results. */
+   * scheduler (4 bytes, first, in 256), then the tile table, or the
+   * split-KV partial results. */
   size_t counter_bytes = k->artifact.tile_counter ? 256 : 0;
-  if (!k->cu_combine && !counter_bytes)
+  int32_t *table = NULL;
+  int64_t entries = 0;
+  if (k->artifact.tile_table) {
+    if (k->cu_combine)
+      return fa_fail(rt, FA_ERROR_CORRUPT_ARTIFACT,
+                     "a tile_table cubin with a split-KV combine");
+    st = fa_sm90_tile_table(rt, k, call, &table, &entries);
+    if (st != FA_OK)
+      return st;
+    if (entries == 0) { /* no query rows: nothing to write */
+      free(table);
+      return FA_OK;
+    }
+  }
+  size_t table_bytes = table ? (size_t)(entries + 1) * 8 * sizeof(int32_t) : 0;
+  if (!k->cu_combine && !counter_bytes && !table_bytes)
     return launch_one(rt, api, k, k->cu_function, args, names, n, true, sms,
-                      (unsigned)k->artifact.smem, stream, NULL);
-  if (!api->cuMemAllocAsync || !api->cuMemFreeAsync || !api->cuMemsetD32Async)
+                      (unsigned)k->artifact.smem, stream, NULL, NULL);
+  if (!api->cuMemAllocAsync || !api->cuMemFreeAsync || !api->cuMemsetD32Async ||
+      !api->cuMemcpyHtoDAsync) {
+    free(table);
     return fa_fail(rt, FA_ERROR_NO_DRIVER,
-                   "libcuda lacks cuMemAllocAsync (split-KV and the tile counter "
-                   "need CUDA 11.2+)");
+                   "libcuda lacks cuMemAllocAsync (split-KV, the tile counter "
+                   "and the tile table need CUDA 11.2+)");
+  }
   if (!k->cu_combine) {
     uint64_t ws = 0;
-    CUresult r = api->cuMemAllocAsync(&ws, counter_bytes, (CUstream)stream);
+    CUresult r = api->cuMemAllocAsync(&ws, counter_bytes + table_bytes,
+                                      (CUstream)stream);
+    if (r != 0) {
+      free(table);
+      return fa_fail(rt, FA_ERROR_OUT_OF_MEMORY, "launch scratch of %zu bytes: %s",
+                     counter_bytes + table_bytes, cuError(api, r));
+    }
+    if (counter_bytes)
+      r = api->cuMemsetD32Async(ws, 0, 1, (CUstream)stream);
     if (r != 0)
-      return fa_fail(rt, FA_ERROR_OUT_OF_MEMORY, "tile counter: %s", cuError(api, r));
-    r = api->cuMemsetD32Async(ws, 0, 1, (CUstream)stream);
-    st = r == 0 ? launch_one(rt, api, k, k->cu_function, args, names, n, true, sms,
-                             (unsigned)k->artifact.smem, stream, (void *)(uintptr_t)ws)
-                : fa_fail(rt, FA_ERROR_CUDA, "cuMemsetD32Async failed: %s", cuError(api, r));
+      st = fa_fail(rt, FA_ERROR_CUDA, "cuMemsetD32Async failed: %s", cuError(api, r));
+    /* From pageable memory the copy is staged before the call returns, so
+     * the host table can be freed right after. */
+    if (st == FA_OK && table_bytes &&
+        (r = api->cuMemcpyHtoDAsync(ws + counter_bytes, table, table_bytes,
+                                    (CUstream)stream)) != 0)
+      st = fa_fail(rt, FA_ERROR_CUDA, "cuMemcpyHtoDAsync (tile table) failed: %s",
+                   cuError(api, r));
+    free(table);
+    if (st == FA_OK)
+      st = launch_one(rt, api, k, k->cu_function, args, names, n, true, sms,
+                      (unsigned)k->artifact.smem, stream,
+                      counter_bytes ? (void *)(uintptr_t)ws : NULL,
+                      table_bytes ? (void *)(uintptr_t)(ws + counter_bytes) : NULL);
     r = api->cuMemFreeAsync(ws, (CUstream)stream);
     if (st == FA_OK && r != 0)
       st = fa_fail(rt, FA_ERROR_CUDA, "cuMemFreeAsync failed: %s", cuError(api, r));
@@ -453,7 +503,7 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
   r = counter_bytes ? api->cuMemsetD32Async(ws, 0, 1, (CUstream)stream) : 0;
   st = r == 0 ? launch_one(rt, api, k, k->cu_function, first, first_names, 5, true,
                            sms, (unsigned)k->artifact.smem, stream,
-                           counter_bytes ? (void *)(uintptr_t)ws : NULL)
+                           counter_bytes ? (void *)(uintptr_t)ws : NULL, NULL)
               : fa_fail(rt, FA_ERROR_CUDA, "cuMemsetD32Async failed: %s", cuError(api, r));
   if (st == FA_OK) {
     cu_tensor second[4] = {pout, plse, from_fa(out), {NULL, 0, {0}}};
@@ -465,7 +515,7 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
     unsigned grid = blocks < (int64_t)sms * 16 ? (unsigned)(blocks > 0 ? blocks : 1)
                                                : sms * 16;
     st = launch_one(rt, api, k, k->cu_combine, second, second_names,
-                    lse ? 4 : 3, false, grid, 0, stream, NULL);
+                    lse ? 4 : 3, false, grid, 0, stream, NULL, NULL);
   }
   r = api->cuMemFreeAsync(ws, (CUstream)stream);
   if (st == FA_OK && r != 0)

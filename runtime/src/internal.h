@@ -33,6 +33,9 @@ typedef struct fa_artifact {
    * pack_groups query heads per tile row group; 0 when absent). */
   bool auto_splits;
   int block_m, block_n, pack_groups;
+  /* The kernel takes, last, the tile table the runtime builds per launch
+   * from cu_seqlens_q / cu_seqlens_k / seqused_k (schedule.c). */
+  bool tile_table;
   /* Tensor maps (TMA) the kernel takes after its pointer/dim parameters:
    * the argument, the box in TMA order (innermost first) and the swizzle in
    * bytes (0, 32, 64, 128). */
@@ -126,10 +129,21 @@ int64_t fa_num_splits_heuristic(const fa_kernel *k, int64_t batch, int64_t sq,
 fa_dtype fa_tma_dtype(const fa_kernel *k, int i);
 /* Checks that `t` can be described by the artifact's tensor map `i` (PTX
  * ISA / CUDA driver: cuTensorMapEncodeTiled requirements). */
+/* schedule.c: the tile table of a "tile_table" cubin for the call's
+ * checked inputs (layout and order in schedule.c): *table (malloc'd, 8 x
+ * (*entries + 1) i32, freed by the caller) and *entries, the number of
+ * (sequence, m_block) tiles per head: sum over sequences of
+ * ceil(q_len x pack_groups / block_m). */
+fa_status fa_sm90_tile_table(fa_runtime *rt, const fa_kernel *k,
+                             const fa_attention_args *args, int32_t **table,
+                             int64_t *entries);
 fa_status fa_tma_check(fa_runtime *rt, const fa_kernel *k, int i,
                        const fa_tensor *t);
+/* Launches the artifact's kernel(s) on `tensors` (the artifact's argument
+ * order); `args` gives the integer metadata the tile table is built from. */
 fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
-                         const fa_tensor *const *tensors, int n, void *stream);
+                         const fa_tensor *const *tensors, int n,
+                         const fa_attention_args *args);
 void fa_cuda_release(fa_runtime *rt);
 void fa_cuda_unload(fa_kernel *k);
 

@@ -435,6 +435,6 @@ fa_status fa_attention_run(fa_runtime *rt, fa_kernel *k,
     for (int j = 0; j < k->artifact.num_args; ++j)
       if (strcmp(k->artifact.arg_names[j], k->artifact.tma[i].arg) == 0)
         TRY(fa_tma_check(rt, k, i, ordered[j]));
-  return fa_cuda_launch(rt, k, ordered, k->artifact.num_args, a->stream);
+  return fa_cuda_launch(rt, k, ordered, k->artifact.num_args, a);
 #undef TRY
 }

@@ -17,6 +17,10 @@
 int64_t fa_num_splits_heuristic(const fa_kernel *k, int64_t batch,
                                 int64_t sq, int64_t hq, int64_t sk,
                                 int64_t hkv, int64_t sms);
+/* Internal (runtime/src/schedule.c): the varlen tile table. */
+fa_status fa_sm90_tile_table(fa_runtime *rt, const fa_kernel *k,
+                             const fa_attention_args *args, int32_t **table,
+                             int64_t *entries);
 
 int main(void) {
   fa_runtime_options opts = {0};
@@ -211,6 +215,95 @@ int main(void) {
   c.num_splits = 1;
   c.num_q_heads = c.num_kv_heads = 2;
   c.head_dim = c.head_dim_v = 64;
+
+  /* The varlen tile table: one entry per (sequence, m_block) with real
+   * rows, sum ceil(q_len x G / block_m) of them, longest first under a
+   * causal mask; a sequence with no queries gets none, one with no keys
+   * still gets its rows (output 0, lse -inf). The metadata is read on the
+   * host: cu_seqlens_q {0, 0, 1, 300, 429}, cu_seqlens_k {0, 5, 5, 400,
+   * 1429}, block_m 128, block_n 128. */
+  c.flags = FA_VARLEN_Q | FA_VARLEN_K | FA_WITH_LSE;
+  c.causal = FA_CAUSAL_BOTTOM_RIGHT;
+  c.num_q_heads = 8;
+  c.num_kv_heads = 2;
+  CHECK(fa_artifact_build(&c, FA_COMPILER_VERSION, FA_ARTIFACT_CUBIN,
+                          "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\",\"lse\"],"
+                          "\"tile_table\":true,\"block_m\":128,\"block_n\":128}",
+                          payload, sizeof(payload), &bytes, &size) == FA_OK,
+        "building a tile-table artifact");
+  CHECK_STATUS(fa_kernel_load_artifact(rt, bytes, size, &k), FA_OK, rt);
+  fa_artifact_free(bytes);
+  if (k) {
+    int32_t cu_q[] = {0, 0, 1, 300, 429}, cu_k[] = {0, 5, 5, 400, 1429};
+    fa_attention_args a = empty_args();
+    a.q = make_tensor(3, (int64_t[]){429, 8, 64}, 2);
+    a.k = make_tensor(3, (int64_t[]){1429, 2, 64}, 2);
+    a.cu_seqlens_q = (fa_tensor){cu_q, 1, {5}};
+    a.cu_seqlens_k = (fa_tensor){cu_k, 1, {5}};
+    int32_t *t = NULL;
+    int64_t n = -1;
+    CHECK_STATUS(fa_sm90_tile_table(rt, k, &a, &t, &n), FA_OK, rt);
+    /* ceil(0/128) + ceil(1/128) + ceil(299/128) + ceil(129/128) = 0+1+3+2 */
+    CHECK(n == 6 && t && t[0] == 6, "entries: %lld", (long long)n);
+    if (t && n == 6) {
+      /* Longest first: sequence 3 (129 queries over 1029 keys, bottom
+       * right): m_blocks 0 and 1 both see all 9 key blocks (ties in
+       * m_block order); sequence 2 (299 over 395): m_block 2 4 blocks, 1 3,
+       * 0 2; sequence 1 (1 query, no keys) last. */
+      int32_t want[6][8] = {{300, 0, 129, 400, 0, 1029, 0, 3},
+                            {300, 0, 129, 400, 0, 1029, 1, 3},
+                            {1, 0, 299, 5, 0, 395, 2, 2},
+                            {1, 0, 299, 5, 0, 395, 1, 2},
+                            {1, 0, 299, 5, 0, 395, 0, 2},
+                            {0, 0, 1, 5, 0, 0, 0, 1}};
+      for (int e = 0; e < 6; ++e)
+        for (int f = 0; f < 8; ++f)
+          CHECK(t[8 * (e + 1) + f] == want[e][f], "entry %d field %d: %d, want %d", e,
+                f, t[8 * (e + 1) + f], want[e][f]);
+    }
+    free(t);
+    free(a.q.data);
+    free(a.k.data);
+  }
+  /* seqused_k on dense q and k: k length from seqused_k, positions 0 and
+   * the batch as TMA coordinates; pack_gqa folds G = 4 heads into rows. */
+  c.flags = FA_SEQUSED_K;
+  CHECK(fa_artifact_build(&c, FA_COMPILER_VERSION, FA_ARTIFACT_CUBIN,
+                          "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],"
+                          "\"tile_table\":true,\"block_m\":128,\"block_n\":128,"
+                          "\"pack_groups\":4}",
+                          payload, sizeof(payload), &bytes, &size) == FA_OK,
+        "building a seqused_k artifact");
+  CHECK_STATUS(fa_kernel_load_artifact(rt, bytes, size, &k), FA_OK, rt);
+  fa_artifact_free(bytes);
+  if (k) {
+    int32_t used[] = {700, 0};
+    fa_attention_args a = empty_args();
+    a.q = make_tensor(4, (int64_t[]){2, 40, 8, 64}, 2);
+    a.k = make_tensor(4, (int64_t[]){2, 1000, 2, 64}, 2);
+    a.seqused_k = (fa_tensor){used, 1, {2}};
+    int32_t *t = NULL;
+    int64_t n = -1;
+    CHECK_STATUS(fa_sm90_tile_table(rt, k, &a, &t, &n), FA_OK, rt);
+    /* 40 positions x 4 heads = 160 rows: 2 tiles per sequence. */
+    CHECK(n == 4 && t, "seqused_k entries: %lld", (long long)n);
+    if (t && n == 4) {
+      int32_t want[4][8] = {{0, 0, 40, 0, 0, 700, 0, 0},
+                            {0, 0, 40, 0, 0, 700, 1, 0},
+                            {0, 1, 40, 0, 1, 0, 0, 1},
+                            {0, 1, 40, 0, 1, 0, 1, 1}};
+      for (int e = 0; e < 4; ++e)
+        for (int f = 0; f < 8; ++f)
+          CHECK(t[8 * (e + 1) + f] == want[e][f], "seqused entry %d field %d: %d, want %d",
+                e, f, t[8 * (e + 1) + f], want[e][f]);
+    }
+    free(t);
+    free(a.q.data);
+    free(a.k.data);
+  }
+  c.flags = 0;
+  c.causal = FA_CAUSAL_NONE;
+  c.num_q_heads = c.num_kv_heads = 2;
 
   unsetenv("FLASHATTN_LIBCUDA");
   fa_status st = fa_cuda_probe(rt, &sms);

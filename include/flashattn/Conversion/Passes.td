@@ -37,7 +37,8 @@ def ConvertFlashAttnToNVGPU : Pass<"convert-flashattn-to-nvgpu", "::mlir::Module
     `gpu.module` holding an sm_90a kernel in the LLVM/NVVM dialects and names
     it on the op (`flashattn.sm90_kernel = @module::@kernel`, with
     `flashattn.sm90_smem`, `flashattn.sm90_threads` and, when O leaves by
-    TMA, `flashattn.sm90_out_tma`); the op stays as the host-side
+    TMA, `flashattn.sm90_out_tma`, with varlen or seqused_k
+    `flashattn.sm90_tile_table`); the op stays as the host-side
     description of the launch (the runtime launches the kernel with the
     op's operands).
 
@@ -54,12 +55,16 @@ def ConvertFlashAttnToNVGPU : Pass<"convert-flashattn-to-nvgpu", "::mlir::Module
     and the epilogue through shared memory and a TMA store where the O tile
     fits. Supported: dense bf16/f16 q/k/v, head_dim 64, 128 or 256
     (= head_dim_v), GQA/MQA, causal top_left/bottom_right, sliding windows,
-    softcap, lse, and split-KV in the partial form of `flashattn-split-kv`:
+    softcap, lse, varlen (cu_seqlens_q / cu_seqlens_k) and seqused_k
+    through a per-launch tile table the runtime builds from the sequence
+    lengths (tiles only for real rows, longest first), and split-KV in the
+    partial form of `flashattn-split-kv`:
     the partial op's kernel writes f32 partial out / lse per (tile, split),
     and the `flashattn.combine` that reads them becomes a second kernel of
     the same gpu.module (`flashattn.sm90_kernel` on the combine names it).
-    Anything else (varlen, paged, append, ALiBi, split-KV not yet in the
-    partial form, plans the kernel cannot hold) is reported. Score and mask
+    Anything else (paged, append, ALiBi, split-KV with varlen or
+    seqused_k, split-KV not yet in the partial form, plans the kernel
+    cannot hold) is reported. Score and mask
     regions are inlined into the kernel at every score (the mask on every
     key block, so it never skips blocks) when they use only their
     arguments, constants and arith ops; regions that read values from

@@ -43,6 +43,7 @@ struct Sm90Ptx {
   bool outTma = false;      ///< stores out by TMA (a fourth tensor map)
   int64_t packGroups = 1;   ///< pack_gqa: q's map is 5-D, heads split by G
   bool autoSplits = false;  ///< num_splits 0: the runtime picks the count
+  bool tileTable = false;   ///< takes the runtime's tile table (varlen)
 };
 
 /// Tile overrides for flashattn-plan (0 = automatic) and code-generation

@@ -68,10 +68,8 @@ static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why,
   int64_t d = op.getHeadDim();
   if (d != op.getHeadDimV() || (d != 64 && d != 128 && d != 256))
     return fail("the sm90 kernel takes head_dim 64, 128 or 256 (= head_dim_v)");
-  if (op.isVarlenQ() || op.isVarlenK() || op.isPaged() || op.hasAppend() ||
-      op.getAlibiSlopes() || op.getSequsedK())
-    return fail("varlen, paged, append, seqused_k and ALiBi are not in the "
-                "sm90 kernel yet");
+  if (op.isPaged() || op.hasAppend() || op.getAlibiSlopes())
+    return fail("paged KV, append and ALiBi are not in the sm90 kernel yet");
   for (Region *region : {&op.getScore(), &op.getMask()}) {
     if (region->empty())
       continue;
@@ -140,6 +138,13 @@ static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why,
   spec.scoreRegion = !op.getScore().empty();
   spec.maskRegion = !op.getMask().empty();
   spec.splitPartial = partial;
+  // Varlen and seqused_k: tiles from the runtime's per-launch table.
+  spec.varlenQ = op.isVarlenQ();
+  spec.varlenK = op.isVarlenK();
+  spec.tileTable = spec.varlenQ || spec.varlenK || op.getSequsedK();
+  if (spec.tileTable && partial)
+    return fail("split-KV with varlen or seqused_k is not in the sm90 kernel "
+                "yet (use num_splits = 1)");
   if (partial && (cast<ShapedType>(op.getOut().getType()).isDynamicDim(0) ||
                   !op.getLse()))
     return fail("the partial form needs a static number of splits and lse");
@@ -168,7 +173,10 @@ static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why,
   spec.conditionalRescale = d >= 128;
   // Measured: +1-2% at head_dim 128, 0-2% slower at 64 and 256.
   spec.rescaleUnderQK = d == 128;
-  if (!partial && spec.packGroups == 1 && options.tmaStore.value_or(consumers <= 2)) {
+  // Not with the tile table: a TMA store of a tile's last rows would write
+  // into the next sequence.
+  if (!partial && spec.packGroups == 1 && !spec.tileTable &&
+      options.tmaStore.value_or(consumers <= 2)) {
     Sm90KernelSpec withStore = spec;
     withStore.tmaStore = true;
     spec.tmaStore = sm90SharedMemoryBytes(withStore) <= 227 * 1024;
@@ -267,6 +275,8 @@ struct AttentionToSm90Kernel : OpRewritePattern<AttentionOp> {
                   rewriter.getI64IntegerAttr(sm90Threads(*spec)));
       if (spec->tmaStore)
         op->setAttr("flashattn.sm90_out_tma", rewriter.getUnitAttr());
+      if (spec->tileTable)
+        op->setAttr("flashattn.sm90_tile_table", rewriter.getUnitAttr());
       if (spec->packGroups > 1)
         op->setAttr("flashattn.sm90_pack_gqa",
                     rewriter.getI64IntegerAttr(spec->packGroups));

@@ -157,11 +157,17 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   // Split-KV partial form: out [S, B, Sq, H, D] f32, lse [S, B, H, Sq].
   const bool partial = k.splitPartial;
   const char *dimNames[] = {"q", "k", "v", "o"};
+  // Varlen: q and out [Tq, H, D], k and v [Tk, Hkv, D], lse [Hq, Tq].
+  auto rankOf = [&](char n) -> int {
+    if (n == 'o')
+      return partial ? 5 : k.varlenQ ? 3 : 4;
+    return (n == 'q' ? k.varlenQ : k.varlenK) ? 3 : 4;
+  };
   for (const char *n : dimNames)
-    for (int i = 0; i < (partial && n[0] == 'o' ? 5 : 4); ++i)
+    for (int i = 0; i < rankOf(n[0]); ++i)
       os << ", %" << n << "d" << i << ": i64";
   if (k.lse)
-    for (int i = 0; i < (partial ? 4 : 3); ++i)
+    for (int i = 0; i < (partial ? 4 : k.varlenQ ? 2 : 3); ++i)
       os << ", %ld" << i << ": i64";
   std::vector<const char *> maps = {"qmap", "kmap", "vmap"};
   if (k.tmaStore)
@@ -173,6 +179,9 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   // Dynamic schedule: a u32 tile counter, zero at launch.
   if (k.heavyFirst)
     os << ", %tile_counter: !llvm.ptr<1>";
+  // Sequence-aware tiles: the runtime's tile table (Sm90KernelSpec::tileTable).
+  if (k.tileTable)
+    os << ", %tile_table: !llvm.ptr<1>";
   // One CTA per SM: e.g. with C = 2, 384 threads at 168 registers each, the
   // budget setmaxnreg redistributes (shared/SM90-KERNEL.md).
   os << ") attributes {nvvm.kernel, nvvm.maxntid = array<i32: " << threads
@@ -216,8 +225,15 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   auto trunc = [&](const std::string &v) {
     return w.op("arith.trunci " + v + " : i64 to i32");
   };
-  std::string batch = trunc("%qd0"), sq = trunc("%qd1"), hq = trunc("%qd2"),
-              sk = trunc("%kd1"), hkv = trunc("%kd2");
+  // sqDim: the extent of q's position dimension (Sq, or Tq when packed by
+  // cu_seqlens_q), the stride unit of out and lse rows.
+  const bool table = k.tileTable;
+  std::string batch = table ? "" : trunc("%qd0"),
+              sqDim = trunc(k.varlenQ ? "%qd0" : "%qd1"),
+              hq = trunc(k.varlenQ ? "%qd1" : "%qd2"),
+              sk = table ? "" : trunc("%kd1"),
+              hkv = trunc(k.varlenK ? "%kd1" : "%kd2");
+  std::string sq = table ? "" : sqDim;
   std::string groups = w.bin("arith.divui", hq, hkv, "i32");
   std::string cBM = w.i32(BM);
   // pack_gqa: the G query heads of a kv head share its tiles; packed row
@@ -226,18 +242,26 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   const int64_t G = k.packGroups;
   const bool packed = G > 1;
   std::string cG = w.i32(G);
-  std::string rowsTotal = packed ? w.bin("arith.muli", sq, cG, "i32") : sq;
   std::string tileHeads = packed ? hkv : hq;
-  std::string nmb = w.bin("arith.ceildivui", rowsTotal, cBM, "i32");
-  std::string nbh = w.bin("arith.muli", batch, tileHeads, "i32");
-  std::string ntiles = w.bin("arith.muli", nbh, nmb, "i32");
+  std::string rowsTotal, nmb, nbh, ntiles;
+  if (table) {
+    // Entry 0 of the table holds the number of (sequence, m_block) entries;
+    // each serves every head.
+    std::string count = w.op("llvm.load %tile_table {invariant} : !llvm.ptr<1> -> i32");
+    ntiles = w.bin("arith.muli", count, tileHeads, "i32");
+  } else {
+    rowsTotal = packed ? w.bin("arith.muli", sq, cG, "i32") : sq;
+    nmb = w.bin("arith.ceildivui", rowsTotal, cBM, "i32");
+    nbh = w.bin("arith.muli", batch, tileHeads, "i32");
+    ntiles = w.bin("arith.muli", nbh, nmb, "i32");
+  }
   // The split count is the partial out's leading dimension at run time (the
   // runtime may choose it per launch: automatic num_splits).
   std::string nsplit = partial ? trunc("%od0") : "";
   if (partial)
     ntiles = w.bin("arith.muli", ntiles, nsplit, "i32");
   std::string cBN = w.i32(BN);
-  std::string off = w.bin("arith.subi", sk, sq, "i32");
+  std::string off = table ? "" : w.bin("arith.subi", sk, sq, "i32");
   std::string negInf = w.op("arith.constant 0xFF800000 : f32");
   std::string zeroF = w.f32(0.0);
   std::string full = w.op("arith.constant -1 : i32");
@@ -283,8 +307,24 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
 
   // A tile's coordinates and key-block range, the same in the producer and
   // the consumers.
+  // sq, sk, off (= sk - sq) and rowsTotal are the tile's sequence's;
+  // (qRow, qb) and (kRow, kb) are the TMA coordinates (position, batch) of
+  // its first query and key; b is the sequence (region argument).
   struct Tile {
     std::string b, h, kvh, m0, m1, split, nbLo, nblocks;
+    std::string sq, sk, off, rowsTotal, qRow, qb, kRow, kb, entry;
+  };
+  // Field f of tile-table entry e. Invariant loads may be merged; the
+  // epilogue's plain reloads are not, so the fields it needs do not occupy
+  // registers through the key-block loop (a dense kernel reads them from
+  // its parameters).
+  auto tableField = [&](const std::string &e, int f, bool invariant) {
+    std::string at0 = w.bin("arith.muli", w.bin("arith.addi", e, c1, "i32"), c8, "i32");
+    std::string p = w.op("llvm.getelementptr %tile_table[" +
+                         w.bin("arith.addi", at0, w.i32(f), "i32") +
+                         "] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32");
+    return w.op("llvm.load " + p + (invariant ? " {invariant}" : "") +
+                " : !llvm.ptr<1> -> i32");
   };
   auto decodeTile = [&](const std::string &tileIn) {
     Tile t;
@@ -299,7 +339,25 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
       t.split = w.bin("arith.remui", tile, nsplit, "i32");
       tile = w.bin("arith.divui", tile, nsplit, "i32");
     }
-    if (k.heavyFirst) {
+    if (table) {
+      // Table mode: tile = entry x heads + head; entry e (8 i32 at 32 (e +
+      // 1) bytes) = q position, q batch, q length, k position, k batch, k
+      // length, m_block, sequence, in the runtime's order (longest first).
+      t.h = w.bin("arith.remui", tile, tileHeads, "i32");
+      std::string e = w.bin("arith.divui", tile, tileHeads, "i32");
+      t.entry = e;
+      auto field = [&](int f) { return tableField(e, f, true); };
+      t.qRow = field(0);
+      t.qb = field(1);
+      t.sq = field(2);
+      t.kRow = field(3);
+      t.kb = field(4);
+      t.sk = field(5);
+      mb = field(6);
+      t.b = field(7);
+      t.off = w.bin("arith.subi", t.sk, t.sq, "i32");
+      t.rowsTotal = packed ? w.bin("arith.muli", t.sq, cG, "i32") : t.sq;
+    } else if (k.heavyFirst) {
       bh = w.bin("arith.remui", tile, nbh, "i32");
       mb = w.bin("arith.subi", w.bin("arith.subi", nmb, c1, "i32"),
                  w.bin("arith.divui", tile, nbh, "i32"), "i32");
@@ -308,8 +366,17 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
       bh = w.bin("arith.divui", tile, nmb, "i32");
     }
     // t.h: the query head, or with pack_gqa the kv head.
-    t.h = w.bin("arith.remui", bh, tileHeads, "i32");
-    t.b = w.bin("arith.divui", bh, tileHeads, "i32");
+    if (!table) {
+      t.h = w.bin("arith.remui", bh, tileHeads, "i32");
+      t.b = w.bin("arith.divui", bh, tileHeads, "i32");
+      t.sq = sq;
+      t.sk = sk;
+      t.off = off;
+      t.rowsTotal = rowsTotal;
+      t.qRow = t.kRow = c0;
+      t.qb = t.kb = t.b;
+    }
+    const std::string &sk = t.sk, &off = t.off, &rowsTotal = t.rowsTotal;
     t.kvh = packed ? t.h : w.bin("arith.divui", t.h, groups, "i32");
     t.m0 = w.bin("arith.muli", mb, cBM, "i32");
     // Key range (DESIGN.md section 2): n_max = min(Sk, m1 + c), c from causal,
@@ -361,19 +428,28 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   if (k.producerRegs)
     w.line("nvvm.setmaxregister decrease " + std::to_string(k.producerRegs));
   w.line("scf.if " + isLeader + " {");
+  // a + b, or b when a is the constant 0 (the dense kernel's positions).
+  auto plus = [&](const std::string &a, const std::string &b) {
+    return a == c0 ? b : w.bin("arith.addi", a, b, "i32");
+  };
+  // The trailing TMA coordinates (position, batch) of a 4-D map, or the
+  // position alone of a 3-D one (varlen: [T, H, D]).
+  auto posBatch = [&](bool varlen, const std::string &pos, const std::string &b) {
+    return varlen ? pos : pos + ", " + b;
+  };
   // Issues the TMA loads of one K (or V) block into `base`.
   auto loadKV = [&](const std::string &map, const std::string &base,
                     const std::string &bar, const std::string &nb,
-                    const std::string &kvh, const std::string &b) {
+                    const std::string &kvh, const Tile &t) {
     w.line("nvvm.mbarrier.arrive.expect_tx " + bar + ", " + w.i32(L.kvBytes) +
            " : !llvm.ptr<3>, i32");
-    std::string row = w.bin("arith.muli", nb, cBN, "i32");
+    std::string row = plus(t.kRow, w.bin("arith.muli", nb, cBN, "i32"));
     for (int64_t i = 0; i < boxes; ++i) {
       std::string dst = w.op("llvm.addrspacecast " + ptrAdd(base, i * BN * 128) +
                              " : !llvm.ptr<3> to !llvm.ptr<7>");
       w.line("nvvm.cp.async.bulk.tensor.shared.cluster.global " + dst + ", " +
              map + ", " + bar + ", box[" + w.i32(64 * i) + ", " + kvh + ", " +
-             row + ", " + b + "] : !llvm.ptr<7>, !llvm.ptr");
+             posBatch(k.varlenK, row, t.kb) + "] : !llvm.ptr<7>, !llvm.ptr");
     }
   };
   // The persistent loop over tiles. The producer picks each tile and hands
@@ -420,8 +496,11 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
       // (64, G, 1, BM / G, 1): the box lands as packed rows i G + g.
       std::string coords =
           packed ? w.i32(64 * i) + ", " + c0 + ", " + t.kvh + ", " +
-                       w.bin("arith.divui", t.m0, cG, "i32") + ", " + t.b
-                 : w.i32(64 * i) + ", " + t.h + ", " + t.m0 + ", " + t.b;
+                       posBatch(k.varlenQ,
+                                plus(t.qRow, w.bin("arith.divui", t.m0, cG, "i32")),
+                                t.qb)
+                 : w.i32(64 * i) + ", " + t.h + ", " +
+                       posBatch(k.varlenQ, plus(t.qRow, t.m0), t.qb);
       w.line("nvvm.cp.async.bulk.tensor.shared.cluster.global " + dst +
              ", %qmap, " + barQ + ", box[" + coords + "] : !llvm.ptr<7>, !llvm.ptr");
     }
@@ -439,11 +518,11 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     w.line("scf.if " + reuse + " {");
     waitParity(barAt(L.emptyK(), slot), ePar);
     w.line("}");
-    loadKV("%kmap", slotBase(L.kOff, slot), barAt(L.fullK(), slot), kb, t.kvh, t.b);
+    loadKV("%kmap", slotBase(L.kOff, slot), barAt(L.fullK(), slot), kb, t.kvh, t);
     w.line("scf.if " + reuse + " {");
     waitParity(barAt(L.emptyV(), slot), ePar);
     w.line("}");
-    loadKV("%vmap", slotBase(L.vOff, slot), barAt(L.fullV(), slot), kb, t.kvh, t.b);
+    loadKV("%vmap", slotBase(L.vOff, slot), barAt(L.fullV(), slot), kb, t.kvh, t);
     w.line("scf.yield " + w.bin("arith.addi", "%pgg", c1, "i32") + " : i32");
     w.line("}");
     w.line("scf.yield " + nextTile("%pwt") + ", %pn, " +
@@ -866,20 +945,20 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   // min(Sk, i [+ Sk - Sq] + 1 with causal, i + Sk - Sq + right + 1 with a
   // right window), lo(i) = i + Sk - Sq - left with a left window.
   auto limOf = [&](const std::string &i) {
-    std::string lim = sk;
+    std::string lim = t.sk;
     if (k.causal) {
-      std::string c = k.causal == 2 ? w.bin("arith.addi", i, off, "i32") : i;
+      std::string c = k.causal == 2 ? w.bin("arith.addi", i, t.off, "i32") : i;
       lim = w.bin("arith.minsi", lim, w.bin("arith.addi", c, c1, "i32"), "i32");
     }
     if (k.windowRight >= 0)
       lim = w.bin("arith.minsi", lim,
-                  w.bin("arith.addi", w.bin("arith.addi", i, off, "i32"),
+                  w.bin("arith.addi", w.bin("arith.addi", i, t.off, "i32"),
                         w.i32(k.windowRight + 1), "i32"),
                   "i32");
     return lim;
   };
   auto loOf = [&](const std::string &i) {
-    return w.bin("arith.subi", w.bin("arith.addi", i, off, "i32"), w.i32(k.windowLeft),
+    return w.bin("arith.subi", w.bin("arith.addi", i, t.off, "i32"), w.i32(k.windowLeft),
                  "i32");
   };
   rw.limA = limOf(rw.iA);
@@ -921,7 +1000,7 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   // A consumer whose 64 rows all lie past Sq (the last tile of a sequence)
   // computes nothing: it only releases the stages it is counted on, so the
   // tensor cores go to the consumers with real rows.
-  std::string active = w.op("arith.cmpi slt, " + firstRow + ", " + rowsTotal + " : i32");
+  std::string active = w.op("arith.cmpi slt, " + firstRow + ", " + t.rowsTotal + " : i32");
   std::string compute = w.bin("arith.andi", has, active, "i1");
   w.line("%cr:6 = scf.if " + compute + " -> (" + stateT + ") {");
   {
@@ -1059,9 +1138,14 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     return w.op("arith.select " + e + ", " + zeroF + ", " + q + " : f32");
   };
   std::string invA = inv(LA), invB = inv(LB);
+  if (table) {
+    t.qRow = tableField(t.entry, 0, false);
+    t.qb = tableField(t.entry, 1, false);
+    t.sq = tableField(t.entry, 2, false);
+  }
   std::string hq64 = w.op("arith.extui " + hq + " : i32 to i64");
-  std::string sq64 = w.op("arith.extui " + sq + " : i32 to i64");
-  std::string b64 = w.op("arith.extui " + t.b + " : i32 to i64");
+  std::string sq64 = w.op("arith.extui " + sqDim + " : i32 to i64");
+  std::string b64 = w.op("arith.extui " + t.qb + " : i32 to i64");
   std::string h64s[2] = {w.op("arith.extui " + rw.hA + " : i32 to i64"), ""};
   h64s[1] = packed ? w.op("arith.extui " + rw.hB + " : i32 to i64") : h64s[0];
   // Partial form: the split's slice starts at s * B * Sq * H * D (out) and
@@ -1152,9 +1236,11 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     if (k.tmaStore && !k.lse)
       break;
     std::string i = half ? rw.iB : rw.iA;
-    std::string valid = w.op("arith.cmpi slt, " + i + ", " + sq + " : i32");
+    std::string valid = w.op("arith.cmpi slt, " + i + ", " + t.sq + " : i32");
     w.line("scf.if " + valid + " {");
-    std::string i64v = w.op("arith.extui " + i + " : i32 to i64");
+    // The row's position in q's position dimension (varlen: past the
+    // sequences before it).
+    std::string i64v = w.op("arith.extui " + plus(t.qRow, i) + " : i32 to i64");
     // Out from registers (without the TMA store): element offset of
     // out[b, i, h, 0], then the pairs of this row.
     std::string base;

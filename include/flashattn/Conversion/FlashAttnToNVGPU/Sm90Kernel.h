@@ -59,6 +59,23 @@ struct Sm90KernelSpec {
   /// kvh G + g); Q then comes through a 5-D tensor map (box 64 x G x 1 x
   /// BM / G x 1, G divides BM), K/V are read once per kv head. 1 = off.
   int64_t packGroups = 1;
+  /// Varlen (DESIGN.md section 1): q and out packed [Tq, Hq, D] with lse
+  /// [Hq, Tq] (varlenQ); k and v packed [Tk, Hkv, D] (varlenK). Their TMA
+  /// maps are 3-D (4-D for q with pack_gqa).
+  bool varlenQ = false;
+  bool varlenK = false;
+  /// Sequence-aware tiles (required by varlenQ / varlenK, and used for
+  /// seqused_k): the kernel's last parameter is a device table the runtime
+  /// builds per launch from cu_seqlens_q / cu_seqlens_k / seqused_k, i32:
+  /// entry 0 = E (number of tiles per head), then E entries of 8 (q
+  /// position, q batch, q length, k position, k batch, k length, m_block,
+  /// sequence), in the order the tiles run (runtime/src/schedule.c puts the
+  /// longest first). Tile t serves entry t / heads and head t % heads, so
+  /// tiles exist only for real rows. Rows past a sequence's end are loaded
+  /// (they belong to the next sequence) but never written; keys past it are
+  /// masked. Not with tmaStore (a TMA store would write those rows) or
+  /// splitPartial.
+  bool tileTable = false;
   bool f16 = false;
   int causal = 0;
   bool lse = false;
@@ -97,11 +114,12 @@ struct Sm90CombineSpec {
 
 /// The gpu.module `@<name>_module` (MLIR text) holding kernel `@<name>`.
 /// Kernel parameters (the runtime's launch ABI, runtime/src/cuda.c): q, k,
-/// v, out[, lse] as !llvm.ptr<1>; the 4 dims of q, k, v, out[, the 3 of lse]
-/// as i64; the CUtensorMaps of q, k, v [and out with tmaStore] as 128-byte
-/// grid-constant byval
-/// parameters (boxes 64 x 1 x (64 consumers) x 1 / 64 x 1 x blockN x 1,
-/// 128-byte swizzle), then with heavyFirst the tile counter as
+/// v, out[, lse] as !llvm.ptr<1>; the dims of q, k, v, out[, lse] as i64 (4,
+/// 4, 4, 4, 3; varlen 3, 3, 3, 3, 2); the CUtensorMaps of q, k, v [and out
+/// with tmaStore] as 128-byte grid-constant byval parameters (boxes 64 x 1
+/// x (64 consumers) x 1 / 64 x 1 x blockN x 1, 128-byte swizzle; without
+/// the trailing 1 for a varlen tensor), then with heavyFirst the tile
+/// counter as !llvm.ptr<1>, then with tileTable the tile table as
 /// !llvm.ptr<1>. Launch: sm90Threads threads, sm90SharedMemoryBytes of
 /// dynamic shared memory, any grid (a persistent loop over the tiles).
 std::string emitSm90AttentionKernel(const Sm90KernelSpec &spec);

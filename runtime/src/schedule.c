@@ -1,0 +1,128 @@
+/*===- schedule.c - the sm90 kernel's tile table (varlen, seqused_k) -------===*
+ *
+ * A cubin with metadata "tile_table": true (Sm90KernelSpec::tileTable) runs
+ * over a table of (sequence, m_block) entries the runtime builds per launch
+ * from the host-readable cu_seqlens_q, cu_seqlens_k and seqused_k, so that
+ * tiles exist only for real rows: sequence b of q_len queries gets
+ * ceil(q_len x G / block_m) entries (G = pack_groups, query heads folded
+ * into a tile's rows with pack_gqa), a sequence with no queries none. Each
+ * entry serves every head (the kernel's tile t is entry t / heads, head
+ * t % heads).
+ *
+ * Layout (i32): entry 0 = {E, 0, ...}, then E entries of 8: q position, q
+ * batch, q length, k position, k batch, k length, m_block, sequence; q/k
+ * position and batch are the TMA coordinates of the sequence's first
+ * row (varlen: cu_seqlens[b] and 0; dense: 0 and b), k length is
+ * seqused_k[b] when given.
+ *
+ * Order: longest first (FlashAttention-3's LPT order, which its varlen
+ * scheduler gets by sorting batches by length), by the key blocks each tile
+ * visits under the mask (DESIGN.md section 2, the kernel's range), ties in
+ * (sequence, m_block) order.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+  int32_t f[8];
+  int64_t work;
+} tile_entry;
+
+static int by_work(const void *a, const void *b) {
+  const tile_entry *x = (const tile_entry *)a, *y = (const tile_entry *)b;
+  if (x->work != y->work)
+    return x->work > y->work ? -1 : 1;
+  if (x->f[7] != y->f[7])
+    return x->f[7] < y->f[7] ? -1 : 1;
+  return x->f[6] < y->f[6] ? -1 : x->f[6] > y->f[6];
+}
+
+/* Key blocks of block_n a tile of rows [r0, r1) (packed by g) visits:
+ * [lo, hi) with hi = min(Sk, pos1 + c) and lo = pos0 + Sk - Sq - left. */
+static int64_t tile_blocks(const fa_attention_config *c, int64_t r0, int64_t r1,
+                           int64_t g, int64_t sq, int64_t sk, int64_t bn) {
+  int64_t pos0 = r0 / g, pos1 = (r1 + g - 1) / g, off = sk - sq;
+  int64_t hi = sk, lo = 0;
+  if (c->causal == FA_CAUSAL_TOP_LEFT && pos1 < hi)
+    hi = pos1;
+  if (c->causal == FA_CAUSAL_BOTTOM_RIGHT && pos1 + off < hi)
+    hi = pos1 + off;
+  if (c->window_right >= 0 && pos1 + off + c->window_right < hi)
+    hi = pos1 + off + c->window_right;
+  if (c->window_left >= 0 && pos0 + off - c->window_left > lo)
+    lo = pos0 + off - c->window_left;
+  if (hi <= 0)
+    return 0;
+  int64_t n = (hi + bn - 1) / bn - lo / bn;
+  return n > 0 ? n : 0;
+}
+
+fa_status fa_sm90_tile_table(fa_runtime *rt, const fa_kernel *k,
+                             const fa_attention_args *a, int32_t **table,
+                             int64_t *entries) {
+  *table = NULL;
+  *entries = 0;
+  const fa_attention_config *c = &k->artifact.config;
+  const bool varlen_q = c->flags & FA_VARLEN_Q, varlen_k = c->flags & FA_VARLEN_K,
+             used_k = c->flags & FA_SEQUSED_K;
+  int64_t bm = k->artifact.block_m, bn = k->artifact.block_n;
+  int64_t g = k->artifact.pack_groups > 1 ? k->artifact.pack_groups : 1;
+  if (bm <= 0 || bn <= 0)
+    return fa_fail(rt, FA_ERROR_CORRUPT_ARTIFACT,
+                   "tile_table without block_m and block_n");
+  const int32_t *cu_q = (const int32_t *)a->cu_seqlens_q.data;
+  const int32_t *cu_k = (const int32_t *)a->cu_seqlens_k.data;
+  const int32_t *used = (const int32_t *)a->seqused_k.data;
+  int64_t batch = varlen_q ? a->cu_seqlens_q.shape[0] - 1 : a->q.shape[0];
+  int64_t total = 0;
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t q_len = varlen_q ? cu_q[b + 1] - cu_q[b] : a->q.shape[1];
+    total += (q_len * g + bm - 1) / bm;
+  }
+  /* The kernel counts tiles (entries x heads) in i32. */
+  int64_t heads = g > 1 ? c->num_kv_heads : c->num_q_heads;
+  if (total * heads >= INT32_MAX)
+    return fa_fail(rt, FA_ERROR_UNSUPPORTED,
+                   "%lld tiles x %lld heads exceed the kernel's i32 tile index",
+                   (long long)total, (long long)heads);
+  tile_entry *list = (tile_entry *)calloc((size_t)(total ? total : 1), sizeof(*list));
+  int32_t *out = (int32_t *)calloc((size_t)(8 * (total + 1)), sizeof(int32_t));
+  if (!list || !out) {
+    free(list);
+    free(out);
+    return fa_fail(rt, FA_ERROR_OUT_OF_MEMORY, "tile table of %lld entries",
+                   (long long)total);
+  }
+  int64_t n = 0;
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t q_pos = varlen_q ? cu_q[b] : 0;
+    int64_t q_len = varlen_q ? cu_q[b + 1] - cu_q[b] : a->q.shape[1];
+    int64_t k_pos = varlen_k ? cu_k[b] : 0;
+    int64_t k_len = varlen_k ? cu_k[b + 1] - cu_k[b] : a->k.shape[1];
+    if (used_k)
+      k_len = used[b];
+    int64_t rows = q_len * g;
+    for (int64_t m = 0; m * bm < rows; ++m) {
+      tile_entry *e = &list[n++];
+      int64_t r1 = (m + 1) * bm < rows ? (m + 1) * bm : rows;
+      int32_t f[8] = {(int32_t)q_pos, varlen_q ? 0 : (int32_t)b, (int32_t)q_len,
+                      (int32_t)k_pos, varlen_k ? 0 : (int32_t)b, (int32_t)k_len,
+                      (int32_t)m,     (int32_t)b};
+      memcpy(e->f, f, sizeof(f));
+      /* A tile with no keys still loads Q and writes its rows. */
+      e->work = 1 + tile_blocks(c, m * bm, r1, g, q_len, k_len, bn);
+    }
+  }
+  qsort(list, (size_t)n, sizeof(*list), by_work);
+  out[0] = (int32_t)n;
+  for (int64_t i = 0; i < n; ++i)
+    memcpy(&out[8 * (i + 1)], list[i].f, sizeof(list[i].f));
+  free(list);
+  *table = out;
+  *entries = n;
+  return FA_OK;
+}
