@@ -19,7 +19,7 @@ launched through libflashattn_rt (ctypes), exactly as a runtime user would.
 Usage (on the device, after test/gpu/prepare.sh and build_sm90_artifacts.sh
 here): sm90_bench.py --lib LIBRT --artifacts DIR [--out DIR]
     [--variant NAME=DIR ...] [--head-dims 64,128] [--masks none,bottom_right]
-    [--seqlens 512,1024]
+    [--seqlens 512,1024] [--decode | --varlen]
 It writes DIR/bench.json; test/gpu/test_sm90_attention.py runs the same
 benchmark after its correctness cases. A --variant is a second artifact
 directory (the same configs compiled another way, e.g. fa-compile --block-n)
@@ -184,6 +184,76 @@ def decode_benchmark(kernel, run, stream, sms=132):
     return rows
 
 
+def varlen_lengths(tokens=TOKENS, lo=128, hi=4096, seed=0):
+    """Uneven sequence lengths in [lo, hi] summing to `tokens` (seeded)."""
+    g = torch.Generator().manual_seed(seed)
+    lens = []
+    while sum(lens) < tokens:
+        lens.append(int(torch.randint(lo, hi + 1, (1,), generator=g)))
+    lens[-1] -= sum(lens) - tokens
+    if lens[-1] < lo:  # fold a short tail into its neighbour
+        lens[-2] += lens.pop()
+    return lens
+
+
+def varlen_benchmark(kernel, run, stream, masks=("bottom_right", "none")):
+    """Varlen prefill (issue 7's bar): head_dim 128, bf16, 16 heads, 16k
+    tokens in sequences of uneven lengths between 128 and 4k (packed, with
+    cu_seqlens). TFLOP/s counted on the real work (sum over sequences of 4
+    h len^2 d, halved when causal) against our dense kernel on batch x mean
+    length (the same tokens), timed in the same loop; cuDNN on that dense
+    shape for context. Rows of {causal, lengths, mean, tflops{varlen, dense,
+    cudnn_dense}, ratio_vs_dense}."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from test_sm90_attention import pinned_i32
+    rows = []
+    h, d = 16, 128
+    lens = varlen_lengths()
+    n = len(lens)
+    mean = TOKENS // n
+    cu = [0]
+    for x in lens:
+        cu.append(cu[-1] + x)
+    for causal in masks:
+        is_causal = causal != "none"
+        q = torch.randn(TOKENS, h, d, device="cuda", dtype=torch.bfloat16)
+        k, v = torch.randn_like(q), torch.randn_like(q)
+        out = torch.empty_like(q)
+        lse = torch.empty(h, TOKENS, device="cuda", dtype=torch.float32)
+        cu_t = pinned_i32(cu)
+        kv = kernel(d, "bf16", causal, h, h, varlen=True)
+        qd = torch.randn(n, mean, h, d, device="cuda", dtype=torch.bfloat16)
+        kd, vd = torch.randn_like(qd), torch.randn_like(qd)
+        od = torch.empty_like(qd)
+        ld = torch.empty(n, h, mean, device="cuda", dtype=torch.float32)
+        kdense = kernel(d, "bf16", causal, h, h)
+        qt, kt, vt = (x.transpose(1, 2) for x in (qd, kd, vd))
+
+        def varlen():
+            run(kv, q, k, v, out, lse, deadline=0, cu_seqlens_q=cu_t, cu_seqlens_k=cu_t)
+
+        def dense():
+            run(kdense, qd, kd, vd, od, ld, deadline=0)
+
+        def cudnn():
+            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                F.scaled_dot_product_attention(qt, kt, vt, is_causal=is_causal)
+
+        med = median_times({"varlen": varlen, "dense": dense, "cudnn_dense": cudnn}, stream)
+        div = 2 if is_causal else 1
+        work = {"varlen": sum(4 * h * x * x * d for x in lens) / div}
+        work["dense"] = work["cudnn_dense"] = 4 * n * h * mean * mean * d / div
+        tf = {nm: work[nm] / (m * 1e-3) / 1e12 for nm, m in med.items()}
+        row = {"causal": causal, "lengths": lens, "mean": mean, "tflops": tf,
+               "ratio_vs_dense": tf["varlen"] / tf["dense"]}
+        rows.append(row)
+        print("varlen hd128 %-12s %d seqs (mean %d)  varlen %6.1f  dense %6.1f  cudnn(dense) "
+              "%6.1f TFLOP/s  varlen/dense %.2f" % (causal, n, mean, tf["varlen"], tf["dense"],
+                                                   tf["cudnn_dense"], row["ratio_vs_dense"]),
+              flush=True)
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
@@ -196,6 +266,8 @@ def main():
     ap.add_argument("--seqlens", default=",".join(map(str, SEQLENS)))
     ap.add_argument("--decode", action="store_true",
                     help="the decode benchmark (pack_gqa + split-KV) instead")
+    ap.add_argument("--varlen", action="store_true",
+                    help="the varlen prefill benchmark instead")
     a = ap.parse_args()
     from test_sm90_attention import open_runtime
     lib, rt, stream, kernel, run = open_runtime(a.lib, a.artifacts)
@@ -205,11 +277,11 @@ def main():
         vlib, vrt, _, vkernel, vrun = open_runtime(a.lib, path, stream)
         variants.append((name, vkernel, vrun))
         runtimes.append((vlib, vrt))
-    if a.decode:
-        rows = decode_benchmark(kernel, run, stream)
+    if a.decode or a.varlen:
+        rows = (decode_benchmark if a.decode else varlen_benchmark)(kernel, run, stream)
         lib.fa_runtime_destroy(rt)
         os.makedirs(a.out, exist_ok=True)
-        with open(os.path.join(a.out, "decode.json"), "w") as f:
+        with open(os.path.join(a.out, "decode.json" if a.decode else "varlen.json"), "w") as f:
             json.dump(rows, f, indent=1)
         return 0
     rows = benchmark(kernel, run, stream,

@@ -310,11 +310,12 @@ fa_status fa_artifact_parse(fa_runtime *rt, const void *bytes, size_t size,
       a->tma[i].box[d] = (int)e->valuedouble;
     }
     /* "group" G > 1: the map views a 4-D [B, S, H, D] tensor as 5-D
-     * [B, S, H / G, G, D] (pack_gqa); the box then has rank 5. */
+     * [B, S, H / G, G, D] (pack_gqa; a varlen [T, H, D] as 4-D); the box
+     * then has rank 5 (4). */
     double group = 1;
     if (cJSON_GetObjectItemCaseSensitive(m, "group") &&
         (!number(m, "group", &group) || !(group >= 1 && group <= 256) ||
-         (group > 1 && a->tma[i].rank != 5)))
+         (group > 1 && a->tma[i].rank != 5 && a->tma[i].rank != 4)))
       goto fail;
     a->tma[i].group = (int)group;
   }

@@ -127,16 +127,19 @@ int main(void) {
    * artifacts, with the field named. */
   {
     const char *bad[] = {
-        /* a grouped map must be 5-D */
+        /* a grouped map is 5-D (4-D for varlen q) */
         "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],"
-        "\"tma\":[{\"arg\":\"q\",\"box\":[64,1,64,1],\"swizzle\":128,\"group\":4}]}",
+        "\"tma\":[{\"arg\":\"q\",\"box\":[64,1,64],\"swizzle\":128,\"group\":4}]}",
         /* group within [1, 256] */
         "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],"
         "\"tma\":[{\"arg\":\"q\",\"box\":[64,4,1,32,1],\"swizzle\":128,\"group\":0}]}",
         /* tile_counter is a boolean */
-        "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],\"tile_counter\":1}"};
-    const char *field[] = {"tma", "tma", "tile_counter"};
-    for (int i = 0; i < 3; ++i) {
+        "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],\"tile_counter\":1}",
+        /* tile_table is a boolean, and needs the tile sizes */
+        "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],\"tile_table\":\"yes\"}",
+        "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],\"tile_table\":true}"};
+    const char *field[] = {"tma", "tma", "tile_counter", "tile_table", "tile_table"};
+    for (int i = 0; i < 5; ++i) {
       CHECK(fa_artifact_build(&c, FA_COMPILER_VERSION, FA_ARTIFACT_CUBIN, bad[i], payload,
                               sizeof(payload), &bytes, &size) == FA_OK,
             "building bad artifact %d", i);

@@ -14,6 +14,12 @@
 // RUN: %ptxas -arch=sm_90a -O3 -v %tpack.ptx -o %tpack.cubin 2>&1 | FileCheck %s
 // RUN: fa-compile --target sm90 --d 64 --dtype f16 --window-left 100 --window-right 50 --softcap 30 --lse --emit-ptx > %twin.ptx
 // RUN: %ptxas -arch=sm_90a -O3 -v %twin.ptx -o %twin.cubin 2>&1 | FileCheck %s
+// Varlen with seqused_k (the tile table) on the tightest plan (3
+// consumers, head_dim 64), and varlen with pack_gqa:
+// RUN: fa-compile --target sm90 --d 64 --dtype bf16 --varlen-q --varlen-k --seqused-k --lse --emit-ptx > %tvl.ptx
+// RUN: %ptxas -arch=sm_90a -O3 -v %tvl.ptx -o %tvl.cubin 2>&1 | FileCheck %s
+// RUN: fa-compile --target sm90 --d 128 --dtype f16 --hq 32 --hkv 8 --causal bottom_right --varlen-q --varlen-k --pack-gqa 1 --lse --emit-ptx > %tvlp.ptx
+// RUN: %ptxas -arch=sm_90a -O3 -v %tvlp.ptx -o %tvlp.cubin 2>&1 | FileCheck %s
 // CHECK-NOT: warning
 // CHECK: Compiling entry function 'fa_sm90_0' for 'sm_90a'
 // CHECK-NOT: warning

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Compiles the sm90 artifacts test_sm90_attention.py runs (here, where the
 # compiler and ptxas are) into BUILD/gpu-carry/sm90/, named by their config:
-#   d<head_dim>_<dtype>_<causal>_h<hq>x<hkv>[_w<left>_<right>][_c<softcap>][_r<regions>][_s<splits>][_p].faa
+#   d<head_dim>_<dtype>_<causal>_h<hq>x<hkv>[_w<left>_<right>][_c<softcap>][_r<regions>][_s<splits>][_p][_v][_u].faa
 # Usage: test/gpu/build_sm90_artifacts.sh [BUILD_DIR]
 set -eu
 build=${1:-build}
@@ -29,6 +29,14 @@ compile() { # d dtype causal hq hkv [window_left window_right] [softcap]
   if [ -n "${PACK:-}" ]; then
     name="${name}_p"
     extra="$extra --pack-gqa 1"
+  fi
+  if [ -n "${VARLEN:-}" ]; then
+    name="${name}_v"
+    extra="$extra --varlen-q --varlen-k"
+  fi
+  if [ -n "${SEQUSED:-}" ]; then
+    name="${name}_u"
+    extra="$extra --seqused-k"
   fi
   "$build/bin/fa-compile" --target sm90 --lse --d "$1" --dtype "$2" \
     --causal "$3" --hq "$4" --hkv "$5" $extra -o "$out/$name.faa"
@@ -63,6 +71,17 @@ PACK=1 SPLITS=4 compile 128 bf16 bottom_right 32 8
 # Automatic num_splits (SPLITS=0: the runtime picks the count per launch).
 PACK=1 SPLITS=0 compile 128 bf16 bottom_right 32 8
 SPLITS=0 compile 64 f16 none 4 4
+# Varlen (VARLEN=1: packed q/k/v + cu_seqlens) and seqused_k (SEQUSED=1):
+# the runtime's tile table.
+VARLEN=1 compile 128 bf16 bottom_right 8 2
+VARLEN=1 compile 64 f16 none 8 1
+VARLEN=1 compile 256 f16 top_left 4 4
+VARLEN=1 compile 128 bf16 bottom_right 4 2 100 0
+VARLEN=1 PACK=1 compile 128 bf16 bottom_right 32 8
+SEQUSED=1 PACK=1 compile 128 bf16 bottom_right 32 8
+VARLEN=1 SEQUSED=1 compile 64 bf16 bottom_right 8 2
+VARLEN=1 compile 128 bf16 bottom_right 16 16
+VARLEN=1 compile 128 bf16 none 16 16
 # Benchmark shapes (16k tokens, 2048 / head_dim heads).
 for c in none bottom_right; do
   compile 64 bf16 $c 32 32

@@ -76,6 +76,34 @@ CASES = [
     ("auto_split_decode_hd64_f16", 64, "f16", "none", 4, 4, 1, 1, 4000, None, 0, 0),
 ]
 
+# Varlen and seqused_k (the runtime's tile table): (name, head_dim, dtype,
+# causal, hq, hkv, [(q_len, k_len) per sequence], window, layout, pack,
+# used) with layout "varlen" (q, k, v packed by cu_seqlens_q / cu_seqlens_k)
+# or "dense" (q [B, max q_len, ...], k [B, max k_len, ...]; with "dense" the
+# q lengths must all be equal), and used: k lengths come from seqused_k
+# (the k tensor holds k_len + 37 rows per sequence).
+VARLEN_CASES = [
+    ("varlen_br_gqa_uneven", 128, "bf16", "bottom_right", 8, 2,
+     [(0, 5), (1, 0), (300, 395), (129, 1029), (1000, 1000), (1, 1), (513, 200)],
+     None, "varlen", False, False),
+    ("varlen_mqa_hd64_f16", 64, "f16", "none", 8, 1,
+     [(1, 1), (200, 0), (0, 0), (777, 1500), (64, 64)], None, "varlen", False, False),
+    ("varlen_tl_hd256_f16", 256, "f16", "top_left", 4, 4,
+     [(1025, 700), (1, 3000), (0, 10), (400, 400)], None, "varlen", False, False),
+    ("varlen_window_br_hd128", 128, "bf16", "bottom_right", 4, 2,
+     [(700, 900), (5, 5), (130, 0), (1, 300)], (100, 0), "varlen", False, False),
+    ("varlen_pack_gqa32x8", 128, "bf16", "bottom_right", 32, 8,
+     [(1, 4000), (8, 1025), (0, 0), (300, 300), (1, 0)], None, "varlen", True, False),
+    ("seqused_decode_pack", 128, "bf16", "bottom_right", 32, 8,
+     [(4, 4096), (4, 1000), (4, 0), (4, 1)], None, "dense", True, True),
+    ("varlen_seqused_hd64", 64, "bf16", "bottom_right", 8, 2,
+     [(300, 500), (1, 1), (0, 7), (129, 0), (64, 2000)], None, "varlen", False, True),
+    # More tiles than SMs, lengths 128 to 4k (the benchmark's shape).
+    ("varlen_many_tiles_causal", 128, "bf16", "bottom_right", 16, 16,
+     [(n, n) for n in (4000, 128, 2500, 999, 3072, 1, 2048, 130, 1500, 4096)],
+     None, "varlen", False, False),
+]
+
 # The regions of test/gpu/regions/*.regions as (score_mod, mask_mod) on the
 # natural-domain scores s [.., Sq, Sk], head index h [H, 1, 1], positions i
 # [Sq, 1] and j [1, Sk].
@@ -87,7 +115,7 @@ REGIONS = {
 
 
 def artifact_name(d, dt, causal, hq, hkv, window=None, softcap=0, splits=1, regions=None,
-                  pack=False):
+                  pack=False, varlen=False, seqused=False):
     name = "d%d_%s_%s_h%dx%d" % (d, dt, causal, hq, hkv)
     if window:
         name += "_w%d_%d" % window
@@ -99,6 +127,10 @@ def artifact_name(d, dt, causal, hq, hkv, window=None, softcap=0, splits=1, regi
         name += "_s%d" % splits
     if pack:
         name += "_p"
+    if varlen:
+        name += "_v"
+    if seqused:
+        name += "_u"
     return name + ".faa"
 
 
@@ -172,8 +204,9 @@ def open_runtime(lib_path, artifacts, stream=None):
     kernels = {}
 
     def kernel(d, dt, causal, hq, hkv, window=None, softcap=0, splits=1, regions=None,
-               pack=False):
-        name = artifact_name(d, dt, causal, hq, hkv, window, softcap, splits, regions, pack)
+               pack=False, varlen=False, seqused=False):
+        name = artifact_name(d, dt, causal, hq, hkv, window, softcap, splits, regions, pack,
+                             varlen, seqused)
         if name not in kernels:
             k = C.c_void_p()
             st = lib.fa_kernel_load_artifact_file(rt, os.path.join(artifacts, name).encode(), C.byref(k))
@@ -182,11 +215,15 @@ def open_runtime(lib_path, artifacts, stream=None):
             kernels[name] = k
         return kernels[name]
 
-    def run(k, q, kk, v, out, lse, deadline=30.0):
+    def run(k, q, kk, v, out, lse, deadline=30.0, **meta):
+        """meta: cu_seqlens_q, cu_seqlens_k, seqused_k as host-readable
+        (pinned CPU) int32 tensors."""
         args = Args()
         args.struct_size = C.sizeof(Args)
         args.q, args.k, args.v, args.out, args.lse = (tensor(q), tensor(kk), tensor(v),
                                                       tensor(out), tensor(lse))
+        for name, t in meta.items():
+            setattr(args, name, tensor(t))
         args.stream = stream.cuda_stream
         with torch.cuda.stream(stream):
             st = lib.fa_attention_run(rt, k, C.byref(args))
@@ -196,6 +233,95 @@ def open_runtime(lib_path, artifacts, stream=None):
             raise RuntimeError(lib.fa_runtime_last_error(rt).decode())
 
     return lib, rt, stream, kernel, run
+
+
+def check(name, dtype, out, lse, ref, ref_lse, nv, softcap=0, err=None):
+    """DESIGN.md section 1's tolerance rule on out and lse (NaN anywhere
+    fails: the outputs were poisoned)."""
+    atol = 2 * (ref.to(dtype).double() - ref).abs().max().item() if ref.numel() else 0.0
+    rtol = 3 if softcap else 2
+    tol = rtol * ((nv - ref).abs().max().item() if ref.numel() else 0.0) + atol
+    nan = bool(torch.isnan(out).any().item() or torch.isnan(lse).any().item())
+    max_err = ((out.double() - ref).abs().max().item() if ref.numel() else 0.0) \
+        if not nan else float("inf")
+    fin = torch.isfinite(ref_lse)
+    lse_err = (lse.double()[fin] - ref_lse[fin]).abs().max().item() if fin.any() else 0.0
+    inf_ok = bool(torch.equal(torch.isneginf(lse), torch.isneginf(ref_lse)))
+    empty_rows = int((~fin).sum().item())
+    ok = err is None and not nan and max_err <= tol and lse_err <= 1e-3 and inf_ok
+    print("%-28s %s  max_abs %.3e  tol %.3e  lse %.2e  empty_rows %d%s" % (
+        name, "PASS" if ok else "FAIL", max_err, tol, lse_err, empty_rows,
+        ("  " + err) if err else ""), flush=True)
+    return ok, {"ok": ok, "max_abs_err": max_err, "tol": tol, "lse_err": lse_err,
+                "empty_rows": empty_rows, "nan": nan, "error": err}
+
+
+def pinned_i32(values):
+    return torch.tensor(values, dtype=torch.int32).pin_memory()
+
+
+def run_varlen_cases(kernel, run, results):
+    """VARLEN_CASES: each sequence against its own float64 reference."""
+    failures = []
+    for name, d, dt, causal, hq, hkv, seqs, window, layout, pack, used in VARLEN_CASES:
+        dtype = torch.bfloat16 if dt == "bf16" else torch.float16
+        nb = len(seqs)
+        extra = 37 if used else 0  # k rows past seqused_k (never read)
+        meta = {}
+        if layout == "varlen":
+            cu_q = [0]
+            cu_k = [0]
+            for sq, sk in seqs:
+                cu_q.append(cu_q[-1] + sq)
+                cu_k.append(cu_k[-1] + sk + extra)
+            q = torch.randn(cu_q[-1], hq, d, device="cuda", dtype=dtype)
+            k = torch.randn(cu_k[-1], hkv, d, device="cuda", dtype=dtype)
+            v = torch.randn(cu_k[-1], hkv, d, device="cuda", dtype=dtype)
+            out = torch.full_like(q, float("nan"))
+            lse = torch.full((hq, cu_q[-1]), float("nan"), device="cuda")
+            meta["cu_seqlens_q"] = pinned_i32(cu_q)
+            meta["cu_seqlens_k"] = pinned_i32(cu_k)
+            q_of = lambda b: q[cu_q[b]:cu_q[b + 1]]  # noqa: E731
+            k_of = lambda t, b: t[cu_k[b]:cu_k[b] + seqs[b][1]]  # noqa: E731
+            o_of = lambda t, b: t[cu_q[b]:cu_q[b + 1]]  # noqa: E731
+            l_of = lambda b: lse[:, cu_q[b]:cu_q[b + 1]]  # noqa: E731
+        else:
+            sq = seqs[0][0]
+            assert all(s[0] == sq for s in seqs)
+            skmax = max(s[1] for s in seqs) + extra
+            q = torch.randn(nb, sq, hq, d, device="cuda", dtype=dtype)
+            k = torch.randn(nb, skmax, hkv, d, device="cuda", dtype=dtype)
+            v = torch.randn(nb, skmax, hkv, d, device="cuda", dtype=dtype)
+            out = torch.full_like(q, float("nan"))
+            lse = torch.full((nb, hq, sq), float("nan"), device="cuda")
+            q_of = lambda b: q[b]  # noqa: E731
+            k_of = lambda t, b: t[b, :seqs[b][1]]  # noqa: E731
+            o_of = lambda t, b: t[b]  # noqa: E731
+            l_of = lambda b: lse[b]  # noqa: E731
+        if used:
+            meta["seqused_k"] = pinned_i32([s[1] for s in seqs])
+        try:
+            run(kernel(d, dt, causal, hq, hkv, window, 0, 1, None, pack,
+                       layout == "varlen", used), q, k, v, out, lse, **meta)
+            err = None
+        except RuntimeError as e:
+            err = str(e)
+        ref = torch.zeros_like(out, dtype=torch.float64)
+        ref_lse = torch.zeros_like(lse, dtype=torch.float64)
+        nv = torch.zeros_like(ref)
+        for b in range(nb):
+            qb = q_of(b)[None]
+            kb, vb = k_of(k, b)[None], k_of(v, b)[None]
+            r, rl = reference(qb, kb, vb, causal, window)
+            o_of(ref, b).copy_(r[0])
+            o_of(nv, b).copy_(naive(qb, kb, vb, causal, window)[0].double())
+            (ref_lse[:, cu_q[b]:cu_q[b + 1]] if layout == "varlen" else ref_lse[b]).copy_(rl[0])
+        ok, rec = check(name, dtype, out, lse, ref, ref_lse, nv, 0, err)
+        rec["seqs"] = seqs
+        results["cases"][name] = rec
+        if not ok:
+            failures.append(name)
+    return failures
 
 
 def main():
@@ -246,6 +372,8 @@ def main():
             ("  " + err) if err else ""), flush=True)
         if not ok:
             failures.append(name)
+
+    failures += run_varlen_cases(kernel, run, results)
 
     if not a.no_bench and not failures:
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),

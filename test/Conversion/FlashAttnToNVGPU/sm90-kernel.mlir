@@ -394,3 +394,55 @@ func.func @pack_gqa_group(%q: memref<1x8x6x64xbf16>, %k: memref<1x64x1x64xbf16>,
       outs(%o : memref<1x8x6x64xbf16>) {pack_gqa = true, window_size = array<i64: 16, 0>}
   return
 }
+
+// -----
+
+// Varlen: q/out [Tq, H, D], k/v [Tk, Hkv, D], lse [Hq, Tq] take 3 (lse 2)
+// dims each, their tensor maps 3 coordinates; cu_seqlens are not kernel
+// arguments: the runtime builds the tile table from them (last parameter),
+// whose entry 0 is the number of (sequence, m_block) tiles per head. Tiles
+// read their sequence's fields; no TMA store (a tile's last rows would land
+// in the next sequence).
+// CHECK-LABEL: func.func @varlen
+// CHECK: flashattn.attention {{.*}}flashattn.sm90_tile_table
+// CHECK: llvm.func @fa_sm90_0(%{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %[[TQ:arg5]]: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %[[QMAP:arg19]]: !llvm.ptr {{{.*}}}, %{{.*}}: !llvm.ptr {{{.*}}}, %{{.*}}: !llvm.ptr {{{.*}}}, %{{.*}}: !llvm.ptr<1>, %[[TABLE:arg23]]: !llvm.ptr<1>)
+// CHECK: %[[COUNT:.*]] = llvm.load %[[TABLE]] invariant : !llvm.ptr<1> -> i32
+// CHECK: arith.muli %[[COUNT]], %{{.*}} : i32
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[QMAP]], %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
+// CHECK-NOT: nvvm.cp.async.bulk.tensor.global.shared.cta
+// CHECK: llvm.return
+func.func @varlen(%q: memref<?x8x128xbf16>, %k: memref<?x2x128xbf16>, %v: memref<?x2x128xbf16>,
+                  %cq: memref<4xi32>, %ck: memref<4xi32>,
+                  %o: memref<?x8x128xbf16>, %l: memref<8x?xf32>) {
+  flashattn.attention ins(%q, %k, %v : memref<?x8x128xbf16>, memref<?x2x128xbf16>, memref<?x2x128xbf16>)
+      cu_seqlens_q(%cq : memref<4xi32>) cu_seqlens_k(%ck : memref<4xi32>)
+      outs(%o, %l : memref<?x8x128xbf16>, memref<8x?xf32>)
+      {causal = #flashattn.causal<bottom_right>}
+  return
+}
+
+// -----
+
+// seqused_k on dense tensors: the tile table too (k lengths from
+// seqused_k), 4-D maps.
+// CHECK-LABEL: func.func @seqused_k
+// CHECK: flashattn.attention {{.*}}flashattn.sm90_tile_table
+// CHECK: llvm.func @fa_sm90_0(
+// CHECK-SAME: %{{.*}}: !llvm.ptr<1>)
+func.func @seqused_k(%q: memref<2x1x8x128xbf16>, %k: memref<2x512x8x128xbf16>, %v: memref<2x512x8x128xbf16>,
+                     %su: memref<2xi32>, %o: memref<2x1x8x128xbf16>) {
+  flashattn.attention ins(%q, %k, %v : memref<2x1x8x128xbf16>, memref<2x512x8x128xbf16>, memref<2x512x8x128xbf16>)
+      seqused_k(%su : memref<2xi32>) outs(%o : memref<2x1x8x128xbf16>)
+  return
+}
+
+// -----
+
+func.func @paged(%q: memref<2x1x8x64xbf16>, %k: memref<64x16x2x64xbf16>, %v: memref<64x16x2x64xbf16>,
+                 %su: memref<2xi32>, %bt: memref<2x16xi32>, %o: memref<2x1x8x64xbf16>) {
+  // expected-error @+1 {{convert-flashattn-to-nvgpu: paged KV, append and ALiBi are not in the sm90 kernel yet}}
+  flashattn.attention ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<64x16x2x64xbf16>, memref<64x16x2x64xbf16>)
+      seqused_k(%su : memref<2xi32>) block_table(%bt : memref<2x16xi32>)
+      outs(%o : memref<2x1x8x64xbf16>)
+  return
+}
