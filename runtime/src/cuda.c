@@ -271,8 +271,11 @@ int64_t fa_num_splits_heuristic(const fa_kernel *k, int64_t batch, int64_t sq,
   int64_t bm = k->artifact.block_m, bn = k->artifact.block_n;
   int64_t g = k->artifact.pack_groups > 1 ? k->artifact.pack_groups : 1;
   int64_t heads = g > 1 ? hkv : hq, rows = sq * g;
-  int64_t tiles = batch * heads * ((rows + bm - 1) / bm);
-  int64_t blocks = (sk + bn - 1) / bn;
+  return fa_num_splits_for(batch * heads * ((rows + bm - 1) / bm),
+                           (sk + bn - 1) / bn, sms);
+}
+
+int64_t fa_num_splits_for(int64_t tiles, int64_t blocks, int64_t sms) {
   if (tiles <= 0 || blocks <= 0 || sms <= 0 || 10 * tiles >= 8 * sms)
     return 1;
   int64_t most = 128;
@@ -413,9 +416,6 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
   int32_t *table = NULL;
   int64_t entries = 0;
   if (k->artifact.tile_table) {
-    if (k->cu_combine)
-      return fa_fail(rt, FA_ERROR_CORRUPT_ARTIFACT,
-                     "a tile_table cubin with a split-KV combine");
     st = fa_sm90_tile_table(rt, k, call, &table, &entries);
     if (st != FA_OK)
       return st;
@@ -424,7 +424,9 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
       return FA_OK;
     }
   }
-  size_t table_bytes = table ? (size_t)(entries + 1) * 8 * sizeof(int32_t) : 0;
+  /* In 256-byte units: the partial results that may follow stay aligned. */
+  size_t table_bytes =
+      table ? ((size_t)(entries + 1) * 8 * sizeof(int32_t) + 255) / 256 * 256 : 0;
   if (!k->cu_combine && !counter_bytes && !table_bytes)
     return launch_one(rt, api, k, k->cu_function, args, names, n, true, sms,
                       (unsigned)k->artifact.smem, stream, NULL, NULL);
@@ -451,7 +453,8 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
     /* From pageable memory the copy is staged before the call returns, so
      * the host table can be freed right after. */
     if (st == FA_OK && table_bytes &&
-        (r = api->cuMemcpyHtoDAsync(ws + counter_bytes, table, table_bytes,
+        (r = api->cuMemcpyHtoDAsync(ws + counter_bytes, table,
+                                    (size_t)(entries + 1) * 8 * sizeof(int32_t),
                                     (CUstream)stream)) != 0)
       st = fa_fail(rt, FA_ERROR_CUDA, "cuMemcpyHtoDAsync (tile table) failed: %s",
                    cuError(api, r));
@@ -478,37 +481,69 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
     else if (!strcmp(nm, "lse")) lse = tensors[i];
   }
   int64_t splits = k->artifact.config.num_splits;
-  if (!q || !kk || !v || !out || out->rank != 4 || q->rank != 4 || kk->rank != 4 ||
-      (splits < 2 && !k->artifact.auto_splits))
+  /* Varlen q: out [Tq, H, Dv] and lse [H, Tq] are seen as batch 1, the
+   * partial results as [S, 1, Tq, H, Dv] and [S, 1, H, Tq]. */
+  bool vq = k->artifact.config.flags & FA_VARLEN_Q;
+  int orank = vq ? 3 : 4;
+  if (!q || !kk || !v || !out || out->rank != orank ||
+      (splits < 2 && !k->artifact.auto_splits)) {
+    free(table);
     return fa_fail(rt, FA_ERROR_CORRUPT_ARTIFACT,
-                   "split-KV cubin without q, k, v, a 4-d out or num_splits");
-  if (k->artifact.auto_splits)
+                   "split-KV cubin without q, k, v, out or num_splits");
+  }
+  if (k->artifact.auto_splits && table) {
+    /* Tiles of the table, and the longest sequence's key blocks. */
+    int64_t longest = 0, heads = k->artifact.pack_groups > 1
+                                     ? k->artifact.config.num_kv_heads
+                                     : k->artifact.config.num_q_heads;
+    for (int64_t e = 1; e <= entries; ++e)
+      if (table[8 * e + 5] > longest)
+        longest = table[8 * e + 5];
+    splits = fa_num_splits_for(entries * heads,
+                               (longest + k->artifact.block_n - 1) / k->artifact.block_n,
+                               (int64_t)sms);
+  } else if (k->artifact.auto_splits) {
     splits = fa_num_splits_heuristic(k, q->shape[0], q->shape[1], q->shape[2],
                                      kk->shape[1], kk->shape[2], (int64_t)sms);
-  int64_t b = out->shape[0], sq = out->shape[1], h = out->shape[2],
-          dv = out->shape[3];
+  }
+  int64_t b = vq ? 1 : out->shape[0], sq = out->shape[orank - 3],
+          h = out->shape[orank - 2], dv = out->shape[orank - 1];
   size_t out_bytes = (size_t)(splits * b * sq * h * dv) * 4;
   size_t lse_bytes = (size_t)(splits * b * h * sq) * 4;
   uint64_t ws = 0;
-  size_t ws_bytes = counter_bytes + out_bytes + lse_bytes;
+  size_t ws_bytes = counter_bytes + table_bytes + out_bytes + lse_bytes;
   CUresult r = api->cuMemAllocAsync(&ws, ws_bytes, (CUstream)stream);
-  if (r != 0)
+  if (r != 0) {
+    free(table);
     return fa_fail(rt, FA_ERROR_OUT_OF_MEMORY,
                    "split-KV workspace of %zu bytes: %s", ws_bytes, cuError(api, r));
-  uint64_t parts = ws + counter_bytes;
+  }
+  uint64_t parts = ws + counter_bytes + table_bytes;
   cu_tensor pout = {(void *)(uintptr_t)parts, 5, {splits, b, sq, h, dv}};
   cu_tensor plse = {(void *)(uintptr_t)(parts + out_bytes), 4, {splits, b, h, sq, 0}};
   cu_tensor first[5] = {from_fa(q), from_fa(kk), from_fa(v), pout, plse};
   const char *first_names[5] = {"q", "k", "v", "out", "lse"};
   r = counter_bytes ? api->cuMemsetD32Async(ws, 0, 1, (CUstream)stream) : 0;
+  /* Packed rows past cu_seqlens_q[B] belong to no tile: lse_s -inf makes
+   * the combine write them as out 0, lse -inf (never unwritten memory). */
+  if (r == 0 && vq)
+    r = api->cuMemsetD32Async(parts + out_bytes, 0xFF800000u,
+                              (size_t)(splits * b * h * sq), (CUstream)stream);
+  if (r == 0 && table_bytes)
+    r = api->cuMemcpyHtoDAsync(ws + counter_bytes, table,
+                               (size_t)(entries + 1) * 8 * sizeof(int32_t),
+                               (CUstream)stream);
+  free(table);
   st = r == 0 ? launch_one(rt, api, k, k->cu_function, first, first_names, 5, true,
                            sms, (unsigned)k->artifact.smem, stream,
-                           counter_bytes ? (void *)(uintptr_t)ws : NULL, NULL)
-              : fa_fail(rt, FA_ERROR_CUDA, "cuMemsetD32Async failed: %s", cuError(api, r));
+                           counter_bytes ? (void *)(uintptr_t)ws : NULL,
+                           table_bytes ? (void *)(uintptr_t)(ws + counter_bytes) : NULL)
+              : fa_fail(rt, FA_ERROR_CUDA, "preparing the split-KV launch failed: %s",
+                        cuError(api, r));
   if (st == FA_OK) {
-    cu_tensor second[4] = {pout, plse, from_fa(out), {NULL, 0, {0}}};
+    cu_tensor second[4] = {pout, plse, {out->data, 4, {b, sq, h, dv}}, {NULL, 0, {0}}};
     if (lse)
-      second[3] = from_fa(lse);
+      second[3] = (cu_tensor){lse->data, 3, {b, h, sq}};
     const char *second_names[4] = {"partial_out", "partial_lse", "out", "lse"};
     int64_t total = b * sq * h * dv;
     int64_t blocks = (total + 127) / 128;

@@ -126,6 +126,9 @@ fa_status fa_cuda_load(fa_runtime *rt, fa_kernel *k);
 int64_t fa_num_splits_heuristic(const fa_kernel *k, int64_t batch, int64_t sq,
                                 int64_t hq, int64_t sk, int64_t hkv,
                                 int64_t sms);
+/* The same rule on `tiles` (tiles per split) and `blocks` (key blocks of the
+ * longest sequence): varlen / seqused_k count them from the tile table. */
+int64_t fa_num_splits_for(int64_t tiles, int64_t blocks, int64_t sms);
 fa_dtype fa_tma_dtype(const fa_kernel *k, int i);
 /* Checks that `t` can be described by the artifact's tensor map `i` (PTX
  * ISA / CUDA driver: cuTensorMapEncodeTiled requirements). */

@@ -80,6 +80,9 @@ VARLEN=1 compile 128 bf16 bottom_right 4 2 100 0
 VARLEN=1 PACK=1 compile 128 bf16 bottom_right 32 8
 SEQUSED=1 PACK=1 compile 128 bf16 bottom_right 32 8
 VARLEN=1 SEQUSED=1 compile 64 bf16 bottom_right 8 2
+SEQUSED=1 PACK=1 SPLITS=0 compile 128 bf16 bottom_right 32 8
+VARLEN=1 SPLITS=3 compile 128 bf16 bottom_right 8 2
+VARLEN=1 SEQUSED=1 SPLITS=0 compile 64 f16 none 8 2
 VARLEN=1 compile 128 bf16 bottom_right 16 16
 VARLEN=1 compile 128 bf16 none 16 16
 # Benchmark shapes (16k tokens, 2048 / head_dim heads).

@@ -81,7 +81,8 @@ CASES = [
 # used) with layout "varlen" (q, k, v packed by cu_seqlens_q / cu_seqlens_k)
 # or "dense" (q [B, max q_len, ...], k [B, max k_len, ...]; with "dense" the
 # q lengths must all be equal), and used: k lengths come from seqused_k
-# (the k tensor holds k_len + 37 rows per sequence).
+# (the k tensor holds k_len + 37 rows per sequence); an optional last field
+# is num_splits (0: automatic, from the tile table).
 VARLEN_CASES = [
     ("varlen_br_gqa_uneven", 128, "bf16", "bottom_right", 8, 2,
      [(0, 5), (1, 0), (300, 395), (129, 1029), (1000, 1000), (1, 1), (513, 200)],
@@ -102,6 +103,14 @@ VARLEN_CASES = [
     ("varlen_many_tiles_causal", 128, "bf16", "bottom_right", 16, 16,
      [(n, n) for n in (4000, 128, 2500, 999, 3072, 1, 2048, 130, 1500, 4096)],
      None, "varlen", False, False),
+    # Split-KV over the tile table: decode over a kv cache (seqused_k,
+    # automatic splits), varlen with 3 splits, varlen + seqused_k automatic.
+    ("seqused_decode_auto_split", 128, "bf16", "bottom_right", 32, 8,
+     [(1, 32768), (1, 1000), (1, 0)], None, "dense", True, True, 0),
+    ("varlen_split3", 128, "bf16", "bottom_right", 8, 2,
+     [(300, 2000), (1, 0), (0, 9), (129, 129), (2, 5000)], None, "varlen", False, False, 3),
+    ("varlen_seqused_auto_split_f16", 64, "f16", "none", 8, 2,
+     [(1, 3000), (7, 7), (0, 0), (1, 1)], None, "varlen", False, True, 0),
 ]
 
 # The regions of test/gpu/regions/*.regions as (score_mod, mask_mod) on the
@@ -263,7 +272,8 @@ def pinned_i32(values):
 def run_varlen_cases(kernel, run, results):
     """VARLEN_CASES: each sequence against its own float64 reference."""
     failures = []
-    for name, d, dt, causal, hq, hkv, seqs, window, layout, pack, used in VARLEN_CASES:
+    for name, d, dt, causal, hq, hkv, seqs, window, layout, pack, used, *rest in VARLEN_CASES:
+        splits = rest[0] if rest else 1
         dtype = torch.bfloat16 if dt == "bf16" else torch.float16
         nb = len(seqs)
         extra = 37 if used else 0  # k rows past seqused_k (never read)
@@ -301,7 +311,7 @@ def run_varlen_cases(kernel, run, results):
         if used:
             meta["seqused_k"] = pinned_i32([s[1] for s in seqs])
         try:
-            run(kernel(d, dt, causal, hq, hkv, window, 0, 1, None, pack,
+            run(kernel(d, dt, causal, hq, hkv, window, 0, splits, None, pack,
                        layout == "varlen", used), q, k, v, out, lse, **meta)
             err = None
         except RuntimeError as e:

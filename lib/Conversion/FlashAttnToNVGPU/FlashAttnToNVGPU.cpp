@@ -142,9 +142,6 @@ static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why,
   spec.varlenQ = op.isVarlenQ();
   spec.varlenK = op.isVarlenK();
   spec.tileTable = spec.varlenQ || spec.varlenK || op.getSequsedK();
-  if (spec.tileTable && partial)
-    return fail("split-KV with varlen or seqused_k is not in the sm90 kernel "
-                "yet (use num_splits = 1)");
   if (partial && (cast<ShapedType>(op.getOut().getType()).isDynamicDim(0) ||
                   !op.getLse()))
     return fail("the partial form needs a static number of splits and lse");
