@@ -141,13 +141,17 @@ def num_splits_heuristic(tiles, sms, key_blocks, max_splits=128):
     return next(s for s, e in enumerate(eff, 1) if e >= 0.85 * best)
 
 
-def decode_benchmark(kernel, run, stream, sms=132):
+def decode_benchmark(kernel, run, stream, sms=132, pages=(16, 64)):
     """Decode (one query token, 32 query / 8 kv heads, head_dim 128, bf16;
     shared/PERF.md's rows): ours = pack_gqa + split-KV partial kernel + the
     combine kernel (both timed) from the automatic-num_splits artifact (the
     runtime applies FlashAttention's heuristic at launch); cuDNN = SDPA's
-    cuDNN backend with enable_gqa. Bandwidth = K+V bytes / time. Rows of {batch, keys, splits,
-    us{ours,cudnn}, tbps{ours,cudnn}, ratio_vs_cudnn}."""
+    cuDNN backend with enable_gqa; paged<P> = ours over the same keys in a
+    pool of P-key pages addressed through a shuffled block_table (seqused_k,
+    automatic num_splits). Bandwidth = K+V bytes / time. Rows of {batch, keys,
+    splits, us{ours,cudnn,paged<P>}, tbps{...}, ratio_vs_cudnn,
+    paged_vs_dense{P}}."""
+    from test_sm90_attention import pinned_i32
     from torch.nn.attention import SDPBackend, sdpa_kernel
     rows = []
     hq, hkv, d = 32, 8, 128
@@ -170,17 +174,39 @@ def decode_benchmark(kernel, run, stream, sms=132):
             with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
                 F.scaled_dot_product_attention(qt, kt, vt, enable_gqa=True)
 
-        med = median_times({"ours": ours, "cudnn": cudnn}, stream)
+        fns = {"ours": ours, "cudnn": cudnn}
+        used = pinned_i32([sk] * b)
+        for ps in pages:
+            n = b * sk // ps
+            perm = torch.randperm(n)
+            kp = k.reshape(n, ps, hkv, d)[perm.cuda()].contiguous()
+            vp = v.reshape(n, ps, hkv, d)[perm.cuda()].contiguous()
+            # Page i of the shuffled pool holds the keys of original page
+            # perm[i]: the block table maps each sequence's pages back.
+            inv = torch.empty_like(perm)
+            inv[perm] = torch.arange(n)
+            bt = inv.reshape(b, sk // ps).to(torch.int32).pin_memory()
+            kern_p = kernel(d, "bf16", "bottom_right", hq, hkv, None, 0, 0, None, True,
+                            False, True, ps)
+
+            def paged(kern_p=kern_p, kp=kp, vp=vp, bt=bt):
+                run(kern_p, q, kp, vp, out, lse, deadline=0, seqused_k=used, block_table=bt)
+            fns["paged%d" % ps] = paged
+        med = median_times(fns, stream)
         kv_bytes = 2 * b * sk * hkv * d * 2
         tbps = {n: kv_bytes / (m * 1e-3) / 1e12 for n, m in med.items()}
         row = {"batch": b, "keys": sk, "splits": splits,
                "us": {n: m * 1e3 for n, m in med.items()}, "tbps": tbps,
-               "ratio_vs_cudnn": med["cudnn"] / med["ours"]}
+               "ratio_vs_cudnn": med["cudnn"] / med["ours"],
+               "paged_vs_dense": {ps: med["ours"] / med["paged%d" % ps] for ps in pages}}
         rows.append(row)
         print("decode b=%-4d keys=%-6d splits %-2d ours %7.1f us %5.2f TB/s  cudnn %7.1f us "
-              "%5.2f TB/s  ours/cudnn %.2f" % (b, sk, splits, row["us"]["ours"], tbps["ours"],
-                                             row["us"]["cudnn"], tbps["cudnn"],
-                                             row["ratio_vs_cudnn"]), flush=True)
+              "%5.2f TB/s  ours/cudnn %.2f%s" % (
+                  b, sk, splits, row["us"]["ours"], tbps["ours"], row["us"]["cudnn"],
+                  tbps["cudnn"], row["ratio_vs_cudnn"],
+                  "".join("  paged%d %7.1f us (paged/dense %.2f)" % (
+                      ps, row["us"]["paged%d" % ps], row["paged_vs_dense"][ps]) for ps in pages)),
+              flush=True)
     return rows
 
 

@@ -218,8 +218,10 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
             : map("q", boxOf(varlenQ, json::Array{64, 1, bm, 1}));
   if (g > 1)
     qMap["group"] = g;
-  json::Array tma{std::move(qMap), map("k", boxOf(varlenK, json::Array{64, 1, bn, 1})),
-                  map("v", boxOf(varlenK, json::Array{64, 1, bn, 1}))};
+  // Paged KV: one box per page, of min(block_n, page_size) rows.
+  int64_t kvRows = config.flags & FA_PAGED ? std::min<int64_t>(bn, config.page_size) : bn;
+  json::Array tma{std::move(qMap), map("k", boxOf(varlenK, json::Array{64, 1, kvRows, 1})),
+                  map("v", boxOf(varlenK, json::Array{64, 1, kvRows, 1}))};
   if (compiled.outTma)
     tma.push_back(map("out", json::Array{64, 1, 64, 1}));
   json::Array argNames{"q", "k", "v", "out"};

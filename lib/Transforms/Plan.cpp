@@ -53,8 +53,11 @@ PlanAttr mlir::flashattn::computePlan(AttentionOp op, Target target,
   // m_block.
   int64_t blockM = 128, blockN = 128, consumers = 2;
   int64_t d = op.getHeadDim();
+  // Paged KV: a key block is whole pages or lies in one page (one TMA box
+  // per page): blocks of 128 keys, 64 at head_dim 256.
+  const bool paged = op.isPaged();
   if (d > 128)
-    blockN = 80;
+    blockN = paged ? 64 : 80;
   else if (d <= 64 && !op.getSoftcap() && op.getScore().empty() &&
            op.getMask().empty() && op.getWindow() == std::make_pair<int64_t, int64_t>(-1, -1)) {
     // head_dim 64 is softmax-bound (the GEMMs are short): a third consumer
@@ -65,8 +68,13 @@ PlanAttr mlir::flashattn::computePlan(AttentionOp op, Target target,
     // Under a causal mask both softmax copies (masked and not) live in the
     // 160 registers of a consumer: 112-key blocks keep S and P small
     // enough not to spill.
-    if (op.getCausal() != CausalKind::none)
+    // Paged: 2 consumers over 128-key blocks instead.
+    if (op.getCausal() != CausalKind::none && paged) {
+      blockM = 128;
+      consumers = 2;
+    } else if (op.getCausal() != CausalKind::none) {
       blockN = 112;
+    }
   }
   Schedule schedule = op.getCausal() != CausalKind::none ? Schedule::lpt
                                                         : Schedule::static_;

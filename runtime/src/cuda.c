@@ -414,9 +414,9 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
    * split-KV partial results. */
   size_t counter_bytes = k->artifact.tile_counter ? 256 : 0;
   int32_t *table = NULL;
-  int64_t entries = 0;
+  int64_t entries = 0, words = 0;
   if (k->artifact.tile_table) {
-    st = fa_sm90_tile_table(rt, k, call, &table, &entries);
+    st = fa_sm90_tile_table(rt, k, call, &table, &entries, &words);
     if (st != FA_OK)
       return st;
     if (entries == 0) { /* no query rows: nothing to write */
@@ -425,8 +425,7 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
     }
   }
   /* In 256-byte units: the partial results that may follow stay aligned. */
-  size_t table_bytes =
-      table ? ((size_t)(entries + 1) * 8 * sizeof(int32_t) + 255) / 256 * 256 : 0;
+  size_t table_bytes = table ? ((size_t)words * sizeof(int32_t) + 255) / 256 * 256 : 0;
   if (!k->cu_combine && !counter_bytes && !table_bytes)
     return launch_one(rt, api, k, k->cu_function, args, names, n, true, sms,
                       (unsigned)k->artifact.smem, stream, NULL, NULL);
@@ -454,7 +453,7 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
      * the host table can be freed right after. */
     if (st == FA_OK && table_bytes &&
         (r = api->cuMemcpyHtoDAsync(ws + counter_bytes, table,
-                                    (size_t)(entries + 1) * 8 * sizeof(int32_t),
+                                    (size_t)words * sizeof(int32_t),
                                     (CUstream)stream)) != 0)
       st = fa_fail(rt, FA_ERROR_CUDA, "cuMemcpyHtoDAsync (tile table) failed: %s",
                    cuError(api, r));
@@ -531,7 +530,7 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
                               (size_t)(splits * b * h * sq), (CUstream)stream);
   if (r == 0 && table_bytes)
     r = api->cuMemcpyHtoDAsync(ws + counter_bytes, table,
-                               (size_t)(entries + 1) * 8 * sizeof(int32_t),
+                               (size_t)words * sizeof(int32_t),
                                (CUstream)stream);
   free(table);
   st = r == 0 ? launch_one(rt, api, k, k->cu_function, first, first_names, 5, true,

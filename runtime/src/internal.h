@@ -133,13 +133,13 @@ fa_dtype fa_tma_dtype(const fa_kernel *k, int i);
 /* Checks that `t` can be described by the artifact's tensor map `i` (PTX
  * ISA / CUDA driver: cuTensorMapEncodeTiled requirements). */
 /* schedule.c: the tile table of a "tile_table" cubin for the call's
- * checked inputs (layout and order in schedule.c): *table (malloc'd, 8 x
- * (*entries + 1) i32, freed by the caller) and *entries, the number of
- * (sequence, m_block) tiles per head: sum over sequences of
- * ceil(q_len x pack_groups / block_m). */
+ * checked inputs (layout and order in schedule.c): *table (malloc'd,
+ * *words i32, freed by the caller) and *entries, the number of (sequence,
+ * m_block) tiles per head: sum over sequences of ceil(q_len x pack_groups /
+ * block_m). */
 fa_status fa_sm90_tile_table(fa_runtime *rt, const fa_kernel *k,
                              const fa_attention_args *args, int32_t **table,
-                             int64_t *entries);
+                             int64_t *entries, int64_t *words);
 fa_status fa_tma_check(fa_runtime *rt, const fa_kernel *k, int i,
                        const fa_tensor *t);
 /* Launches the artifact's kernel(s) on `tensors` (the artifact's argument

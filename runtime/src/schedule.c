@@ -13,7 +13,10 @@
  * batch, q length, k position, k batch, k length, m_block, sequence; q/k
  * position and batch are the TMA coordinates of the sequence's first
  * row (varlen: cu_seqlens[b] and 0; dense: 0 and b), k length is
- * seqused_k[b] when given.
+ * seqused_k[b] when given. Paged KV: after the entries, the page list of
+ * each sequence with queries (block_table[b, 0 : ceil(k_len / page_size)]),
+ * and an entry's k position is the table index where its sequence's list
+ * starts (k batch 0).
  *
  * Order: longest first (FlashAttention-3's LPT order, which its varlen
  * scheduler gets by sorting batches by length), by the key blocks each tile
@@ -63,12 +66,15 @@ static int64_t tile_blocks(const fa_attention_config *c, int64_t r0, int64_t r1,
 
 fa_status fa_sm90_tile_table(fa_runtime *rt, const fa_kernel *k,
                              const fa_attention_args *a, int32_t **table,
-                             int64_t *entries) {
+                             int64_t *entries, int64_t *words) {
   *table = NULL;
   *entries = 0;
+  *words = 0;
   const fa_attention_config *c = &k->artifact.config;
   const bool varlen_q = c->flags & FA_VARLEN_Q, varlen_k = c->flags & FA_VARLEN_K,
-             used_k = c->flags & FA_SEQUSED_K;
+             used_k = c->flags & FA_SEQUSED_K, paged = c->flags & FA_PAGED;
+  const int32_t *block_table = (const int32_t *)a->block_table.data;
+  int64_t ps = c->page_size, table_cols = paged ? a->block_table.shape[1] : 0;
   int64_t bm = k->artifact.block_m, bn = k->artifact.block_n;
   int64_t g = k->artifact.pack_groups > 1 ? k->artifact.pack_groups : 1;
   if (bm <= 0 || bn <= 0)
@@ -78,26 +84,28 @@ fa_status fa_sm90_tile_table(fa_runtime *rt, const fa_kernel *k,
   const int32_t *cu_k = (const int32_t *)a->cu_seqlens_k.data;
   const int32_t *used = (const int32_t *)a->seqused_k.data;
   int64_t batch = varlen_q ? a->cu_seqlens_q.shape[0] - 1 : a->q.shape[0];
-  int64_t total = 0;
+  int64_t total = 0, page_words = 0;
   for (int64_t b = 0; b < batch; ++b) {
     int64_t q_len = varlen_q ? cu_q[b + 1] - cu_q[b] : a->q.shape[1];
     total += (q_len * g + bm - 1) / bm;
+    if (paged && q_len > 0)
+      page_words += (used[b] + ps - 1) / ps;
   }
   /* The kernel counts tiles (entries x heads) in i32. */
   int64_t heads = g > 1 ? c->num_kv_heads : c->num_q_heads;
-  if (total * heads >= INT32_MAX)
+  if (total * heads >= INT32_MAX || 8 * (total + 1) + page_words >= INT32_MAX)
     return fa_fail(rt, FA_ERROR_UNSUPPORTED,
                    "%lld tiles x %lld heads exceed the kernel's i32 tile index",
                    (long long)total, (long long)heads);
   tile_entry *list = (tile_entry *)calloc((size_t)(total ? total : 1), sizeof(*list));
-  int32_t *out = (int32_t *)calloc((size_t)(8 * (total + 1)), sizeof(int32_t));
+  int32_t *out = (int32_t *)calloc((size_t)(8 * (total + 1) + page_words), sizeof(int32_t));
   if (!list || !out) {
     free(list);
     free(out);
     return fa_fail(rt, FA_ERROR_OUT_OF_MEMORY, "tile table of %lld entries",
                    (long long)total);
   }
-  int64_t n = 0;
+  int64_t n = 0, page_at = 8 * (total + 1);
   for (int64_t b = 0; b < batch; ++b) {
     int64_t q_pos = varlen_q ? cu_q[b] : 0;
     int64_t q_len = varlen_q ? cu_q[b + 1] - cu_q[b] : a->q.shape[1];
@@ -105,12 +113,18 @@ fa_status fa_sm90_tile_table(fa_runtime *rt, const fa_kernel *k,
     int64_t k_len = varlen_k ? cu_k[b + 1] - cu_k[b] : a->k.shape[1];
     if (used_k)
       k_len = used[b];
+    if (paged && q_len > 0) {
+      int64_t np = (k_len + ps - 1) / ps;
+      k_pos = page_at;
+      memcpy(&out[page_at], &block_table[b * table_cols], (size_t)np * sizeof(int32_t));
+      page_at += np;
+    }
     int64_t rows = q_len * g;
     for (int64_t m = 0; m * bm < rows; ++m) {
       tile_entry *e = &list[n++];
       int64_t r1 = (m + 1) * bm < rows ? (m + 1) * bm : rows;
       int32_t f[8] = {(int32_t)q_pos, varlen_q ? 0 : (int32_t)b, (int32_t)q_len,
-                      (int32_t)k_pos, varlen_k ? 0 : (int32_t)b, (int32_t)k_len,
+                      (int32_t)k_pos, varlen_k || paged ? 0 : (int32_t)b, (int32_t)k_len,
                       (int32_t)m,     (int32_t)b};
       memcpy(e->f, f, sizeof(f));
       /* A tile with no keys still loads Q and writes its rows. */
@@ -124,5 +138,6 @@ fa_status fa_sm90_tile_table(fa_runtime *rt, const fa_kernel *k,
   free(list);
   *table = out;
   *entries = n;
+  *words = page_at;
   return FA_OK;
 }

@@ -20,7 +20,7 @@ int64_t fa_num_splits_heuristic(const fa_kernel *k, int64_t batch,
 /* Internal (runtime/src/schedule.c): the varlen tile table. */
 fa_status fa_sm90_tile_table(fa_runtime *rt, const fa_kernel *k,
                              const fa_attention_args *args, int32_t **table,
-                             int64_t *entries);
+                             int64_t *entries, int64_t *words);
 
 int main(void) {
   fa_runtime_options opts = {0};
@@ -244,8 +244,8 @@ int main(void) {
     a.cu_seqlens_q = (fa_tensor){cu_q, 1, {5}};
     a.cu_seqlens_k = (fa_tensor){cu_k, 1, {5}};
     int32_t *t = NULL;
-    int64_t n = -1;
-    CHECK_STATUS(fa_sm90_tile_table(rt, k, &a, &t, &n), FA_OK, rt);
+    int64_t n = -1, words = -1;
+    CHECK_STATUS(fa_sm90_tile_table(rt, k, &a, &t, &n, &words), FA_OK, rt);
     /* ceil(0/128) + ceil(1/128) + ceil(299/128) + ceil(129/128) = 0+1+3+2 */
     CHECK(n == 6 && t && t[0] == 6, "entries: %lld", (long long)n);
     if (t && n == 6) {
@@ -286,8 +286,8 @@ int main(void) {
     a.k = make_tensor(4, (int64_t[]){2, 1000, 2, 64}, 2);
     a.seqused_k = (fa_tensor){used, 1, {2}};
     int32_t *t = NULL;
-    int64_t n = -1;
-    CHECK_STATUS(fa_sm90_tile_table(rt, k, &a, &t, &n), FA_OK, rt);
+    int64_t n = -1, words = -1;
+    CHECK_STATUS(fa_sm90_tile_table(rt, k, &a, &t, &n, &words), FA_OK, rt);
     /* 40 positions x 4 heads = 160 rows: 2 tiles per sequence. */
     CHECK(n == 4 && t, "seqused_k entries: %lld", (long long)n);
     if (t && n == 4) {

@@ -82,7 +82,9 @@ CASES = [
 # or "dense" (q [B, max q_len, ...], k [B, max k_len, ...]; with "dense" the
 # q lengths must all be equal), and used: k lengths come from seqused_k
 # (the k tensor holds k_len + 37 rows per sequence); an optional last field
-# is num_splits (0: automatic, from the tile table).
+# is num_splits (0: automatic, from the tile table). Layout "paged<P>": q
+# dense, k and v a pool [num_pages, P, Hkv, D] addressed through a
+# block_table of shuffled pages, k lengths from seqused_k.
 VARLEN_CASES = [
     ("varlen_br_gqa_uneven", 128, "bf16", "bottom_right", 8, 2,
      [(0, 5), (1, 0), (300, 395), (129, 1029), (1000, 1000), (1, 1), (513, 200)],
@@ -111,6 +113,15 @@ VARLEN_CASES = [
      [(300, 2000), (1, 0), (0, 9), (129, 129), (2, 5000)], None, "varlen", False, False, 3),
     ("varlen_seqused_auto_split_f16", 64, "f16", "none", 8, 2,
      [(1, 3000), (7, 7), (0, 0), (1, 1)], None, "varlen", False, True, 0),
+    # Paged KV (one TMA box per page; lengths not a multiple of the page).
+    ("paged16_decode_pack_auto_split", 128, "bf16", "bottom_right", 32, 8,
+     [(1, 4000), (1, 1), (1, 0), (1, 1000)], None, "paged16", True, True, 0),
+    ("paged64_spec8_gqa", 128, "bf16", "bottom_right", 8, 2,
+     [(8, 700), (8, 64), (8, 129)], None, "paged64", False, True),
+    ("paged256_prefill_hd64_f16", 64, "f16", "bottom_right", 8, 2,
+     [(300, 300), (300, 1000)], None, "paged256", False, True),
+    ("paged16_hd256_f16_split3", 256, "f16", "none", 4, 1,
+     [(5, 33), (5, 2000)], None, "paged16", False, True, 3),
 ]
 
 # The regions of test/gpu/regions/*.regions as (score_mod, mask_mod) on the
@@ -124,7 +135,7 @@ REGIONS = {
 
 
 def artifact_name(d, dt, causal, hq, hkv, window=None, softcap=0, splits=1, regions=None,
-                  pack=False, varlen=False, seqused=False):
+                  pack=False, varlen=False, seqused=False, page=0):
     name = "d%d_%s_%s_h%dx%d" % (d, dt, causal, hq, hkv)
     if window:
         name += "_w%d_%d" % window
@@ -140,6 +151,8 @@ def artifact_name(d, dt, causal, hq, hkv, window=None, softcap=0, splits=1, regi
         name += "_v"
     if seqused:
         name += "_u"
+    if page:
+        name += "_g%d" % page
     return name + ".faa"
 
 
@@ -213,9 +226,9 @@ def open_runtime(lib_path, artifacts, stream=None):
     kernels = {}
 
     def kernel(d, dt, causal, hq, hkv, window=None, softcap=0, splits=1, regions=None,
-               pack=False, varlen=False, seqused=False):
+               pack=False, varlen=False, seqused=False, page=0):
         name = artifact_name(d, dt, causal, hq, hkv, window, softcap, splits, regions, pack,
-                             varlen, seqused)
+                             varlen, seqused, page)
         if name not in kernels:
             k = C.c_void_p()
             st = lib.fa_kernel_load_artifact_file(rt, os.path.join(artifacts, name).encode(), C.byref(k))
@@ -225,8 +238,8 @@ def open_runtime(lib_path, artifacts, stream=None):
         return kernels[name]
 
     def run(k, q, kk, v, out, lse, deadline=30.0, **meta):
-        """meta: cu_seqlens_q, cu_seqlens_k, seqused_k as host-readable
-        (pinned CPU) int32 tensors."""
+        """meta: cu_seqlens_q, cu_seqlens_k, seqused_k, block_table as
+        host-readable (pinned CPU) int32 tensors."""
         args = Args()
         args.struct_size = C.sizeof(Args)
         args.q, args.k, args.v, args.out, args.lse = (tensor(q), tensor(kk), tensor(v),
@@ -295,6 +308,25 @@ def run_varlen_cases(kernel, run, results):
             k_of = lambda t, b: t[cu_k[b]:cu_k[b] + seqs[b][1]]  # noqa: E731
             o_of = lambda t, b: t[cu_q[b]:cu_q[b + 1]]  # noqa: E731
             l_of = lambda b: lse[:, cu_q[b]:cu_q[b + 1]]  # noqa: E731
+        elif layout.startswith("paged"):
+            ps = int(layout[5:])
+            sq = seqs[0][0]
+            assert all(s[0] == sq for s in seqs) and used
+            cols = max(-(-s[1] // ps) for s in seqs) + 1
+            num_pages = nb * cols + 3
+            q = torch.randn(nb, sq, hq, d, device="cuda", dtype=dtype)
+            k = torch.randn(num_pages, ps, hkv, d, device="cuda", dtype=dtype)
+            v = torch.randn(num_pages, ps, hkv, d, device="cuda", dtype=dtype)
+            bt = torch.randperm(num_pages)[:nb * cols].reshape(nb, cols).to(torch.int32)
+            out = torch.full_like(q, float("nan"))
+            lse = torch.full((nb, hq, sq), float("nan"), device="cuda")
+            meta["block_table"] = bt.pin_memory()
+            q_of = lambda b: q[b]  # noqa: E731
+
+            def k_of(t, b, bt=bt, ps=ps):
+                idx = torch.arange(seqs[b][1])
+                return t[bt[b, idx // ps].long().cuda(), (idx % ps).cuda()]
+            o_of = lambda t, b: t[b]  # noqa: E731
         else:
             sq = seqs[0][0]
             assert all(s[0] == sq for s in seqs)
@@ -312,7 +344,9 @@ def run_varlen_cases(kernel, run, results):
             meta["seqused_k"] = pinned_i32([s[1] for s in seqs])
         try:
             run(kernel(d, dt, causal, hq, hkv, window, 0, splits, None, pack,
-                       layout == "varlen", used), q, k, v, out, lse, **meta)
+                       layout == "varlen", used,
+                       int(layout[5:]) if layout.startswith("paged") else 0),
+                q, k, v, out, lse, **meta)
             err = None
         except RuntimeError as e:
             err = str(e)

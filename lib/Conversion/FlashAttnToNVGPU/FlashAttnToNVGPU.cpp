@@ -68,8 +68,8 @@ static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why,
   int64_t d = op.getHeadDim();
   if (d != op.getHeadDimV() || (d != 64 && d != 128 && d != 256))
     return fail("the sm90 kernel takes head_dim 64, 128 or 256 (= head_dim_v)");
-  if (op.isPaged() || op.hasAppend() || op.getAlibiSlopes())
-    return fail("paged KV, append and ALiBi are not in the sm90 kernel yet");
+  if (op.hasAppend() || op.getAlibiSlopes())
+    return fail("append and ALiBi are not in the sm90 kernel yet");
   for (Region *region : {&op.getScore(), &op.getMask()}) {
     if (region->empty())
       continue;
@@ -142,6 +142,17 @@ static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why,
   spec.varlenQ = op.isVarlenQ();
   spec.varlenK = op.isVarlenK();
   spec.tileTable = spec.varlenQ || spec.varlenK || op.getSequsedK();
+  if (op.isPaged()) {
+    int64_t ps = cast<ShapedType>(op.getK().getType()).getDimSize(1);
+    bool fits = ps > 0 && (ps % blockN == 0 || (blockN % ps == 0 && ps % 8 == 0));
+    if (!fits)
+      return fail("paged KV on sm90 takes page sizes that are a multiple of "
+                  "block_n, or divide it and are a multiple of 8 (one TMA box "
+                  "per page, 1024-byte aligned); page_size = " +
+                  Twine(ps) + ", block_n = " + Twine(blockN));
+    spec.pageSize = ps;
+    spec.tileTable = true;
+  }
   if (partial && (cast<ShapedType>(op.getOut().getType()).isDynamicDim(0) ||
                   !op.getLse()))
     return fail("the partial form needs a static number of splits and lse");

@@ -437,12 +437,62 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   auto posBatch = [&](bool varlen, const std::string &pos, const std::string &b) {
     return varlen ? pos : pos + ", " + b;
   };
+  // Paged KV: the pages key block `nb` of the tile's sequence reads, and
+  // the first row it needs in the first of them. The sequence's page list
+  // starts at table index t.kRow (the runtime copies block_table[b, :
+  // ceil(k_len / page_size)] there). With pages of at least block_n keys
+  // (page_size a multiple of block_n) a block lies in one page; with
+  // smaller pages (block_n a multiple of page_size) it spans block_n /
+  // page_size of them, the last clamped to the sequence's last page (those
+  // keys are masked).
+  const int64_t PS = k.pageSize;
+  auto pagesOf = [&](const std::string &nb, const Tile &t) {
+    std::vector<std::string> pages;
+    std::string key0 = w.bin("arith.muli", nb, cBN, "i32");
+    auto page = [&](const std::string &index) {
+      std::string p = w.op("llvm.getelementptr %tile_table[" +
+                           w.bin("arith.addi", t.kRow, index, "i32") +
+                           "] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32");
+      return w.op("llvm.load " + p + " {invariant} : !llvm.ptr<1> -> i32");
+    };
+    if (PS >= BN) {
+      std::string cPS = w.i32(PS);
+      pages.push_back(page(w.bin("arith.divui", key0, cPS, "i32")));
+      pages.push_back(w.bin("arith.remui", key0, cPS, "i32"));
+      return pages;
+    }
+    std::string last = w.bin("arith.subi",
+                             w.bin("arith.ceildivui", t.sk, w.i32(PS), "i32"), c1, "i32");
+    std::string first = w.bin("arith.muli", nb, w.i32(BN / PS), "i32");
+    for (int64_t j = 0; j < BN / PS; ++j)
+      pages.push_back(page(w.bin("arith.minui", plus(first, w.i32(j)), last, "i32")));
+    return pages;
+  };
   // Issues the TMA loads of one K (or V) block into `base`.
   auto loadKV = [&](const std::string &map, const std::string &base,
                     const std::string &bar, const std::string &nb,
-                    const std::string &kvh, const Tile &t) {
+                    const std::string &kvh, const Tile &t,
+                    const std::vector<std::string> &pages) {
     w.line("nvvm.mbarrier.arrive.expect_tx " + bar + ", " + w.i32(L.kvBytes) +
            " : !llvm.ptr<3>, i32");
+    if (PS) {
+      // One box per page and 64 columns: page_size rows (block_n when the
+      // page holds whole blocks) at row j x page_size of the slot, a
+      // multiple of 8 rows: 1024-byte aligned, as the 128-byte swizzle's
+      // atom (PTX ISA 9.7.9.25, tensor copies with swizzle modes).
+      int64_t rows = std::min(PS, BN);
+      for (size_t j = 0; j < (PS >= BN ? 1 : pages.size()); ++j)
+        for (int64_t i = 0; i < boxes; ++i) {
+          std::string dst = w.op("llvm.addrspacecast " +
+                                 ptrAdd(base, i * BN * 128 + int64_t(j) * rows * 128) +
+                                 " : !llvm.ptr<3> to !llvm.ptr<7>");
+          std::string row = PS >= BN ? pages[1] : c0;
+          w.line("nvvm.cp.async.bulk.tensor.shared.cluster.global " + dst + ", " + map +
+                 ", " + bar + ", box[" + w.i32(64 * i) + ", " + kvh + ", " + row + ", " +
+                 pages[j] + "] : !llvm.ptr<7>, !llvm.ptr");
+        }
+      return;
+    }
     std::string row = plus(t.kRow, w.bin("arith.muli", nb, cBN, "i32"));
     for (int64_t i = 0; i < boxes; ++i) {
       std::string dst = w.op("llvm.addrspacecast " + ptrAdd(base, i * BN * 128) +
@@ -518,11 +568,14 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     w.line("scf.if " + reuse + " {");
     waitParity(barAt(L.emptyK(), slot), ePar);
     w.line("}");
-    loadKV("%kmap", slotBase(L.kOff, slot), barAt(L.fullK(), slot), kb, t.kvh, t);
+    std::vector<std::string> pages;
+    if (PS)
+      pages = pagesOf(kb, t);
+    loadKV("%kmap", slotBase(L.kOff, slot), barAt(L.fullK(), slot), kb, t.kvh, t, pages);
     w.line("scf.if " + reuse + " {");
     waitParity(barAt(L.emptyV(), slot), ePar);
     w.line("}");
-    loadKV("%vmap", slotBase(L.vOff, slot), barAt(L.fullV(), slot), kb, t.kvh, t);
+    loadKV("%vmap", slotBase(L.vOff, slot), barAt(L.fullV(), slot), kb, t.kvh, t, pages);
     w.line("scf.yield " + w.bin("arith.addi", "%pgg", c1, "i32") + " : i32");
     w.line("}");
     w.line("scf.yield " + nextTile("%pwt") + ", %pn, " +

@@ -76,6 +76,14 @@ struct Sm90KernelSpec {
   /// masked. Not with tmaStore (a TMA store would write those rows) or
   /// splitPartial.
   bool tileTable = false;
+  /// Paged KV (with tileTable): k and v are [num_pages, pageSize, Hkv, D];
+  /// an entry's k position is the table index where its sequence's page
+  /// list starts (block_table[b, 0 : ceil(k_len / pageSize)], copied there
+  /// by the runtime). Every page is one TMA box per 64 columns: pageSize a
+  /// multiple of blockN (a block in one page), or blockN a multiple of
+  /// pageSize and pageSize a multiple of 8 (boxes of pageSize rows, each
+  /// landing 1024-byte aligned). 0 = not paged.
+  int64_t pageSize = 0;
   bool f16 = false;
   int causal = 0;
   bool lse = false;
