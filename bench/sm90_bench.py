@@ -141,7 +141,7 @@ def num_splits_heuristic(tiles, sms, key_blocks, max_splits=128):
     return next(s for s, e in enumerate(eff, 1) if e >= 0.85 * best)
 
 
-def decode_benchmark(kernel, run, stream, sms=132, pages=(16, 64)):
+def decode_benchmark(kernel, run, stream, sms=132, pages=(16, 64), variants=()):
     """Decode (one query token, 32 query / 8 kv heads, head_dim 128, bf16;
     shared/PERF.md's rows): ours = pack_gqa + split-KV partial kernel + the
     combine kernel (both timed) from the automatic-num_splits artifact (the
@@ -192,6 +192,16 @@ def decode_benchmark(kernel, run, stream, sms=132, pages=(16, 64)):
             def paged(kern_p=kern_p, kp=kp, vp=vp, bt=bt):
                 run(kern_p, q, kp, vp, out, lse, deadline=0, seqused_k=used, block_table=bt)
             fns["paged%d" % ps] = paged
+            for vname, vkernel, vrun in variants:
+                def vpaged(vk=vkernel(d, "bf16", "bottom_right", hq, hkv, None, 0, 0, None,
+                                      True, False, True, ps), vr=vrun, kp=kp, vp=vp, bt=bt):
+                    vr(vk, q, kp, vp, out, lse, deadline=0, seqused_k=used, block_table=bt)
+                fns["%s_paged%d" % (vname, ps)] = vpaged
+        for vname, vkernel, vrun in variants:
+            def vdense(vk=vkernel(d, "bf16", "bottom_right", hq, hkv, None, 0, 0, None, True),
+                       vr=vrun):
+                vr(vk, q, k, v, out, lse, deadline=0)
+            fns[vname] = vdense
         med = median_times(fns, stream)
         kv_bytes = 2 * b * sk * hkv * d * 2
         tbps = {n: kv_bytes / (m * 1e-3) / 1e12 for n, m in med.items()}
@@ -207,6 +217,11 @@ def decode_benchmark(kernel, run, stream, sms=132, pages=(16, 64)):
                   "".join("  paged%d %7.1f us (paged/dense %.2f)" % (
                       ps, row["us"]["paged%d" % ps], row["paged_vs_dense"][ps]) for ps in pages)),
               flush=True)
+        for vname, _, _ in variants:
+            print("   variant %s: %s" % (vname, "  ".join(
+                "%s %.1f us (%s/ours %.3f)" % (n, row["us"][n], n, med[n.replace(vname + "_", "")
+                                                                         if n != vname else "ours"] / med[n])
+                for n in row["us"] if n.startswith(vname))), flush=True)
     return rows
 
 
@@ -304,7 +319,8 @@ def main():
         variants.append((name, vkernel, vrun))
         runtimes.append((vlib, vrt))
     if a.decode or a.varlen:
-        rows = (decode_benchmark if a.decode else varlen_benchmark)(kernel, run, stream)
+        rows = (decode_benchmark(kernel, run, stream, variants=variants) if a.decode
+                else varlen_benchmark(kernel, run, stream))
         lib.fa_runtime_destroy(rt)
         os.makedirs(a.out, exist_ok=True)
         with open(os.path.join(a.out, "decode.json" if a.decode else "varlen.json"), "w") as f:

@@ -565,12 +565,14 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
                              c1, "i32");
     std::string reuse = w.op("arith.cmpi uge, %pgg, " + cST + " : i32");
     std::string kb = w.bin("arith.addi", t.nbLo, "%pi", "i32");
-    w.line("scf.if " + reuse + " {");
-    waitParity(barAt(L.emptyK(), slot), ePar);
-    w.line("}");
+    // Paged: the block's page indices are loaded before the wait for its
+    // stage, so their latency hides under it.
     std::vector<std::string> pages;
     if (PS)
       pages = pagesOf(kb, t);
+    w.line("scf.if " + reuse + " {");
+    waitParity(barAt(L.emptyK(), slot), ePar);
+    w.line("}");
     loadKV("%kmap", slotBase(L.kOff, slot), barAt(L.fullK(), slot), kb, t.kvh, t, pages);
     w.line("scf.if " + reuse + " {");
     waitParity(barAt(L.emptyV(), slot), ePar);
