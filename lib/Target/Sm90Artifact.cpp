@@ -90,6 +90,8 @@ LogicalResult mlir::flashattn::compileSm90Ptx(const fa_attention_config &config,
       result.threads = t.getInt();
     result.outTma = op->hasAttr("flashattn.sm90_out_tma");
     result.tileTable = op->hasAttr("flashattn.sm90_tile_table");
+    if (auto sym = op->getAttrOfType<SymbolRefAttr>("flashattn.sm90_append"))
+      result.append = sym.getLeafReference().str();
     if (auto g = op->getAttrOfType<IntegerAttr>("flashattn.sm90_pack_gqa"))
       result.packGroups = g.getInt();
     if (PlanAttr plan = op.getPlanAttr()) {
@@ -246,6 +248,10 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
   // argument).
   if (compiled.tileTable)
     meta["tile_table"] = true;
+  // kv-cache append: the copy kernel the runtime launches first (on
+  // k_new, v_new, k, v and the tile table).
+  if (!compiled.append.empty())
+    meta["append_entry"] = compiled.append;
   if (!compiled.combine.empty())
     meta["combine_entry"] = compiled.combine;
   return packageArtifact(config, FA_ARTIFACT_CUBIN, meta,

@@ -213,6 +213,12 @@ fa_status fa_artifact_parse(fa_runtime *rt, const void *bytes, size_t size,
     goto fail;
   snprintf(a->combine_entry, sizeof(a->combine_entry), "%s",
            combine ? combine->valuestring : "");
+  const cJSON *append = cJSON_GetObjectItemCaseSensitive(meta, "append_entry");
+  why = "bad append_entry (a string, exactly when the config appends, with tile_table)";
+  if (append && !cJSON_IsString(append))
+    goto fail;
+  snprintf(a->append_entry, sizeof(a->append_entry), "%s",
+           append ? append->valuestring : "");
   /* A split-KV cubin launches its partial kernel then the combine; one
    * without the other would get arguments of the wrong shape. */
   if (a->kind == FA_ARTIFACT_CUBIN &&
@@ -251,6 +257,13 @@ fa_status fa_artifact_parse(fa_runtime *rt, const void *bytes, size_t size,
       goto fail;
     why = "tile_table needs block_m and block_n";
     if (a->tile_table && (!a->block_m || !a->block_n))
+      goto fail;
+    /* An append cubin writes k_new / v_new first: without its kernel (or
+     * its tile table) the attention would read a stale cache. */
+    why = "bad append_entry (a string, exactly when the config appends, with tile_table)";
+    if (a->kind == FA_ARTIFACT_CUBIN &&
+        ((a->append_entry[0] != '\0') != !!(a->config.flags & FA_APPEND) ||
+         (a->append_entry[0] && !a->tile_table)))
       goto fail;
   }
   a->num_args = cJSON_GetArraySize(args);

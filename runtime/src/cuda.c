@@ -188,6 +188,9 @@ fa_status fa_cuda_load(fa_runtime *rt, fa_kernel *k) {
   if (r == 0 && k->artifact.combine_entry[0])
     r = api->cuModuleGetFunction(&k->cu_combine, k->cu_module,
                                  k->artifact.combine_entry);
+  if (r == 0 && k->artifact.append_entry[0])
+    r = api->cuModuleGetFunction(&k->cu_append, k->cu_module,
+                                 k->artifact.append_entry);
   if (r == 0 && k->artifact.smem > 48 * 1024)
     r = api->cuFuncSetAttribute(k->cu_function,
                                 CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -377,7 +380,8 @@ static fa_status launch_one(fa_runtime *rt, cuda_api *api, fa_kernel *k,
     params[p++] = &tile_counter;
   if (tile_table)
     params[p++] = &tile_table;
-  unsigned block[3] = {128, 1, 1};
+  /* Non-attention entries: the combine takes 128 threads, the append 256. */
+  unsigned block[3] = {function == k->cu_append ? 256u : 128u, 1, 1};
   if (with_tma)
     for (int i = 0; i < 3; ++i)
       block[i] = (unsigned)k->artifact.block[i];
@@ -405,28 +409,74 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
   unsigned sms = (unsigned)(api->num_sms > 0 ? api->num_sms : 1);
   const char *names[FA_MAX_ARGS];
   cu_tensor args[FA_MAX_ARGS];
+  const fa_tensor *q = NULL, *kk = NULL, *v = NULL, *out = NULL, *lse = NULL;
   for (int i = 0; i < n; ++i) {
     names[i] = k->artifact.arg_names[i];
     args[i] = from_fa(tensors[i]);
+    const char *nm = names[i];
+    if (!strcmp(nm, "q")) q = tensors[i];
+    else if (!strcmp(nm, "k")) kk = tensors[i];
+    else if (!strcmp(nm, "v")) v = tensors[i];
+    else if (!strcmp(nm, "out")) out = tensors[i];
+    else if (!strcmp(nm, "lse")) lse = tensors[i];
   }
-  /* Stream-ordered scratch: the zeroed tile counter of the dynamic
-   * scheduler (4 bytes, first, in 256), then the tile table, or the
-   * split-KV partial results. */
-  size_t counter_bytes = k->artifact.tile_counter ? 256 : 0;
+  const bool append = k->cu_append != NULL;
+  /* The tile table (varlen, seqused_k, paged, append), built on the host. */
   int32_t *table = NULL;
   int64_t entries = 0, words = 0;
   if (k->artifact.tile_table) {
     st = fa_sm90_tile_table(rt, k, call, &table, &entries, &words);
     if (st != FA_OK)
       return st;
-    if (entries == 0) { /* no query rows: nothing to write */
+    if (entries == 0 && !append) { /* no query rows: nothing to write */
       free(table);
       return FA_OK;
     }
   }
-  /* In 256-byte units: the partial results that may follow stay aligned. */
+  /* Split-KV: the count (automatic: FlashAttention's heuristic, over the
+   * table's tiles and longest sequence when there is a table), and the
+   * partial results' shape. Varlen q: out [Tq, H, Dv] and lse [H, Tq] are
+   * seen as batch 1, the partial results as [S, 1, Tq, H, Dv] and [S, 1, H,
+   * Tq]. */
+  int64_t splits = 1, b = 0, sq = 0, h = 0, dv = 0;
+  const bool vq = k->artifact.config.flags & FA_VARLEN_Q;
+  if (k->cu_combine) {
+    splits = k->artifact.config.num_splits;
+    int orank = vq ? 3 : 4;
+    if (!q || !kk || !v || !out || out->rank != orank ||
+        (splits < 2 && !k->artifact.auto_splits)) {
+      free(table);
+      return fa_fail(rt, FA_ERROR_CORRUPT_ARTIFACT,
+                     "split-KV cubin without q, k, v, out or num_splits");
+    }
+    if (k->artifact.auto_splits && table) {
+      int64_t longest = 0, heads = k->artifact.pack_groups > 1
+                                       ? k->artifact.config.num_kv_heads
+                                       : k->artifact.config.num_q_heads;
+      for (int64_t e = 1; e <= entries; ++e)
+        if (table[8 * e + 5] > longest)
+          longest = table[8 * e + 5];
+      splits = fa_num_splits_for(entries * heads,
+                                 (longest + k->artifact.block_n - 1) / k->artifact.block_n,
+                                 (int64_t)sms);
+    } else if (k->artifact.auto_splits) {
+      splits = fa_num_splits_heuristic(k, q->shape[0], q->shape[1], q->shape[2],
+                                       kk->shape[1], kk->shape[2], (int64_t)sms);
+    }
+    b = vq ? 1 : out->shape[0];
+    sq = out->shape[orank - 3];
+    h = out->shape[orank - 2];
+    dv = out->shape[orank - 1];
+  }
+  /* Stream-ordered scratch: the zeroed tile counter of the dynamic
+   * scheduler (4 bytes, in 256), the tile table (in 256-byte units), the
+   * split-KV partial results. */
+  size_t counter_bytes = k->artifact.tile_counter ? 256 : 0;
   size_t table_bytes = table ? ((size_t)words * sizeof(int32_t) + 255) / 256 * 256 : 0;
-  if (!k->cu_combine && !counter_bytes && !table_bytes)
+  size_t out_bytes = k->cu_combine ? (size_t)(splits * b * sq * h * dv) * 4 : 0;
+  size_t lse_bytes = k->cu_combine ? (size_t)(splits * b * h * sq) * 4 : 0;
+  size_t ws_bytes = counter_bytes + table_bytes + out_bytes + lse_bytes;
+  if (!ws_bytes)
     return launch_one(rt, api, k, k->cu_function, args, names, n, true, sms,
                       (unsigned)k->artifact.smem, stream, NULL, NULL);
   if (!api->cuMemAllocAsync || !api->cuMemFreeAsync || !api->cuMemsetD32Async ||
@@ -436,120 +486,70 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
                    "libcuda lacks cuMemAllocAsync (split-KV, the tile counter "
                    "and the tile table need CUDA 11.2+)");
   }
-  if (!k->cu_combine) {
-    uint64_t ws = 0;
-    CUresult r = api->cuMemAllocAsync(&ws, counter_bytes + table_bytes,
-                                      (CUstream)stream);
-    if (r != 0) {
-      free(table);
-      return fa_fail(rt, FA_ERROR_OUT_OF_MEMORY, "launch scratch of %zu bytes: %s",
-                     counter_bytes + table_bytes, cuError(api, r));
-    }
-    if (counter_bytes)
-      r = api->cuMemsetD32Async(ws, 0, 1, (CUstream)stream);
-    if (r != 0)
-      st = fa_fail(rt, FA_ERROR_CUDA, "cuMemsetD32Async failed: %s", cuError(api, r));
-    /* From pageable memory the copy is staged before the call returns, so
-     * the host table can be freed right after. */
-    if (st == FA_OK && table_bytes &&
-        (r = api->cuMemcpyHtoDAsync(ws + counter_bytes, table,
-                                    (size_t)words * sizeof(int32_t),
-                                    (CUstream)stream)) != 0)
-      st = fa_fail(rt, FA_ERROR_CUDA, "cuMemcpyHtoDAsync (tile table) failed: %s",
-                   cuError(api, r));
-    free(table);
-    if (st == FA_OK)
-      st = launch_one(rt, api, k, k->cu_function, args, names, n, true, sms,
-                      (unsigned)k->artifact.smem, stream,
-                      counter_bytes ? (void *)(uintptr_t)ws : NULL,
-                      table_bytes ? (void *)(uintptr_t)(ws + counter_bytes) : NULL);
-    r = api->cuMemFreeAsync(ws, (CUstream)stream);
-    if (st == FA_OK && r != 0)
-      st = fa_fail(rt, FA_ERROR_CUDA, "cuMemFreeAsync failed: %s", cuError(api, r));
-    return st;
-  }
-
-  /* Split-KV: q, k, v, out[, lse] by name; partial results in a workspace. */
-  const fa_tensor *q = NULL, *kk = NULL, *v = NULL, *out = NULL, *lse = NULL;
-  for (int i = 0; i < n; ++i) {
-    const char *nm = names[i];
-    if (!strcmp(nm, "q")) q = tensors[i];
-    else if (!strcmp(nm, "k")) kk = tensors[i];
-    else if (!strcmp(nm, "v")) v = tensors[i];
-    else if (!strcmp(nm, "out")) out = tensors[i];
-    else if (!strcmp(nm, "lse")) lse = tensors[i];
-  }
-  int64_t splits = k->artifact.config.num_splits;
-  /* Varlen q: out [Tq, H, Dv] and lse [H, Tq] are seen as batch 1, the
-   * partial results as [S, 1, Tq, H, Dv] and [S, 1, H, Tq]. */
-  bool vq = k->artifact.config.flags & FA_VARLEN_Q;
-  int orank = vq ? 3 : 4;
-  if (!q || !kk || !v || !out || out->rank != orank ||
-      (splits < 2 && !k->artifact.auto_splits)) {
-    free(table);
-    return fa_fail(rt, FA_ERROR_CORRUPT_ARTIFACT,
-                   "split-KV cubin without q, k, v, out or num_splits");
-  }
-  if (k->artifact.auto_splits && table) {
-    /* Tiles of the table, and the longest sequence's key blocks. */
-    int64_t longest = 0, heads = k->artifact.pack_groups > 1
-                                     ? k->artifact.config.num_kv_heads
-                                     : k->artifact.config.num_q_heads;
-    for (int64_t e = 1; e <= entries; ++e)
-      if (table[8 * e + 5] > longest)
-        longest = table[8 * e + 5];
-    splits = fa_num_splits_for(entries * heads,
-                               (longest + k->artifact.block_n - 1) / k->artifact.block_n,
-                               (int64_t)sms);
-  } else if (k->artifact.auto_splits) {
-    splits = fa_num_splits_heuristic(k, q->shape[0], q->shape[1], q->shape[2],
-                                     kk->shape[1], kk->shape[2], (int64_t)sms);
-  }
-  int64_t b = vq ? 1 : out->shape[0], sq = out->shape[orank - 3],
-          h = out->shape[orank - 2], dv = out->shape[orank - 1];
-  size_t out_bytes = (size_t)(splits * b * sq * h * dv) * 4;
-  size_t lse_bytes = (size_t)(splits * b * h * sq) * 4;
   uint64_t ws = 0;
-  size_t ws_bytes = counter_bytes + table_bytes + out_bytes + lse_bytes;
   CUresult r = api->cuMemAllocAsync(&ws, ws_bytes, (CUstream)stream);
   if (r != 0) {
     free(table);
-    return fa_fail(rt, FA_ERROR_OUT_OF_MEMORY,
-                   "split-KV workspace of %zu bytes: %s", ws_bytes, cuError(api, r));
+    return fa_fail(rt, FA_ERROR_OUT_OF_MEMORY, "launch scratch of %zu bytes: %s",
+                   ws_bytes, cuError(api, r));
   }
+  void *counter = counter_bytes ? (void *)(uintptr_t)ws : NULL;
+  void *dtable = table_bytes ? (void *)(uintptr_t)(ws + counter_bytes) : NULL;
   uint64_t parts = ws + counter_bytes + table_bytes;
-  cu_tensor pout = {(void *)(uintptr_t)parts, 5, {splits, b, sq, h, dv}};
-  cu_tensor plse = {(void *)(uintptr_t)(parts + out_bytes), 4, {splits, b, h, sq, 0}};
-  cu_tensor first[5] = {from_fa(q), from_fa(kk), from_fa(v), pout, plse};
-  const char *first_names[5] = {"q", "k", "v", "out", "lse"};
-  r = counter_bytes ? api->cuMemsetD32Async(ws, 0, 1, (CUstream)stream) : 0;
+  if (counter_bytes)
+    r = api->cuMemsetD32Async(ws, 0, 1, (CUstream)stream);
   /* Packed rows past cu_seqlens_q[B] belong to no tile: lse_s -inf makes
    * the combine write them as out 0, lse -inf (never unwritten memory). */
-  if (r == 0 && vq)
+  if (r == 0 && k->cu_combine && vq)
     r = api->cuMemsetD32Async(parts + out_bytes, 0xFF800000u,
                               (size_t)(splits * b * h * sq), (CUstream)stream);
+  /* From pageable memory the copy is staged before the call returns, so
+   * the host table can be freed right after. */
   if (r == 0 && table_bytes)
     r = api->cuMemcpyHtoDAsync(ws + counter_bytes, table,
-                               (size_t)words * sizeof(int32_t),
-                               (CUstream)stream);
+                               (size_t)words * sizeof(int32_t), (CUstream)stream);
   free(table);
-  st = r == 0 ? launch_one(rt, api, k, k->cu_function, first, first_names, 5, true,
-                           sms, (unsigned)k->artifact.smem, stream,
-                           counter_bytes ? (void *)(uintptr_t)ws : NULL,
-                           table_bytes ? (void *)(uintptr_t)(ws + counter_bytes) : NULL)
-              : fa_fail(rt, FA_ERROR_CUDA, "preparing the split-KV launch failed: %s",
-                        cuError(api, r));
-  if (st == FA_OK) {
-    cu_tensor second[4] = {pout, plse, {out->data, 4, {b, sq, h, dv}}, {NULL, 0, {0}}};
-    if (lse)
-      second[3] = (cu_tensor){lse->data, 3, {b, h, sq}};
-    const char *second_names[4] = {"partial_out", "partial_lse", "out", "lse"};
-    int64_t total = b * sq * h * dv;
-    int64_t blocks = (total + 127) / 128;
-    unsigned grid = blocks < (int64_t)sms * 16 ? (unsigned)(blocks > 0 ? blocks : 1)
-                                               : sms * 16;
-    st = launch_one(rt, api, k, k->cu_combine, second, second_names,
-                    lse ? 4 : 3, false, grid, 0, stream, NULL, NULL);
+  if (r != 0)
+    st = fa_fail(rt, FA_ERROR_CUDA, "preparing the launch failed: %s", cuError(api, r));
+  /* kv-cache append: k_new / v_new into the cache before the attention
+   * reads it (the checks of run.c kept every position inside the cache). */
+  if (st == FA_OK && append) {
+    cu_tensor rows[4] = {from_fa(&call->k_new), from_fa(&call->v_new), from_fa(kk),
+                         from_fa(v)};
+    const char *row_names[4] = {"k_new", "v_new", "k", "v"};
+    int64_t chunks = rows[0].shape[0] * rows[0].shape[1] * rows[0].shape[2] *
+                     (rows[0].shape[3] / 8);
+    int64_t blocks = (chunks + 255) / 256;
+    unsigned grid = blocks < (int64_t)sms * 8 ? (unsigned)(blocks > 0 ? blocks : 1)
+                                              : sms * 8;
+    if (chunks > 0)
+      st = launch_one(rt, api, k, k->cu_append, rows, row_names, 4, false, grid, 0,
+                      stream, NULL, dtable);
+  }
+  if (st == FA_OK && entries == 0 && table) {
+    /* Append only: no query rows to attend. */
+  } else if (st == FA_OK && !k->cu_combine) {
+    st = launch_one(rt, api, k, k->cu_function, args, names, n, true, sms,
+                    (unsigned)k->artifact.smem, stream, counter, dtable);
+  } else if (st == FA_OK) {
+    cu_tensor pout = {(void *)(uintptr_t)parts, 5, {splits, b, sq, h, dv}};
+    cu_tensor plse = {(void *)(uintptr_t)(parts + out_bytes), 4, {splits, b, h, sq, 0}};
+    cu_tensor first[5] = {from_fa(q), from_fa(kk), from_fa(v), pout, plse};
+    const char *first_names[5] = {"q", "k", "v", "out", "lse"};
+    st = launch_one(rt, api, k, k->cu_function, first, first_names, 5, true, sms,
+                    (unsigned)k->artifact.smem, stream, counter, dtable);
+    if (st == FA_OK) {
+      cu_tensor second[4] = {pout, plse, {out->data, 4, {b, sq, h, dv}}, {NULL, 0, {0}}};
+      if (lse)
+        second[3] = (cu_tensor){lse->data, 3, {b, h, sq}};
+      const char *second_names[4] = {"partial_out", "partial_lse", "out", "lse"};
+      int64_t total = b * sq * h * dv;
+      int64_t blocks = (total + 127) / 128;
+      unsigned grid = blocks < (int64_t)sms * 16 ? (unsigned)(blocks > 0 ? blocks : 1)
+                                                 : sms * 16;
+      st = launch_one(rt, api, k, k->cu_combine, second, second_names,
+                      lse ? 4 : 3, false, grid, 0, stream, NULL, NULL);
+    }
   }
   r = api->cuMemFreeAsync(ws, (CUstream)stream);
   if (st == FA_OK && r != 0)
@@ -561,7 +561,7 @@ void fa_cuda_unload(fa_kernel *k) {
   cuda_api *api = (cuda_api *)k->cu_api;
   if (api && k->cu_module)
     api->cuModuleUnload(k->cu_module);
-  k->cu_module = k->cu_function = k->cu_combine = NULL;
+  k->cu_module = k->cu_function = k->cu_combine = k->cu_append = NULL;
 }
 
 void fa_cuda_release(fa_runtime *rt) {

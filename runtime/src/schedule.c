@@ -16,7 +16,10 @@
  * seqused_k[b] when given. Paged KV: after the entries, the page list of
  * each sequence with queries (block_table[b, 0 : ceil(k_len / page_size)]),
  * and an entry's k position is the table index where its sequence's list
- * starts (k batch 0).
+ * starts (k batch 0). kv-cache append: k length cache_seqlens[b] + S_new,
+ * every sequence's page list (the append kernel writes through it even
+ * where a sequence has no queries), and word 1 of entry 0 is the index of
+ * B pairs (cache_seqlens[b], page list index) the append kernel reads.
  *
  * Order: longest first (FlashAttention-3's LPT order, which its varlen
  * scheduler gets by sorting batches by length), by the key blocks each tile
@@ -72,7 +75,10 @@ fa_status fa_sm90_tile_table(fa_runtime *rt, const fa_kernel *k,
   *words = 0;
   const fa_attention_config *c = &k->artifact.config;
   const bool varlen_q = c->flags & FA_VARLEN_Q, varlen_k = c->flags & FA_VARLEN_K,
-             used_k = c->flags & FA_SEQUSED_K, paged = c->flags & FA_PAGED;
+             used_k = c->flags & FA_SEQUSED_K, paged = c->flags & FA_PAGED,
+             append = c->flags & FA_APPEND;
+  const int32_t *cache_seqlens = (const int32_t *)a->cache_seqlens.data;
+  int64_t s_new = append ? a->k_new.shape[1] : 0;
   const int32_t *block_table = (const int32_t *)a->block_table.data;
   int64_t ps = c->page_size, table_cols = paged ? a->block_table.shape[1] : 0;
   int64_t bm = k->artifact.block_m, bn = k->artifact.block_n;
@@ -84,13 +90,22 @@ fa_status fa_sm90_tile_table(fa_runtime *rt, const fa_kernel *k,
   const int32_t *cu_k = (const int32_t *)a->cu_seqlens_k.data;
   const int32_t *used = (const int32_t *)a->seqused_k.data;
   int64_t batch = varlen_q ? a->cu_seqlens_q.shape[0] - 1 : a->q.shape[0];
+  /* The keys of sequence b: cache_seqlens[b] + S_new with an append,
+   * seqused_k[b] when given, else from cu_seqlens_k or the dense k. */
+#define K_LEN(b)                                                               \
+  (append   ? cache_seqlens[b] + s_new                                         \
+   : used_k ? used[b]                                                          \
+   : varlen_k ? cu_k[(b) + 1] - cu_k[b]                                        \
+              : a->k.shape[1])
   int64_t total = 0, page_words = 0;
   for (int64_t b = 0; b < batch; ++b) {
     int64_t q_len = varlen_q ? cu_q[b + 1] - cu_q[b] : a->q.shape[1];
     total += (q_len * g + bm - 1) / bm;
-    if (paged && q_len > 0)
-      page_words += (used[b] + ps - 1) / ps;
+    if (paged && (q_len > 0 || append))
+      page_words += (K_LEN(b) + ps - 1) / ps;
   }
+  if (append)
+    page_words += 2 * batch;
   /* The kernel counts tiles (entries x heads) in i32. */
   int64_t heads = g > 1 ? c->num_kv_heads : c->num_q_heads;
   if (total * heads >= INT32_MAX || 8 * (total + 1) + page_words >= INT32_MAX)
@@ -110,10 +125,8 @@ fa_status fa_sm90_tile_table(fa_runtime *rt, const fa_kernel *k,
     int64_t q_pos = varlen_q ? cu_q[b] : 0;
     int64_t q_len = varlen_q ? cu_q[b + 1] - cu_q[b] : a->q.shape[1];
     int64_t k_pos = varlen_k ? cu_k[b] : 0;
-    int64_t k_len = varlen_k ? cu_k[b + 1] - cu_k[b] : a->k.shape[1];
-    if (used_k)
-      k_len = used[b];
-    if (paged && q_len > 0) {
+    int64_t k_len = K_LEN(b);
+    if (paged && (q_len > 0 || append)) {
       int64_t np = (k_len + ps - 1) / ps;
       k_pos = page_at;
       memcpy(&out[page_at], &block_table[b * table_cols], (size_t)np * sizeof(int32_t));
@@ -131,8 +144,22 @@ fa_status fa_sm90_tile_table(fa_runtime *rt, const fa_kernel *k,
       e->work = 1 + tile_blocks(c, m * bm, r1, g, q_len, k_len, bn);
     }
   }
+#undef K_LEN
   qsort(list, (size_t)n, sizeof(*list), by_work);
   out[0] = (int32_t)n;
+  if (append) {
+    /* The append kernel's pairs: start position, page list index (the
+     * sequences' lists were laid out in order above). */
+    out[1] = (int32_t)page_at;
+    int64_t list_at = 8 * (total + 1);
+    for (int64_t b = 0; b < batch; ++b) {
+      out[page_at + 2 * b] = cache_seqlens[b];
+      out[page_at + 2 * b + 1] = (int32_t)list_at;
+      if (paged)
+        list_at += (cache_seqlens[b] + s_new + ps - 1) / ps;
+    }
+    page_at += 2 * batch;
+  }
   for (int64_t i = 0; i < n; ++i)
     memcpy(&out[8 * (i + 1)], list[i].f, sizeof(list[i].f));
   free(list);

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Compiles the sm90 artifacts test_sm90_attention.py runs (here, where the
 # compiler and ptxas are) into BUILD/gpu-carry/sm90/, named by their config:
-#   d<head_dim>_<dtype>_<causal>_h<hq>x<hkv>[_w<left>_<right>][_c<softcap>][_r<regions>][_s<splits>][_p][_v][_u][_g<page>].faa
+#   d<head_dim>_<dtype>_<causal>_h<hq>x<hkv>[_w<left>_<right>][_c<softcap>][_r<regions>][_s<splits>][_p][_v][_u][_g<page>][_a].faa
 # Usage: test/gpu/build_sm90_artifacts.sh [BUILD_DIR]
 set -eu
 build=${1:-build}
@@ -41,6 +41,10 @@ compile() { # d dtype causal hq hkv [window_left window_right] [softcap]
   if [ -n "${PAGE:-}" ]; then
     name="${name}_g$PAGE"
     extra="$extra --page-size $PAGE"
+  fi
+  if [ -n "${APPEND:-}" ]; then
+    name="${name}_a"
+    extra="$extra --append"
   fi
   "$build/bin/fa-compile" --target sm90 --lse --d "$1" --dtype "$2" \
     --causal "$3" --hq "$4" --hkv "$5" $extra -o "$out/$name.faa"
@@ -93,6 +97,10 @@ SEQUSED=1 PAGE=64 compile 128 bf16 bottom_right 8 2
 SEQUSED=1 PAGE=256 compile 64 f16 bottom_right 8 2
 SEQUSED=1 PAGE=16 SPLITS=3 compile 256 f16 none 4 1
 SEQUSED=1 PAGE=64 PACK=1 SPLITS=0 compile 128 bf16 bottom_right 32 8
+# kv-cache append then attend (APPEND=1), dense and paged caches.
+APPEND=1 compile 128 bf16 bottom_right 8 2
+APPEND=1 SEQUSED=1 PAGE=64 PACK=1 SPLITS=0 compile 128 bf16 bottom_right 32 8
+APPEND=1 SEQUSED=1 PAGE=16 compile 64 f16 bottom_right 8 2
 VARLEN=1 compile 128 bf16 bottom_right 16 16
 VARLEN=1 compile 128 bf16 none 16 16
 # Benchmark shapes (16k tokens, 2048 / head_dim heads).

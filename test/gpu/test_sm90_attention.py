@@ -124,6 +124,18 @@ VARLEN_CASES = [
      [(5, 33), (5, 2000)], None, "paged16", False, True, 3),
 ]
 
+# kv-cache append then attend: (name, head_dim, dtype, causal, hq, hkv,
+# cache_seqlens, S_new, capacity, page (0 = a dense cache), pack, splits).
+# q has S_new tokens per sequence; the keys are cache_seqlens[b] + S_new.
+APPEND_CASES = [
+    ("append_dense_spec4", 128, "bf16", "bottom_right", 8, 2, [0, 100, 1000, 4095], 4, 4099,
+     0, False, 1),
+    ("append_paged64_decode_pack_auto", 128, "bf16", "bottom_right", 32, 8, [1000, 0, 63, 4000],
+     1, 4096, 64, True, 0),
+    ("append_paged16_hd64_f16", 64, "f16", "bottom_right", 8, 2, [0, 15, 100], 17, 256, 16,
+     False, 1),
+]
+
 # The regions of test/gpu/regions/*.regions as (score_mod, mask_mod) on the
 # natural-domain scores s [.., Sq, Sk], head index h [H, 1, 1], positions i
 # [Sq, 1] and j [1, Sk].
@@ -135,7 +147,7 @@ REGIONS = {
 
 
 def artifact_name(d, dt, causal, hq, hkv, window=None, softcap=0, splits=1, regions=None,
-                  pack=False, varlen=False, seqused=False, page=0):
+                  pack=False, varlen=False, seqused=False, page=0, append=False):
     name = "d%d_%s_%s_h%dx%d" % (d, dt, causal, hq, hkv)
     if window:
         name += "_w%d_%d" % window
@@ -153,6 +165,8 @@ def artifact_name(d, dt, causal, hq, hkv, window=None, softcap=0, splits=1, regi
         name += "_u"
     if page:
         name += "_g%d" % page
+    if append:
+        name += "_a"
     return name + ".faa"
 
 
@@ -226,9 +240,9 @@ def open_runtime(lib_path, artifacts, stream=None):
     kernels = {}
 
     def kernel(d, dt, causal, hq, hkv, window=None, softcap=0, splits=1, regions=None,
-               pack=False, varlen=False, seqused=False, page=0):
+               pack=False, varlen=False, seqused=False, page=0, append=False):
         name = artifact_name(d, dt, causal, hq, hkv, window, softcap, splits, regions, pack,
-                             varlen, seqused, page)
+                             varlen, seqused, page, append)
         if name not in kernels:
             k = C.c_void_p()
             st = lib.fa_kernel_load_artifact_file(rt, os.path.join(artifacts, name).encode(), C.byref(k))
@@ -238,8 +252,9 @@ def open_runtime(lib_path, artifacts, stream=None):
         return kernels[name]
 
     def run(k, q, kk, v, out, lse, deadline=30.0, **meta):
-        """meta: cu_seqlens_q, cu_seqlens_k, seqused_k, block_table as
-        host-readable (pinned CPU) int32 tensors."""
+        """meta: cu_seqlens_q, cu_seqlens_k, seqused_k, block_table,
+        cache_seqlens as host-readable (pinned CPU) int32 tensors, k_new and
+        v_new as device tensors."""
         args = Args()
         args.struct_size = C.sizeof(Args)
         args.q, args.k, args.v, args.out, args.lse = (tensor(q), tensor(kk), tensor(v),
@@ -368,6 +383,88 @@ def run_varlen_cases(kernel, run, results):
     return failures
 
 
+def run_append_cases(kernel, run, results):
+    """APPEND_CASES: the cache after the call must equal the cache before
+    with the new rows at cache_seqlens[b] + r (and nothing else changed);
+    out and lse against the float64 reference over the updated keys."""
+    failures = []
+    for name, d, dt, causal, hq, hkv, starts, s_new, cap, page, pack, splits in APPEND_CASES:
+        dtype = torch.bfloat16 if dt == "bf16" else torch.float16
+        nb = len(starts)
+        q = torch.randn(nb, s_new, hq, d, device="cuda", dtype=dtype)
+        k_new = torch.randn(nb, s_new, hkv, d, device="cuda", dtype=dtype)
+        v_new = torch.randn_like(k_new)
+        meta = {"cache_seqlens": pinned_i32(starts), "k_new": k_new, "v_new": v_new}
+        if page:
+            cols = cap // page
+            num_pages = nb * cols + 5
+            k = torch.randn(num_pages, page, hkv, d, device="cuda", dtype=dtype)
+            v = torch.randn_like(k)
+            bt = torch.randperm(num_pages)[:nb * cols].reshape(nb, cols).to(torch.int32)
+            meta["block_table"] = bt.pin_memory()
+            meta["seqused_k"] = pinned_i32([s + s_new for s in starts])
+
+            def rows(b, n, bt=bt, page=page):
+                idx = torch.arange(n)
+                return bt[b, idx // page].long().cuda(), (idx % page).cuda()
+        else:
+            k = torch.randn(nb, cap, hkv, d, device="cuda", dtype=dtype)
+            v = torch.randn_like(k)
+
+            def rows(b, n):
+                return torch.full((n,), b, device="cuda"), torch.arange(n, device="cuda")
+        want_k, want_v = k.clone(), v.clone()
+        for b, s0 in enumerate(starts):
+            i0, i1 = rows(b, s0 + s_new)
+            want_k[i0[s0:], i1[s0:]] = k_new[b]
+            want_v[i0[s0:], i1[s0:]] = v_new[b]
+        out = torch.full_like(q, float("nan"))
+        lse = torch.full((nb, hq, s_new), float("nan"), device="cuda")
+        try:
+            run(kernel(d, dt, causal, hq, hkv, None, 0, splits, None, pack, False, bool(page),
+                       page, True), q, k, v, out, lse, **meta)
+            err = None
+        except RuntimeError as e:
+            err = str(e)
+        cache_ok = bool(torch.equal(k, want_k) and torch.equal(v, want_v))
+        ref = torch.zeros_like(out, dtype=torch.float64)
+        ref_lse = torch.zeros_like(lse, dtype=torch.float64)
+        nv = torch.zeros_like(ref)
+        for b, s0 in enumerate(starts):
+            i0, i1 = rows(b, s0 + s_new)
+            kb, vb = want_k[i0, i1][None], want_v[i0, i1][None]
+            r, rl = reference(q[b][None], kb, vb, causal)
+            ref[b], ref_lse[b] = r[0], rl[0]
+            nv[b] = naive(q[b][None], kb, vb, causal)[0].double()
+        if not cache_ok:
+            err = (err + "; " if err else "") + "the cache is not what the append should leave"
+        ok, rec = check(name, dtype, out, lse, ref, ref_lse, nv, 0, err)
+        results["cases"][name] = rec
+        if not ok:
+            failures.append(name)
+    # Past the capacity: a status and a message, nothing written.
+    k = torch.randn(2, 64, 2, 128, device="cuda", dtype=torch.bfloat16)
+    v, k0 = torch.randn_like(k), k.clone()
+    v0 = v.clone()
+    q = torch.randn(2, 4, 8, 128, device="cuda", dtype=torch.bfloat16)
+    out = torch.full_like(q, float("nan"))
+    lse = torch.full((2, 8, 4), float("nan"), device="cuda")
+    kn = torch.randn(2, 4, 2, 128, device="cuda", dtype=torch.bfloat16)
+    try:
+        run(kernel(128, "bf16", "bottom_right", 8, 2, append=True), q, k, v, out, lse,
+            cache_seqlens=pinned_i32([0, 61]), k_new=kn, v_new=kn.clone())
+        err = "accepted"
+    except RuntimeError as e:
+        err = str(e)
+    ok = ("past capacity" in err and torch.equal(k, k0) and torch.equal(v, v0)
+          and bool(torch.isnan(out).all().item()))
+    print("%-28s %s  %s" % ("append_past_capacity", "PASS" if ok else "FAIL", err), flush=True)
+    results["cases"]["append_past_capacity"] = {"ok": ok, "error": err}
+    if not ok:
+        failures.append("append_past_capacity")
+    return failures
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
@@ -418,6 +515,7 @@ def main():
             failures.append(name)
 
     failures += run_varlen_cases(kernel, run, results)
+    failures += run_append_cases(kernel, run, results)
 
     if not a.no_bench and not failures:
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),

@@ -68,8 +68,8 @@ static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why,
   int64_t d = op.getHeadDim();
   if (d != op.getHeadDimV() || (d != 64 && d != 128 && d != 256))
     return fail("the sm90 kernel takes head_dim 64, 128 or 256 (= head_dim_v)");
-  if (op.hasAppend() || op.getAlibiSlopes())
-    return fail("append and ALiBi are not in the sm90 kernel yet");
+  if (op.getAlibiSlopes())
+    return fail("ALiBi is not in the sm90 kernel yet");
   for (Region *region : {&op.getScore(), &op.getMask()}) {
     if (region->empty())
       continue;
@@ -141,7 +141,9 @@ static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why,
   // Varlen and seqused_k: tiles from the runtime's per-launch table.
   spec.varlenQ = op.isVarlenQ();
   spec.varlenK = op.isVarlenK();
-  spec.tileTable = spec.varlenQ || spec.varlenK || op.getSequsedK();
+  // kv-cache append: a copy kernel writes k_new / v_new into the cache
+  // first; the attention sees cache_seqlens[b] + S_new keys (the table).
+  spec.tileTable = spec.varlenQ || spec.varlenK || op.getSequsedK() || op.hasAppend();
   if (op.isPaged()) {
     int64_t ps = cast<ShapedType>(op.getK().getType()).getDimSize(1);
     bool fits = ps > 0 && (ps % blockN == 0 || (blockN % ps == 0 && ps % 8 == 0));
@@ -237,6 +239,14 @@ struct AttentionToSm90Kernel : OpRewritePattern<AttentionOp> {
       size_t end = text.rfind("}\n");
       text = text.substr(0, end) + emitSm90CombineKernel(cspec) + "}\n";
     }
+    // kv-cache append: the copy kernel is a third entry of the module.
+    if (op.hasAppend()) {
+      Sm90AppendSpec aspec;
+      aspec.name = name + "_append";
+      aspec.paged = op.isPaged();
+      size_t end = text.rfind("}\n");
+      text = text.substr(0, end) + emitSm90AppendKernel(aspec) + "}\n";
+    }
 
     OwningOpRef<ModuleOp> parsed = parseSourceString<ModuleOp>(
         text, op.getContext());
@@ -285,6 +295,11 @@ struct AttentionToSm90Kernel : OpRewritePattern<AttentionOp> {
         op->setAttr("flashattn.sm90_out_tma", rewriter.getUnitAttr());
       if (spec->tileTable)
         op->setAttr("flashattn.sm90_tile_table", rewriter.getUnitAttr());
+      if (op.hasAppend())
+        op->setAttr("flashattn.sm90_append",
+                    SymbolRefAttr::get(rewriter.getStringAttr(name + "_module"),
+                                       {FlatSymbolRefAttr::get(
+                                           rewriter.getStringAttr(name + "_append"))}));
       if (spec->packGroups > 1)
         op->setAttr("flashattn.sm90_pack_gqa",
                     rewriter.getI64IntegerAttr(spec->packGroups));

@@ -1468,3 +1468,94 @@ std::string mlir::flashattn::emitSm90CombineKernel(const Sm90CombineSpec &k) {
   os << "  }\n";
   return out;
 }
+
+std::string mlir::flashattn::emitSm90AppendKernel(const Sm90AppendSpec &k) {
+  std::string out;
+  Writer w(out);
+  auto &os = w.os;
+  os << "  llvm.func @" << k.name
+     << "(%kn: !llvm.ptr<1>, %vn: !llvm.ptr<1>, %kc: !llvm.ptr<1>, %vc: !llvm.ptr<1>";
+  for (const char *n : {"kn", "vn", "kc", "vc"})
+    for (int i = 0; i < 4; ++i)
+      os << ", %" << n << "d" << i << ": i64";
+  os << ", %table: !llvm.ptr<1>) attributes {nvvm.kernel, nvvm.maxntid = "
+        "array<i32: 256, 1, 1>} {\n";
+  // One thread per 16-byte chunk e = ((b * S_new + r) * Hkv + g) * (D / 8)
+  // + c of k_new and of v_new, a grid-stride loop over all of them.
+  auto ext = [&](const std::string &v) { return w.op("arith.extui " + v + " : i32 to i64"); };
+  auto sext = [&](const std::string &v) { return w.op("arith.extsi " + v + " : i32 to i64"); };
+  std::string tid = ext(w.op("nvvm.read.ptx.sreg.tid.x : i32"));
+  std::string cta = ext(w.op("nvvm.read.ptx.sreg.ctaid.x : i32"));
+  std::string ncta = ext(w.op("nvvm.read.ptx.sreg.nctaid.x : i32"));
+  std::string c256 = w.i64(256);
+  std::string first = w.bin("arith.addi", w.bin("arith.muli", cta, c256, "i64"), tid, "i64");
+  std::string stride = w.bin("arith.muli", ncta, c256, "i64");
+  std::string B = "%knd0", S = "%knd1", H = "%knd2", D = "%knd3";
+  std::string c8 = w.i64(8), c2 = w.i64(2), c1 = w.i64(1);
+  std::string chunks = w.bin("arith.divui", D, c8, "i64");
+  std::string total = w.bin("arith.muli",
+                            w.bin("arith.muli", w.bin("arith.muli", B, S, "i64"), H, "i64"),
+                            chunks, "i64");
+  auto tableAt = [&](const std::string &idx) {
+    std::string p = w.op("llvm.getelementptr %table[" + idx +
+                         "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i32");
+    return sext(w.op("llvm.load " + p + " {invariant} : !llvm.ptr<1> -> i32"));
+  };
+  // Word 1 of the table: where the per-sequence (start, page list) pairs
+  // are.
+  std::string appendAt = tableAt(c1);
+  w.line("scf.for %e = " + first + " to " + total + " step " + stride + " : i64 {");
+  std::string c = w.bin("arith.remui", "%e", chunks, "i64");
+  std::string rest = w.bin("arith.divui", "%e", chunks, "i64");
+  std::string g = w.bin("arith.remui", rest, H, "i64");
+  rest = w.bin("arith.divui", rest, H, "i64");
+  std::string r = w.bin("arith.remui", rest, S, "i64");
+  std::string b = w.bin("arith.divui", rest, S, "i64");
+  std::string pair = w.bin("arith.addi", appendAt, w.bin("arith.muli", b, c2, "i64"), "i64");
+  // Position cache_seqlens[b] + r; the runtime checked it is inside the
+  // cache (never written otherwise).
+  std::string pos = w.bin("arith.addi", tableAt(pair), r, "i64");
+  // The cache row: b x capacity + pos (dense), or page x page_size + pos %
+  // page_size with page = the sequence's page list [pos / page_size].
+  std::string row;
+  if (k.paged) {
+    std::string ps = "%kcd1";
+    std::string list = tableAt(w.bin("arith.addi", pair, c1, "i64"));
+    std::string page = tableAt(w.bin("arith.addi", list, w.bin("arith.divui", pos, ps, "i64"),
+                                     "i64"));
+    row = w.bin("arith.addi", w.bin("arith.muli", page, ps, "i64"),
+                w.bin("arith.remui", pos, ps, "i64"), "i64");
+  } else {
+    row = w.bin("arith.addi", w.bin("arith.muli", b, "%kcd1", "i64"), pos, "i64");
+  }
+  std::string elem = w.bin("arith.muli", c, c8, "i64");
+  std::string src = w.bin("arith.addi",
+                          w.bin("arith.muli",
+                                w.bin("arith.addi",
+                                      w.bin("arith.muli", w.bin("arith.addi",
+                                                                w.bin("arith.muli", b, S, "i64"),
+                                                                r, "i64"),
+                                            H, "i64"),
+                                      g, "i64"),
+                                D, "i64"),
+                          elem, "i64");
+  std::string dst = w.bin("arith.addi",
+                          w.bin("arith.muli",
+                                w.bin("arith.addi", w.bin("arith.muli", row, H, "i64"), g, "i64"),
+                                D, "i64"),
+                          elem, "i64");
+  for (auto [from, to] : {std::pair("%kn", "%kc"), std::pair("%vn", "%vc")}) {
+    std::string sp = w.op(std::string("llvm.getelementptr ") + from + "[" + src +
+                          "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i16");
+    std::string dp = w.op(std::string("llvm.getelementptr ") + to + "[" + dst +
+                          "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i16");
+    std::string val = w.op("llvm.load " + sp + " {alignment = 16 : i64} : !llvm.ptr<1> -> "
+                           "vector<4xi32>");
+    w.line("llvm.store " + val + ", " + dp + " {alignment = 16 : i64} : vector<4xi32>, "
+           "!llvm.ptr<1>");
+  }
+  w.line("}");
+  w.line("llvm.return");
+  os << "  }\n";
+  return out;
+}

@@ -120,6 +120,15 @@ struct Sm90CombineSpec {
   bool lse = false;
 };
 
+/// The kv-cache append (DESIGN.md section 1) before an attention kernel
+/// with the tile table: k_new and v_new [B, S_new, Hkv, D] (bf16/f16, D a
+/// multiple of 8) written into the cache k and v at positions
+/// cache_seqlens[b] + r, through the sequence's page list when paged.
+struct Sm90AppendSpec {
+  std::string name = "fa_sm90_append";
+  bool paged = false;
+};
+
 /// The gpu.module `@<name>_module` (MLIR text) holding kernel `@<name>`.
 /// Kernel parameters (the runtime's launch ABI, runtime/src/cuda.c): q, k,
 /// v, out[, lse] as !llvm.ptr<1>; the dims of q, k, v, out[, lse] as i64 (4,
@@ -138,6 +147,15 @@ std::string emitSm90AttentionKernel(const Sm90KernelSpec &spec);
 /// threads, no shared memory, any grid (a grid-stride loop over the
 /// B * Sq * H * D output elements).
 std::string emitSm90CombineKernel(const Sm90CombineSpec &spec);
+
+/// The append kernel `@<name>` as an llvm.func (MLIR text, to be placed in
+/// a gpu.module). Parameters: k_new, v_new, k, v as !llvm.ptr<1>, the 4 dims
+/// of each as i64, then the tile table (!llvm.ptr<1>) whose word 1 is the
+/// index of B (start = cache_seqlens[b], page list index) pairs (the
+/// runtime, runtime/src/schedule.c). Launch: 256 threads, no shared memory,
+/// any grid (a grid-stride loop over the 16-byte chunks of the new rows),
+/// on the stream before the attention kernel that reads the cache.
+std::string emitSm90AppendKernel(const Sm90AppendSpec &spec);
 
 /// Dynamic shared memory the kernel needs, in bytes: Q (64 consumers x
 /// headDim), stages x (K + V) (blockN x headDim each), 2-byte elements,
