@@ -304,7 +304,66 @@ int main(void) {
     free(a.q.data);
     free(a.k.data);
   }
+  /* kv-cache append into a paged cache (pages of 16): k lengths
+   * cache_seqlens + S_new, every sequence's page list, and the append
+   * kernel's (start, page list) pairs at word 1. An append config without
+   * its kernel (or with one but no tile table) is a corrupt artifact. */
+  c.flags = FA_SEQUSED_K | FA_PAGED | FA_APPEND;
+  c.page_size = 16;
+  CHECK(fa_artifact_build(&c, FA_COMPILER_VERSION, FA_ARTIFACT_CUBIN,
+                          "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],"
+                          "\"tile_table\":true,\"block_m\":128,\"block_n\":128}",
+                          payload, sizeof(payload), &bytes, &size) == FA_OK,
+        "building an append artifact without its kernel");
+  CHECK_STATUS(fa_kernel_load_artifact(rt, bytes, size, &k), FA_ERROR_CORRUPT_ARTIFACT, rt);
+  CHECK(strstr(fa_runtime_last_error(rt), "append_entry") != NULL, "message: %s",
+        fa_runtime_last_error(rt));
+  fa_artifact_free(bytes);
+  CHECK(fa_artifact_build(&c, FA_COMPILER_VERSION, FA_ARTIFACT_CUBIN,
+                          "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],"
+                          "\"append_entry\":\"a\",\"block_m\":128,\"block_n\":128}",
+                          payload, sizeof(payload), &bytes, &size) == FA_OK,
+        "building an append artifact without a tile table");
+  CHECK_STATUS(fa_kernel_load_artifact(rt, bytes, size, &k), FA_ERROR_CORRUPT_ARTIFACT, rt);
+  fa_artifact_free(bytes);
+  CHECK(fa_artifact_build(&c, FA_COMPILER_VERSION, FA_ARTIFACT_CUBIN,
+                          "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],"
+                          "\"append_entry\":\"a\",\"tile_table\":true,"
+                          "\"block_m\":128,\"block_n\":128}",
+                          payload, sizeof(payload), &bytes, &size) == FA_OK,
+        "building an append artifact");
+  CHECK_STATUS(fa_kernel_load_artifact(rt, bytes, size, &k), FA_OK, rt);
+  fa_artifact_free(bytes);
+  if (k) {
+    int32_t starts[] = {20, 0}, pages[] = {7, 3, 9, 4, 1, 2, 8, 6};
+    fa_attention_args a = empty_args();
+    a.q = make_tensor(4, (int64_t[]){2, 1, 8, 64}, 2);
+    a.k = make_tensor(4, (int64_t[]){10, 16, 2, 64}, 2);
+    a.k_new = make_tensor(4, (int64_t[]){2, 1, 2, 64}, 2);
+    a.cache_seqlens = (fa_tensor){starts, 1, {2}};
+    a.block_table = (fa_tensor){pages, 2, {2, 4}};
+    int32_t *t = NULL;
+    int64_t n = -1, words = -1;
+    CHECK_STATUS(fa_sm90_tile_table(rt, k, &a, &t, &n, &words), FA_OK, rt);
+    /* Entries at 8..23; page lists at 24 (21 keys: pages 7, 3) and 26 (1
+     * key: page 1); the pairs at 27: (20, 24), (0, 26). */
+    CHECK(n == 2 && words == 31 && t && t[1] == 27, "append table: %lld entries, %lld "
+          "words, pairs at %d", (long long)n, (long long)words, t ? t[1] : -1);
+    if (t && words == 31) {
+      int32_t want[] = {7, 3, 1, 20, 24, 0, 26};
+      for (int i = 0; i < 7; ++i)
+        CHECK(t[24 + i] == want[i], "append table word %d: %d, want %d", 24 + i, t[24 + i],
+              want[i]);
+      CHECK(t[8 + 5] == 21 && t[8 + 3] == 24, "entry 0: k length %d at %d", t[8 + 5],
+            t[8 + 3]);
+    }
+    free(t);
+    free(a.q.data);
+    free(a.k.data);
+    free(a.k_new.data);
+  }
   c.flags = 0;
+  c.page_size = 0;
   c.causal = FA_CAUSAL_NONE;
   c.num_q_heads = c.num_kv_heads = 2;
 

@@ -438,10 +438,47 @@ func.func @seqused_k(%q: memref<2x1x8x128xbf16>, %k: memref<2x512x8x128xbf16>, %
 
 // -----
 
-func.func @paged(%q: memref<2x1x8x64xbf16>, %k: memref<64x16x2x64xbf16>, %v: memref<64x16x2x64xbf16>,
-                 %su: memref<2xi32>, %bt: memref<2x16xi32>, %o: memref<2x1x8x64xbf16>) {
-  // expected-error @+1 {{convert-flashattn-to-nvgpu: paged KV, append and ALiBi are not in the sm90 kernel yet}}
+// kv-cache append: a third entry of the module copies k_new / v_new into
+// the cache in 16-byte chunks (a grid-stride loop), reading each
+// sequence's start from the tile table the attention kernel also takes;
+// the op names it.
+// CHECK-LABEL: func.func @append
+// CHECK: flashattn.attention {{.*}}flashattn.sm90_append = @fa_sm90_0_module::@fa_sm90_0_append
+// CHECK-SAME: flashattn.sm90_tile_table
+// CHECK: llvm.func @fa_sm90_0(
+// CHECK: llvm.func @fa_sm90_0_append(%{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, {{(%[^:]*: i64, )+}}%[[TABLE:.*]]: !llvm.ptr<1>)
+// CHECK: scf.for
+// CHECK: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xi32>
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
+func.func @append(%q: memref<2x4x8x128xbf16>, %k: memref<2x512x2x128xbf16>, %v: memref<2x512x2x128xbf16>,
+                  %kn: memref<2x4x2x128xbf16>, %vn: memref<2x4x2x128xbf16>, %cs: memref<2xi32>,
+                  %o: memref<2x4x8x128xbf16>) {
+  flashattn.attention ins(%q, %k, %v : memref<2x4x8x128xbf16>, memref<2x512x2x128xbf16>, memref<2x512x2x128xbf16>)
+      k_new(%kn : memref<2x4x2x128xbf16>) v_new(%vn : memref<2x4x2x128xbf16>) cache_seqlens(%cs : memref<2xi32>)
+      outs(%o : memref<2x4x8x128xbf16>) {causal = #flashattn.causal<bottom_right>}
+  return
+}
+
+// -----
+
+// Paged KV: a TMA box per page; page sizes the key block can be cut into
+// (or that hold whole blocks) only.
+// CHECK-LABEL: func.func @paged16
+// CHECK: flashattn.attention {{.*}}flashattn.sm90_tile_table
+func.func @paged16(%q: memref<2x1x8x64xbf16>, %k: memref<64x16x2x64xbf16>, %v: memref<64x16x2x64xbf16>,
+                   %su: memref<2xi32>, %bt: memref<2x16xi32>, %o: memref<2x1x8x64xbf16>) {
   flashattn.attention ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<64x16x2x64xbf16>, memref<64x16x2x64xbf16>)
+      seqused_k(%su : memref<2xi32>) block_table(%bt : memref<2x16xi32>)
+      outs(%o : memref<2x1x8x64xbf16>)
+  return
+}
+
+// -----
+
+func.func @paged(%q: memref<2x1x8x64xbf16>, %k: memref<64x1x2x64xbf16>, %v: memref<64x1x2x64xbf16>,
+                 %su: memref<2xi32>, %bt: memref<2x16xi32>, %o: memref<2x1x8x64xbf16>) {
+  // expected-error @+1 {{convert-flashattn-to-nvgpu: paged KV on sm90 takes page sizes that are a multiple of block_n, or divide it and are a multiple of 8 (one TMA box per page, 1024-byte aligned); page_size = 1, block_n = 128}}
+  flashattn.attention ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<64x1x2x64xbf16>, memref<64x1x2x64xbf16>)
       seqused_k(%su : memref<2xi32>) block_table(%bt : memref<2x16xi32>)
       outs(%o : memref<2x1x8x64xbf16>)
   return
