@@ -66,6 +66,7 @@ void mlir::flashattn::buildFlashAttnSm90Pipeline(
   codegen.schedulerBarrier = options.schedulerBarrier;
   codegen.tmaStore = options.tmaStore;
   codegen.earlyQRelease = options.earlyQRelease;
+  codegen.kvRowCopies = options.kvRowCopies;
   pm.addPass(flashattn::createConvertFlashAttnToNVGPU(codegen));
   GpuNVVMAttachTargetOptions target;
   target.triple = "nvptx64-nvidia-cuda";

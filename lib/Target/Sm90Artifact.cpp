@@ -74,6 +74,7 @@ LogicalResult mlir::flashattn::compileSm90Ptx(const fa_attention_config &config,
             options.schedulerBarrier = overrides.schedulerBarrier;
             options.tmaStore = overrides.tmaStore;
             options.earlyQRelease = overrides.earlyQRelease;
+            options.kvRowCopies = overrides.kvRowCopies;
             buildFlashAttnSm90Pipeline(pm, options);
           },
           "flashattn-sm90-pipeline", error)))

@@ -54,11 +54,12 @@ PlanAttr mlir::flashattn::computePlan(AttentionOp op, Target target,
   int64_t blockM = 128, blockN = 128, consumers = 2;
   int64_t d = op.getHeadDim();
   // Paged KV: a key block is whole pages or lies in one page (one TMA box
-  // per page): blocks of 128 keys, 64 at head_dim 256.
+  // per page): blocks of 128 keys, 64 at head_dim 256, and 2 consumers at
+  // head_dim 64 (the producer threads may copy rows: 48 registers).
   const bool paged = op.isPaged();
   if (d > 128)
     blockN = paged ? 64 : 80;
-  else if (d <= 64 && !op.getSoftcap() && op.getScore().empty() &&
+  else if (d <= 64 && !paged && !op.getSoftcap() && op.getScore().empty() &&
            op.getMask().empty() && op.getWindow() == std::make_pair<int64_t, int64_t>(-1, -1)) {
     // head_dim 64 is softmax-bound (the GEMMs are short): a third consumer
     // warpgroup (192-row tiles, 160 registers each) keeps the tensor cores
@@ -68,13 +69,8 @@ PlanAttr mlir::flashattn::computePlan(AttentionOp op, Target target,
     // Under a causal mask both softmax copies (masked and not) live in the
     // 160 registers of a consumer: 112-key blocks keep S and P small
     // enough not to spill.
-    // Paged: 2 consumers over 128-key blocks instead.
-    if (op.getCausal() != CausalKind::none && paged) {
-      blockM = 128;
-      consumers = 2;
-    } else if (op.getCausal() != CausalKind::none) {
+    if (op.getCausal() != CausalKind::none)
       blockN = 112;
-    }
   }
   Schedule schedule = op.getCausal() != CausalKind::none ? Schedule::lpt
                                                         : Schedule::static_;

@@ -97,10 +97,15 @@ SEQUSED=1 PAGE=64 compile 128 bf16 bottom_right 8 2
 SEQUSED=1 PAGE=256 compile 64 f16 bottom_right 8 2
 SEQUSED=1 PAGE=16 SPLITS=3 compile 256 f16 none 4 1
 SEQUSED=1 PAGE=64 PACK=1 SPLITS=0 compile 128 bf16 bottom_right 32 8
+# Pages of 1 and 3 keys (per-row copies).
+SEQUSED=1 PAGE=1 PACK=1 SPLITS=0 compile 128 bf16 bottom_right 32 8
+SEQUSED=1 PAGE=1 compile 64 f16 bottom_right 8 2
+SEQUSED=1 PAGE=3 compile 128 bf16 none 8 2
 # kv-cache append then attend (APPEND=1), dense and paged caches.
 APPEND=1 compile 128 bf16 bottom_right 8 2
 APPEND=1 SEQUSED=1 PAGE=64 PACK=1 SPLITS=0 compile 128 bf16 bottom_right 32 8
 APPEND=1 SEQUSED=1 PAGE=16 compile 64 f16 bottom_right 8 2
+APPEND=1 SEQUSED=1 PAGE=1 compile 128 bf16 bottom_right 8 2
 VARLEN=1 compile 128 bf16 bottom_right 16 16
 VARLEN=1 compile 128 bf16 none 16 16
 # Benchmark shapes (16k tokens, 2048 / head_dim heads).

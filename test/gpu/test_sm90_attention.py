@@ -122,6 +122,13 @@ VARLEN_CASES = [
      [(300, 300), (300, 1000)], None, "paged256", False, True),
     ("paged16_hd256_f16_split3", 256, "f16", "none", 4, 1,
      [(5, 33), (5, 2000)], None, "paged16", False, True, 3),
+    # Pages of 1 and 3 keys: per-row cp.async copies by the producer threads.
+    ("paged1_decode_pack_auto_split", 128, "bf16", "bottom_right", 32, 8,
+     [(1, 4000), (1, 1), (1, 0), (1, 1000)], None, "paged1", True, True, 0),
+    ("paged1_prefill_hd64_f16", 64, "f16", "bottom_right", 8, 2,
+     [(300, 300), (300, 1000)], None, "paged1", False, True),
+    ("paged3_spec5_hd128", 128, "bf16", "none", 8, 2,
+     [(5, 1000), (5, 7), (5, 0)], None, "paged3", False, True),
 ]
 
 # kv-cache append then attend: (name, head_dim, dtype, causal, hq, hkv,
@@ -133,6 +140,8 @@ APPEND_CASES = [
     ("append_paged64_decode_pack_auto", 128, "bf16", "bottom_right", 32, 8, [1000, 0, 63, 4000],
      1, 4096, 64, True, 0),
     ("append_paged16_hd64_f16", 64, "f16", "bottom_right", 8, 2, [0, 15, 100], 17, 256, 16,
+     False, 1),
+    ("append_paged1_hd128", 128, "bf16", "bottom_right", 8, 2, [0, 15, 100], 4, 256, 1,
      False, 1),
 ]
 
@@ -297,10 +306,20 @@ def pinned_i32(values):
     return torch.tensor(values, dtype=torch.int32).pin_memory()
 
 
+def selected(name):
+    """--only: run the cases whose name contains one of its substrings."""
+    return not ONLY or any(s in name for s in ONLY)
+
+
+ONLY = []
+
+
 def run_varlen_cases(kernel, run, results):
     """VARLEN_CASES: each sequence against its own float64 reference."""
     failures = []
     for name, d, dt, causal, hq, hkv, seqs, window, layout, pack, used, *rest in VARLEN_CASES:
+        if not selected(name):
+            continue
         splits = rest[0] if rest else 1
         dtype = torch.bfloat16 if dt == "bf16" else torch.float16
         nb = len(seqs)
@@ -389,6 +408,8 @@ def run_append_cases(kernel, run, results):
     out and lse against the float64 reference over the updated keys."""
     failures = []
     for name, d, dt, causal, hq, hkv, starts, s_new, cap, page, pack, splits in APPEND_CASES:
+        if not selected(name):
+            continue
         dtype = torch.bfloat16 if dt == "bf16" else torch.float16
         nb = len(starts)
         q = torch.randn(nb, s_new, hq, d, device="cuda", dtype=dtype)
@@ -443,6 +464,8 @@ def run_append_cases(kernel, run, results):
         if not ok:
             failures.append(name)
     # Past the capacity: a status and a message, nothing written.
+    if not selected("append_past_capacity"):
+        return failures
     k = torch.randn(2, 64, 2, 128, device="cuda", dtype=torch.bfloat16)
     v, k0 = torch.randn_like(k), k.clone()
     v0 = v.clone()
@@ -471,13 +494,18 @@ def main():
     ap.add_argument("--artifacts", required=True)
     ap.add_argument("--out", default=".")
     ap.add_argument("--no-bench", action="store_true")
+    ap.add_argument("--only", default="",
+                    help="comma-separated substrings: run only the matching cases")
     a = ap.parse_args()
+    ONLY.extend(s for s in a.only.split(",") if s)
     lib, rt, stream, kernel, run = open_runtime(a.lib, a.artifacts)
 
     results = {"cases": {}, "bench": []}
     failures = []
     torch.manual_seed(0)
     for name, d, dt, causal, hq, hkv, b, sq, sk, window, softcap, *rest in CASES:
+        if not selected(name):
+            continue
         splits = rest[0] if rest else 1
         regions = rest[1] if len(rest) > 1 else None
         pack = rest[2] if len(rest) > 2 else False

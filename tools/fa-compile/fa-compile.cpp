@@ -73,6 +73,9 @@ static cl::opt<std::string> tmaStore(
 static cl::opt<std::string> earlyQRelease(
     "early-q-release", llvm::cl::cat(faCompileCategory), cl::init("auto"),
     cl::desc("sm90 tuning: release Q after a tile's last S (auto, on, off)"));
+static cl::opt<std::string> kvRowCopies(
+    "kv-row-copies", llvm::cl::cat(faCompileCategory), cl::init("auto"),
+    cl::desc("sm90 tuning: paged KV by per-row cp.async copies (auto, on, off)"));
 static cl::opt<std::string> target("target", llvm::cl::cat(faCompileCategory), cl::init("host"), cl::desc("host or sm90"));
 
 static std::optional<fa_dtype> parseDtype(StringRef s) {
@@ -151,6 +154,7 @@ int main(int argc, char **argv) {
   overrides.schedulerBarrier = schedulerBarrier;
   overrides.tmaStore = tmaStore;
   overrides.earlyQRelease = earlyQRelease;
+  overrides.kvRowCopies = kvRowCopies;
   if (emitPtx) {
     mlir::flashattn::Sm90Ptx compiled;
     std::string error;

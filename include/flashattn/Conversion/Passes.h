@@ -30,6 +30,9 @@ struct Sm90CodegenOptions {
   std::optional<bool> schedulerBarrier;
   std::optional<bool> tmaStore;
   std::optional<bool> earlyQRelease;
+  /// Paged KV by per-row cp.async copies (auto: page sizes TMA boxes
+  /// cannot serve, below 8 keys).
+  std::optional<bool> kvRowCopies;
 };
 
 /// convert-flashattn-to-nvgpu: planned sm90 attention -> a gpu.module with

@@ -55,28 +55,31 @@ def ConvertFlashAttnToNVGPU : Pass<"convert-flashattn-to-nvgpu", "::mlir::Module
     and the epilogue through shared memory and a TMA store where the O tile
     fits. Supported: dense bf16/f16 q/k/v, head_dim 64, 128 or 256
     (= head_dim_v), GQA/MQA, causal top_left/bottom_right, sliding windows,
-    softcap, lse, varlen (cu_seqlens_q / cu_seqlens_k) and seqused_k
-    through a per-launch tile table the runtime builds from the sequence
-    lengths (tiles only for real rows, longest first), and split-KV in the
-    partial form of `flashattn-split-kv`:
+    softcap, lse, varlen (cu_seqlens_q / cu_seqlens_k), seqused_k, paged
+    KV (block_table: a TMA box per page, or per-row cp.async copies) and
+    kv-cache append (a third kernel of the module writes k_new / v_new into
+    the cache first) through a per-launch tile table the runtime builds
+    from the sequence lengths (tiles only for real rows, longest first),
+    and split-KV in the partial form of `flashattn-split-kv`:
     the partial op's kernel writes f32 partial out / lse per (tile, split),
     and the `flashattn.combine` that reads them becomes a second kernel of
     the same gpu.module (`flashattn.sm90_kernel` on the combine names it).
-    Anything else (paged, append, ALiBi, split-KV with varlen or
-    seqused_k, split-KV not yet in the partial form, plans the kernel
-    cannot hold) is reported. Score and mask
+    Anything else (ALiBi, split-KV not yet in the partial form, plans the
+    kernel cannot hold) is reported. Score and mask
     regions are inlined into the kernel at every score (the mask on every
     key block, so it never skips blocks) when they use only their
     arguments, constants and arith ops; regions that read values from
     outside (bias tables) are reported.
 
-    `scheduler-barrier`, `tma-store` and `early-q-release` (auto, on, off)
-    override three code-generation choices for measurements: the
+    `scheduler-barrier`, `tma-store`, `early-q-release` and `kv-row-copies`
+    (auto, on, off) override four code-generation choices for measurements: the
     warp-scheduler barrier between consumers (auto: 2 or more consumers,
     head_dim <= 128, not 3 consumers under a mask), the TMA-store epilogue
     (auto: up to 2 consumers, not the partial form, when the O tile fits)
-    and releasing Q after a tile's last S instead of its last P V (auto:
-    head_dim <= 128).
+    releasing Q after a tile's last S instead of its last P V (auto:
+    head_dim <= 128) and, for paged KV, per-row cp.async copies by the 128
+    producer threads instead of a TMA box per page (auto: page sizes below
+    8 or that neither divide nor are multiples of block_n).
   }];
   let options = [
     Option<"schedulerBarrier", "scheduler-barrier", "std::string",
@@ -85,7 +88,10 @@ def ConvertFlashAttnToNVGPU : Pass<"convert-flashattn-to-nvgpu", "::mlir::Module
            "O through shared memory and a TMA store: auto, on, off">,
     Option<"earlyQRelease", "early-q-release", "std::string",
            /*default=*/"\"auto\"",
-           "release Q after the tile's last S, not its last P V: auto, on, off">
+           "release Q after the tile's last S, not its last P V: auto, on, off">,
+    Option<"kvRowCopies", "kv-row-copies", "std::string", /*default=*/"\"auto\"",
+           "paged KV by per-row cp.async copies instead of a TMA box per page: "
+           "auto, on, off">
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::LLVM::LLVMDialect",

@@ -59,6 +59,10 @@ struct Sm90PipelineOptions : public PassPipelineOptions<Sm90PipelineOptions> {
       *this, "early-q-release",
       llvm::cl::desc("release Q after a tile's last S: auto, on, off"),
       llvm::cl::init("auto")};
+  Option<std::string> kvRowCopies{
+      *this, "kv-row-copies",
+      llvm::cl::desc("paged KV by per-row cp.async copies: auto, on, off"),
+      llvm::cl::init("auto")};
 };
 
 /// Appends the sm90 pipeline to `pm` (anchored on builtin.module):

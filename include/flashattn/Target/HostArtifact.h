@@ -52,7 +52,8 @@ struct Sm90Ptx {
 /// experiments only, since the config's cache key does not record them.
 struct Sm90PlanOverrides {
   int64_t blockM = 0, blockN = 0, consumers = 0, stages = 0;
-  std::string schedulerBarrier = "auto", tmaStore = "auto", earlyQRelease = "auto";
+  std::string schedulerBarrier = "auto", tmaStore = "auto", earlyQRelease = "auto",
+              kvRowCopies = "auto";
 };
 
 /// Lowers an sm90 `config` to PTX through flashattn-sm90-pipeline.

@@ -146,12 +146,29 @@ static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why,
   spec.tileTable = spec.varlenQ || spec.varlenK || op.getSequsedK() || op.hasAppend();
   if (op.isPaged()) {
     int64_t ps = cast<ShapedType>(op.getK().getType()).getDimSize(1);
-    bool fits = ps > 0 && (ps % blockN == 0 || (blockN % ps == 0 && ps % 8 == 0));
-    if (!fits)
-      return fail("paged KV on sm90 takes page sizes that are a multiple of "
-                  "block_n, or divide it and are a multiple of 8 (one TMA box "
-                  "per page, 1024-byte aligned); page_size = " +
-                  Twine(ps) + ", block_n = " + Twine(blockN));
+    if (ShapedType::isDynamic(ps) || ps < 1)
+      return fail("paged KV on sm90 needs a static page size");
+    // One TMA box per page where each lands 1024-byte aligned (the
+    // 128-byte swizzle's atom): pages holding whole key blocks, or dividing
+    // a block in multiples of 8 rows. Otherwise per-row copies.
+    bool boxes = ps % blockN == 0 || (blockN % ps == 0 && ps % 8 == 0);
+    spec.kvRowCopies = options.kvRowCopies.value_or(!boxes);
+    if (!spec.kvRowCopies && !boxes)
+      return fail("paged KV by TMA boxes on sm90 takes page sizes that are a "
+                  "multiple of block_n, or divide it and are a multiple of 8 "
+                  "(each box 1024-byte aligned); page_size = " +
+                  Twine(ps) + ", block_n = " + Twine(blockN) +
+                  " (kv-row-copies=auto copies rows instead)");
+    if (spec.kvRowCopies && (blockN * d / 8) % 128 != 0)
+      return fail("per-row KV copies need block_n x head_dim / 8 to be a "
+                  "multiple of 128 (16-byte chunks over 128 threads)");
+    // Per-row copies keep the 40 / 232 split of 2 consumers; at head_dim
+    // 256 the copying producer and the consumers do not both fit (ptxas
+    // spills at every split tried: 40 / 232, 48 / 224, 56 / 216).
+    if (spec.kvRowCopies && (consumers != 2 || d > 128))
+      return fail("per-row KV copies (pages below 8 keys) need 2 consumer "
+                  "warpgroups and head_dim 64 or 128; the plan has " +
+                  Twine(consumers) + " consumers, head_dim " + Twine(d));
     spec.pageSize = ps;
     spec.tileTable = true;
   }
@@ -325,14 +342,15 @@ struct ConvertFlashAttnToNVGPUPass
     Sm90CodegenOptions options;
     for (auto [text, slot] : {std::pair{&schedulerBarrier, &options.schedulerBarrier},
                               std::pair{&tmaStore, &options.tmaStore},
-                              std::pair{&earlyQRelease, &options.earlyQRelease}}) {
+                              std::pair{&earlyQRelease, &options.earlyQRelease},
+                              std::pair{&kvRowCopies, &options.kvRowCopies}}) {
       std::string value = *text;
       if (value == "on" || value == "off")
         *slot = value == "on";
       else if (value != "auto") {
         getOperation()->emitError()
-            << "convert-flashattn-to-nvgpu: scheduler-barrier, tma-store and "
-               "early-q-release take auto, on or off, got '"
+            << "convert-flashattn-to-nvgpu: scheduler-barrier, tma-store, "
+               "early-q-release and kv-row-copies take auto, on or off, got '"
             << value << "'";
         return signalPassFailure();
       }

@@ -205,12 +205,17 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   std::string isLeader = w.op("arith.cmpi eq, " + tid + ", " + c0 + " : i32");
   w.line("scf.if " + isLeader + " {");
   std::string consumersC = w.i32(128 * C);
+  // K / V full barriers: the producer thread's arrival (with the TMA
+  // bytes), or with per-row copies the 128 producer threads' arrivals.
+  std::string fullKV = k.kvRowCopies ? w.i32(128) : c1;
   w.line("  nvvm.mbarrier.init " + at(L.fullQ()) + ", " + c1 + " : !llvm.ptr<3>, i32");
   w.line("  nvvm.mbarrier.init " + at(L.emptyQ()) + ", " + consumersC +
          " : !llvm.ptr<3>, i32");
   for (int64_t s = 0; s < ST; ++s) {
-    w.line("  nvvm.mbarrier.init " + at(L.fullK() + 8 * s) + ", " + c1 + " : !llvm.ptr<3>, i32");
-    w.line("  nvvm.mbarrier.init " + at(L.fullV() + 8 * s) + ", " + c1 + " : !llvm.ptr<3>, i32");
+    w.line("  nvvm.mbarrier.init " + at(L.fullK() + 8 * s) + ", " + fullKV +
+           " : !llvm.ptr<3>, i32");
+    w.line("  nvvm.mbarrier.init " + at(L.fullV() + 8 * s) + ", " + fullKV +
+           " : !llvm.ptr<3>, i32");
     w.line("  nvvm.mbarrier.init " + at(L.emptyK() + 8 * s) + ", " + consumersC +
            " : !llvm.ptr<3>, i32");
     w.line("  nvvm.mbarrier.init " + at(L.emptyV() + 8 * s) + ", " + consumersC +
@@ -423,11 +428,14 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   std::string isProducer = w.op("arith.cmpi eq, " + wg + ", " + c0 + " : i32");
   w.line("scf.if " + isProducer + " {");
   //===--------------------------------------------------------------------===//
-  // Producer: thread 0 issues the TMA loads; the rest of warpgroup 0 leaves.
+  // Producer: thread 0 issues the TMA loads; the rest of warpgroup 0 leaves
+  // (with kvRowCopies all 128 threads copy K and V rows).
   //===--------------------------------------------------------------------===//
+  const bool rowCopies = k.kvRowCopies;
   if (k.producerRegs)
     w.line("nvvm.setmaxregister decrease " + std::to_string(k.producerRegs));
-  w.line("scf.if " + isLeader + " {");
+  if (!rowCopies)
+    w.line("scf.if " + isLeader + " {");
   // a + b, or b when a is the constant 0 (the dense kernel's positions).
   auto plus = [&](const std::string &a, const std::string &b) {
     return a == c0 ? b : w.bin("arith.addi", a, b, "i32");
@@ -526,16 +534,8 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     waitParity(at(L.emptyQ()), qPar);
     w.line("}");
   };
-  w.line("%pt:3 = scf.while (%ptile = " + cta + ", %pg = " + c0 + ", %ptc = " + c0 +
-         ") : (i32, i32, i32) -> (i32, i32, i32) {");
-  w.line("scf.condition(" + w.op("arith.cmpi ult, %ptile, " + ntiles + " : i32") +
-         ") %ptile, %pg, %ptc : i32, i32, i32");
-  w.line("} do {");
-  w.line("^bb0(%pwt: i32, %pwg: i32, %pwtc: i32):");
-  {
-    Tile t = decodeTile("%pwt");
-    waitQFree("%pwtc");
-    w.line("llvm.store %pwt, " + tileSlot + " : i32, !llvm.ptr<3>");
+  // Issues the TMA load of tile t's Q.
+  auto loadQ = [&](const Tile &t) {
     std::string barQ = at(L.fullQ());
     w.line("nvvm.mbarrier.arrive.expect_tx " + barQ + ", " + w.i32(L.qBytes) +
            " : !llvm.ptr<3>, i32");
@@ -554,6 +554,167 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
       w.line("nvvm.cp.async.bulk.tensor.shared.cluster.global " + dst +
              ", %qmap, " + barQ + ", box[" + coords + "] : !llvm.ptr<7>, !llvm.ptr");
     }
+  };
+  if (rowCopies) {
+    // Per-row copies (paged KV with pages of fewer than 8 keys, where one
+    // TMA box per page would not land 1024-byte aligned; FlashAttention-3's
+    // non-TMA paged path): all 128 producer threads copy each K / V block
+    // with cp.async (16 bytes each, PTX ISA 9.7.9.3), into the 128-byte
+    // swizzled layout TMA would have made (16-byte chunk j of row r at
+    // chunk j ^ (r % 8)). Thread 0 still picks the tiles and loads Q; it
+    // hands each tile's index to the other producer threads through the
+    // tile slot and a named barrier. A block's full barriers count the 128
+    // threads: each waits for its own copies (cp.async.wait_group, one
+    // block behind, so two blocks' copies are in flight), fences them for
+    // the async proxy that wgmma reads through, and arrives (block g - 1
+    // after K_g is issued).
+    std::string prodBar = w.i32(2 * C + 1);
+    // Thread t copies chunk column cc = t % (D / 8) of rows t / (D / 8) +
+    // i x 128 / (D / 8): 128 is a multiple of D / 8, so cc (its 64-column
+    // box and chunk) stays the thread's, and only the row moves.
+    const int64_t chunksPerRow = D / 8, rowStep = 128 / chunksPerRow;
+    std::string cCh = w.i32(chunksPerRow);
+    std::string cc = w.bin("arith.remui", tid, cCh, "i32");
+    std::string row0 = w.bin("arith.divui", tid, cCh, "i32");
+    std::string ccBox = w.bin("arith.divui", cc, c8, "i32");
+    std::string ccChunk = w.bin("arith.remui", cc, c8, "i32");
+    // Rows per thread, BN / rowStep = BN x D / 1024, from k's head_dim
+    // parameter (= D) so that LLVM keeps a loop instead of unrolling 16
+    // copies whose address registers the 40-register producer cannot hold.
+    std::string perThread = w.bin(
+        "arith.divui",
+        w.bin("arith.muli", w.op("arith.trunci %kd3 : i64 to i32"), w.i32(BN), "i32"),
+        w.i32(1024), "i32");
+    // The rows of block nb of `pool` (k or v) into the slot at `base`, one
+    // commit group.
+    auto copyRows = [&](const std::string &pool, const std::string &base,
+                        const std::string &nb, const Tile &t) {
+      std::string key0 = w.bin("arith.muli", nb, cBN, "i32");
+      std::string last = w.bin("arith.subi",
+                               w.bin("arith.ceildivui", t.sk, w.i32(PS), "i32"), c1, "i32");
+      auto e64 = [&](const std::string &v) { return w.op("arith.extui " + v + " : i32 to i64"); };
+      // Element offset of (kv head, chunk column) within a pool row.
+      std::string colOff = w.bin("arith.addi",
+                                 w.bin("arith.muli", e64(t.kvh), w.i64(D), "i64"),
+                                 w.bin("arith.muli", e64(cc), w.i64(8), "i64"), "i64");
+      std::string rowElems = w.bin("arith.muli", e64(hkv), w.i64(D), "i64");
+      std::string dstBox = w.bin("arith.muli", ccBox, w.i32(BN * 128), "i32");
+      w.line("scf.for %ci = " + c0 + " to " + perThread + " step " + c1 + " : i32 {");
+      std::string r = w.bin("arith.addi", row0, w.bin("arith.muli", "%ci", w.i32(rowStep), "i32"),
+                            "i32");
+      std::string key = w.bin("arith.addi", key0, r, "i32");
+      std::string pidx = w.bin("arith.minui", w.bin("arith.divui", key, w.i32(PS), "i32"),
+                               last, "i32");
+      std::string pp = w.op("llvm.getelementptr %tile_table[" +
+                            w.bin("arith.addi", t.kRow, pidx, "i32") +
+                            "] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32");
+      std::string page = w.op("llvm.load " + pp + " {invariant} : !llvm.ptr<1> -> i32");
+      std::string grow = e64(page);
+      if (PS > 1)
+        grow = w.bin("arith.addi", w.bin("arith.muli", grow, w.i64(PS), "i64"),
+                     e64(w.bin("arith.remui", key, w.i32(PS), "i32")), "i64");
+      std::string elem = w.bin("arith.addi", w.bin("arith.muli", grow, rowElems, "i64"),
+                               colOff, "i64");
+      std::string sw = w.bin("arith.xori", ccChunk, w.bin("arith.andi", r, w.i32(7), "i32"),
+                             "i32");
+      std::string off = w.bin(
+          "arith.addi",
+          w.bin("arith.addi", dstBox, w.bin("arith.muli", r, c128, "i32"), "i32"),
+          w.bin("arith.muli", sw, c16, "i32"), "i32");
+      std::string src = w.op("llvm.getelementptr " + pool + "[" + elem +
+                             "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i16");
+      std::string dst = w.op("llvm.getelementptr " + base + "[" + off +
+                             "] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8");
+      w.line("nvvm.cp.async.shared.global " + dst + ", " + src +
+             ", 16, cache = cg : !llvm.ptr<3>, !llvm.ptr<1>");
+      w.line("}");
+      w.line("nvvm.cp.async.commit.group");
+    };
+    // Block g's copies have landed (for this thread, all but the `pending`
+    // most recent groups): fence, arrive.
+    auto finish = [&](const std::string &g, int pending) {
+      w.line("nvvm.cp.async.wait.group " + std::to_string(pending));
+      w.line("nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = "
+             "#nvvm.shared_space<cta>}");
+      std::string s = slotOf(g);
+      w.line("nvvm.mbarrier.arrive " + barAt(L.fullK(), s) + " : !llvm.ptr<3>");
+      w.line("nvvm.mbarrier.arrive " + barAt(L.fullV(), s) + " : !llvm.ptr<3>");
+    };
+    w.line("%pt:3 = scf.while (%ptile = " + cta + ", %pg = " + c0 + ", %ptc = " + c0 +
+           ") : (i32, i32, i32) -> (i32, i32, i32) {");
+    // Thread 0: publish the tile, load its Q (past the last tile: an
+    // arrival with no bytes, the consumers stop).
+    w.line("scf.if " + isLeader + " {");
+    waitQFree("%ptc");
+    w.line("llvm.store %ptile, " + tileSlot + " : i32, !llvm.ptr<3>");
+    std::string more = w.op("arith.cmpi ult, %ptile, " + ntiles + " : i32");
+    w.line("scf.if " + more + " {");
+    loadQ(decodeTile("%ptile"));
+    w.line("} else {");
+    w.line("nvvm.mbarrier.arrive " + at(L.fullQ()) + " : !llvm.ptr<3>");
+    w.line("}");
+    w.line("}");
+    w.line("nvvm.barrier id = " + prodBar + " number_of_threads = " + c128);
+    std::string cur = w.op("llvm.load " + tileSlot + " : !llvm.ptr<3> -> i32");
+    w.line("scf.condition(" + w.op("arith.cmpi ult, " + cur + ", " + ntiles + " : i32") +
+           ") " + cur + ", %pg, %ptc : i32, i32, i32");
+    w.line("} do {");
+    w.line("^bb0(%pwt: i32, %pwg: i32, %pwtc: i32):");
+    {
+      Tile t = decodeTile("%pwt");
+      w.line("%pn = scf.for %pi = " + c0 + " to " + t.nblocks + " step " + c1 +
+             " iter_args(%pgg = %pwg) -> (i32) : i32 {");
+      std::string slot = slotOf("%pgg");
+      std::string ePar = w.bin("arith.andi",
+                               w.bin("arith.addi", w.bin("arith.divui", "%pgg", cST, "i32"),
+                                     c1, "i32"),
+                               c1, "i32");
+      std::string reuse = w.op("arith.cmpi uge, %pgg, " + cST + " : i32");
+      std::string kb = w.bin("arith.addi", t.nbLo, "%pi", "i32");
+      w.line("scf.if " + reuse + " {");
+      waitParity(barAt(L.emptyK(), slot), ePar);
+      w.line("}");
+      copyRows("%k", slotBase(L.kOff, slot), kb, t);
+      // The previous block of this tile (all groups but K_g's) before the
+      // wait for V_g's stage: the consumers release V_{g-2} only after
+      // P_{g-2} V_{g-2}, which they issue with S_{g-1} (it needs K_{g-1}).
+      std::string behind = w.op("arith.cmpi ugt, %pi, " + c0 + " : i32");
+      w.line("scf.if " + behind + " {");
+      finish(w.bin("arith.subi", "%pgg", c1, "i32"), 1);
+      w.line("}");
+      w.line("scf.if " + reuse + " {");
+      waitParity(barAt(L.emptyV(), slot), ePar);
+      w.line("}");
+      copyRows("%v", slotBase(L.vOff, slot), kb, t);
+      w.line("scf.yield " + w.bin("arith.addi", "%pgg", c1, "i32") + " : i32");
+      w.line("}");
+      std::string any = w.op("arith.cmpi sgt, " + t.nblocks + ", " + c0 + " : i32");
+      w.line("scf.if " + any + " {");
+      finish(w.bin("arith.subi", "%pn", c1, "i32"), 0);
+      w.line("}");
+      // Thread 0 takes the next tile (the others read it from the slot).
+      std::string next = w.fresh();
+      w.line(next + " = scf.if " + isLeader + " -> (i32) {");
+      w.line("scf.yield " + nextTile("%pwt") + " : i32");
+      w.line("} else {");
+      w.line("scf.yield %pwt : i32");
+      w.line("}");
+      w.line("scf.yield " + next + ", %pn, " + w.bin("arith.addi", "%pwtc", c1, "i32") +
+             " : i32, i32, i32");
+    }
+    w.line("}");
+  } else {
+  w.line("%pt:3 = scf.while (%ptile = " + cta + ", %pg = " + c0 + ", %ptc = " + c0 +
+         ") : (i32, i32, i32) -> (i32, i32, i32) {");
+  w.line("scf.condition(" + w.op("arith.cmpi ult, %ptile, " + ntiles + " : i32") +
+         ") %ptile, %pg, %ptc : i32, i32, i32");
+  w.line("} do {");
+  w.line("^bb0(%pwt: i32, %pwg: i32, %pwtc: i32):");
+  {
+    Tile t = decodeTile("%pwt");
+    waitQFree("%pwtc");
+    w.line("llvm.store %pwt, " + tileSlot + " : i32, !llvm.ptr<3>");
+    loadQ(t);
     // K and V of every key block; a stage is refilled once the consumers
     // released it (empty barrier of its previous use, parity g / stages - 1).
     w.line("%pn = scf.for %pi = " + c0 + " to " + t.nblocks + " step " + c1 +
@@ -589,6 +750,7 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   w.line("llvm.store %pt#0, " + tileSlot + " : i32, !llvm.ptr<3>");
   w.line("nvvm.mbarrier.arrive " + at(L.fullQ()) + " : !llvm.ptr<3>");
   w.line("}");
+  }
   w.line("} else {");
   //===--------------------------------------------------------------------===//
   // Consumers: warpgroup 1 + c owns rows [64 c, 64 c + 64) of each tile.

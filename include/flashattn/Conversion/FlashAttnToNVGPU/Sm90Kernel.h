@@ -84,6 +84,10 @@ struct Sm90KernelSpec {
   /// pageSize and pageSize a multiple of 8 (boxes of pageSize rows, each
   /// landing 1024-byte aligned). 0 = not paged.
   int64_t pageSize = 0;
+  /// Paged KV by per-row copies instead of TMA: the 128 producer threads
+  /// copy K and V 16 bytes at a time (cp.async) into the swizzled layout;
+  /// any page size (required below 8).
+  bool kvRowCopies = false;
   bool f16 = false;
   int causal = 0;
   bool lse = false;
