@@ -20,6 +20,12 @@
 // RUN: %ptxas -arch=sm_90a -O3 -v %tvl.ptx -o %tvl.cubin 2>&1 | FileCheck %s
 // RUN: fa-compile --target sm90 --d 128 --dtype f16 --hq 32 --hkv 8 --causal bottom_right --varlen-q --varlen-k --pack-gqa 1 --lse --emit-ptx > %tvlp.ptx
 // RUN: %ptxas -arch=sm_90a -O3 -v %tvlp.ptx -o %tvlp.cubin 2>&1 | FileCheck %s
+// Paged KV by TMA boxes (pages of 16) and by per-row copies (pages of 1,
+// the 40-register producer copying), with an append:
+// RUN: fa-compile --target sm90 --d 128 --dtype bf16 --hq 32 --hkv 8 --causal bottom_right --seqused-k --page-size 16 --pack-gqa 1 --num-splits 0 --lse --emit-ptx > %tpg.ptx
+// RUN: %ptxas -arch=sm_90a -O3 -v %tpg.ptx -o %tpg.cubin 2>&1 | FileCheck %s
+// RUN: fa-compile --target sm90 --d 64 --dtype f16 --seqused-k --page-size 1 --append --lse --emit-ptx > %tpg1.ptx
+// RUN: %ptxas -arch=sm_90a -O3 -v %tpg1.ptx -o %tpg1.cubin 2>&1 | FileCheck %s
 // CHECK-NOT: warning
 // CHECK: Compiling entry function 'fa_sm90_0' for 'sm_90a'
 // CHECK-NOT: warning

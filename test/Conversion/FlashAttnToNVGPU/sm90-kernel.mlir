@@ -11,7 +11,7 @@
 // OFF-NOT: nvvm.cp.async.bulk.tensor.global.shared.cta
 // OFF: llvm.store %{{.*}}, %{{.*}} : vector<2xbf16>, !llvm.ptr<1>
 // OFF: llvm.return
-// BADOPT: error: convert-flashattn-to-nvgpu: scheduler-barrier, tma-store and early-q-release take auto, on or off, got 'maybe'
+// BADOPT: error: convert-flashattn-to-nvgpu: scheduler-barrier, tma-store, early-q-release and kv-row-copies take auto, on or off, got 'maybe'
 
 // A planned GQA attention (head_dim 128, bottom-right causal, lse) gets an
 // sm_90a kernel in a gpu.module, named on the op with its shared memory
@@ -475,11 +475,32 @@ func.func @paged16(%q: memref<2x1x8x64xbf16>, %k: memref<64x16x2x64xbf16>, %v: m
 
 // -----
 
-func.func @paged(%q: memref<2x1x8x64xbf16>, %k: memref<64x1x2x64xbf16>, %v: memref<64x1x2x64xbf16>,
-                 %su: memref<2xi32>, %bt: memref<2x16xi32>, %o: memref<2x1x8x64xbf16>) {
-  // expected-error @+1 {{convert-flashattn-to-nvgpu: paged KV on sm90 takes page sizes that are a multiple of block_n, or divide it and are a multiple of 8 (one TMA box per page, 1024-byte aligned); page_size = 1, block_n = 128}}
+// Pages of one key: the 128 producer threads copy rows with cp.async (16
+// bytes each) and arrive on full barriers that count them.
+// CHECK-LABEL: func.func @paged1
+// CHECK: llvm.func @fa_sm90_0(
+// CHECK: nvvm.mbarrier.init %{{.*}}, %c128_i32{{[_0-9]*}} : !llvm.ptr<3>, i32
+// CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %{{.*}}
+// CHECK: nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 16, cache = cg : !llvm.ptr<3>, !llvm.ptr<1>
+// CHECK: nvvm.cp.async.commit.group
+// CHECK: nvvm.cp.async.wait.group 1
+// CHECK: nvvm.fence.proxy
+// CHECK: nvvm.mbarrier.arrive
+func.func @paged1(%q: memref<2x1x8x64xbf16>, %k: memref<64x1x2x64xbf16>, %v: memref<64x1x2x64xbf16>,
+                  %su: memref<2xi32>, %bt: memref<2x16xi32>, %o: memref<2x1x8x64xbf16>) {
   flashattn.attention ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<64x1x2x64xbf16>, memref<64x1x2x64xbf16>)
       seqused_k(%su : memref<2xi32>) block_table(%bt : memref<2x16xi32>)
       outs(%o : memref<2x1x8x64xbf16>)
+  return
+}
+
+// -----
+
+func.func @paged1_hd256(%q: memref<2x1x8x256xbf16>, %k: memref<64x1x2x256xbf16>, %v: memref<64x1x2x256xbf16>,
+                        %su: memref<2xi32>, %bt: memref<2x16xi32>, %o: memref<2x1x8x256xbf16>) {
+  // expected-error @+1 {{convert-flashattn-to-nvgpu: per-row KV copies (pages below 8 keys) need 2 consumer warpgroups and head_dim 64 or 128; the plan has 2 consumers, head_dim 256}}
+  flashattn.attention ins(%q, %k, %v : memref<2x1x8x256xbf16>, memref<64x1x2x256xbf16>, memref<64x1x2x256xbf16>)
+      seqused_k(%su : memref<2xi32>) block_table(%bt : memref<2x16xi32>)
+      outs(%o : memref<2x1x8x256xbf16>)
   return
 }
