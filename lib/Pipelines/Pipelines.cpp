@@ -67,6 +67,7 @@ void mlir::flashattn::buildFlashAttnSm90Pipeline(
   codegen.tmaStore = options.tmaStore;
   codegen.earlyQRelease = options.earlyQRelease;
   codegen.kvRowCopies = options.kvRowCopies;
+  codegen.denseEntry = options.denseEntry;
   pm.addPass(flashattn::createConvertFlashAttnToNVGPU(codegen));
   GpuNVVMAttachTargetOptions target;
   target.triple = "nvptx64-nvidia-cuda";

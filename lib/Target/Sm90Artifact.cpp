@@ -75,6 +75,8 @@ LogicalResult mlir::flashattn::compileSm90Ptx(const fa_attention_config &config,
             options.tmaStore = overrides.tmaStore;
             options.earlyQRelease = overrides.earlyQRelease;
             options.kvRowCopies = overrides.kvRowCopies;
+            // Automatic num_splits: a dense entry for launches of 1 split.
+            options.denseEntry = result.autoSplits;
             buildFlashAttnSm90Pipeline(pm, options);
           },
           "flashattn-sm90-pipeline", error)))
@@ -93,6 +95,8 @@ LogicalResult mlir::flashattn::compileSm90Ptx(const fa_attention_config &config,
     result.tileTable = op->hasAttr("flashattn.sm90_tile_table");
     if (auto sym = op->getAttrOfType<SymbolRefAttr>("flashattn.sm90_append"))
       result.append = sym.getLeafReference().str();
+    if (auto sym = op->getAttrOfType<SymbolRefAttr>("flashattn.sm90_dense"))
+      result.dense = sym.getLeafReference().str();
     if (auto g = op->getAttrOfType<IntegerAttr>("flashattn.sm90_pack_gqa"))
       result.packGroups = g.getInt();
     if (PlanAttr plan = op.getPlanAttr()) {
@@ -253,6 +257,9 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
   // k_new, v_new, k, v and the tile table).
   if (!compiled.append.empty())
     meta["append_entry"] = compiled.append;
+  // Automatic splits: the kernel the runtime launches when the count is 1.
+  if (!compiled.dense.empty())
+    meta["dense_entry"] = compiled.dense;
   if (!compiled.combine.empty())
     meta["combine_entry"] = compiled.combine;
   return packageArtifact(config, FA_ARTIFACT_CUBIN, meta,

@@ -213,6 +213,11 @@ fa_status fa_artifact_parse(fa_runtime *rt, const void *bytes, size_t size,
     goto fail;
   snprintf(a->combine_entry, sizeof(a->combine_entry), "%s",
            combine ? combine->valuestring : "");
+  const cJSON *dense = cJSON_GetObjectItemCaseSensitive(meta, "dense_entry");
+  why = "bad dense_entry (a string, with combine_entry)";
+  if (dense && (!cJSON_IsString(dense) || !combine))
+    goto fail;
+  snprintf(a->dense_entry, sizeof(a->dense_entry), "%s", dense ? dense->valuestring : "");
   const cJSON *append = cJSON_GetObjectItemCaseSensitive(meta, "append_entry");
   why = "bad append_entry (a string, exactly when the config appends, with tile_table)";
   if (append && !cJSON_IsString(append))

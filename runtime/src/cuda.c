@@ -191,6 +191,12 @@ fa_status fa_cuda_load(fa_runtime *rt, fa_kernel *k) {
   if (r == 0 && k->artifact.append_entry[0])
     r = api->cuModuleGetFunction(&k->cu_append, k->cu_module,
                                  k->artifact.append_entry);
+  if (r == 0 && k->artifact.dense_entry[0])
+    r = api->cuModuleGetFunction(&k->cu_dense, k->cu_module, k->artifact.dense_entry);
+  if (r == 0 && k->cu_dense && k->artifact.smem > 48 * 1024)
+    r = api->cuFuncSetAttribute(k->cu_dense,
+                                CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                k->artifact.smem);
   if (r == 0 && k->artifact.smem > 48 * 1024)
     r = api->cuFuncSetAttribute(k->cu_function,
                                 CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -468,16 +474,20 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
     h = out->shape[orank - 2];
     dv = out->shape[orank - 1];
   }
+  /* One split and a dense entry: no partial results, no combine. */
+  const bool use_dense = k->cu_combine && splits == 1 && k->cu_dense;
+  void *combine = use_dense ? NULL : k->cu_combine;
+  void *attention = use_dense ? k->cu_dense : k->cu_function;
   /* Stream-ordered scratch: the zeroed tile counter of the dynamic
    * scheduler (4 bytes, in 256), the tile table (in 256-byte units), the
    * split-KV partial results. */
   size_t counter_bytes = k->artifact.tile_counter ? 256 : 0;
   size_t table_bytes = table ? ((size_t)words * sizeof(int32_t) + 255) / 256 * 256 : 0;
-  size_t out_bytes = k->cu_combine ? (size_t)(splits * b * sq * h * dv) * 4 : 0;
-  size_t lse_bytes = k->cu_combine ? (size_t)(splits * b * h * sq) * 4 : 0;
+  size_t out_bytes = combine ? (size_t)(splits * b * sq * h * dv) * 4 : 0;
+  size_t lse_bytes = combine ? (size_t)(splits * b * h * sq) * 4 : 0;
   size_t ws_bytes = counter_bytes + table_bytes + out_bytes + lse_bytes;
   if (!ws_bytes)
-    return launch_one(rt, api, k, k->cu_function, args, names, n, true, sms,
+    return launch_one(rt, api, k, attention, args, names, n, true, sms,
                       (unsigned)k->artifact.smem, stream, NULL, NULL);
   if (!api->cuMemAllocAsync || !api->cuMemFreeAsync || !api->cuMemsetD32Async ||
       !api->cuMemcpyHtoDAsync) {
@@ -500,7 +510,7 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
     r = api->cuMemsetD32Async(ws, 0, 1, (CUstream)stream);
   /* Packed rows past cu_seqlens_q[B] belong to no tile: lse_s -inf makes
    * the combine write them as out 0, lse -inf (never unwritten memory). */
-  if (r == 0 && k->cu_combine && vq)
+  if (r == 0 && combine && vq)
     r = api->cuMemsetD32Async(parts + out_bytes, 0xFF800000u,
                               (size_t)(splits * b * h * sq), (CUstream)stream);
   /* From pageable memory the copy is staged before the call returns, so
@@ -528,15 +538,15 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
   }
   if (st == FA_OK && entries == 0 && table) {
     /* Append only: no query rows to attend. */
-  } else if (st == FA_OK && !k->cu_combine) {
-    st = launch_one(rt, api, k, k->cu_function, args, names, n, true, sms,
+  } else if (st == FA_OK && !combine) {
+    st = launch_one(rt, api, k, attention, args, names, n, true, sms,
                     (unsigned)k->artifact.smem, stream, counter, dtable);
   } else if (st == FA_OK) {
     cu_tensor pout = {(void *)(uintptr_t)parts, 5, {splits, b, sq, h, dv}};
     cu_tensor plse = {(void *)(uintptr_t)(parts + out_bytes), 4, {splits, b, h, sq, 0}};
     cu_tensor first[5] = {from_fa(q), from_fa(kk), from_fa(v), pout, plse};
     const char *first_names[5] = {"q", "k", "v", "out", "lse"};
-    st = launch_one(rt, api, k, k->cu_function, first, first_names, 5, true, sms,
+    st = launch_one(rt, api, k, attention, first, first_names, 5, true, sms,
                     (unsigned)k->artifact.smem, stream, counter, dtable);
     if (st == FA_OK) {
       cu_tensor second[4] = {pout, plse, {out->data, 4, {b, sq, h, dv}}, {NULL, 0, {0}}};
@@ -561,7 +571,7 @@ void fa_cuda_unload(fa_kernel *k) {
   cuda_api *api = (cuda_api *)k->cu_api;
   if (api && k->cu_module)
     api->cuModuleUnload(k->cu_module);
-  k->cu_module = k->cu_function = k->cu_combine = k->cu_append = NULL;
+  k->cu_module = k->cu_function = k->cu_combine = k->cu_append = k->cu_dense = NULL;
 }
 
 void fa_cuda_release(fa_runtime *rt) {

@@ -22,6 +22,7 @@ typedef struct fa_artifact {
   char entry[128];
   char combine_entry[128]; /* split-KV combine kernel of a cubin, or "" */
   char append_entry[128];  /* kv-cache append kernel of a cubin, or "" */
+  char dense_entry[128];   /* auto_splits: the kernel for one split, or "" */
   int num_args;
   char arg_names[FA_MAX_ARGS][16];
   int block[3], smem;     /* cubin launch */
@@ -61,7 +62,7 @@ struct fa_kernel {
   void *dl_handle;
   void (*host_entry)(void **);
   /* cuda backend */
-  void *cu_module, *cu_function, *cu_combine, *cu_append;
+  void *cu_module, *cu_function, *cu_combine, *cu_append, *cu_dense;
   void *cu_api; /* the driver table that loaded the module */
   /* LRU list */
   struct fa_kernel *prev, *next;

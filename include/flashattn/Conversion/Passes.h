@@ -33,6 +33,10 @@ struct Sm90CodegenOptions {
   /// Paged KV by per-row cp.async copies (auto: page sizes TMA boxes
   /// cannot serve, below 8 keys).
   std::optional<bool> kvRowCopies;
+  /// Split-KV partial form: also emit a dense kernel (`<name>_dense`,
+  /// writing out / lse directly) for launches whose split count is 1 (the
+  /// automatic count at launch).
+  bool denseEntry = false;
 };
 
 /// convert-flashattn-to-nvgpu: planned sm90 attention -> a gpu.module with

@@ -79,7 +79,11 @@ def ConvertFlashAttnToNVGPU : Pass<"convert-flashattn-to-nvgpu", "::mlir::Module
     releasing Q after a tile's last S instead of its last P V (auto:
     head_dim <= 128) and, for paged KV, per-row cp.async copies by the 128
     producer threads instead of a TMA box per page (auto: page sizes below
-    8 or that neither divide nor are multiples of block_n).
+    8 or that neither divide nor are multiples of block_n). `dense-entry`
+    adds to a split-KV module a third kernel, `<name>_dense` (named on the
+    op by `flashattn.sm90_dense`), the same attention without splits: a
+    runtime whose automatic split count comes out 1 launches it instead of
+    the partial kernel and the combine.
   }];
   let options = [
     Option<"schedulerBarrier", "scheduler-barrier", "std::string",
@@ -91,7 +95,9 @@ def ConvertFlashAttnToNVGPU : Pass<"convert-flashattn-to-nvgpu", "::mlir::Module
            "release Q after the tile's last S, not its last P V: auto, on, off">,
     Option<"kvRowCopies", "kv-row-copies", "std::string", /*default=*/"\"auto\"",
            "paged KV by per-row cp.async copies instead of a TMA box per page: "
-           "auto, on, off">
+           "auto, on, off">,
+    Option<"denseEntry", "dense-entry", "bool", /*default=*/"false",
+           "split-KV partial form: also a dense kernel for one-split launches">
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::LLVM::LLVMDialect",

@@ -63,6 +63,10 @@ struct Sm90PipelineOptions : public PassPipelineOptions<Sm90PipelineOptions> {
       *this, "kv-row-copies",
       llvm::cl::desc("paged KV by per-row cp.async copies: auto, on, off"),
       llvm::cl::init("auto")};
+  Option<bool> denseEntry{
+      *this, "dense-entry",
+      llvm::cl::desc("split-KV: also a dense kernel for one-split launches"),
+      llvm::cl::init(false)};
 };
 
 /// Appends the sm90 pipeline to `pm` (anchored on builtin.module):

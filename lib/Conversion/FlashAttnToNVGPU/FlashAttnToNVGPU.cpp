@@ -256,6 +256,20 @@ struct AttentionToSm90Kernel : OpRewritePattern<AttentionOp> {
       size_t end = text.rfind("}\n");
       text = text.substr(0, end) + emitSm90CombineKernel(cspec) + "}\n";
     }
+    // Automatic splits: the same attention without splits, for launches
+    // whose count comes out 1 (no partial results, no combine).
+    bool dense = combine && options.denseEntry;
+    if (dense) {
+      Sm90KernelSpec dspec = *spec;
+      dspec.name = name + "_dense";
+      dspec.splitPartial = false;
+      dspec.lse = static_cast<bool>(combine.getLse());
+      std::string body = emitSm90AttentionKernel(dspec);
+      body = body.substr(body.find("{\n") + 2);
+      body = body.substr(0, body.rfind("}\n"));
+      size_t end = text.rfind("}\n");
+      text = text.substr(0, end) + body + "}\n";
+    }
     // kv-cache append: the copy kernel is a third entry of the module.
     if (op.hasAppend()) {
       Sm90AppendSpec aspec;
@@ -312,6 +326,11 @@ struct AttentionToSm90Kernel : OpRewritePattern<AttentionOp> {
         op->setAttr("flashattn.sm90_out_tma", rewriter.getUnitAttr());
       if (spec->tileTable)
         op->setAttr("flashattn.sm90_tile_table", rewriter.getUnitAttr());
+      if (dense)
+        op->setAttr("flashattn.sm90_dense",
+                    SymbolRefAttr::get(rewriter.getStringAttr(name + "_module"),
+                                       {FlatSymbolRefAttr::get(
+                                           rewriter.getStringAttr(name + "_dense"))}));
       if (op.hasAppend())
         op->setAttr("flashattn.sm90_append",
                     SymbolRefAttr::get(rewriter.getStringAttr(name + "_module"),
@@ -340,6 +359,7 @@ struct ConvertFlashAttnToNVGPUPass
 
   void runOnOperation() override {
     Sm90CodegenOptions options;
+    options.denseEntry = denseEntry;
     for (auto [text, slot] : {std::pair{&schedulerBarrier, &options.schedulerBarrier},
                               std::pair{&tmaStore, &options.tmaStore},
                               std::pair{&earlyQRelease, &options.earlyQRelease},
