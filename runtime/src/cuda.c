@@ -300,7 +300,7 @@ int64_t fa_num_splits_for(int64_t tiles, int64_t blocks, int64_t sms) {
       best = eff[s];
   }
   for (int64_t s = 1; s <= most; ++s)
-    if (eff[s] >= 0.85 * best)
+    if (eff[s] >= FA_SPLIT_EFFICIENCY * best)
       return s;
   return 1;
 }

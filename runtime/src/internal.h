@@ -120,11 +120,14 @@ fa_status fa_cuda_load(fa_runtime *rt, fa_kernel *k);
 /* The element type of the artifact's tensor map `i`: out_dtype for "out",
  * f32 for "lse", the input dtype otherwise. */
 /* Automatic num_splits at launch: FlashAttention's occupancy heuristic
- * (flash_api.cpp, num_splits_heuristic; as Plan.cpp's numSplitsHeuristic):
- * tiles = batch x heads x ceil(rows / block_m) (rows and heads packed with
- * pack_gqa), 1 when tiles fill 80% of the SMs, else the smallest count up to
- * min(128, SMs, key blocks) whose wave efficiency is within 85% of the
- * best. */
+ * (flash_api.cpp, num_splits_heuristic): tiles = batch x heads x ceil(rows
+ * / block_m) (rows and heads packed with pack_gqa), 1 when tiles fill 80%
+ * of the SMs, else the smallest count up to min(128, SMs, key blocks) whose
+ * wave efficiency is at least FA_SPLIT_EFFICIENCY of the best. FlashAttention
+ * takes 0.85; measured on the H200 (docs/BENCHMARKS.md), 0.95 is 4-6%
+ * faster for one decode sequence: 16 splits of 8 kv heads fill 128 of 132
+ * SMs where 0.85 gives 15 (120). */
+#define FA_SPLIT_EFFICIENCY 0.95
 int64_t fa_num_splits_heuristic(const fa_kernel *k, int64_t batch, int64_t sq,
                                 int64_t hq, int64_t sk, int64_t hkv,
                                 int64_t sms);

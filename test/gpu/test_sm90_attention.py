@@ -69,7 +69,7 @@ CASES = [
     ("pack_prefill_hd256_causal", 256, "f16", "bottom_right", 16, 4, 1, 500, 500, None, 0, 1, None, True),
     ("pack_split4_decode_gqa32x8", 128, "bf16", "bottom_right", 32, 8, 2, 2, 8000, None, 0, 4, None, True),
     # Automatic num_splits (0): the runtime picks the count per launch
-    # (FlashAttention's heuristic): 15 for one decode sequence over 32k keys,
+    # (FlashAttention's heuristic, efficiency 0.95): 16 for one decode sequence over 32k keys,
     # 1 for a 2 x 300-token prefill (160 tiles), and without pack_gqa.
     ("auto_split_decode_32k_pack", 128, "bf16", "bottom_right", 32, 8, 1, 1, 32768, None, 0, 0, None, True),
     ("auto_split_prefill_pack", 128, "bf16", "bottom_right", 32, 8, 2, 300, 1000, None, 0, 0, None, True),
