@@ -1585,28 +1585,63 @@ std::string mlir::flashattn::emitSm90CombineKernel(const Sm90CombineSpec &k) {
                          "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32");
     return w.op("llvm.load " + p + " : !llvm.ptr<1> -> f32");
   };
+  // Splits go 4 at a time: the 4 loads of a step are issued before their
+  // values are used (one load per iteration would wait a full L2 latency
+  // each: the combine of a decode launch is latency-bound). Split s + j
+  // past S reads split S - 1 and weighs nothing.
+  const int U = 4;
+  std::string cU = w.i64(U), last = w.bin("arith.subi", S, one64, "i64");
+  auto splitAt = [&](const std::string &s, int j) {
+    std::string sj = w.bin("arith.addi", s, w.i64(j), "i64");
+    return std::make_pair(w.op("arith.cmpi ult, " + sj + ", " + S + " : i64"),
+                          w.bin("arith.minui", sj, last, "i64"));
+  };
   // Pass 1: the largest lse_s (DESIGN.md section 1: splits with lse_s = -inf
   // weigh 0; all -inf is an empty row).
-  w.line("%mx = scf.for %s = " + z64 + " to " + S + " step " + one64 +
+  w.line("%mx = scf.for %s = " + z64 + " to " + S + " step " + cU +
          " iter_args(%m = " + negInf + ") -> (f32) : i64 {");
-  w.line("  scf.yield " + w.bin("arith.maximumf", "%m", lseAt("%s"), "f32") + " : f32");
+  {
+    std::vector<std::pair<std::string, std::string>> v;
+    for (int j = 0; j < U; ++j) {
+      auto [ok, sj] = splitAt("%s", j);
+      v.push_back({ok, lseAt(sj)});
+    }
+    std::string m = "%m";
+    for (auto &[ok, l] : v)
+      m = w.bin("arith.maximumf", m,
+                w.op("arith.select " + ok + ", " + l + ", " + negInf + " : f32"), "f32");
+    w.line("  scf.yield " + m + " : f32");
+  }
   w.line("}");
   std::string empty = w.op("arith.cmpf oeq, %mx, " + negInf + " : f32");
   std::string mSafe = w.op("arith.select " + empty + ", " + zeroF + ", %mx : f32");
   // Pass 2: w_s = exp(lse_s - m), out = sum w_s o_s / sum w_s.
-  w.line("%acc:2 = scf.for %s2 = " + z64 + " to " + S + " step " + one64 +
+  w.line("%acc:2 = scf.for %s2 = " + z64 + " to " + S + " step " + cU +
          " iter_args(%sw = " + zeroF + ", %so = " + zeroF + ") -> (f32, f32) : i64 {");
-  std::string x = w.bin("arith.mulf", w.bin("arith.subf", lseAt("%s2"), mSafe, "f32"),
-                        log2e, "f32");
-  std::string wt = w.op("llvm.call_intrinsic \"llvm.nvvm.ex2.approx.ftz.f\"(" + x +
-                        ") : (f32) -> f32");
-  std::string oidx = w.bin("arith.addi", w.bin("arith.muli", "%s2", total, "i64"), "%e", "i64");
-  std::string op = w.op("llvm.getelementptr %po[" + oidx +
-                        "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32");
-  std::string ov = w.op("llvm.load " + op + " : !llvm.ptr<1> -> f32");
-  w.line("scf.yield " + w.bin("arith.addf", "%sw", wt, "f32") + ", " +
-         w.op("llvm.intr.fma(" + wt + ", " + ov + ", %so) : (f32, f32, f32) -> f32") +
-         " : f32, f32");
+  {
+    struct Part {
+      std::string ok, l, o;
+    };
+    std::vector<Part> v;
+    for (int j = 0; j < U; ++j) {
+      auto [ok, sj] = splitAt("%s2", j);
+      std::string oidx = w.bin("arith.addi", w.bin("arith.muli", sj, total, "i64"), "%e", "i64");
+      std::string op = w.op("llvm.getelementptr %po[" + oidx +
+                            "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32");
+      v.push_back({ok, lseAt(sj), w.op("llvm.load " + op + " : !llvm.ptr<1> -> f32")});
+    }
+    std::string sw = "%sw", so = "%so";
+    for (Part &p : v) {
+      std::string x = w.bin("arith.mulf", w.bin("arith.subf", p.l, mSafe, "f32"), log2e, "f32");
+      std::string wt = w.op("llvm.call_intrinsic \"llvm.nvvm.ex2.approx.ftz.f\"(" + x +
+                            ") : (f32) -> f32");
+      wt = w.op("arith.select " + p.ok + ", " + wt + ", " + zeroF + " : f32");
+      sw = w.bin("arith.addf", sw, wt, "f32");
+      so = w.op("llvm.intr.fma(" + wt + ", " + p.o + ", " + so +
+                ") : (f32, f32, f32) -> f32");
+    }
+    w.line("scf.yield " + sw + ", " + so + " : f32, f32");
+  }
   w.line("}");
   std::string val = w.bin("arith.divf", "%acc#1", "%acc#0", "f32");
   val = w.op("arith.select " + empty + ", " + zeroF + ", " + val + " : f32");
