@@ -102,8 +102,9 @@ LogicalResult mlir::flashattn::compileSm90Ptx(const fa_attention_config &config,
     if (PlanAttr plan = op.getPlanAttr()) {
       result.blockM = plan.getBlockM();
       result.blockN = plan.getBlockN();
-      result.tileCounter = plan.getSchedule() == Schedule::lpt;
     }
+    result.tileCounter = op->hasAttr("flashattn.sm90_tile_counter");
+    result.denseTileCounter = op->hasAttr("flashattn.sm90_dense_tile_counter");
   });
   module.walk([&](CombineOp op) {
     if (auto sym = op->getAttrOfType<SymbolRefAttr>("flashattn.sm90_kernel"))
@@ -188,16 +189,21 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
   // setmaxnreg redistributes the launch allocation (registers x threads):
   // the kernel's split assumes ptxas gave it sm90LaunchRegisters (168 at 384
   // threads, 128 at 512); with fewer, setmaxnreg.inc would wait forever on
-  // the GPU (shared/SM90-KERNEL.md).
+  // the GPU (shared/SM90-KERNEL.md). The dense entry of an automatic-split
+  // cubin has the same split.
   if (compiled.threads > 256) {
-    size_t at = info.find("Compiling entry function '" + kernel + "'");
-    at = at == std::string::npos ? at : info.find("Used ", at);
-    int regs = at == std::string::npos ? 0 : std::atoi(info.c_str() + at + 5);
-    if (regs < sm90LaunchRegisters(compiled.threads)) {
-      error = "the sm90 kernel got " + std::to_string(regs) +
-              " registers at launch; its setmaxnreg split needs " +
-              std::to_string(sm90LaunchRegisters(compiled.threads)) + ": " + info;
-      return failure();
+    for (const std::string &entry : {kernel, compiled.dense}) {
+      if (entry.empty())
+        continue;
+      size_t at = info.find("Compiling entry function '" + entry + "'");
+      at = at == std::string::npos ? at : info.find("Used ", at);
+      int regs = at == std::string::npos ? 0 : std::atoi(info.c_str() + at + 5);
+      if (regs < sm90LaunchRegisters(compiled.threads)) {
+        error = "the sm90 kernel " + entry + " got " + std::to_string(regs) +
+                " registers at launch; its setmaxnreg split needs " +
+                std::to_string(sm90LaunchRegisters(compiled.threads)) + ": " + info;
+        return failure();
+      }
     }
   }
   auto cubin = llvm::MemoryBuffer::getFile(cubinPath);
@@ -260,6 +266,8 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
   // Automatic splits: the kernel the runtime launches when the count is 1.
   if (!compiled.dense.empty())
     meta["dense_entry"] = compiled.dense;
+  if (compiled.denseTileCounter)
+    meta["dense_tile_counter"] = true;
   if (!compiled.combine.empty())
     meta["combine_entry"] = compiled.combine;
   return packageArtifact(config, FA_ARTIFACT_CUBIN, meta,

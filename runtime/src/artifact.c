@@ -226,6 +226,7 @@ fa_status fa_artifact_parse(fa_runtime *rt, const void *bytes, size_t size,
            append ? append->valuestring : "");
   /* A split-KV cubin launches its partial kernel then the combine; one
    * without the other would get arguments of the wrong shape. */
+  why = "bad combine_entry (a string, exactly when num_splits is 0 or > 1)";
   if (a->kind == FA_ARTIFACT_CUBIN &&
       (a->config.num_splits > 1 || a->config.num_splits == 0) !=
           (a->combine_entry[0] != '\0'))
@@ -245,6 +246,11 @@ fa_status fa_artifact_parse(fa_runtime *rt, const void *bytes, size_t size,
   if (tiles && !cJSON_IsBool(tiles))
     goto fail;
   a->tile_table = tiles && cJSON_IsTrue(tiles);
+  const cJSON *dcounter = cJSON_GetObjectItemCaseSensitive(meta, "dense_tile_counter");
+  why = "bad dense_tile_counter (expected a boolean)";
+  if (dcounter && !cJSON_IsBool(dcounter))
+    goto fail;
+  a->dense_tile_counter = dcounter && cJSON_IsTrue(dcounter);
   {
     const char *tiles[3] = {"block_m", "block_n", "pack_groups"};
     int *slots[3] = {&a->block_m, &a->block_n, &a->pack_groups};
@@ -265,6 +271,13 @@ fa_status fa_artifact_parse(fa_runtime *rt, const void *bytes, size_t size,
       goto fail;
     /* An append cubin writes k_new / v_new first: without its kernel (or
      * its tile table) the attention would read a stale cache. */
+    /* The sequence-aware forms read their tiles from the table: a cubin
+     * for them without it would read a parameter nobody passes. */
+    why = "varlen, seqused_k, paged and append cubins need tile_table";
+    if (a->kind == FA_ARTIFACT_CUBIN && !a->tile_table &&
+        (a->config.flags & (FA_VARLEN_Q | FA_VARLEN_K | FA_SEQUSED_K | FA_PAGED |
+                            FA_APPEND)))
+      goto fail;
     why = "bad append_entry (a string, exactly when the config appends, with tile_table)";
     if (a->kind == FA_ARTIFACT_CUBIN &&
         ((a->append_entry[0] != '\0') != !!(a->config.flags & FA_APPEND) ||

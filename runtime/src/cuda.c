@@ -247,10 +247,12 @@ fa_status fa_tma_check(fa_runtime *rt, const fa_kernel *k, int i,
     return fa_fail(rt, FA_ERROR_SHAPE_MISMATCH,
                    "tensor map of '%s' has rank %d, the tensor %d", name,
                    tensor_rank, t->rank);
-  if (group > 1 && t->shape[2] % group != 0)
+  /* Heads are the second-to-last dimension ([B, S, H, D] or varlen [T, H,
+   * D]). */
+  if (group > 1 && t->shape[t->rank - 2] % group != 0)
     return fa_fail(rt, FA_ERROR_SHAPE_MISMATCH,
                    "'%s' has %lld heads, not a multiple of the pack_gqa group %d",
-                   name, (long long)t->shape[2], group);
+                   name, (long long)t->shape[t->rank - 2], group);
   if ((uintptr_t)t->data % 16 != 0)
     return fa_fail(rt, FA_ERROR_BAD_INPUT,
                    "'%s' is not 16-byte aligned (TMA needs it)", name);
@@ -319,31 +321,12 @@ static cu_tensor from_fa(const fa_tensor *t) {
   return c;
 }
 
-/* One launch: pointers of `tensors`, their dims, then (attention kernels)
- * the tensor maps of the metadata's "tma" entries, found by `names`. */
-static fa_status launch_one(fa_runtime *rt, cuda_api *api, fa_kernel *k,
-                            void *function, const cu_tensor *tensors,
-                            const char *const *names, int n, bool with_tma,
-                            unsigned grid, unsigned smem, void *stream,
-                            void *tile_counter, void *tile_table) {
-  void *ptrs[FA_MAX_ARGS];
-  int64_t dims[FA_MAX_ARGS * 5];
-  /* Pointers, up to 5 dims each, 4 tensor maps, the tile counter and
-   * table. */
-  void *params[FA_MAX_ARGS * 6 + 6];
-  /* CUtensorMap: 128 bytes, 64-byte aligned. */
-  _Alignas(64) unsigned char maps[4][128];
-  int p = 0, d = 0;
-  for (int i = 0; i < n; ++i) {
-    ptrs[i] = tensors[i].data;
-    params[p++] = &ptrs[i];
-  }
-  for (int i = 0; i < n; ++i)
-    for (int r = 0; r < tensors[i].rank; ++r) {
-      dims[d] = tensors[i].shape[r];
-      params[p++] = &dims[d++];
-    }
-  for (int i = 0; with_tma && i < k->artifact.num_tma; ++i) {
+/* Encodes the artifact's tensor maps for `tensors` (by name) into `maps`
+ * (128 bytes each, 64-byte aligned). */
+static fa_status encode_maps(fa_runtime *rt, cuda_api *api, fa_kernel *k,
+                             const cu_tensor *tensors, const char *const *names,
+                             int n, unsigned char (*maps)[128]) {
+  for (int i = 0; i < k->artifact.num_tma; ++i) {
     const cu_tensor *t = NULL;
     for (int j = 0; j < n; ++j)
       if (strcmp(names[j], k->artifact.tma[i].arg) == 0)
@@ -380,7 +363,40 @@ static fa_status launch_one(fa_runtime *rt, cuda_api *api, fa_kernel *k,
       return fa_fail(rt, FA_ERROR_CUDA,
                      "cuTensorMapEncodeTiled for '%s' failed: %s",
                      k->artifact.tma[i].arg, cuError(api, r));
-    params[p++] = maps[i];
+  }
+  return FA_OK;
+}
+
+/* One launch: pointers of `tensors`, their dims, then (attention kernels)
+ * the tensor maps of the metadata's "tma" entries, found by `names`. */
+static fa_status launch_one(fa_runtime *rt, cuda_api *api, fa_kernel *k,
+                            void *function, const cu_tensor *tensors,
+                            const char *const *names, int n, bool with_tma,
+                            unsigned grid, unsigned smem, void *stream,
+                            void *tile_counter, void *tile_table) {
+  void *ptrs[FA_MAX_ARGS];
+  int64_t dims[FA_MAX_ARGS * 5];
+  /* Pointers, up to 5 dims each, 4 tensor maps, the tile counter and
+   * table. */
+  void *params[FA_MAX_ARGS * 6 + 6];
+  /* CUtensorMap: 128 bytes, 64-byte aligned. */
+  _Alignas(64) unsigned char maps[4][128];
+  int p = 0, d = 0;
+  for (int i = 0; i < n; ++i) {
+    ptrs[i] = tensors[i].data;
+    params[p++] = &ptrs[i];
+  }
+  for (int i = 0; i < n; ++i)
+    for (int r = 0; r < tensors[i].rank; ++r) {
+      dims[d] = tensors[i].shape[r];
+      params[p++] = &dims[d++];
+    }
+  if (with_tma) {
+    fa_status st = encode_maps(rt, api, k, tensors, names, n, maps);
+    if (st != FA_OK)
+      return st;
+    for (int i = 0; i < k->artifact.num_tma; ++i)
+      params[p++] = maps[i];
   }
   if (tile_counter)
     params[p++] = &tile_counter;
@@ -469,6 +485,18 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
       splits = fa_num_splits_heuristic(k, q->shape[0], q->shape[1], q->shape[2],
                                        kk->shape[1], kk->shape[2], (int64_t)sms);
     }
+    /* The kernel counts (tile, split) work units in i32. */
+    int64_t g = k->artifact.pack_groups > 1 ? k->artifact.pack_groups : 1;
+    int64_t heads = g > 1 ? k->artifact.config.num_kv_heads : k->artifact.config.num_q_heads;
+    int64_t bm = k->artifact.block_m > 0 ? k->artifact.block_m : 1;
+    int64_t tiles = table ? entries * heads
+                          : q->shape[0] * heads * ((q->shape[1] * g + bm - 1) / bm);
+    if (tiles * splits >= INT32_MAX) {
+      free(table);
+      return fa_fail(rt, FA_ERROR_UNSUPPORTED,
+                     "%lld tiles x %lld splits exceed the kernel's i32 work index",
+                     (long long)tiles, (long long)splits);
+    }
     b = vq ? 1 : out->shape[0];
     sq = out->shape[orank - 3];
     h = out->shape[orank - 2];
@@ -481,7 +509,8 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
   /* Stream-ordered scratch: the zeroed tile counter of the dynamic
    * scheduler (4 bytes, in 256), the tile table (in 256-byte units), the
    * split-KV partial results. */
-  size_t counter_bytes = k->artifact.tile_counter ? 256 : 0;
+  size_t counter_bytes =
+      (use_dense ? k->artifact.dense_tile_counter : k->artifact.tile_counter) ? 256 : 0;
   size_t table_bytes = table ? ((size_t)words * sizeof(int32_t) + 255) / 256 * 256 : 0;
   size_t out_bytes = combine ? (size_t)(splits * b * sq * h * dv) * 4 : 0;
   size_t lse_bytes = combine ? (size_t)(splits * b * h * sq) * 4 : 0;
@@ -522,7 +551,13 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
   if (r != 0)
     st = fa_fail(rt, FA_ERROR_CUDA, "preparing the launch failed: %s", cuError(api, r));
   /* kv-cache append: k_new / v_new into the cache before the attention
-   * reads it (the checks of run.c kept every position inside the cache). */
+   * reads it (the checks of run.c kept every position inside the cache).
+   * The attention's tensor maps are encoded first, so that a call failing
+   * there has not written the cache yet. */
+  if (st == FA_OK && append) {
+    _Alignas(64) unsigned char probe[4][128];
+    st = encode_maps(rt, api, k, args, names, n, probe);
+  }
   if (st == FA_OK && append) {
     cu_tensor rows[4] = {from_fa(&call->k_new), from_fa(&call->v_new), from_fa(kk),
                          from_fa(v)};

@@ -38,6 +38,9 @@ typedef struct fa_artifact {
   /* The kernel takes, last, the tile table the runtime builds per launch
    * from cu_seqlens_q / cu_seqlens_k / seqused_k (schedule.c). */
   bool tile_table;
+  /* The dense entry takes the tile counter (its own schedule; the split
+   * partial kernel may not). */
+  bool dense_tile_counter;
   /* Tensor maps (TMA) the kernel takes after its pointer/dim parameters:
    * the argument, the box in TMA order (innermost first) and the swizzle in
    * bytes (0, 32, 64, 128). */

@@ -366,6 +366,12 @@ fa_status fa_attention_run(fa_runtime *rt, fa_kernel *k,
     TRY(expect(&c, "k_new", &a->k_new, 4, (int64_t[]){b, -1, hkv, d}));
     TRY(expect(&c, "v_new", &a->v_new, 4, (int64_t[]){b, a->k_new.shape[1], hkv, dv}));
     TRY(expect(&c, "cache_seqlens", &a->cache_seqlens, 1, (int64_t[]){b}));
+    /* The sm90 append kernel copies 16-byte chunks. */
+    if (cfg->target == FA_TARGET_SM90 &&
+        ((uintptr_t)a->k_new.data % 16 != 0 || (uintptr_t)a->v_new.data % 16 != 0))
+      return fa_fail(rt, FA_ERROR_BAD_INPUT,
+                     "'k_new' and 'v_new' must be 16-byte aligned (the sm90 "
+                     "append copies 16-byte chunks)");
   } else {
     TRY(absent(&c, "k_new", &a->k_new));
     TRY(absent(&c, "v_new", &a->v_new));

@@ -42,6 +42,7 @@ struct Sm90Ptx {
   int64_t threads = 128;
   int64_t blockM = 64, blockN = 64;
   bool tileCounter = false; ///< takes the dynamic scheduler's counter
+  bool denseTileCounter = false; ///< the dense entry takes one
   bool outTma = false;      ///< stores out by TMA (a fourth tensor map)
   int64_t packGroups = 1;   ///< pack_gqa: q's map is 5-D, heads split by G
   bool autoSplits = false;  ///< num_splits 0: the runtime picks the count

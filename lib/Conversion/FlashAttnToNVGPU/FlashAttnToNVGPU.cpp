@@ -134,7 +134,11 @@ static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why,
   spec.schedulerBarrier = options.schedulerBarrier.value_or(
                               consumers >= 2 && d <= 128 && !tight) &&
                           consumers >= 2;
-  spec.heavyFirst = plan.getSchedule() == Schedule::lpt;
+  // The split-KV partial kernel keeps the static order: its work units
+  // (tile, split) are about equal (splits cut the long tiles), and the
+  // counter's memset is a stream operation a decode launch pays for
+  // nothing. Its dense entry keeps the plan's order.
+  spec.heavyFirst = plan.getSchedule() == Schedule::lpt && !partial;
   spec.scoreRegion = !op.getScore().empty();
   spec.maskRegion = !op.getMask().empty();
   spec.splitPartial = partial;
@@ -263,6 +267,7 @@ struct AttentionToSm90Kernel : OpRewritePattern<AttentionOp> {
       Sm90KernelSpec dspec = *spec;
       dspec.name = name + "_dense";
       dspec.splitPartial = false;
+      dspec.heavyFirst = op.getPlanAttr().getSchedule() == Schedule::lpt;
       dspec.lse = static_cast<bool>(combine.getLse());
       std::string body = emitSm90AttentionKernel(dspec);
       body = body.substr(body.find("{\n") + 2);
@@ -326,6 +331,11 @@ struct AttentionToSm90Kernel : OpRewritePattern<AttentionOp> {
         op->setAttr("flashattn.sm90_out_tma", rewriter.getUnitAttr());
       if (spec->tileTable)
         op->setAttr("flashattn.sm90_tile_table", rewriter.getUnitAttr());
+      // The kernels that take the tile counter (the runtime zeroes it).
+      if (spec->heavyFirst)
+        op->setAttr("flashattn.sm90_tile_counter", rewriter.getUnitAttr());
+      if (dense && op.getPlanAttr().getSchedule() == Schedule::lpt)
+        op->setAttr("flashattn.sm90_dense_tile_counter", rewriter.getUnitAttr());
       if (dense)
         op->setAttr("flashattn.sm90_dense",
                     SymbolRefAttr::get(rewriter.getStringAttr(name + "_module"),

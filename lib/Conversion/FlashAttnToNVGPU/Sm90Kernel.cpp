@@ -643,7 +643,10 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     w.line("%pt:3 = scf.while (%ptile = " + cta + ", %pg = " + c0 + ", %ptc = " + c0 +
            ") : (i32, i32, i32) -> (i32, i32, i32) {");
     // Thread 0: publish the tile, load its Q (past the last tile: an
-    // arrival with no bytes, the consumers stop).
+    // arrival with no bytes, the consumers stop). The first barrier keeps
+    // it from overwriting the slot before every producer thread read the
+    // previous tile (a tile with no key blocks frees Q at once).
+    w.line("nvvm.barrier id = " + prodBar + " number_of_threads = " + c128);
     w.line("scf.if " + isLeader + " {");
     waitQFree("%ptc");
     w.line("llvm.store %ptile, " + tileSlot + " : i32, !llvm.ptr<3>");
