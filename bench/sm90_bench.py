@@ -141,6 +141,23 @@ def num_splits_heuristic(tiles, sms, key_blocks, max_splits=128):
     return next(s for s, e in enumerate(eff, 1) if e >= 0.95 * best)
 
 
+def bandwidth_ceilings(stream):
+    """The measured memory ceilings of shared/PERF.md, in the same process:
+    a 2 GiB device-to-device copy (bytes read + written / time) and a 4 GiB
+    read-only reduction (bytes read / time), medians of REPEATS, TB/s."""
+    src = torch.empty(2 << 30, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    big = torch.ones(1 << 31, dtype=torch.bfloat16, device="cuda")  # 4 GiB
+    med = median_times({"copy": lambda: dst.copy_(src), "read": lambda: big.sum()}, stream)
+    out = {"copy_tbps": 2 * src.numel() / (med["copy"] * 1e-3) / 1e12,
+           "read_tbps": 2 * big.numel() / (med["read"] * 1e-3) / 1e12}
+    del src, dst, big
+    torch.cuda.empty_cache()
+    print("ceilings: device-to-device copy %.2f TB/s (read + write), read-only reduction "
+          "%.2f TB/s" % (out["copy_tbps"], out["read_tbps"]), flush=True)
+    return out
+
+
 def decode_benchmark(kernel, run, stream, sms=132, pages=(16, 64), variants=()):
     """Decode (one query token, 32 query / 8 kv heads, head_dim 128, bf16;
     shared/PERF.md's rows): ours = pack_gqa + split-KV partial kernel + the
@@ -153,7 +170,7 @@ def decode_benchmark(kernel, run, stream, sms=132, pages=(16, 64), variants=()):
     paged_vs_dense{P}}."""
     from test_sm90_attention import pinned_i32
     from torch.nn.attention import SDPBackend, sdpa_kernel
-    rows = []
+    rows = [{"ceilings": bandwidth_ceilings(stream)}]
     hq, hkv, d = 32, 8, 128
     for b, sk in DECODE_SHAPES:
         q = torch.randn(b, 1, hq, d, device="cuda", dtype=torch.bfloat16)
