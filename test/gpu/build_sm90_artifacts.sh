@@ -48,6 +48,13 @@ compile() { # d dtype causal hq hkv [window_left window_right] [softcap]
   fi
   "$build/bin/fa-compile" --target sm90 --lse --d "$1" --dtype "$2" \
     --causal "$3" --hq "$4" --hkv "$5" $extra -o "$out/$name.faa"
+  # The serving forms also get a host twin (same config, target host), so
+  # that the GPU machine runs the same cases on the host path too.
+  if [ -n "${VARLEN:-}${SEQUSED:-}${PAGE:-}${APPEND:-}" ]; then
+    mkdir -p "$build/gpu-carry/host"
+    "$build/bin/fa-compile" --target host --lse --d "$1" --dtype "$2" \
+      --causal "$3" --hq "$4" --hkv "$5" $extra -o "$build/gpu-carry/host/$name.faa"
+  fi
 }
 # Correctness cases (test_sm90_attention.py CASES).
 compile 128 bf16 none 8 2

@@ -312,6 +312,38 @@ def selected(name):
 
 
 ONLY = []
+# (kernel, run) of the host twins (--host DIR), or None.
+HOST = None
+# The host path runs single-threaded here: cases above this many flops
+# (4 x sum q_len k_len x Hq x D) are left to the sm90 side.
+HOST_MAX_FLOPS = 2e10
+
+
+def host_check(name, spec, inputs, meta, out, lse, ref, ref_lse, nv, dtype, rec, cache=None):
+    """Runs the host twin of `spec` (kernel() arguments) on CPU copies of
+    `inputs` (q, k, v) and `meta`, checks it against the same reference and
+    tolerance, and records how far it is from the sm90 result `out`. With
+    `cache` = (want_k, want_v) the host's cache after the call must equal
+    them too. Returns False on a failure."""
+    hk, hrun = HOST
+    q, k, v = (t.cpu() for t in inputs)
+    hmeta = {n: t.cpu() for n, t in meta.items()}
+    hout = torch.full_like(q, float("nan"))
+    hlse = torch.full(tuple(lse.shape), float("nan"))
+    try:
+        hrun(hk(*spec), q, k, v, hout, hlse, **hmeta)
+        err = None
+    except RuntimeError as e:
+        err = str(e)
+    if cache is not None and err is None and not (
+            torch.equal(k, cache[0].cpu()) and torch.equal(v, cache[1].cpu())):
+        err = "the host path's cache is not what the append should leave"
+    ok, hrec = check(name + " [host]", dtype, hout, hlse, ref.cpu(), ref_lse.cpu(), nv.cpu(), 0,
+                     err)
+    hrec["max_abs_vs_sm90"] = (hout.double() - out.cpu().double()).abs().max().item() \
+        if hout.numel() else 0.0
+    rec["host"] = hrec
+    return ok
 
 
 def run_varlen_cases(kernel, run, results):
@@ -376,6 +408,7 @@ def run_varlen_cases(kernel, run, results):
             l_of = lambda b: lse[b]  # noqa: E731
         if used:
             meta["seqused_k"] = pinned_i32([s[1] for s in seqs])
+        meta0 = dict(meta)
         try:
             run(kernel(d, dt, causal, hq, hkv, window, 0, splits, None, pack,
                        layout == "varlen", used,
@@ -396,6 +429,12 @@ def run_varlen_cases(kernel, run, results):
             (ref_lse[:, cu_q[b]:cu_q[b + 1]] if layout == "varlen" else ref_lse[b]).copy_(rl[0])
         ok, rec = check(name, dtype, out, lse, ref, ref_lse, nv, 0, err)
         rec["seqs"] = seqs
+        flops = 4 * sum(a * b for a, b in seqs) * hq * d
+        if HOST and flops <= HOST_MAX_FLOPS:
+            spec = (d, dt, causal, hq, hkv, window, 0, splits, None, pack, layout == "varlen",
+                    used, int(layout[5:]) if layout.startswith("paged") else 0)
+            ok &= host_check(name, spec, (q, k, v), meta0, out, lse, ref, ref_lse, nv, dtype,
+                             rec)
         results["cases"][name] = rec
         if not ok:
             failures.append(name)
@@ -441,6 +480,7 @@ def run_append_cases(kernel, run, results):
             want_v[i0[s0:], i1[s0:]] = v_new[b]
         out = torch.full_like(q, float("nan"))
         lse = torch.full((nb, hq, s_new), float("nan"), device="cuda")
+        k0, v0, meta0 = k.clone(), v.clone(), dict(meta)
         try:
             run(kernel(d, dt, causal, hq, hkv, None, 0, splits, None, pack, False, bool(page),
                        page, True), q, k, v, out, lse, **meta)
@@ -460,6 +500,11 @@ def run_append_cases(kernel, run, results):
         if not cache_ok:
             err = (err + "; " if err else "") + "the cache is not what the append should leave"
         ok, rec = check(name, dtype, out, lse, ref, ref_lse, nv, 0, err)
+        if HOST:
+            spec = (d, dt, causal, hq, hkv, None, 0, splits, None, pack, False, bool(page), page,
+                    True)
+            ok &= host_check(name, spec, (q, k0, v0), meta0, out, lse, ref, ref_lse, nv, dtype,
+                             rec, (want_k, want_v))
         results["cases"][name] = rec
         if not ok:
             failures.append(name)
@@ -494,10 +539,17 @@ def main():
     ap.add_argument("--artifacts", required=True)
     ap.add_argument("--out", default=".")
     ap.add_argument("--no-bench", action="store_true")
+    ap.add_argument("--host", default="",
+                    help="DIR of host twins of the serving artifacts: run the same cases "
+                         "on the host path")
     ap.add_argument("--only", default="",
                     help="comma-separated substrings: run only the matching cases")
     a = ap.parse_args()
     ONLY.extend(s for s in a.only.split(",") if s)
+    global HOST
+    if a.host:
+        _, _, _, hkernel, hrun = open_runtime(a.lib, a.host)
+        HOST = (hkernel, hrun)
     lib, rt, stream, kernel, run = open_runtime(a.lib, a.artifacts)
 
     results = {"cases": {}, "bench": []}
