@@ -81,7 +81,7 @@ CASES = [
 # used) with layout "varlen" (q, k, v packed by cu_seqlens_q / cu_seqlens_k)
 # or "dense" (q [B, max q_len, ...], k [B, max k_len, ...]; with "dense" the
 # q lengths must all be equal), and used: k lengths come from seqused_k
-# (the k tensor holds k_len + 37 rows per sequence); an optional last field
+# (the k tensor holds k_len + 37 rows per sequence, NaN past k_len); an optional last field
 # is num_splits (0: automatic, from the tile table). Layout "paged<P>": q
 # dense, k and v a pool [num_pages, P, Hkv, D] addressed through a
 # block_table of shuffled pages, k lengths from seqused_k.
@@ -336,7 +336,7 @@ def host_check(name, spec, inputs, meta, out, lse, ref, ref_lse, nv, dtype, rec,
     except RuntimeError as e:
         err = str(e)
     if cache is not None and err is None and not (
-            torch.equal(k, cache[0].cpu()) and torch.equal(v, cache[1].cpu())):
+            same(k, cache[0].cpu()) and same(v, cache[1].cpu())):
         err = "the host path's cache is not what the append should leave"
     ok, hrec = check(name + " [host]", dtype, hout, hlse, ref.cpu(), ref_lse.cpu(), nv.cpu(), 0,
                      err)
@@ -344,6 +344,35 @@ def host_check(name, spec, inputs, meta, out, lse, ref, ref_lse, nv, dtype, rec,
         if hout.numel() else 0.0
     rec["host"] = hrec
     return ok
+
+
+def same(a, b):
+    """Bitwise-equal values, NaN equal to NaN (the poisoned rows)."""
+    return bool(torch.allclose(a, b, rtol=0, atol=0, equal_nan=True))
+
+
+def poison_past_sequences(layout, seqs, k, v, meta):
+    """NaN in every k / v row that is no sequence's key (past seqused_k, the
+    rest of a last page, unused pages): those rows may be read (a key block
+    reaches past its sequence) but must never reach the output."""
+    if layout == "varlen":
+        cu = meta["cu_seqlens_k"].tolist()
+        for b, (_, sk) in enumerate(seqs):
+            k[cu[b] + sk:cu[b + 1]] = float("nan")
+            v[cu[b] + sk:cu[b + 1]] = float("nan")
+    elif layout == "dense":
+        for b, (_, sk) in enumerate(seqs):
+            k[b, sk:] = float("nan")
+            v[b, sk:] = float("nan")
+    else:
+        ps, bt = k.shape[1], meta["block_table"].long()
+        keep_k, keep_v = torch.full_like(k, float("nan")), torch.full_like(v, float("nan"))
+        for b, (_, sk) in enumerate(seqs):
+            idx = torch.arange(sk)
+            i0, i1 = bt[b, idx // ps].cuda(), (idx % ps).cuda()
+            keep_k[i0, i1], keep_v[i0, i1] = k[i0, i1], v[i0, i1]
+        k.copy_(keep_k)
+        v.copy_(keep_v)
 
 
 def run_varlen_cases(kernel, run, results):
@@ -355,7 +384,7 @@ def run_varlen_cases(kernel, run, results):
         splits = rest[0] if rest else 1
         dtype = torch.bfloat16 if dt == "bf16" else torch.float16
         nb = len(seqs)
-        extra = 37 if used else 0  # k rows past seqused_k (never read)
+        extra = 37 if used else 0  # k rows past seqused_k (NaN: read, never in the output)
         meta = {}
         if layout == "varlen":
             cu_q = [0]
@@ -408,6 +437,7 @@ def run_varlen_cases(kernel, run, results):
             l_of = lambda b: lse[b]  # noqa: E731
         if used:
             meta["seqused_k"] = pinned_i32([s[1] for s in seqs])
+        poison_past_sequences(layout, seqs, k, v, meta)
         meta0 = dict(meta)
         try:
             run(kernel(d, dt, causal, hq, hkv, window, 0, splits, None, pack,
@@ -473,6 +503,14 @@ def run_append_cases(kernel, run, results):
 
             def rows(b, n):
                 return torch.full((n,), b, device="cuda"), torch.arange(n, device="cuda")
+        # Every cache row that is not a sequence's key after the append
+        # holds NaN (an uninitialized cache): it must not reach the output.
+        live_k, live_v = torch.full_like(k, float("nan")), torch.full_like(v, float("nan"))
+        for b, s0 in enumerate(starts):
+            i0, i1 = rows(b, s0)
+            live_k[i0, i1], live_v[i0, i1] = k[i0, i1], v[i0, i1]
+        k.copy_(live_k)
+        v.copy_(live_v)
         want_k, want_v = k.clone(), v.clone()
         for b, s0 in enumerate(starts):
             i0, i1 = rows(b, s0 + s_new)
@@ -487,7 +525,7 @@ def run_append_cases(kernel, run, results):
             err = None
         except RuntimeError as e:
             err = str(e)
-        cache_ok = bool(torch.equal(k, want_k) and torch.equal(v, want_v))
+        cache_ok = same(k, want_k) and same(v, want_v)
         ref = torch.zeros_like(out, dtype=torch.float64)
         ref_lse = torch.zeros_like(lse, dtype=torch.float64)
         nv = torch.zeros_like(ref)

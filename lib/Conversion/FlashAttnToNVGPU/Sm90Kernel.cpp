@@ -100,8 +100,10 @@ std::string join(const std::vector<std::string> &v) {
 namespace {
 struct Layout {
   int64_t qBytes, kvBytes, kOff, vOff, oOff, barOff, stages;
+  bool table;
   explicit Layout(const Sm90KernelSpec &k) {
     stages = k.stages;
+    table = k.tileTable;
     qBytes = 64 * k.consumers * k.headDim * 2;
     kvBytes = k.blockN * k.headDim * 2;
     kOff = qBytes;
@@ -118,7 +120,10 @@ struct Layout {
   int64_t emptyV() const { return barOff + 16 + 24 * stages; }
   /// The tile index the producer hands to the consumers (i32).
   int64_t tileSlot() const { return barOff + 16 + 32 * stages; }
-  int64_t total() const { return barOff + 24 + 32 * stages; }
+  /// Table mode: the barrier a V block reaching past its sequence lands on
+  /// before the producer warp zeroes those rows.
+  int64_t auxV() const { return barOff + 24 + 32 * stages; }
+  int64_t total() const { return auxV() + (table ? 8 : 0); }
 };
 } // namespace
 
@@ -221,6 +226,8 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     w.line("  nvvm.mbarrier.init " + at(L.emptyV() + 8 * s) + ", " + consumersC +
            " : !llvm.ptr<3>, i32");
   }
+  if (k.tileTable)
+    w.line("  nvvm.mbarrier.init " + at(L.auxV()) + ", " + c1 + " : !llvm.ptr<3>, i32");
   w.line("  nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = "
          "#nvvm.shared_space<cta>}");
   w.line("}");
@@ -434,8 +441,11 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   const bool rowCopies = k.kvRowCopies;
   if (k.producerRegs)
     w.line("nvvm.setmaxregister decrease " + std::to_string(k.producerRegs));
+  // TMA: thread 0 issues everything; with the tile table warp 0 runs the
+  // loop (it zeroes the V rows past a sequence).
+  std::string isWarp0 = w.op("arith.cmpi ult, " + tid + ", " + c32 + " : i32");
   if (!rowCopies)
-    w.line("scf.if " + isLeader + " {");
+    w.line("scf.if " + (k.tileTable ? isWarp0 : isLeader) + " {");
   // a + b, or b when a is the constant 0 (the dense kernel's positions).
   auto plus = [&](const std::string &a, const std::string &b) {
     return a == c0 ? b : w.bin("arith.addi", a, b, "i32");
@@ -625,8 +635,14 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
                              "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i16");
       std::string dst = w.op("llvm.getelementptr " + base + "[" + off +
                              "] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8");
+      // Keys past the sequence: source size 0, so the 16 bytes are zeros
+      // (PTX ISA 9.7.9.3, cp.async src-size): their P is 0, and 0 x NaN of
+      // whatever follows the sequence would be NaN.
+      std::string bytes = w.op("arith.select " +
+                               w.op("arith.cmpi slt, " + key + ", " + t.sk + " : i32") +
+                               ", " + c16 + ", " + c0 + " : i32");
       w.line("nvvm.cp.async.shared.global " + dst + ", " + src +
-             ", 16, cache = cg : !llvm.ptr<3>, !llvm.ptr<1>");
+             ", 16, cache = cg, " + bytes + " : !llvm.ptr<3>, !llvm.ptr<1>, i32");
       w.line("}");
       w.line("nvvm.cp.async.commit.group");
     };
@@ -707,21 +723,57 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     }
     w.line("}");
   } else {
-  w.line("%pt:3 = scf.while (%ptile = " + cta + ", %pg = " + c0 + ", %ptc = " + c0 +
-         ") : (i32, i32, i32) -> (i32, i32, i32) {");
+  // Table mode: warp 0 runs the loop (lane 0 issues every TMA); for a V
+  // block that reaches past the sequence it lands on aux_V, the warp zeroes
+  // the V rows past the sequence (they hold whatever follows it: a stale
+  // cache, the next sequence, NaN; their P is 0 but 0 x NaN is NaN), fences
+  // them for the async proxy, and lane 0 completes full_V by hand.
+  const bool zeroTail = table;
+  std::string lane0 = isLeader;
+  auto ifLane0 = [&](const std::function<void()> &body) {
+    if (zeroTail)
+      w.line("scf.if " + lane0 + " {");
+    body();
+    if (zeroTail)
+      w.line("}");
+  };
+  // The next tile: with the counter only lane 0 takes it, then broadcasts.
+  auto nextTileAll = [&](const std::string &tile) {
+    if (!zeroTail || !k.heavyFirst)
+      return nextTile(tile);
+    std::string got = w.fresh();
+    w.line(got + " = scf.if " + lane0 + " -> (i32) {");
+    w.line("scf.yield " + nextTile(tile) + " : i32");
+    w.line("} else {");
+    w.line("scf.yield " + tile + " : i32");
+    w.line("}");
+    return w.op("nvvm.shfl.sync idx " + full + ", " + got + ", " + c0 + ", " + clamp +
+                " : i32 -> i32");
+  };
+  std::string loopTypes = zeroTail ? "i32, i32, i32, i32" : "i32, i32, i32";
+  w.line(std::string("%pt:") + (zeroTail ? "4" : "3") + " = scf.while (%ptile = " + cta +
+         ", %pg = " + c0 + ", %ptc = " + c0 + (zeroTail ? ", %pap = " + c0 : "") + ") : (" +
+         loopTypes + ") -> (" + loopTypes + ") {");
   w.line("scf.condition(" + w.op("arith.cmpi ult, %ptile, " + ntiles + " : i32") +
-         ") %ptile, %pg, %ptc : i32, i32, i32");
+         ") %ptile, %pg, %ptc" + (zeroTail ? ", %pap" : "") + " : " + loopTypes);
   w.line("} do {");
-  w.line("^bb0(%pwt: i32, %pwg: i32, %pwtc: i32):");
+  w.line(std::string("^bb0(%pwt: i32, %pwg: i32, %pwtc: i32") +
+         (zeroTail ? ", %pwap: i32" : "") + "):");
   {
     Tile t = decodeTile("%pwt");
     waitQFree("%pwtc");
-    w.line("llvm.store %pwt, " + tileSlot + " : i32, !llvm.ptr<3>");
-    loadQ(t);
+    ifLane0([&] {
+      w.line("llvm.store %pwt, " + tileSlot + " : i32, !llvm.ptr<3>");
+      loadQ(t);
+    });
     // K and V of every key block; a stage is refilled once the consumers
     // released it (empty barrier of its previous use, parity g / stages - 1).
-    w.line("%pn = scf.for %pi = " + c0 + " to " + t.nblocks + " step " + c1 +
-           " iter_args(%pgg = %pwg) -> (i32) : i32 {");
+    if (zeroTail)
+      w.line("%pn:2 = scf.for %pi = " + c0 + " to " + t.nblocks + " step " + c1 +
+             " iter_args(%pgg = %pwg, %pag = %pwap) -> (i32, i32) : i32 {");
+    else
+      w.line("%pn = scf.for %pi = " + c0 + " to " + t.nblocks + " step " + c1 +
+             " iter_args(%pgg = %pwg) -> (i32) : i32 {");
     std::string slot = slotOf("%pgg");
     std::string ePar = w.bin("arith.andi",
                              w.bin("arith.addi", w.bin("arith.divui", "%pgg", cST, "i32"),
@@ -737,21 +789,71 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     w.line("scf.if " + reuse + " {");
     waitParity(barAt(L.emptyK(), slot), ePar);
     w.line("}");
-    loadKV("%kmap", slotBase(L.kOff, slot), barAt(L.fullK(), slot), kb, t.kvh, t, pages);
+    ifLane0([&] {
+      loadKV("%kmap", slotBase(L.kOff, slot), barAt(L.fullK(), slot), kb, t.kvh, t, pages);
+    });
     w.line("scf.if " + reuse + " {");
     waitParity(barAt(L.emptyV(), slot), ePar);
     w.line("}");
-    loadKV("%vmap", slotBase(L.vOff, slot), barAt(L.fullV(), slot), kb, t.kvh, t, pages);
-    w.line("scf.yield " + w.bin("arith.addi", "%pgg", c1, "i32") + " : i32");
+    if (!zeroTail) {
+      loadKV("%vmap", slotBase(L.vOff, slot), barAt(L.fullV(), slot), kb, t.kvh, t, pages);
+      w.line("scf.yield " + w.bin("arith.addi", "%pgg", c1, "i32") + " : i32");
+    } else {
+      // Rows [max(zeroFrom, 0), BN) of this block lie past the sequence.
+      std::string zeroFrom = w.bin("arith.subi", t.sk, w.bin("arith.muli", kb, cBN, "i32"),
+                                   "i32");
+      std::string need = w.op("arith.cmpi slt, " + zeroFrom + ", " + cBN + " : i32");
+      std::string vBase = slotBase(L.vOff, slot);
+      std::string pag = w.fresh();
+      w.line(pag + " = scf.if " + need + " -> (i32) {");
+      ifLane0([&] { loadKV("%vmap", vBase, at(L.auxV()), kb, t.kvh, t, pages); });
+      waitParity(at(L.auxV()), "%pag");
+      // Whole 128-byte rows of each 64-column box: contiguous bytes
+      // [r0 x 128, BN x 128); lane l zeroes 16 bytes every 512.
+      std::string lane = w.bin("arith.remui", tid, c32, "i32");
+      std::string startOff = w.bin(
+          "arith.addi",
+          w.bin("arith.muli", w.bin("arith.maxsi", zeroFrom, c0, "i32"), c128, "i32"),
+          w.bin("arith.muli", lane, c16, "i32"), "i32");
+      std::string zeros = w.op("llvm.mlir.zero : vector<4xi32>");
+      for (int64_t b = 0; b < boxes; ++b) {
+        std::string iv = "%pz" + std::to_string(b);
+        w.line("scf.for " + iv + " = " + startOff + " to " + w.i32(BN * 128) + " step " +
+               w.i32(512) + " : i32 {");
+        std::string ptr = w.op("llvm.getelementptr " + ptrAdd(vBase, b * BN * 128) + "[" +
+                               iv + "] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8");
+        w.line("llvm.store " + zeros + ", " + ptr +
+               " {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<3>");
+        w.line("}");
+      }
+      w.line("nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = "
+             "#nvvm.shared_space<cta>}");
+      w.line("nvvm.bar.warp.sync " + full + " : i32");
+      ifLane0([&] {
+        w.line("nvvm.mbarrier.arrive " + barAt(L.fullV(), slot) + " : !llvm.ptr<3>");
+      });
+      w.line("scf.yield " + w.bin("arith.xori", "%pag", c1, "i32") + " : i32");
+      w.line("} else {");
+      ifLane0([&] {
+        loadKV("%vmap", vBase, barAt(L.fullV(), slot), kb, t.kvh, t, pages);
+      });
+      w.line("scf.yield %pag : i32");
+      w.line("}");
+      w.line("scf.yield " + w.bin("arith.addi", "%pgg", c1, "i32") + ", " + pag +
+             " : i32, i32");
+    }
     w.line("}");
-    w.line("scf.yield " + nextTile("%pwt") + ", %pn, " +
-           w.bin("arith.addi", "%pwtc", c1, "i32") + " : i32, i32, i32");
+    w.line("scf.yield " + nextTileAll("%pwt") + ", " + (zeroTail ? "%pn#0" : "%pn") + ", " +
+           w.bin("arith.addi", "%pwtc", c1, "i32") + (zeroTail ? ", %pn#1" : "") + " : " +
+           loopTypes);
   }
   w.line("}");
   // No more tiles: tell the consumers (an arrival with no bytes).
   waitQFree("%pt#2");
-  w.line("llvm.store %pt#0, " + tileSlot + " : i32, !llvm.ptr<3>");
-  w.line("nvvm.mbarrier.arrive " + at(L.fullQ()) + " : !llvm.ptr<3>");
+  ifLane0([&] {
+    w.line("llvm.store %pt#0, " + tileSlot + " : i32, !llvm.ptr<3>");
+    w.line("nvvm.mbarrier.arrive " + at(L.fullQ()) + " : !llvm.ptr<3>");
+  });
   w.line("}");
   }
   w.line("} else {");

@@ -206,12 +206,11 @@ typedef struct fa_attention_args {
  * With FA_APPEND, the keys of sequence b are cache_seqlens[b] + S_new and
  * seqused_k is only checked, not used. Rows of a packed out past
  * cu_seqlens_q[B] are not part of the result: their contents are
- * unspecified (some kernels leave them, some write out 0, lse -inf).
- * Limitation of the sm90 kernels: the keys of a key block past a
- * sequence's length (the rest of a cache after seqused_k or cache_seqlens
- * + S_new, the rest of a last page, the next sequence of a packed k) are
- * read and weighted 0, so their v rows must be finite (0 x NaN is NaN);
- * keys past the end of the k / v tensors are not read. */
+ * unspecified (some kernels leave them, some write out 0, lse -inf). Keys
+ * past a sequence's length (the rest of a cache after seqused_k or
+ * cache_seqlens + S_new, the rest of a last page, unused pages, the next
+ * sequence of a packed k) may hold anything, NaN included: they never
+ * reach the output (the sm90 kernels zero those v rows in shared memory). */
 fa_status fa_attention_run(fa_runtime *runtime, fa_kernel *kernel,
                            const fa_attention_args *args);
 

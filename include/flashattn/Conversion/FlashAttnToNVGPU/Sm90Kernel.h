@@ -73,8 +73,12 @@ struct Sm90KernelSpec {
   /// longest first). Tile t serves entry t / heads and head t % heads, so
   /// tiles exist only for real rows. Rows past a sequence's end are loaded
   /// (they belong to the next sequence) but never written; keys past it are
-  /// masked (their P is 0, so they must hold finite values: 0 x NaN is
-  /// NaN). Not with tmaStore (a TMA store would write those rows).
+  /// masked; the V rows of a block past its sequence are zeroed before its
+  /// P V (they may hold NaN, and 0 x NaN is NaN): warp 0 of the producer
+  /// runs the loop, a V block reaching past its sequence lands on an extra
+  /// mbarrier, the warp zeroes those rows and completes full_V itself (per-
+  /// row copies zero-fill them instead). Not with tmaStore (a TMA store
+  /// would write those rows).
   bool tileTable = false;
   /// Paged KV (with tileTable): k and v are [num_pages, pageSize, Hkv, D];
   /// an entry's k position is the table index where its sequence's page
