@@ -409,6 +409,13 @@ func.func @pack_gqa_group(%q: memref<1x8x6x64xbf16>, %k: memref<1x64x1x64xbf16>,
 // CHECK: %[[COUNT:.*]] = llvm.load %[[TABLE]] invariant : !llvm.ptr<1> -> i32
 // CHECK: arith.muli %[[COUNT]], %{{.*}} : i32
 // CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[QMAP]], %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
+// A V block reaching past its sequence: the producer warp zeroes those rows
+// (16-byte stores), fences them, syncs and completes full_V by hand.
+// CHECK: llvm.mlir.zero : vector<4xi32>
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<3>
+// CHECK: nvvm.fence.proxy
+// CHECK: nvvm.bar.warp.sync
+// CHECK: nvvm.mbarrier.arrive
 // CHECK-NOT: nvvm.cp.async.bulk.tensor.global.shared.cta
 // CHECK: llvm.return
 func.func @varlen(%q: memref<?x8x128xbf16>, %k: memref<?x2x128xbf16>, %v: memref<?x2x128xbf16>,
