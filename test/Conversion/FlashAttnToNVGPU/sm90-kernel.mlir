@@ -488,7 +488,8 @@ func.func @paged16(%q: memref<2x1x8x64xbf16>, %k: memref<64x16x2x64xbf16>, %v: m
 // CHECK: llvm.func @fa_sm90_0(
 // CHECK: nvvm.mbarrier.init %{{.*}}, %c128_i32{{[_0-9]*}} : !llvm.ptr<3>, i32
 // CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %{{.*}}
-// CHECK: nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 16, cache = cg : !llvm.ptr<3>, !llvm.ptr<1>
+// Keys past the sequence copy 0 source bytes (zero fill).
+// CHECK: nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 16, cache = cg, %{{.*}} : !llvm.ptr<3>, !llvm.ptr<1>, i32
 // CHECK: nvvm.cp.async.commit.group
 // CHECK: nvvm.cp.async.wait.group 1
 // CHECK: nvvm.fence.proxy
