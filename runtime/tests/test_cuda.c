@@ -177,6 +177,34 @@ int main(void) {
             fa_runtime_last_error(rt));
       free(a.q.data); free(a.k.data); free(a.v.data); free(a.out.data);
     }
+    /* The same with varlen q [Tq, H, D]: the heads are its dim 1 (the
+     * message names 6 heads, not the head_dim 64). */
+    c.flags = FA_VARLEN_Q | FA_VARLEN_K;
+    CHECK(fa_artifact_build(&c, FA_COMPILER_VERSION, FA_ARTIFACT_CUBIN,
+                            "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],"
+                            "\"tile_table\":true,\"block_m\":128,\"block_n\":128,"
+                            "\"tma\":[{\"arg\":\"q\",\"box\":[64,4,1,32],"
+                            "\"swizzle\":128,\"group\":4}]}",
+                            payload, sizeof(payload), &bytes, &size) == FA_OK,
+          "building a varlen grouped-map artifact");
+    CHECK_STATUS(fa_kernel_load_artifact(rt, bytes, size, &k), FA_OK, rt);
+    fa_artifact_free(bytes);
+    if (k) {
+      int32_t cu[] = {0, 10};
+      fa_attention_args a = empty_args();
+      a.q = make_tensor(3, (int64_t[]){10, 6, 64}, 2);
+      a.k = make_tensor(3, (int64_t[]){10, 2, 64}, 2);
+      a.v = make_tensor(3, (int64_t[]){10, 2, 64}, 2);
+      a.out = make_tensor(3, (int64_t[]){10, 6, 64}, 2);
+      a.cu_seqlens_q = (fa_tensor){cu, 1, {2}};
+      a.cu_seqlens_k = (fa_tensor){cu, 1, {2}};
+      CHECK_STATUS(fa_attention_run(rt, k, &a), FA_ERROR_SHAPE_MISMATCH, rt);
+      CHECK(strstr(fa_runtime_last_error(rt), "'q' has 6 heads, not a multiple of the "
+                                              "pack_gqa group 4") != NULL,
+            "message: %s", fa_runtime_last_error(rt));
+      free(a.q.data); free(a.k.data); free(a.v.data); free(a.out.data);
+    }
+    c.flags = 0;
     c.num_q_heads = c.num_kv_heads = 2;
     c.head_dim = c.head_dim_v = saved_d;
   }
