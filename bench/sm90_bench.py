@@ -242,6 +242,44 @@ def decode_benchmark(kernel, run, stream, sms=132, pages=(16, 64), variants=()):
     return rows
 
 
+def gqa_benchmark(kernel, run, stream, seqlens=(1024, 2048, 8192)):
+    """GQA prefill (32 query / 8 kv heads, head_dim 128, bf16, 16k tokens):
+    our kernel without and with pack_gqa, and cuDNN (enable_gqa), in one
+    loop: does packing the query heads of a kv head into a tile pay for
+    prefill too? Rows of {causal, seqlen, tflops{unpacked, packed, cudnn}}."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    rows = []
+    hq, hkv, d = 32, 8, 128
+    for causal in ("none", "bottom_right"):
+        for s in seqlens:
+            b = TOKENS // s
+            q = torch.randn(b, s, hq, d, device="cuda", dtype=torch.bfloat16)
+            k = torch.randn(b, s, hkv, d, device="cuda", dtype=torch.bfloat16)
+            v = torch.randn_like(k)
+            out = torch.empty_like(q)
+            lse = torch.empty(b, hq, s, device="cuda", dtype=torch.float32)
+            ku, kp = kernel(d, "bf16", causal, hq, hkv), kernel(d, "bf16", causal, hq, hkv,
+                                                                pack=True)
+            qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
+            is_causal = causal != "none"
+
+            def cudnn():
+                with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                    F.scaled_dot_product_attention(qt, kt, vt, is_causal=is_causal,
+                                                   enable_gqa=True)
+            med = median_times({"unpacked": lambda: run(ku, q, k, v, out, lse, deadline=0),
+                                "packed": lambda: run(kp, q, k, v, out, lse, deadline=0),
+                                "cudnn": cudnn}, stream)
+            flops = 4 * b * hq * s * s * d / (2 if is_causal else 1)
+            tf = {n: flops / (m * 1e-3) / 1e12 for n, m in med.items()}
+            rows.append({"causal": causal, "seqlen": s, "tflops": tf})
+            print("gqa hd128 32/8 %-12s s=%-5d unpacked %6.1f  packed %6.1f  cudnn %6.1f  "
+                  "packed/unpacked %.3f" % (causal, s, tf["unpacked"], tf["packed"],
+                                             tf["cudnn"], tf["packed"] / tf["unpacked"]),
+                  flush=True)
+    return rows
+
+
 def varlen_lengths(tokens=TOKENS, lo=128, hi=4096, seed=0):
     """Uneven sequence lengths in [lo, hi] summing to `tokens` (seeded)."""
     g = torch.Generator().manual_seed(seed)
@@ -326,6 +364,8 @@ def main():
                     help="the decode benchmark (pack_gqa + split-KV) instead")
     ap.add_argument("--varlen", action="store_true",
                     help="the varlen prefill benchmark instead")
+    ap.add_argument("--gqa", action="store_true",
+                    help="GQA prefill with and without pack_gqa instead")
     a = ap.parse_args()
     from test_sm90_attention import open_runtime
     lib, rt, stream, kernel, run = open_runtime(a.lib, a.artifacts)
@@ -335,12 +375,14 @@ def main():
         vlib, vrt, _, vkernel, vrun = open_runtime(a.lib, path, stream)
         variants.append((name, vkernel, vrun))
         runtimes.append((vlib, vrt))
-    if a.decode or a.varlen:
+    if a.decode or a.varlen or a.gqa:
         rows = (decode_benchmark(kernel, run, stream, variants=variants) if a.decode
-                else varlen_benchmark(kernel, run, stream))
+                else varlen_benchmark(kernel, run, stream) if a.varlen
+                else gqa_benchmark(kernel, run, stream))
         lib.fa_runtime_destroy(rt)
         os.makedirs(a.out, exist_ok=True)
-        with open(os.path.join(a.out, "decode.json" if a.decode else "varlen.json"), "w") as f:
+        name = "decode.json" if a.decode else "varlen.json" if a.varlen else "gqa.json"
+        with open(os.path.join(a.out, name), "w") as f:
             json.dump(rows, f, indent=1)
         return 0
     rows = benchmark(kernel, run, stream,

@@ -115,6 +115,11 @@ APPEND=1 SEQUSED=1 PAGE=16 compile 64 f16 bottom_right 8 2
 APPEND=1 SEQUSED=1 PAGE=1 compile 128 bf16 bottom_right 8 2
 VARLEN=1 compile 128 bf16 bottom_right 16 16
 VARLEN=1 compile 128 bf16 none 16 16
+# GQA prefill with and without pack_gqa (bench/sm90_bench.py --gqa).
+for c in none bottom_right; do
+  compile 128 bf16 $c 32 8
+  PACK=1 compile 128 bf16 $c 32 8
+done
 # Benchmark shapes (16k tokens, 2048 / head_dim heads).
 for c in none bottom_right; do
   compile 64 bf16 $c 32 32
