@@ -191,7 +191,14 @@ def decode_benchmark(kernel, run, stream, sms=132, pages=(16, 64), variants=()):
             with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
                 F.scaled_dot_product_attention(qt, kt, vt, enable_gqa=True)
 
-        fns = {"ours": ours, "cudnn": cudnn}
+        # The config's defaults (automatic pack_gqa and num_splits): the
+        # runtime picks the packed entries for one query token.
+        kern_auto = kernel(d, "bf16", "bottom_right", hq, hkv, None, 0, 0, None, False)
+
+        def auto():
+            run(kern_auto, q, k, v, out, lse, deadline=0)
+
+        fns = {"ours": ours, "cudnn": cudnn, "auto_pack": auto}
         used = pinned_i32([sk] * b)
         for ps in pages:
             n = b * sk // ps
@@ -225,14 +232,17 @@ def decode_benchmark(kernel, run, stream, sms=132, pages=(16, 64), variants=()):
         row = {"batch": b, "keys": sk, "splits": splits,
                "us": {n: m * 1e3 for n, m in med.items()}, "tbps": tbps,
                "ratio_vs_cudnn": med["cudnn"] / med["ours"],
-               "paged_vs_dense": {ps: med["ours"] / med["paged%d" % ps] for ps in pages}}
+               "paged_vs_dense": {ps: med["ours"] / med["paged%d" % ps] for ps in pages},
+               "auto_pack_vs_packed": med["ours"] / med["auto_pack"]}
         rows.append(row)
         print("decode b=%-4d keys=%-6d splits %-2d ours %7.1f us %5.2f TB/s  cudnn %7.1f us "
               "%5.2f TB/s  ours/cudnn %.2f%s" % (
                   b, sk, splits, row["us"]["ours"], tbps["ours"], row["us"]["cudnn"],
                   tbps["cudnn"], row["ratio_vs_cudnn"],
                   "".join("  paged%d %7.1f us (paged/dense %.2f)" % (
-                      ps, row["us"]["paged%d" % ps], row["paged_vs_dense"][ps]) for ps in pages)),
+                      ps, row["us"]["paged%d" % ps], row["paged_vs_dense"][ps]) for ps in pages)
+                  + "  auto_pack %7.1f us (/packed %.2f)" % (row["us"]["auto_pack"],
+                                                              row["auto_pack_vs_packed"])),
               flush=True)
         for vname, _, _ in variants:
             print("   variant %s: %s" % (vname, "  ".join(

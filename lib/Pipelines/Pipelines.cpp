@@ -68,6 +68,7 @@ void mlir::flashattn::buildFlashAttnSm90Pipeline(
   codegen.earlyQRelease = options.earlyQRelease;
   codegen.kvRowCopies = options.kvRowCopies;
   codegen.denseEntry = options.denseEntry;
+  codegen.packedEntry = options.packedEntry;
   pm.addPass(flashattn::createConvertFlashAttnToNVGPU(codegen));
   GpuNVVMAttachTargetOptions target;
   target.triple = "nvptx64-nvidia-cuda";

@@ -77,6 +77,9 @@ LogicalResult mlir::flashattn::compileSm90Ptx(const fa_attention_config &config,
             options.kvRowCopies = overrides.kvRowCopies;
             // Automatic num_splits: a dense entry for launches of 1 split.
             options.denseEntry = result.autoSplits;
+            // Automatic pack_gqa: packed entries the runtime may pick.
+            options.packedEntry = config.pack_gqa < 0 &&
+                                  config.num_q_heads > config.num_kv_heads;
             buildFlashAttnSm90Pipeline(pm, options);
           },
           "flashattn-sm90-pipeline", error)))
@@ -97,6 +100,8 @@ LogicalResult mlir::flashattn::compileSm90Ptx(const fa_attention_config &config,
       result.append = sym.getLeafReference().str();
     if (auto sym = op->getAttrOfType<SymbolRefAttr>("flashattn.sm90_dense"))
       result.dense = sym.getLeafReference().str();
+    if (auto g = op->getAttrOfType<IntegerAttr>("flashattn.sm90_packed_groups"))
+      result.packedGroups = g.getInt();
     if (auto g = op->getAttrOfType<IntegerAttr>("flashattn.sm90_pack_gqa"))
       result.packGroups = g.getInt();
     if (PlanAttr plan = op.getPlanAttr()) {
@@ -192,7 +197,13 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
   // the GPU (shared/SM90-KERNEL.md). The dense entry of an automatic-split
   // cubin has the same split.
   if (compiled.threads > 256) {
-    for (const std::string &entry : {kernel, compiled.dense}) {
+    std::vector<std::string> entries = {kernel, compiled.dense};
+    if (compiled.packedGroups) {
+      entries.push_back(kernel + "_packed");
+      if (!compiled.dense.empty())
+        entries.push_back(compiled.dense + "_packed");
+    }
+    for (const std::string &entry : entries) {
       if (entry.empty())
         continue;
       size_t at = info.find("Compiling entry function '" + entry + "'");
@@ -268,6 +279,18 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
     meta["dense_entry"] = compiled.dense;
   if (compiled.denseTileCounter)
     meta["dense_tile_counter"] = true;
+  // Automatic pack_gqa: the packed entries and their q map (heads split by
+  // G, box G heads x block_m / G positions); the runtime takes them when a
+  // call's queries of a kv head fit one tile.
+  if (int64_t pg = compiled.packedGroups) {
+    meta["packed_entry"] = kernel + "_packed";
+    if (!compiled.dense.empty())
+      meta["packed_dense_entry"] = compiled.dense + "_packed";
+    meta["packed_groups"] = pg;
+    json::Object pq = map("q", boxOf(varlenQ, json::Array{64, pg, 1, bm / pg, 1}));
+    pq["group"] = pg;
+    meta["packed_q_tma"] = std::move(pq);
+  }
   if (!compiled.combine.empty())
     meta["combine_entry"] = compiled.combine;
   return packageArtifact(config, FA_ARTIFACT_CUBIN, meta,

@@ -161,6 +161,39 @@ void fa_artifact_release(fa_artifact *a) {
   a->regions = NULL;
 }
 
+/* One tensor-map entry of the metadata: {"arg", "box" (rank 1..5, entries
+ * 1..256, innermost first), "swizzle" (0/32/64/128)[, "group"]}. */
+static bool parse_tma(const cJSON *m, fa_tma_desc *t) {
+  const cJSON *arg = cJSON_GetObjectItemCaseSensitive(m, "arg");
+  const cJSON *box = cJSON_GetObjectItemCaseSensitive(m, "box");
+  double swz;
+  if (!cJSON_IsObject(m) || !cJSON_IsString(arg) || !cJSON_IsArray(box) ||
+      !number(m, "swizzle", &swz) || !(swz >= 0 && swz <= 128))
+    return false;
+  snprintf(t->arg, sizeof(t->arg), "%s", arg->valuestring);
+  t->rank = cJSON_GetArraySize(box);
+  t->swizzle = (int)swz;
+  if (t->rank < 1 || t->rank > 5 ||
+      (t->swizzle != 0 && t->swizzle != 32 && t->swizzle != 64 && t->swizzle != 128))
+    return false;
+  for (int d = 0; d < t->rank; ++d) {
+    const cJSON *e = cJSON_GetArrayItem(box, d);
+    if (!cJSON_IsNumber(e) || !(e->valuedouble >= 1 && e->valuedouble <= 256))
+      return false;
+    t->box[d] = (int)e->valuedouble;
+  }
+  /* "group" G > 1: the map views a 4-D [B, S, H, D] tensor as 5-D
+   * [B, S, H / G, G, D] (pack_gqa; a varlen [T, H, D] as 4-D); the box
+   * then has rank 5 (4). */
+  double group = 1;
+  if (cJSON_GetObjectItemCaseSensitive(m, "group") &&
+      (!number(m, "group", &group) || !(group >= 1 && group <= 256) ||
+       (group > 1 && t->rank != 5 && t->rank != 4)))
+    return false;
+  t->group = (int)group;
+  return true;
+}
+
 fa_status fa_artifact_parse(fa_runtime *rt, const void *bytes, size_t size,
                             fa_artifact *a) {
   const unsigned char *p = (const unsigned char *)bytes;
@@ -319,36 +352,29 @@ fa_status fa_artifact_parse(fa_runtime *rt, const void *bytes, size_t size,
   a->num_tma = tma ? cJSON_GetArraySize(tma) : 0;
   if (a->num_tma > 4)
     goto fail;
-  for (int i = 0; i < a->num_tma; ++i) {
-    const cJSON *m = cJSON_GetArrayItem(tma, i);
-    const cJSON *arg = cJSON_GetObjectItemCaseSensitive(m, "arg");
-    const cJSON *box = cJSON_GetObjectItemCaseSensitive(m, "box");
-    double swz;
-    if (!cJSON_IsString(arg) || !cJSON_IsArray(box) ||
-        !number(m, "swizzle", &swz) || !(swz >= 0 && swz <= 128))
+  for (int i = 0; i < a->num_tma; ++i)
+    if (!parse_tma(cJSON_GetArrayItem(tma, i), &a->tma[i]))
       goto fail;
-    snprintf(a->tma[i].arg, sizeof(a->tma[i].arg), "%s", arg->valuestring);
-    a->tma[i].rank = cJSON_GetArraySize(box);
-    a->tma[i].swizzle = (int)swz;
-    if (a->tma[i].rank < 1 || a->tma[i].rank > 5 ||
-        (a->tma[i].swizzle != 0 && a->tma[i].swizzle != 32 &&
-         a->tma[i].swizzle != 64 && a->tma[i].swizzle != 128))
+  /* Automatic pack_gqa: packed entries, G and their q map. */
+  const cJSON *packed = cJSON_GetObjectItemCaseSensitive(meta, "packed_entry");
+  const cJSON *packed_dense = cJSON_GetObjectItemCaseSensitive(meta, "packed_dense_entry");
+  const cJSON *packed_q = cJSON_GetObjectItemCaseSensitive(meta, "packed_q_tma");
+  why = "bad packed_entry (with packed_groups 2..256, a grouped packed_q_tma of q, "
+        "and packed_dense_entry exactly with dense_entry)";
+  if (packed) {
+    double g = 0;
+    if (!cJSON_IsString(packed) || !number(meta, "packed_groups", &g) ||
+        !(g >= 2 && g <= 256) || !parse_tma(packed_q, &a->packed_q) ||
+        strcmp(a->packed_q.arg, "q") != 0 || a->packed_q.group != (int)g ||
+        (packed_dense != NULL) != (a->dense_entry[0] != '\0') ||
+        (packed_dense && !cJSON_IsString(packed_dense)))
       goto fail;
-    for (int d = 0; d < a->tma[i].rank; ++d) {
-      const cJSON *e = cJSON_GetArrayItem(box, d);
-      if (!cJSON_IsNumber(e) || !(e->valuedouble >= 1 && e->valuedouble <= 256))
-        goto fail;
-      a->tma[i].box[d] = (int)e->valuedouble;
-    }
-    /* "group" G > 1: the map views a 4-D [B, S, H, D] tensor as 5-D
-     * [B, S, H / G, G, D] (pack_gqa; a varlen [T, H, D] as 4-D); the box
-     * then has rank 5 (4). */
-    double group = 1;
-    if (cJSON_GetObjectItemCaseSensitive(m, "group") &&
-        (!number(m, "group", &group) || !(group >= 1 && group <= 256) ||
-         (group > 1 && a->tma[i].rank != 5 && a->tma[i].rank != 4)))
-      goto fail;
-    a->tma[i].group = (int)group;
+    snprintf(a->packed_entry, sizeof(a->packed_entry), "%s", packed->valuestring);
+    snprintf(a->packed_dense_entry, sizeof(a->packed_dense_entry), "%s",
+             packed_dense ? packed_dense->valuestring : "");
+    a->packed_groups = (int)g;
+  } else if (packed_dense || packed_q) {
+    goto fail;
   }
   {
     /* A foreign or tampered entry: its key is not what its config hashes to. */

@@ -193,10 +193,17 @@ fa_status fa_cuda_load(fa_runtime *rt, fa_kernel *k) {
                                  k->artifact.append_entry);
   if (r == 0 && k->artifact.dense_entry[0])
     r = api->cuModuleGetFunction(&k->cu_dense, k->cu_module, k->artifact.dense_entry);
-  if (r == 0 && k->cu_dense && k->artifact.smem > 48 * 1024)
-    r = api->cuFuncSetAttribute(k->cu_dense,
-                                CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                k->artifact.smem);
+  if (r == 0 && k->artifact.packed_entry[0])
+    r = api->cuModuleGetFunction(&k->cu_packed, k->cu_module, k->artifact.packed_entry);
+  if (r == 0 && k->artifact.packed_dense_entry[0])
+    r = api->cuModuleGetFunction(&k->cu_dense_packed, k->cu_module,
+                                 k->artifact.packed_dense_entry);
+  /* Every attention entry uses the artifact's dynamic shared memory. */
+  void *more[3] = {k->cu_dense, k->cu_packed, k->cu_dense_packed};
+  for (int i = 0; i < 3 && r == 0; ++i)
+    if (more[i] && k->artifact.smem > 48 * 1024)
+      r = api->cuFuncSetAttribute(more[i], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                  k->artifact.smem);
   if (r == 0 && k->artifact.smem > 48 * 1024)
     r = api->cuFuncSetAttribute(k->cu_function,
                                 CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -442,6 +449,32 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
     else if (!strcmp(nm, "out")) out = tensors[i];
     else if (!strcmp(nm, "lse")) lse = tensors[i];
   }
+  /* Automatic pack_gqa: the packed entries when every sequence's queries
+   * of a kv head fit one tile (q_len x G <= block_m: decode, speculative
+   * decode), as FlashAttention-3 decides; measured on the H200, packing
+   * longer prefills costs up to 16% (docs/BENCHMARKS.md). The launch then
+   * sees the artifact through a view with the packed kernels, q map and G. */
+  fa_kernel packed_view;
+  if (k->cu_packed && q) {
+    const bool vq = k->artifact.config.flags & FA_VARLEN_Q;
+    int64_t longest = vq ? 0 : q->shape[1];
+    if (vq) {
+      const int32_t *cu = (const int32_t *)call->cu_seqlens_q.data;
+      for (int64_t b = 0; b + 1 < call->cu_seqlens_q.shape[0]; ++b)
+        if (cu[b + 1] - cu[b] > longest)
+          longest = cu[b + 1] - cu[b];
+    }
+    if (longest * k->artifact.packed_groups <= k->artifact.block_m) {
+      packed_view = *k;
+      packed_view.cu_function = k->cu_packed;
+      packed_view.cu_dense = k->cu_dense_packed;
+      packed_view.artifact.pack_groups = k->artifact.packed_groups;
+      for (int i = 0; i < packed_view.artifact.num_tma; ++i)
+        if (strcmp(packed_view.artifact.tma[i].arg, "q") == 0)
+          packed_view.artifact.tma[i] = k->artifact.packed_q;
+      k = &packed_view;
+    }
+  }
   const bool append = k->cu_append != NULL;
   /* The tile table (varlen, seqused_k, paged, append), built on the host. */
   int32_t *table = NULL;
@@ -607,6 +640,7 @@ void fa_cuda_unload(fa_kernel *k) {
   if (api && k->cu_module)
     api->cuModuleUnload(k->cu_module);
   k->cu_module = k->cu_function = k->cu_combine = k->cu_append = k->cu_dense = NULL;
+  k->cu_packed = k->cu_dense_packed = NULL;
 }
 
 void fa_cuda_release(fa_runtime *rt) {

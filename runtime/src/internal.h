@@ -12,6 +12,17 @@
 #define FA_MAX_ARGS 13
 #define FA_ERROR_SIZE 512
 
+/* A tensor map of the metadata: the argument, the box in TMA order
+ * (innermost first), the swizzle in bytes (0, 32, 64, 128), and the group
+ * (> 1: the tensor's heads split by it, one more dimension). */
+typedef struct fa_tma_desc {
+  char arg[16];
+  int rank;
+  int box[5];
+  int swizzle;
+  int group;
+} fa_tma_desc;
+
 /* A parsed artifact (views into `bytes`, which the kernel owns). */
 typedef struct fa_artifact {
   fa_artifact_kind kind;
@@ -45,13 +56,13 @@ typedef struct fa_artifact {
    * the argument, the box in TMA order (innermost first) and the swizzle in
    * bytes (0, 32, 64, 128). */
   int num_tma;
-  struct {
-    char arg[16];
-    int rank;
-    int box[5];
-    int swizzle;
-    int group; /* > 1: a 4-D tensor viewed as 5-D, heads split by group */
-  } tma[4];
+  fa_tma_desc tma[4];
+  /* Automatic pack_gqa: the kernels with the query heads packed (launched
+   * when a call's queries of a kv head fit one tile), G, and their q map;
+   * "" / 0 when absent. */
+  char packed_entry[128], packed_dense_entry[128];
+  int packed_groups;
+  fa_tma_desc packed_q;
   const unsigned char *payload;
   size_t payload_size;
 } fa_artifact;
@@ -66,6 +77,7 @@ struct fa_kernel {
   void (*host_entry)(void **);
   /* cuda backend */
   void *cu_module, *cu_function, *cu_combine, *cu_append, *cu_dense;
+  void *cu_packed, *cu_dense_packed; /* automatic pack_gqa */
   void *cu_api; /* the driver table that loaded the module */
   /* LRU list */
   struct fa_kernel *prev, *next;

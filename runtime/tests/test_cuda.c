@@ -137,9 +137,16 @@ int main(void) {
         "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],\"tile_counter\":1}",
         /* tile_table is a boolean, and needs the tile sizes */
         "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],\"tile_table\":\"yes\"}",
-        "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],\"tile_table\":true}"};
-    const char *field[] = {"tma", "tma", "tile_counter", "tile_table", "tile_table"};
-    for (int i = 0; i < 5; ++i) {
+        "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],\"tile_table\":true}",
+        /* packed entries need G and their grouped q map */
+        "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],\"packed_entry\":\"p\","
+        "\"packed_groups\":4}",
+        "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],\"packed_entry\":\"p\","
+        "\"packed_groups\":2,\"packed_q_tma\":{\"arg\":\"q\",\"box\":[64,4,1,32,1],"
+        "\"swizzle\":128,\"group\":4}}"};
+    const char *field[] = {"tma", "tma", "tile_counter", "tile_table", "tile_table",
+                           "packed_entry", "packed_entry"};
+    for (int i = 0; i < 7; ++i) {
       CHECK(fa_artifact_build(&c, FA_COMPILER_VERSION, FA_ARTIFACT_CUBIN, bad[i], payload,
                               sizeof(payload), &bytes, &size) == FA_OK,
             "building bad artifact %d", i);

@@ -86,6 +86,9 @@ PACK=1 SPLITS=4 compile 128 bf16 bottom_right 32 8
 # Automatic num_splits (SPLITS=0: the runtime picks the count per launch).
 PACK=1 SPLITS=0 compile 128 bf16 bottom_right 32 8
 SPLITS=0 compile 64 f16 none 4 4
+# Automatic pack_gqa too (the config's default): packed entries picked per
+# launch.
+SPLITS=0 compile 128 bf16 bottom_right 32 8
 # Varlen (VARLEN=1: packed q/k/v + cu_seqlens) and seqused_k (SEQUSED=1):
 # the runtime's tile table.
 VARLEN=1 compile 128 bf16 bottom_right 8 2

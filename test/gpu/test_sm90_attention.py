@@ -74,6 +74,10 @@ CASES = [
     ("auto_split_decode_32k_pack", 128, "bf16", "bottom_right", 32, 8, 1, 1, 32768, None, 0, 0, None, True),
     ("auto_split_prefill_pack", 128, "bf16", "bottom_right", 32, 8, 2, 300, 1000, None, 0, 0, None, True),
     ("auto_split_decode_hd64_f16", 64, "f16", "none", 4, 4, 1, 1, 4000, None, 0, 0),
+    # Automatic pack_gqa (the config's default): the runtime takes the packed
+    # entries for one query token and the unpacked ones for 300.
+    ("auto_pack_auto_split_decode", 128, "bf16", "bottom_right", 32, 8, 2, 1, 4000, None, 0, 0),
+    ("auto_pack_prefill_300", 128, "bf16", "bottom_right", 32, 8, 2, 300, 1000, None, 0, 0),
 ]
 
 # Varlen and seqused_k (the runtime's tile table): (name, head_dim, dtype,

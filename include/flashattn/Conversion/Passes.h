@@ -37,6 +37,10 @@ struct Sm90CodegenOptions {
   /// writing out / lse directly) for launches whose split count is 1 (the
   /// automatic count at launch).
   bool denseEntry = false;
+  /// Automatic pack_gqa (Hq > Hkv, the plan did not pack): also emit the
+  /// kernels with the query heads packed (`<name>_packed`,
+  /// `<name>_dense_packed`), for launches that fit a tile.
+  bool packedEntry = false;
 };
 
 /// convert-flashattn-to-nvgpu: planned sm90 attention -> a gpu.module with

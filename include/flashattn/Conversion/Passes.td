@@ -83,7 +83,12 @@ def ConvertFlashAttnToNVGPU : Pass<"convert-flashattn-to-nvgpu", "::mlir::Module
     adds to a split-KV module a third kernel, `<name>_dense` (named on the
     op by `flashattn.sm90_dense`), the same attention without splits: a
     runtime whose automatic split count comes out 1 launches it instead of
-    the partial kernel and the combine.
+    the partial kernel and the combine. `packed-entry` adds, for GQA the
+    plan did not pack (dynamic lengths with automatic pack_gqa), the same
+    kernels with the query heads of a kv head packed into a tile's rows
+    (`<name>_packed`, `<name>_dense_packed`; `flashattn.sm90_packed_groups`
+    on the op gives G): a runtime launches them when a call's queries of a
+    kv head fit one tile.
   }];
   let options = [
     Option<"schedulerBarrier", "scheduler-barrier", "std::string",
@@ -97,7 +102,9 @@ def ConvertFlashAttnToNVGPU : Pass<"convert-flashattn-to-nvgpu", "::mlir::Module
            "paged KV by per-row cp.async copies instead of a TMA box per page: "
            "auto, on, off">,
     Option<"denseEntry", "dense-entry", "bool", /*default=*/"false",
-           "split-KV partial form: also a dense kernel for one-split launches">
+           "split-KV partial form: also a dense kernel for one-split launches">,
+    Option<"packedEntry", "packed-entry", "bool", /*default=*/"false",
+           "GQA the plan did not pack: also the kernels with pack_gqa">
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::LLVM::LLVMDialect",

@@ -67,6 +67,10 @@ struct Sm90PipelineOptions : public PassPipelineOptions<Sm90PipelineOptions> {
       *this, "dense-entry",
       llvm::cl::desc("split-KV: also a dense kernel for one-split launches"),
       llvm::cl::init(false)};
+  Option<bool> packedEntry{
+      *this, "packed-entry",
+      llvm::cl::desc("GQA the plan did not pack: also the kernels with pack_gqa"),
+      llvm::cl::init(false)};
 };
 
 /// Appends the sm90 pipeline to `pm` (anchored on builtin.module):

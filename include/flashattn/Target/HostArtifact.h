@@ -38,6 +38,9 @@ struct Sm90Ptx {
   std::string combine; ///< the split-KV combine kernel (num_splits > 1)
   std::string append;  ///< the kv-cache append kernel (k_new, v_new)
   std::string dense;   ///< automatic splits: the kernel for one split
+  /// Automatic pack_gqa: G of the `<kernel>_packed` (and
+  /// `<dense>_packed`) entries, 0 when there are none.
+  int64_t packedGroups = 0;
   int64_t smem = 0;
   int64_t threads = 128;
   int64_t blockM = 64, blockN = 64;

@@ -260,20 +260,49 @@ struct AttentionToSm90Kernel : OpRewritePattern<AttentionOp> {
       size_t end = text.rfind("}\n");
       text = text.substr(0, end) + emitSm90CombineKernel(cspec) + "}\n";
     }
-    // Automatic splits: the same attention without splits, for launches
-    // whose count comes out 1 (no partial results, no combine).
-    bool dense = combine && options.denseEntry;
-    if (dense) {
-      Sm90KernelSpec dspec = *spec;
-      dspec.name = name + "_dense";
-      dspec.splitPartial = false;
-      dspec.heavyFirst = op.getPlanAttr().getSchedule() == Schedule::lpt;
-      dspec.lse = static_cast<bool>(combine.getLse());
-      std::string body = emitSm90AttentionKernel(dspec);
+    // More kernels of the same module (their llvm.func and shared-memory
+    // global, without the gpu.module around them).
+    auto addKernel = [&](const Sm90KernelSpec &extra) {
+      std::string body = emitSm90AttentionKernel(extra);
       body = body.substr(body.find("{\n") + 2);
       body = body.substr(0, body.rfind("}\n"));
       size_t end = text.rfind("}\n");
       text = text.substr(0, end) + body + "}\n";
+    };
+    // Automatic splits: the same attention without splits, for launches
+    // whose count comes out 1 (no partial results, no combine).
+    bool dense = combine && options.denseEntry;
+    Sm90KernelSpec dspec = *spec;
+    if (dense) {
+      dspec.name = name + "_dense";
+      dspec.splitPartial = false;
+      dspec.heavyFirst = op.getPlanAttr().getSchedule() == Schedule::lpt;
+      dspec.lse = static_cast<bool>(combine.getLse());
+      addKernel(dspec);
+    }
+    // Automatic pack_gqa with dynamic sequence lengths: the same kernels
+    // with the G query heads of a kv head packed into a tile's rows, for
+    // launches whose queries of a kv head fit one tile (decode); the
+    // runtime picks per launch.
+    int64_t groups = 1;
+    if (options.packedEntry && spec->packGroups == 1 &&
+        !ShapedType::isDynamic(op.getNumQHeads()) &&
+        !ShapedType::isDynamic(op.getNumKVHeads()))
+      groups = op.getNumQHeads() / op.getNumKVHeads();
+    bool packedEntry = groups > 1 && (64 * spec->consumers) % groups == 0;
+    if (packedEntry) {
+      Sm90KernelSpec pspec = *spec;
+      pspec.name = name + "_packed";
+      pspec.packGroups = groups;
+      pspec.tmaStore = false;
+      addKernel(pspec);
+      if (dense) {
+        Sm90KernelSpec pdspec = dspec;
+        pdspec.name = name + "_dense_packed";
+        pdspec.packGroups = groups;
+        pdspec.tmaStore = false;
+        addKernel(pdspec);
+      }
     }
     // kv-cache append: the copy kernel is a third entry of the module.
     if (op.hasAppend()) {
@@ -336,6 +365,8 @@ struct AttentionToSm90Kernel : OpRewritePattern<AttentionOp> {
         op->setAttr("flashattn.sm90_tile_counter", rewriter.getUnitAttr());
       if (dense && op.getPlanAttr().getSchedule() == Schedule::lpt)
         op->setAttr("flashattn.sm90_dense_tile_counter", rewriter.getUnitAttr());
+      if (packedEntry)
+        op->setAttr("flashattn.sm90_packed_groups", rewriter.getI64IntegerAttr(groups));
       if (dense)
         op->setAttr("flashattn.sm90_dense",
                     SymbolRefAttr::get(rewriter.getStringAttr(name + "_module"),
@@ -370,6 +401,7 @@ struct ConvertFlashAttnToNVGPUPass
   void runOnOperation() override {
     Sm90CodegenOptions options;
     options.denseEntry = denseEntry;
+    options.packedEntry = packedEntry;
     for (auto [text, slot] : {std::pair{&schedulerBarrier, &options.schedulerBarrier},
                               std::pair{&tmaStore, &options.tmaStore},
                               std::pair{&earlyQRelease, &options.earlyQRelease},
