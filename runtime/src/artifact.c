@@ -358,22 +358,40 @@ fa_status fa_artifact_parse(fa_runtime *rt, const void *bytes, size_t size,
   /* Automatic pack_gqa: packed entries, G and their q map. */
   const cJSON *packed = cJSON_GetObjectItemCaseSensitive(meta, "packed_entry");
   const cJSON *packed_dense = cJSON_GetObjectItemCaseSensitive(meta, "packed_dense_entry");
-  const cJSON *packed_q = cJSON_GetObjectItemCaseSensitive(meta, "packed_q_tma");
-  why = "bad packed_entry (with packed_groups 2..256, a grouped packed_q_tma of q, "
-        "and packed_dense_entry exactly with dense_entry)";
+  const cJSON *packed_tma = cJSON_GetObjectItemCaseSensitive(meta, "packed_tma");
+  why = "bad packed_entry (with packed_groups = Hq / Hkv, a packed_tma list whose q "
+        "map is grouped by it over block_m / G positions, and packed_dense_entry "
+        "exactly with dense_entry)";
   if (packed) {
     double g = 0;
+    int n = cJSON_IsArray(packed_tma) ? cJSON_GetArraySize(packed_tma) : 0;
     if (!cJSON_IsString(packed) || !number(meta, "packed_groups", &g) ||
-        !(g >= 2 && g <= 256) || !parse_tma(packed_q, &a->packed_q) ||
-        strcmp(a->packed_q.arg, "q") != 0 || a->packed_q.group != (int)g ||
+        !(g >= 2 && g <= 256) || n < 1 || n > 4 ||
+        a->config.num_kv_heads <= 0 ||
+        a->config.num_q_heads != (int)g * a->config.num_kv_heads ||
         (packed_dense != NULL) != (a->dense_entry[0] != '\0') ||
         (packed_dense && !cJSON_IsString(packed_dense)))
       goto fail;
+    bool q_ok = false;
+    for (int i = 0; i < n; ++i) {
+      if (!parse_tma(cJSON_GetArrayItem(packed_tma, i), &a->packed_tma[i]))
+        goto fail;
+      const fa_tma_desc *t = &a->packed_tma[i];
+      /* q viewed [B, S, Hkv, G, D] (varlen [T, Hkv, G, D]): box (64, G, 1,
+       * block_m / G[, 1]). */
+      if (strcmp(t->arg, "q") == 0)
+        q_ok = t->group == (int)g &&
+               t->rank == ((a->config.flags & FA_VARLEN_Q) ? 4 : 5) &&
+               t->box[1] == (int)g && a->block_m > 0 && t->box[3] * (int)g == a->block_m;
+    }
+    if (!q_ok)
+      goto fail;
+    a->num_packed_tma = n;
     snprintf(a->packed_entry, sizeof(a->packed_entry), "%s", packed->valuestring);
     snprintf(a->packed_dense_entry, sizeof(a->packed_dense_entry), "%s",
              packed_dense ? packed_dense->valuestring : "");
     a->packed_groups = (int)g;
-  } else if (packed_dense || packed_q) {
+  } else if (packed_dense || packed_tma) {
     goto fail;
   }
   {

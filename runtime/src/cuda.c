@@ -469,9 +469,10 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
       packed_view.cu_function = k->cu_packed;
       packed_view.cu_dense = k->cu_dense_packed;
       packed_view.artifact.pack_groups = k->artifact.packed_groups;
-      for (int i = 0; i < packed_view.artifact.num_tma; ++i)
-        if (strcmp(packed_view.artifact.tma[i].arg, "q") == 0)
-          packed_view.artifact.tma[i] = k->artifact.packed_q;
+      /* Their own map list: q grouped, and never out (no TMA store). */
+      packed_view.artifact.num_tma = k->artifact.num_packed_tma;
+      for (int i = 0; i < k->artifact.num_packed_tma; ++i)
+        packed_view.artifact.tma[i] = k->artifact.packed_tma[i];
       k = &packed_view;
     }
   }

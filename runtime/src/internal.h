@@ -61,8 +61,8 @@ typedef struct fa_artifact {
    * when a call's queries of a kv head fit one tile), G, and their q map;
    * "" / 0 when absent. */
   char packed_entry[128], packed_dense_entry[128];
-  int packed_groups;
-  fa_tma_desc packed_q;
+  int packed_groups, num_packed_tma;
+  fa_tma_desc packed_tma[4]; /* the packed kernels' whole map list */
   const unsigned char *payload;
   size_t payload_size;
 } fa_artifact;

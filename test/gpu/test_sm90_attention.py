@@ -78,6 +78,9 @@ CASES = [
     # entries for one query token and the unpacked ones for 300.
     ("auto_pack_auto_split_decode", 128, "bf16", "bottom_right", 32, 8, 2, 1, 4000, None, 0, 0),
     ("auto_pack_prefill_300", 128, "bf16", "bottom_right", 32, 8, 2, 300, 1000, None, 0, 0),
+    # ... and without splits, where the unpacked kernel stores out by TMA and
+    # takes the tile counter (the packed one has its own parameter list).
+    ("auto_pack_decode_nosplit", 128, "bf16", "bottom_right", 8, 2, 2, 1, 4000, None, 0),
 ]
 
 # Varlen and seqused_k (the runtime's tile table): (name, head_dim, dtype,
@@ -106,6 +109,9 @@ VARLEN_CASES = [
     ("varlen_seqused_hd64", 64, "bf16", "bottom_right", 8, 2,
      [(300, 500), (1, 1), (0, 7), (129, 0), (64, 2000)], None, "varlen", False, True),
     # More tiles than SMs, lengths 128 to 4k (the benchmark's shape).
+    # Automatic pack_gqa over varlen q (the longest sequence decides).
+    ("varlen_auto_pack_decode", 128, "bf16", "bottom_right", 8, 2,
+     [(1, 3000), (1, 1), (0, 5), (1, 0)], None, "varlen", False, False),
     ("varlen_many_tiles_causal", 128, "bf16", "bottom_right", 16, 16,
      [(n, n) for n in (4000, 128, 2500, 999, 3072, 1, 2048, 130, 1500, 4096)],
      None, "varlen", False, False),
@@ -351,8 +357,9 @@ def host_check(name, spec, inputs, meta, out, lse, ref, ref_lse, nv, dtype, rec,
 
 
 def same(a, b):
-    """Bitwise-equal values, NaN equal to NaN (the poisoned rows)."""
-    return bool(torch.allclose(a, b, rtol=0, atol=0, equal_nan=True))
+    """Bitwise-equal tensors (so NaN rows equal NaN rows, -0 differs from 0)."""
+    return a.shape == b.shape and a.dtype == b.dtype and bool(
+        torch.equal(a.view(torch.int16), b.view(torch.int16)))
 
 
 def poison_past_sequences(layout, seqs, k, v, meta):

@@ -285,7 +285,7 @@ struct AttentionToSm90Kernel : OpRewritePattern<AttentionOp> {
     // launches whose queries of a kv head fit one tile (decode); the
     // runtime picks per launch.
     int64_t groups = 1;
-    if (options.packedEntry && spec->packGroups == 1 &&
+    if (options.packedEntry && spec->packGroups == 1 && !op.getPackGqa().has_value() &&
         !ShapedType::isDynamic(op.getNumQHeads()) &&
         !ShapedType::isDynamic(op.getNumKVHeads()))
       groups = op.getNumQHeads() / op.getNumKVHeads();

@@ -761,7 +761,10 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
          (zeroTail ? ", %pwap: i32" : "") + "):");
   {
     Tile t = decodeTile("%pwt");
-    waitQFree("%pwtc");
+    // Only lane 0 waits for the stages it refills (the other lanes never
+    // wait on a phase they could fall behind; they meet lane 0 at the warp
+    // syncs of a zeroing and at the tile broadcast).
+    ifLane0([&] { waitQFree("%pwtc"); });
     ifLane0([&] {
       w.line("llvm.store %pwt, " + tileSlot + " : i32, !llvm.ptr<3>");
       loadQ(t);
@@ -786,15 +789,15 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     std::vector<std::string> pages;
     if (PS)
       pages = pagesOf(kb, t);
-    w.line("scf.if " + reuse + " {");
-    waitParity(barAt(L.emptyK(), slot), ePar);
-    w.line("}");
     ifLane0([&] {
+      w.line("scf.if " + reuse + " {");
+      waitParity(barAt(L.emptyK(), slot), ePar);
+      w.line("}");
       loadKV("%kmap", slotBase(L.kOff, slot), barAt(L.fullK(), slot), kb, t.kvh, t, pages);
+      w.line("scf.if " + reuse + " {");
+      waitParity(barAt(L.emptyV(), slot), ePar);
+      w.line("}");
     });
-    w.line("scf.if " + reuse + " {");
-    waitParity(barAt(L.emptyV(), slot), ePar);
-    w.line("}");
     if (!zeroTail) {
       loadKV("%vmap", slotBase(L.vOff, slot), barAt(L.fullV(), slot), kb, t.kvh, t, pages);
       w.line("scf.yield " + w.bin("arith.addi", "%pgg", c1, "i32") + " : i32");
@@ -849,8 +852,8 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   }
   w.line("}");
   // No more tiles: tell the consumers (an arrival with no bytes).
-  waitQFree("%pt#2");
   ifLane0([&] {
+    waitQFree("%pt#2");
     w.line("llvm.store %pt#0, " + tileSlot + " : i32, !llvm.ptr<3>");
     w.line("nvvm.mbarrier.arrive " + at(L.fullQ()) + " : !llvm.ptr<3>");
   });
