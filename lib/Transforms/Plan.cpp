@@ -59,7 +59,10 @@ PlanAttr mlir::flashattn::computePlan(AttentionOp op, Target target,
   const bool paged = op.isPaged();
   if (d > 128)
     blockN = paged ? 64 : 80;
-  else if (d <= 64 && !paged && !op.getSoftcap() && op.getScore().empty() &&
+  // Split-KV (explicit or automatic) at head_dim 64 keeps 2 consumers too:
+  // with 3 (160 registers each) the partial kernel's f32 epilogue and the
+  // packed twin spill (ptxas, checked per kernel).
+  else if (d <= 64 && !paged && opSplits == 1 && !op.getSoftcap() && op.getScore().empty() &&
            op.getMask().empty() && op.getWindow() == std::make_pair<int64_t, int64_t>(-1, -1)) {
     // head_dim 64 is softmax-bound (the GEMMs are short): a third consumer
     // warpgroup (192-row tiles, 160 registers each) keeps the tensor cores

@@ -360,6 +360,8 @@ struct AttentionToSm90Kernel : OpRewritePattern<AttentionOp> {
         op->setAttr("flashattn.sm90_out_tma", rewriter.getUnitAttr());
       if (spec->tileTable)
         op->setAttr("flashattn.sm90_tile_table", rewriter.getUnitAttr());
+      if (spec->kvRowCopies)
+        op->setAttr("flashattn.sm90_kv_row_copies", rewriter.getUnitAttr());
       // The kernels that take the tile counter (the runtime zeroes it).
       if (spec->heavyFirst)
         op->setAttr("flashattn.sm90_tile_counter", rewriter.getUnitAttr());
