@@ -35,6 +35,7 @@
 
 #include <cmath>
 #include <functional>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -565,6 +566,17 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
              ", %qmap, " + barQ + ", box[" + coords + "] : !llvm.ptr<7>, !llvm.ptr");
     }
   };
+  // The stage slot of the g-th key block a CTA loads, the parity of the
+  // empty barriers' previous use (g / stages - 1), and whether that use
+  // exists (the stage was filled before).
+  auto stageUse = [&](const std::string &g) {
+    std::string slot = slotOf(g);
+    std::string ePar = w.bin(
+        "arith.andi",
+        w.bin("arith.addi", w.bin("arith.divui", g, cST, "i32"), c1, "i32"), c1, "i32");
+    std::string reuse = w.op("arith.cmpi uge, " + g + ", " + cST + " : i32");
+    return std::make_tuple(slot, ePar, reuse);
+  };
   if (rowCopies) {
     // Per-row copies (paged KV with pages of fewer than 8 keys, where one
     // TMA box per page would not land 1024-byte aligned; FlashAttention-3's
@@ -683,12 +695,8 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
       Tile t = decodeTile("%pwt");
       w.line("%pn = scf.for %pi = " + c0 + " to " + t.nblocks + " step " + c1 +
              " iter_args(%pgg = %pwg) -> (i32) : i32 {");
-      std::string slot = slotOf("%pgg");
-      std::string ePar = w.bin("arith.andi",
-                               w.bin("arith.addi", w.bin("arith.divui", "%pgg", cST, "i32"),
-                                     c1, "i32"),
-                               c1, "i32");
-      std::string reuse = w.op("arith.cmpi uge, %pgg, " + cST + " : i32");
+      std::string slot, ePar, reuse;
+      std::tie(slot, ePar, reuse) = stageUse("%pgg");
       std::string kb = w.bin("arith.addi", t.nbLo, "%pi", "i32");
       w.line("scf.if " + reuse + " {");
       waitParity(barAt(L.emptyK(), slot), ePar);
@@ -777,12 +785,8 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     else
       w.line("%pn = scf.for %pi = " + c0 + " to " + t.nblocks + " step " + c1 +
              " iter_args(%pgg = %pwg) -> (i32) : i32 {");
-    std::string slot = slotOf("%pgg");
-    std::string ePar = w.bin("arith.andi",
-                             w.bin("arith.addi", w.bin("arith.divui", "%pgg", cST, "i32"),
-                                   c1, "i32"),
-                             c1, "i32");
-    std::string reuse = w.op("arith.cmpi uge, %pgg, " + cST + " : i32");
+    std::string slot, ePar, reuse;
+    std::tie(slot, ePar, reuse) = stageUse("%pgg");
     std::string kb = w.bin("arith.addi", t.nbLo, "%pi", "i32");
     // Paged: the block's page indices are loaded before the wait for its
     // stage, so their latency hides under it.
