@@ -25,7 +25,7 @@
  * before the launch (a stream-ordered allocation per launch, so concurrent
  * launches on several streams never share it), the dynamic tile
  * scheduler's counter. With metadata "tile_table": true (varlen,
- * seqused_k) the last parameter is the tile table (schedule.c), built on
+ * seqused_k, paged, append) the last parameter is the tile table (schedule.c), built on
  * the host from the call's cu_seqlens / seqused_k and copied into the same
  * stream-ordered scratch (cuMemcpyHtoDAsync); a call with no query rows
  * launches nothing.

@@ -37,8 +37,8 @@ def ConvertFlashAttnToNVGPU : Pass<"convert-flashattn-to-nvgpu", "::mlir::Module
     `gpu.module` holding an sm_90a kernel in the LLVM/NVVM dialects and names
     it on the op (`flashattn.sm90_kernel = @module::@kernel`, with
     `flashattn.sm90_smem`, `flashattn.sm90_threads` and, when O leaves by
-    TMA, `flashattn.sm90_out_tma`, with varlen or seqused_k
-    `flashattn.sm90_tile_table`); the op stays as the host-side
+    TMA, `flashattn.sm90_out_tma`, with varlen, seqused_k, paged KV or
+    append `flashattn.sm90_tile_table`); the op stays as the host-side
     description of the launch (the runtime launches the kernel with the
     op's operands).
 

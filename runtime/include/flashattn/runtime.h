@@ -196,13 +196,14 @@ typedef struct fa_attention_args {
  * tensor, block_table entries inside the pool, seqused_k and appends within
  * capacity), then runs. Nothing is read or written when a check fails. The
  * integer metadata (cu_seqlens, seqused_k, block_table, cache_seqlens) is
- * checked on the host, so it must be host-readable; on FA_TARGET_SM90 it
- * must be memory both the host and the device can read (pinned, managed or
- * host-mapped memory). A varlen or seqused_k sm90 kernel reads it on the
- * host only: the runtime builds the kernel's tile table from it (one tile
- * per sequence and block_m rows, longest first) and copies that to the
- * device on the call's stream, so the values must be final when the call
- * is made (synchronize first if the stream is still writing them).
+ * checked on the host, so it must be host-readable (plain, pinned or
+ * managed memory). No sm90 kernel reads it on the device: for varlen,
+ * seqused_k, paged and append kernels the runtime builds a tile table from
+ * it (one entry per block_m packed rows of a sequence, serving every head,
+ * longest first; the sequences' page lists; the append starts) and copies
+ * that to the device on the call's stream, so the values must be final
+ * when the call is made (synchronize first if the stream is still writing
+ * them).
  * With FA_APPEND, the keys of sequence b are cache_seqlens[b] + S_new and
  * seqused_k is only checked, not used. Rows of a packed out past
  * cu_seqlens_q[B] are not part of the result: their contents are
