@@ -194,6 +194,19 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
   // copies and zero-fills), may spill a few bytes (some do, 4-16 bytes at
   // head_dim 128): recorded in the metadata ("entry_spills", bytes stored)
   // rather than failing the config.
+  // The secondary entries: the dense entry of automatic splits and the
+  // packed twins of automatic pack_gqa (named by the conversion).
+  std::vector<std::string> secondary;
+  if (!compiled.dense.empty())
+    secondary.push_back(compiled.dense);
+  if (compiled.packedGroups) {
+    secondary.push_back(kernel + "_packed");
+    if (!compiled.dense.empty())
+      secondary.push_back(compiled.dense + "_packed");
+  }
+  auto isSecondary = [&](const std::string &name) {
+    return llvm::is_contained(secondary, name);
+  };
   llvm::json::Object entrySpills;
   for (size_t at = info.find("Compiling entry function"); at != std::string::npos;) {
     size_t next = info.find("Compiling entry function", at + 1);
@@ -205,10 +218,7 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
     if (sp != std::string::npos) {
       size_t num = entry.rfind(' ', sp - 1);
       int bytes = std::atoi(entry.c_str() + num + 1);
-      bool secondary = name == compiled.dense || compiled.kvRowCopies ||
-                       (compiled.packedGroups && name.size() > 7 &&
-                        name.compare(name.size() - 7, 7, "_packed") == 0);
-      if (bytes > 0 && !secondary) {
+      if (bytes > 0 && !compiled.kvRowCopies && !isSecondary(name)) {
         error = "the sm90 kernel " + name + " spills registers: " + info;
         return failure();
       }
@@ -220,18 +230,12 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
   // setmaxnreg redistributes the launch allocation (registers x threads):
   // the kernel's split assumes ptxas gave it sm90LaunchRegisters (168 at 384
   // threads, 128 at 512); with fewer, setmaxnreg.inc would wait forever on
-  // the GPU (shared/SM90-KERNEL.md). The dense entry of an automatic-split
-  // cubin has the same split.
+  // the GPU (shared/SM90-KERNEL.md). The secondary entries have the same
+  // split.
   if (compiled.threads > 256) {
-    std::vector<std::string> entries = {kernel, compiled.dense};
-    if (compiled.packedGroups) {
-      entries.push_back(kernel + "_packed");
-      if (!compiled.dense.empty())
-        entries.push_back(compiled.dense + "_packed");
-    }
+    std::vector<std::string> entries = {kernel};
+    llvm::append_range(entries, secondary);
     for (const std::string &entry : entries) {
-      if (entry.empty())
-        continue;
       size_t at = info.find("Compiling entry function '" + entry + "'");
       at = at == std::string::npos ? at : info.find("Used ", at);
       int regs = at == std::string::npos ? 0 : std::atoi(info.c_str() + at + 5);
@@ -263,17 +267,23 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
     return box;
   };
   bool varlenQ = config.flags & FA_VARLEN_Q, varlenK = config.flags & FA_VARLEN_K;
-  json::Object qMap =
-      g > 1 ? map("q", boxOf(varlenQ, json::Array{64, g, 1, bm / g, 1}))
-            : map("q", boxOf(varlenQ, json::Array{64, 1, bm, 1}));
-  if (g > 1)
-    qMap["group"] = g;
   // Paged KV: one box per page, of min(block_n, page_size) rows.
   int64_t kvRows = config.flags & FA_PAGED ? std::min<int64_t>(bn, config.page_size) : bn;
-  json::Array tma{std::move(qMap), map("k", boxOf(varlenK, json::Array{64, 1, kvRows, 1})),
-                  map("v", boxOf(varlenK, json::Array{64, 1, kvRows, 1}))};
-  if (compiled.outTma)
-    tma.push_back(map("out", json::Array{64, 1, 64, 1}));
+  // The tensor maps of a kernel with the query heads packed by `groups`
+  // (1: not packed), with or without the TMA store of out.
+  auto mapList = [&](int64_t groups, bool outTma) {
+    json::Object qMap =
+        groups > 1 ? map("q", boxOf(varlenQ, json::Array{64, groups, 1, bm / groups, 1}))
+                   : map("q", boxOf(varlenQ, json::Array{64, 1, bm, 1}));
+    if (groups > 1)
+      qMap["group"] = groups;
+    json::Array maps{std::move(qMap), map("k", boxOf(varlenK, json::Array{64, 1, kvRows, 1})),
+                     map("v", boxOf(varlenK, json::Array{64, 1, kvRows, 1}))};
+    if (outTma)
+      maps.push_back(map("out", json::Array{64, 1, 64, 1}));
+    return maps;
+  };
+  json::Array tma = mapList(g, compiled.outTma);
   json::Array argNames{"q", "k", "v", "out"};
   if (config.flags & FA_WITH_LSE)
     argNames.push_back("lse");
@@ -291,9 +301,9 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
     meta["tile_counter"] = true;
   if (compiled.autoSplits)
     meta["auto_splits"] = true;
-  // Varlen / seqused_k: the runtime builds the tile table per launch from
-  // cu_seqlens_q, cu_seqlens_k and seqused_k (none of them a kernel
-  // argument).
+  // Varlen, seqused_k, paged, append: the runtime builds the tile table per
+  // launch from cu_seqlens_q / cu_seqlens_k / seqused_k / block_table /
+  // cache_seqlens (none of them a kernel argument).
   if (compiled.tileTable)
     meta["tile_table"] = true;
   // kv-cache append: the copy kernel the runtime launches first (on
@@ -317,11 +327,7 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
     meta["packed_groups"] = pg;
     // The packed kernels' whole tensor-map list (their parameters): q
     // grouped, k, v, and never out (no TMA store with pack_gqa).
-    json::Object pq = map("q", boxOf(varlenQ, json::Array{64, pg, 1, bm / pg, 1}));
-    pq["group"] = pg;
-    meta["packed_tma"] = json::Array{std::move(pq),
-                                     map("k", boxOf(varlenK, json::Array{64, 1, kvRows, 1})),
-                                     map("v", boxOf(varlenK, json::Array{64, 1, kvRows, 1}))};
+    meta["packed_tma"] = mapList(pg, false);
   }
   if (!compiled.combine.empty())
     meta["combine_entry"] = compiled.combine;

@@ -161,6 +161,24 @@ void fa_artifact_release(fa_artifact *a) {
   a->regions = NULL;
 }
 
+/* An optional string field, copied into buf ("" when absent); false when
+ * present but not a string. */
+static bool opt_string(const cJSON *meta, const char *name, char *buf, size_t n) {
+  const cJSON *s = cJSON_GetObjectItemCaseSensitive(meta, name);
+  if (s && !cJSON_IsString(s))
+    return false;
+  snprintf(buf, n, "%s", s ? s->valuestring : "");
+  return true;
+}
+
+/* An optional boolean field (false when absent); false when present but
+ * not a boolean. */
+static bool opt_bool(const cJSON *meta, const char *name, bool *out) {
+  const cJSON *b = cJSON_GetObjectItemCaseSensitive(meta, name);
+  *out = b && cJSON_IsTrue(b);
+  return !b || cJSON_IsBool(b);
+}
+
 /* One tensor-map entry of the metadata: {"arg", "box" (rank 1..5, entries
  * 1..256, innermost first), "swizzle" (0/32/64/128)[, "group"]}. */
 static bool parse_tma(const cJSON *m, fa_tma_desc *t) {
@@ -191,6 +209,20 @@ static bool parse_tma(const cJSON *m, fa_tma_desc *t) {
        (group > 1 && t->rank != 5 && t->rank != 4)))
     return false;
   t->group = (int)group;
+  return true;
+}
+
+/* A list of at most 4 tensor maps (absent: none). */
+static bool parse_tma_list(const cJSON *list, fa_tma_desc *maps, int *n) {
+  *n = 0;
+  if (!list)
+    return true;
+  if (!cJSON_IsArray(list) || cJSON_GetArraySize(list) > 4)
+    return false;
+  *n = cJSON_GetArraySize(list);
+  for (int i = 0; i < *n; ++i)
+    if (!parse_tma(cJSON_GetArrayItem(list, i), &maps[i]))
+      return false;
   return true;
 }
 
@@ -240,23 +272,16 @@ fa_status fa_artifact_parse(fa_runtime *rt, const void *bytes, size_t size,
     goto fail;
   snprintf(a->compiler_version, sizeof(a->compiler_version), "%s", ver->valuestring);
   snprintf(a->entry, sizeof(a->entry), "%s", entry->valuestring);
-  const cJSON *combine = cJSON_GetObjectItemCaseSensitive(meta, "combine_entry");
   why = "bad combine_entry";
-  if (combine && !cJSON_IsString(combine))
+  if (!opt_string(meta, "combine_entry", a->combine_entry, sizeof(a->combine_entry)))
     goto fail;
-  snprintf(a->combine_entry, sizeof(a->combine_entry), "%s",
-           combine ? combine->valuestring : "");
-  const cJSON *dense = cJSON_GetObjectItemCaseSensitive(meta, "dense_entry");
   why = "bad dense_entry (a string, with combine_entry)";
-  if (dense && (!cJSON_IsString(dense) || !combine))
+  if (!opt_string(meta, "dense_entry", a->dense_entry, sizeof(a->dense_entry)) ||
+      (a->dense_entry[0] && !a->combine_entry[0]))
     goto fail;
-  snprintf(a->dense_entry, sizeof(a->dense_entry), "%s", dense ? dense->valuestring : "");
-  const cJSON *append = cJSON_GetObjectItemCaseSensitive(meta, "append_entry");
   why = "bad append_entry (a string, exactly when the config appends, with tile_table)";
-  if (append && !cJSON_IsString(append))
+  if (!opt_string(meta, "append_entry", a->append_entry, sizeof(a->append_entry)))
     goto fail;
-  snprintf(a->append_entry, sizeof(a->append_entry), "%s",
-           append ? append->valuestring : "");
   /* A split-KV cubin launches its partial kernel then the combine; one
    * without the other would get arguments of the wrong shape. */
   why = "bad combine_entry (a string, exactly when num_splits is 0 or > 1)";
@@ -264,26 +289,18 @@ fa_status fa_artifact_parse(fa_runtime *rt, const void *bytes, size_t size,
       (a->config.num_splits > 1 || a->config.num_splits == 0) !=
           (a->combine_entry[0] != '\0'))
     goto fail;
-  const cJSON *counter = cJSON_GetObjectItemCaseSensitive(meta, "tile_counter");
   why = "bad tile_counter (expected a boolean)";
-  if (counter && !cJSON_IsBool(counter))
+  if (!opt_bool(meta, "tile_counter", &a->tile_counter))
     goto fail;
-  a->tile_counter = counter && cJSON_IsTrue(counter);
-  const cJSON *autos = cJSON_GetObjectItemCaseSensitive(meta, "auto_splits");
   why = "bad auto_splits (expected a boolean, with num_splits 0)";
-  if (autos && !cJSON_IsBool(autos))
+  if (!opt_bool(meta, "auto_splits", &a->auto_splits))
     goto fail;
-  a->auto_splits = autos && cJSON_IsTrue(autos);
-  const cJSON *tiles = cJSON_GetObjectItemCaseSensitive(meta, "tile_table");
   why = "bad tile_table (expected a boolean)";
-  if (tiles && !cJSON_IsBool(tiles))
+  if (!opt_bool(meta, "tile_table", &a->tile_table))
     goto fail;
-  a->tile_table = tiles && cJSON_IsTrue(tiles);
-  const cJSON *dcounter = cJSON_GetObjectItemCaseSensitive(meta, "dense_tile_counter");
   why = "bad dense_tile_counter (expected a boolean)";
-  if (dcounter && !cJSON_IsBool(dcounter))
+  if (!opt_bool(meta, "dense_tile_counter", &a->dense_tile_counter))
     goto fail;
-  a->dense_tile_counter = dcounter && cJSON_IsTrue(dcounter);
   {
     const char *tiles[3] = {"block_m", "block_n", "pack_groups"};
     int *slots[3] = {&a->block_m, &a->block_n, &a->pack_groups};
@@ -345,40 +362,31 @@ fa_status fa_artifact_parse(fa_runtime *rt, const void *bytes, size_t size,
   const cJSON *grid = cJSON_GetObjectItemCaseSensitive(meta, "grid");
   snprintf(a->grid, sizeof(a->grid), "%s",
            cJSON_IsString(grid) ? grid->valuestring : "persistent");
-  const cJSON *tma = cJSON_GetObjectItemCaseSensitive(meta, "tma");
   why = "bad tma list (at most 4 maps of rank 1..5, box 1..256, swizzle 0/32/64/128)";
-  if (tma && !cJSON_IsArray(tma))
+  if (!parse_tma_list(cJSON_GetObjectItemCaseSensitive(meta, "tma"), a->tma, &a->num_tma))
     goto fail;
-  a->num_tma = tma ? cJSON_GetArraySize(tma) : 0;
-  if (a->num_tma > 4)
-    goto fail;
-  for (int i = 0; i < a->num_tma; ++i)
-    if (!parse_tma(cJSON_GetArrayItem(tma, i), &a->tma[i]))
-      goto fail;
-  /* Automatic pack_gqa: packed entries, G and their q map. */
-  const cJSON *packed = cJSON_GetObjectItemCaseSensitive(meta, "packed_entry");
-  const cJSON *packed_dense = cJSON_GetObjectItemCaseSensitive(meta, "packed_dense_entry");
+  /* Automatic pack_gqa: packed entries, G and their own map list. */
   const cJSON *packed_tma = cJSON_GetObjectItemCaseSensitive(meta, "packed_tma");
   why = "bad packed_entry (with packed_groups = Hq / Hkv, a packed_tma list whose q "
         "map is grouped by it over block_m / G positions, and packed_dense_entry "
         "exactly with dense_entry)";
-  if (packed) {
+  if (!opt_string(meta, "packed_entry", a->packed_entry, sizeof(a->packed_entry)) ||
+      !opt_string(meta, "packed_dense_entry", a->packed_dense_entry,
+                  sizeof(a->packed_dense_entry)))
+    goto fail;
+  if (a->packed_entry[0]) {
     double g = 0;
-    int n = cJSON_IsArray(packed_tma) ? cJSON_GetArraySize(packed_tma) : 0;
-    if (!cJSON_IsString(packed) || !number(meta, "packed_groups", &g) ||
-        !(g >= 2 && g <= 256) || n < 1 || n > 4 ||
-        a->config.num_kv_heads <= 0 ||
+    if (!number(meta, "packed_groups", &g) || !(g >= 2 && g <= 256) ||
+        !parse_tma_list(packed_tma, a->packed_tma, &a->num_packed_tma) ||
+        a->num_packed_tma < 1 || a->config.num_kv_heads <= 0 ||
         a->config.num_q_heads != (int)g * a->config.num_kv_heads ||
-        (packed_dense != NULL) != (a->dense_entry[0] != '\0') ||
-        (packed_dense && !cJSON_IsString(packed_dense)))
+        (a->packed_dense_entry[0] != '\0') != (a->dense_entry[0] != '\0'))
       goto fail;
+    /* q viewed [B, S, Hkv, G, D] (varlen [T, Hkv, G, D]): box (64, G, 1,
+     * block_m / G[, 1]). */
     bool q_ok = false;
-    for (int i = 0; i < n; ++i) {
-      if (!parse_tma(cJSON_GetArrayItem(packed_tma, i), &a->packed_tma[i]))
-        goto fail;
+    for (int i = 0; i < a->num_packed_tma; ++i) {
       const fa_tma_desc *t = &a->packed_tma[i];
-      /* q viewed [B, S, Hkv, G, D] (varlen [T, Hkv, G, D]): box (64, G, 1,
-       * block_m / G[, 1]). */
       if (strcmp(t->arg, "q") == 0)
         q_ok = t->group == (int)g &&
                t->rank == ((a->config.flags & FA_VARLEN_Q) ? 4 : 5) &&
@@ -386,12 +394,8 @@ fa_status fa_artifact_parse(fa_runtime *rt, const void *bytes, size_t size,
     }
     if (!q_ok)
       goto fail;
-    a->num_packed_tma = n;
-    snprintf(a->packed_entry, sizeof(a->packed_entry), "%s", packed->valuestring);
-    snprintf(a->packed_dense_entry, sizeof(a->packed_dense_entry), "%s",
-             packed_dense ? packed_dense->valuestring : "");
     a->packed_groups = (int)g;
-  } else if (packed_dense || packed_tma) {
+  } else if (a->packed_dense_entry[0] || packed_tma) {
     goto fail;
   }
   {

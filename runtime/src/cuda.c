@@ -283,14 +283,20 @@ fa_status fa_tma_check(fa_runtime *rt, const fa_kernel *k, int i,
   return FA_OK;
 }
 
+/* Tiles per split of a dense call: batch x heads x ceil(Sq G / block_m)
+ * (heads are the kv heads and G the pack_groups with pack_gqa). */
+static int64_t dense_tiles(const fa_kernel *k, int64_t batch, int64_t sq, int64_t hq,
+                           int64_t hkv) {
+  int64_t bm = k->artifact.block_m > 0 ? k->artifact.block_m : 1;
+  int64_t g = k->artifact.pack_groups > 1 ? k->artifact.pack_groups : 1;
+  return batch * (g > 1 ? hkv : hq) * ((sq * g + bm - 1) / bm);
+}
+
 int64_t fa_num_splits_heuristic(const fa_kernel *k, int64_t batch, int64_t sq,
                                 int64_t hq, int64_t sk, int64_t hkv,
                                 int64_t sms) {
-  int64_t bm = k->artifact.block_m, bn = k->artifact.block_n;
-  int64_t g = k->artifact.pack_groups > 1 ? k->artifact.pack_groups : 1;
-  int64_t heads = g > 1 ? hkv : hq, rows = sq * g;
-  return fa_num_splits_for(batch * heads * ((rows + bm - 1) / bm),
-                           (sk + bn - 1) / bn, sms);
+  int64_t bn = k->artifact.block_n;
+  return fa_num_splits_for(dense_tiles(k, batch, sq, hq, hkv), (sk + bn - 1) / bn, sms);
 }
 
 int64_t fa_num_splits_for(int64_t tiles, int64_t blocks, int64_t sms) {
@@ -454,9 +460,9 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
    * decode), as FlashAttention-3 decides; measured on the H200, packing
    * longer prefills costs up to 16% (docs/BENCHMARKS.md). The launch then
    * sees the artifact through a view with the packed kernels, q map and G. */
+  const bool vq = k->artifact.config.flags & FA_VARLEN_Q;
   fa_kernel packed_view;
   if (k->cu_packed && q) {
-    const bool vq = k->artifact.config.flags & FA_VARLEN_Q;
     int64_t longest = vq ? 0 : q->shape[1];
     if (vq) {
       const int32_t *cu = (const int32_t *)call->cu_seqlens_q.data;
@@ -495,7 +501,6 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
    * seen as batch 1, the partial results as [S, 1, Tq, H, Dv] and [S, 1, H,
    * Tq]. */
   int64_t splits = 1, b = 0, sq = 0, h = 0, dv = 0;
-  const bool vq = k->artifact.config.flags & FA_VARLEN_Q;
   if (k->cu_combine) {
     splits = k->artifact.config.num_splits;
     int orank = vq ? 3 : 4;
@@ -505,26 +510,26 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
       return fa_fail(rt, FA_ERROR_CORRUPT_ARTIFACT,
                      "split-KV cubin without q, k, v, out or num_splits");
     }
-    if (k->artifact.auto_splits && table) {
-      int64_t longest = 0, heads = k->artifact.pack_groups > 1
-                                       ? k->artifact.config.num_kv_heads
-                                       : k->artifact.config.num_q_heads;
+    /* Tiles per split and the key blocks of the longest sequence: from the
+     * table when there is one (each entry serves every head), else from
+     * the dense shapes. */
+    int64_t tiles, keys;
+    if (table) {
+      int64_t heads = k->artifact.pack_groups > 1 ? k->artifact.config.num_kv_heads
+                                                  : k->artifact.config.num_q_heads;
+      tiles = entries * heads;
+      keys = 0;
       for (int64_t e = 1; e <= entries; ++e)
-        if (table[8 * e + 5] > longest)
-          longest = table[8 * e + 5];
-      splits = fa_num_splits_for(entries * heads,
-                                 (longest + k->artifact.block_n - 1) / k->artifact.block_n,
-                                 (int64_t)sms);
-    } else if (k->artifact.auto_splits) {
-      splits = fa_num_splits_heuristic(k, q->shape[0], q->shape[1], q->shape[2],
-                                       kk->shape[1], kk->shape[2], (int64_t)sms);
+        if (table[8 * e + 5] > keys)
+          keys = table[8 * e + 5];
+    } else {
+      tiles = dense_tiles(k, q->shape[0], q->shape[1], q->shape[2], kk->shape[2]);
+      keys = kk->shape[1];
     }
+    if (k->artifact.auto_splits)
+      splits = fa_num_splits_for(
+          tiles, (keys + k->artifact.block_n - 1) / k->artifact.block_n, (int64_t)sms);
     /* The kernel counts (tile, split) work units in i32. */
-    int64_t g = k->artifact.pack_groups > 1 ? k->artifact.pack_groups : 1;
-    int64_t heads = g > 1 ? k->artifact.config.num_kv_heads : k->artifact.config.num_q_heads;
-    int64_t bm = k->artifact.block_m > 0 ? k->artifact.block_m : 1;
-    int64_t tiles = table ? entries * heads
-                          : q->shape[0] * heads * ((q->shape[1] * g + bm - 1) / bm);
     if (tiles * splits >= INT32_MAX) {
       free(table);
       return fa_fail(rt, FA_ERROR_UNSUPPORTED,

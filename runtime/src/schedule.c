@@ -121,7 +121,9 @@ fa_status fa_sm90_tile_table(fa_runtime *rt, const fa_kernel *k,
     return fa_fail(rt, FA_ERROR_OUT_OF_MEMORY, "tile table of %lld entries",
                    (long long)total);
   }
+  /* The append kernel's (start, page list) pairs follow the page lists. */
   int64_t n = 0, page_at = 8 * (total + 1);
+  int64_t pairs_at = page_at + page_words - (append ? 2 * batch : 0);
   for (int64_t b = 0; b < batch; ++b) {
     int64_t q_pos = varlen_q ? cu_q[b] : 0;
     int64_t q_len = varlen_q ? cu_q[b + 1] - cu_q[b] : a->q.shape[1];
@@ -132,6 +134,10 @@ fa_status fa_sm90_tile_table(fa_runtime *rt, const fa_kernel *k,
       k_pos = page_at;
       memcpy(&out[page_at], &block_table[b * table_cols], (size_t)np * sizeof(int32_t));
       page_at += np;
+    }
+    if (append) {
+      out[pairs_at + 2 * b] = cache_seqlens[b];
+      out[pairs_at + 2 * b + 1] = (int32_t)(paged ? k_pos : 8 * (total + 1));
     }
     int64_t rows = q_len * g;
     for (int64_t m = 0; m * bm < rows; ++m) {
@@ -149,16 +155,7 @@ fa_status fa_sm90_tile_table(fa_runtime *rt, const fa_kernel *k,
   qsort(list, (size_t)n, sizeof(*list), by_work);
   out[0] = (int32_t)n;
   if (append) {
-    /* The append kernel's pairs: start position, page list index (the
-     * sequences' lists were laid out in order above). */
-    out[1] = (int32_t)page_at;
-    int64_t list_at = 8 * (total + 1);
-    for (int64_t b = 0; b < batch; ++b) {
-      out[page_at + 2 * b] = cache_seqlens[b];
-      out[page_at + 2 * b + 1] = (int32_t)list_at;
-      if (paged)
-        list_at += (cache_seqlens[b] + s_new + ps - 1) / ps;
-    }
+    out[1] = (int32_t)pairs_at;
     page_at += 2 * batch;
   }
   for (int64_t i = 0; i < n; ++i)

@@ -413,7 +413,6 @@ def run_varlen_cases(kernel, run, results):
             q_of = lambda b: q[cu_q[b]:cu_q[b + 1]]  # noqa: E731
             k_of = lambda t, b: t[cu_k[b]:cu_k[b] + seqs[b][1]]  # noqa: E731
             o_of = lambda t, b: t[cu_q[b]:cu_q[b + 1]]  # noqa: E731
-            l_of = lambda b: lse[:, cu_q[b]:cu_q[b + 1]]  # noqa: E731
         elif layout.startswith("paged"):
             ps = int(layout[5:])
             sq = seqs[0][0]
@@ -445,7 +444,6 @@ def run_varlen_cases(kernel, run, results):
             q_of = lambda b: q[b]  # noqa: E731
             k_of = lambda t, b: t[b, :seqs[b][1]]  # noqa: E731
             o_of = lambda t, b: t[b]  # noqa: E731
-            l_of = lambda b: lse[b]  # noqa: E731
         if used:
             meta["seqused_k"] = pinned_i32([s[1] for s in seqs])
         poison_past_sequences(layout, seqs, k, v, meta)

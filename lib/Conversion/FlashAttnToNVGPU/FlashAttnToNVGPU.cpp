@@ -147,7 +147,8 @@ static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why,
   spec.varlenK = op.isVarlenK();
   // kv-cache append: a copy kernel writes k_new / v_new into the cache
   // first; the attention sees cache_seqlens[b] + S_new keys (the table).
-  spec.tileTable = spec.varlenQ || spec.varlenK || op.getSequsedK() || op.hasAppend();
+  spec.tileTable = spec.varlenQ || spec.varlenK || op.getSequsedK() || op.isPaged() ||
+                   op.hasAppend();
   if (op.isPaged()) {
     int64_t ps = cast<ShapedType>(op.getK().getType()).getDimSize(1);
     if (ShapedType::isDynamic(ps) || ps < 1)
@@ -174,7 +175,6 @@ static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why,
                   "warpgroups and head_dim 64 or 128; the plan has " +
                   Twine(consumers) + " consumers, head_dim " + Twine(d));
     spec.pageSize = ps;
-    spec.tileTable = true;
   }
   if (partial && (cast<ShapedType>(op.getOut().getType()).isDynamicDim(0) ||
                   !op.getLse()))
@@ -248,6 +248,10 @@ struct AttentionToSm90Kernel : OpRewritePattern<AttentionOp> {
     while (module.lookupSymbol(name + "_module"));
     spec->name = name;
     std::string text = emitSm90AttentionKernel(*spec);
+    // More entries of the same module go before its closing brace.
+    auto splice = [&](const std::string &entries) {
+      text = text.substr(0, text.rfind("}\n")) + entries + "}\n";
+    };
     // Split-KV: the flashattn.combine reading this op's partial results
     // becomes a second kernel of the same module (one cubin, two entries).
     CombineOp combine = spec->splitPartial ? findCombine(op) : CombineOp();
@@ -257,17 +261,14 @@ struct AttentionToSm90Kernel : OpRewritePattern<AttentionOp> {
       cspec.name = name + "_combine";
       cspec.f16 = outElem.isF16();
       cspec.lse = static_cast<bool>(combine.getLse());
-      size_t end = text.rfind("}\n");
-      text = text.substr(0, end) + emitSm90CombineKernel(cspec) + "}\n";
+      splice(emitSm90CombineKernel(cspec));
     }
-    // More kernels of the same module (their llvm.func and shared-memory
-    // global, without the gpu.module around them).
+    // More attention kernels: their llvm.func and shared-memory global,
+    // without the gpu.module around them.
     auto addKernel = [&](const Sm90KernelSpec &extra) {
       std::string body = emitSm90AttentionKernel(extra);
       body = body.substr(body.find("{\n") + 2);
-      body = body.substr(0, body.rfind("}\n"));
-      size_t end = text.rfind("}\n");
-      text = text.substr(0, end) + body + "}\n";
+      splice(body.substr(0, body.rfind("}\n")));
     };
     // Automatic splits: the same attention without splits, for launches
     // whose count comes out 1 (no partial results, no combine).
@@ -291,17 +292,14 @@ struct AttentionToSm90Kernel : OpRewritePattern<AttentionOp> {
       groups = op.getNumQHeads() / op.getNumKVHeads();
     bool packedEntry = groups > 1 && (64 * spec->consumers) % groups == 0;
     if (packedEntry) {
-      Sm90KernelSpec pspec = *spec;
-      pspec.name = name + "_packed";
-      pspec.packGroups = groups;
-      pspec.tmaStore = false;
-      addKernel(pspec);
-      if (dense) {
-        Sm90KernelSpec pdspec = dspec;
-        pdspec.name = name + "_dense_packed";
-        pdspec.packGroups = groups;
-        pdspec.tmaStore = false;
-        addKernel(pdspec);
+      SmallVector<Sm90KernelSpec, 2> unpacked = {*spec};
+      if (dense)
+        unpacked.push_back(dspec);
+      for (Sm90KernelSpec packed : unpacked) {
+        packed.name += "_packed";
+        packed.packGroups = groups;
+        packed.tmaStore = false;
+        addKernel(packed);
       }
     }
     // kv-cache append: the copy kernel is a third entry of the module.
@@ -309,8 +307,7 @@ struct AttentionToSm90Kernel : OpRewritePattern<AttentionOp> {
       Sm90AppendSpec aspec;
       aspec.name = name + "_append";
       aspec.paged = op.isPaged();
-      size_t end = text.rfind("}\n");
-      text = text.substr(0, end) + emitSm90AppendKernel(aspec) + "}\n";
+      splice(emitSm90AppendKernel(aspec));
     }
 
     OwningOpRef<ModuleOp> parsed = parseSourceString<ModuleOp>(
@@ -347,11 +344,13 @@ struct AttentionToSm90Kernel : OpRewritePattern<AttentionOp> {
       rewriter.eraseOp(stub);
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                     rewriter.getUnitAttr());
+    // @<name>_module::@<entry>
+    auto entryRef = [&](const std::string &entry) {
+      return SymbolRefAttr::get(rewriter.getStringAttr(name + "_module"),
+                                {FlatSymbolRefAttr::get(rewriter.getStringAttr(entry))});
+    };
     rewriter.modifyOpInPlace(op, [&] {
-      op->setAttr(kKernelAttr,
-                  SymbolRefAttr::get(rewriter.getStringAttr(name + "_module"),
-                                     {FlatSymbolRefAttr::get(
-                                         rewriter.getStringAttr(name))}));
+      op->setAttr(kKernelAttr, entryRef(name));
       op->setAttr("flashattn.sm90_smem",
                   rewriter.getI64IntegerAttr(sm90SharedMemoryBytes(*spec)));
       op->setAttr("flashattn.sm90_threads",
@@ -365,31 +364,21 @@ struct AttentionToSm90Kernel : OpRewritePattern<AttentionOp> {
       // The kernels that take the tile counter (the runtime zeroes it).
       if (spec->heavyFirst)
         op->setAttr("flashattn.sm90_tile_counter", rewriter.getUnitAttr());
-      if (dense && op.getPlanAttr().getSchedule() == Schedule::lpt)
+      if (dense && dspec.heavyFirst)
         op->setAttr("flashattn.sm90_dense_tile_counter", rewriter.getUnitAttr());
       if (packedEntry)
         op->setAttr("flashattn.sm90_packed_groups", rewriter.getI64IntegerAttr(groups));
       if (dense)
-        op->setAttr("flashattn.sm90_dense",
-                    SymbolRefAttr::get(rewriter.getStringAttr(name + "_module"),
-                                       {FlatSymbolRefAttr::get(
-                                           rewriter.getStringAttr(name + "_dense"))}));
+        op->setAttr("flashattn.sm90_dense", entryRef(name + "_dense"));
       if (op.hasAppend())
-        op->setAttr("flashattn.sm90_append",
-                    SymbolRefAttr::get(rewriter.getStringAttr(name + "_module"),
-                                       {FlatSymbolRefAttr::get(
-                                           rewriter.getStringAttr(name + "_append"))}));
+        op->setAttr("flashattn.sm90_append", entryRef(name + "_append"));
       if (spec->packGroups > 1)
         op->setAttr("flashattn.sm90_pack_gqa",
                     rewriter.getI64IntegerAttr(spec->packGroups));
     });
     if (combine)
       rewriter.modifyOpInPlace(combine, [&] {
-        combine->setAttr(
-            kKernelAttr,
-            SymbolRefAttr::get(rewriter.getStringAttr(name + "_module"),
-                               {FlatSymbolRefAttr::get(
-                                   rewriter.getStringAttr(name + "_combine"))}));
+        combine->setAttr(kKernelAttr, entryRef(name + "_combine"));
       });
     return success();
   }

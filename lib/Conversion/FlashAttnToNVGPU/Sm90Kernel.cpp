@@ -86,6 +86,18 @@ std::string repeat(const std::string &t, int n) {
   return s;
 }
 
+/// The first index (i64) and the stride of a grid-stride loop over
+/// `threads`-thread CTAs: ctaid x threads + tid, nctaid x threads.
+std::pair<std::string, std::string> gridStride(Writer &w, int64_t threads) {
+  auto ext = [&](const std::string &v) { return w.op("arith.extui " + v + " : i32 to i64"); };
+  std::string tid = ext(w.op("nvvm.read.ptx.sreg.tid.x : i32"));
+  std::string cta = ext(w.op("nvvm.read.ptx.sreg.ctaid.x : i32"));
+  std::string ncta = ext(w.op("nvvm.read.ptx.sreg.nctaid.x : i32"));
+  std::string cThreads = w.i64(threads);
+  return {w.bin("arith.addi", w.bin("arith.muli", cta, cThreads, "i64"), tid, "i64"),
+          w.bin("arith.muli", ncta, cThreads, "i64")};
+}
+
 std::string join(const std::vector<std::string> &v) {
   std::string s;
   for (size_t i = 0; i < v.size(); ++i)
@@ -444,9 +456,10 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     w.line("nvvm.setmaxregister decrease " + std::to_string(k.producerRegs));
   // TMA: thread 0 issues everything; with the tile table warp 0 runs the
   // loop (it zeroes the V rows past a sequence).
-  std::string isWarp0 = w.op("arith.cmpi ult, " + tid + ", " + c32 + " : i32");
   if (!rowCopies)
-    w.line("scf.if " + (k.tileTable ? isWarp0 : isLeader) + " {");
+    w.line("scf.if " +
+           (k.tileTable ? w.op("arith.cmpi ult, " + tid + ", " + c32 + " : i32") : isLeader) +
+           " {");
   // a + b, or b when a is the constant 0 (the dense kernel's positions).
   auto plus = [&](const std::string &a, const std::string &b) {
     return a == c0 ? b : w.bin("arith.addi", a, b, "i32");
@@ -1660,15 +1673,7 @@ std::string mlir::flashattn::emitSm90CombineKernel(const Sm90CombineSpec &k) {
   os << ") attributes {nvvm.kernel, nvvm.maxntid = array<i32: 128, 1, 1>} {\n";
   // One thread per output element e = ((b * Sq + i) * H + h) * D + d, a
   // grid-stride loop over all of them.
-  auto ext = [&](const std::string &v) {
-    return w.op("arith.extui " + v + " : i32 to i64");
-  };
-  std::string tid = ext(w.op("nvvm.read.ptx.sreg.tid.x : i32"));
-  std::string cta = ext(w.op("nvvm.read.ptx.sreg.ctaid.x : i32"));
-  std::string ncta = ext(w.op("nvvm.read.ptx.sreg.nctaid.x : i32"));
-  std::string c128 = w.i64(128);
-  std::string first = w.bin("arith.addi", w.bin("arith.muli", cta, c128, "i64"), tid, "i64");
-  std::string stride = w.bin("arith.muli", ncta, c128, "i64");
+  auto [first, stride] = gridStride(w, 128);
   std::string S = "%pod0", B = "%pod1", Sq = "%pod2", H = "%pod3", D = "%pod4";
   std::string total = w.bin("arith.muli",
                             w.bin("arith.muli", w.bin("arith.muli", B, Sq, "i64"), H, "i64"),
@@ -1791,14 +1796,8 @@ std::string mlir::flashattn::emitSm90AppendKernel(const Sm90AppendSpec &k) {
         "array<i32: 256, 1, 1>} {\n";
   // One thread per 16-byte chunk e = ((b * S_new + r) * Hkv + g) * (D / 8)
   // + c of k_new and of v_new, a grid-stride loop over all of them.
-  auto ext = [&](const std::string &v) { return w.op("arith.extui " + v + " : i32 to i64"); };
   auto sext = [&](const std::string &v) { return w.op("arith.extsi " + v + " : i32 to i64"); };
-  std::string tid = ext(w.op("nvvm.read.ptx.sreg.tid.x : i32"));
-  std::string cta = ext(w.op("nvvm.read.ptx.sreg.ctaid.x : i32"));
-  std::string ncta = ext(w.op("nvvm.read.ptx.sreg.nctaid.x : i32"));
-  std::string c256 = w.i64(256);
-  std::string first = w.bin("arith.addi", w.bin("arith.muli", cta, c256, "i64"), tid, "i64");
-  std::string stride = w.bin("arith.muli", ncta, c256, "i64");
+  auto [first, stride] = gridStride(w, 256);
   std::string B = "%knd0", S = "%knd1", H = "%knd2", D = "%knd3";
   std::string c8 = w.i64(8), c2 = w.i64(2), c1 = w.i64(1);
   std::string chunks = w.bin("arith.divui", D, c8, "i64");
