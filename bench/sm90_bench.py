@@ -11,20 +11,23 @@ halved when causal. Timings are CUDA events around one launch, interleaved
 quoted, and ratios ours / peer. Before each timed launch the stream spins
 about 1 ms (torch.cuda._sleep) while the host enqueues the start event and
 the launch, so the host's launch overhead (ctypes here, PyTorch's dispatch
-for the peers) stays out of the GPU time. A ratio within 2% of a bar is noise (PERF.md).
+for the peers) stays out of the GPU time; before the spin a 256 MB buffer
+is written, so that every launch starts with a cold L2 (as Triton's
+do_bench), not with what the launch before it read. A ratio within 2% of a bar is noise (PERF.md).
 
 Our kernels are the artifacts test/gpu/build_sm90_artifacts.sh compiled,
 launched through libflashattn_rt (ctypes), exactly as a runtime user would.
 
 Usage (on the device, after test/gpu/prepare.sh and build_sm90_artifacts.sh
 here): sm90_bench.py --lib LIBRT --artifacts DIR [--out DIR]
-    [--variant NAME=DIR ...] [--head-dims 64,128] [--masks none,bottom_right]
+    [--variant NAME=DIR[@LIB] ...] [--head-dims 64,128] [--masks none,bottom_right]
     [--seqlens 512,1024] [--decode | --varlen]
 It writes DIR/bench.json; test/gpu/test_sm90_attention.py runs the same
 benchmark after its correctness cases. A --variant is a second artifact
 directory (the same configs compiled another way, e.g. fa-compile --block-n)
 timed in the same interleaved loop: an A/B measurement of one compiler
-change, reported as NAME / ours.
+change, reported as NAME / ours; with @LIB the variant also runs through
+another build of the runtime library (a runtime change's A/B).
 """
 
 import argparse
@@ -45,6 +48,11 @@ SEQLENS = (512, 1024, 2048, 4096, 8192, 16384)
 REPEATS = 9
 # About 1 ms of GPU spin before each timed launch (torch.cuda._sleep).
 SLEEP_CYCLES = 2_000_000
+# Written before each timed launch, so that no launch finds the previous
+# one's inputs in L2 (the H200 has 60 MB of L2; a decode call's K and V of
+# 134 MB were up to 37% L2 hits for the launch timed right after another
+# reading the same tensors). Triton's do_bench flushes the same way.
+L2_FLUSH_BYTES = 256 << 20
 
 
 def median_times(fns, stream):
@@ -53,8 +61,9 @@ def median_times(fns, stream):
     rounds (each name once per round), each launch alone between two events
     with the GPU spinning while the host enqueues them, so the time between
     the events is the kernel's, not the host's launch overhead (ctypes,
-    dispatch)."""
+    dispatch). L2 is flushed before each launch (L2_FLUSH_BYTES)."""
     times = {n: [] for n in fns}
+    flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
     for f in fns.values():
         with torch.cuda.stream(stream):
             f()
@@ -63,6 +72,7 @@ def median_times(fns, stream):
         for n, f in fns.items():
             st, en = torch.cuda.Event(True), torch.cuda.Event(True)
             with torch.cuda.stream(stream):
+                flush.zero_()
                 torch.cuda._sleep(SLEEP_CYCLES)
                 st.record()
                 f()
@@ -366,7 +376,8 @@ def main():
     ap.add_argument("--artifacts", required=True)
     ap.add_argument("--out", default=".")
     ap.add_argument("--variant", action="append", default=[],
-                    help="NAME=DIR: artifacts compiled another way, timed alongside")
+                    help="NAME=DIR[@LIB]: artifacts compiled another way (and the "
+                         "runtime library LIB, default --lib), timed alongside")
     ap.add_argument("--head-dims", default="64,128,256")
     ap.add_argument("--masks", default="none,bottom_right")
     ap.add_argument("--seqlens", default=",".join(map(str, SEQLENS)))
@@ -382,7 +393,8 @@ def main():
     variants, runtimes = [], [(lib, rt)]
     for spec in a.variant:
         name, _, path = spec.partition("=")
-        vlib, vrt, _, vkernel, vrun = open_runtime(a.lib, path, stream)
+        path, _, vlib_path = path.partition("@")
+        vlib, vrt, _, vkernel, vrun = open_runtime(vlib_path or a.lib, path, stream)
         variants.append((name, vkernel, vrun))
         runtimes.append((vlib, vrt))
     if a.decode or a.varlen or a.gqa:

@@ -24,8 +24,10 @@
  * takes one more pointer after the tensor maps: a u32 zeroed on the stream
  * before the launch (a stream-ordered allocation per launch, so concurrent
  * launches on several streams never share it), the dynamic tile
- * scheduler's counter. With metadata "tile_table": true (varlen,
- * seqused_k, paged, append) the last parameter is the tile table (schedule.c), built on
+ * scheduler's counter; a launch with no more tiles than CTAs (the grid)
+ * never reads it, and gets an unzeroed address instead. With metadata
+ * "tile_table": true (varlen, seqused_k, paged, append) the last parameter
+ * is the tile table (schedule.c), built on
  * the host from the call's cu_seqlens / seqused_k and copied into the same
  * stream-ordered scratch (cuMemcpyHtoDAsync); a call with no query rows
  * launches nothing.
@@ -420,9 +422,8 @@ static fa_status launch_one(fa_runtime *rt, cuda_api *api, fa_kernel *k,
   if (with_tma)
     for (int i = 0; i < 3; ++i)
       block[i] = (unsigned)k->artifact.block[i];
-  CUresult r = api->cuLaunchKernel(function, grid, 1, 1, block[0], block[1],
-                                   block[2], smem, (CUstream)stream, params,
-                                   NULL);
+  CUresult r = api->cuLaunchKernel(function, grid, 1, 1, block[0], block[1], block[2],
+                                   smem, (CUstream)stream, params, NULL);
   if (r != 0)
     return fa_fail(rt, FA_ERROR_CUDA, "cuLaunchKernel failed: %s", cuError(api, r));
   return FA_OK;
@@ -495,6 +496,14 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
       return FA_OK;
     }
   }
+  /* The launch's tiles (per split): one per table entry and head, else from
+   * the dense shapes (as the kernel counts them). */
+  int64_t tiles = 0;
+  if (table)
+    tiles = entries * (k->artifact.pack_groups > 1 ? k->artifact.config.num_kv_heads
+                                                   : k->artifact.config.num_q_heads);
+  else if (q && kk && q->rank == 4 && kk->rank == 4)
+    tiles = dense_tiles(k, q->shape[0], q->shape[1], q->shape[2], kk->shape[2]);
   /* Split-KV: the count (automatic: FlashAttention's heuristic, over the
    * table's tiles and longest sequence when there is a table), and the
    * partial results' shape. Varlen q: out [Tq, H, Dv] and lse [H, Tq] are
@@ -510,20 +519,14 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
       return fa_fail(rt, FA_ERROR_CORRUPT_ARTIFACT,
                      "split-KV cubin without q, k, v, out or num_splits");
     }
-    /* Tiles per split and the key blocks of the longest sequence: from the
-     * table when there is one (each entry serves every head), else from
-     * the dense shapes. */
-    int64_t tiles, keys;
+    /* The key blocks of the longest sequence: from the table when there is
+     * one, else from the dense shapes. */
+    int64_t keys = 0;
     if (table) {
-      int64_t heads = k->artifact.pack_groups > 1 ? k->artifact.config.num_kv_heads
-                                                  : k->artifact.config.num_q_heads;
-      tiles = entries * heads;
-      keys = 0;
       for (int64_t e = 1; e <= entries; ++e)
         if (table[8 * e + 5] > keys)
           keys = table[8 * e + 5];
     } else {
-      tiles = dense_tiles(k, q->shape[0], q->shape[1], q->shape[2], kk->shape[2]);
       keys = kk->shape[1];
     }
     if (k->artifact.auto_splits)
@@ -545,18 +548,21 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
   const bool use_dense = k->cu_combine && splits == 1 && k->cu_dense;
   void *combine = use_dense ? NULL : k->cu_combine;
   void *attention = use_dense ? k->cu_dense : k->cu_function;
-  /* Stream-ordered scratch: the zeroed tile counter of the dynamic
-   * scheduler (4 bytes, in 256), the tile table (in 256-byte units), the
-   * split-KV partial results. */
-  size_t counter_bytes =
-      (use_dense ? k->artifact.dense_tile_counter : k->artifact.tile_counter) ? 256 : 0;
+  /* Stream-ordered scratch: the tile table (in 256-byte units), the zeroed
+   * tile counter of the dynamic scheduler (4 bytes, in 256; only with more
+   * tiles than CTAs: otherwise the kernel never reads it), the split-KV
+   * partial results. */
+  const bool takes_counter =
+      use_dense ? k->artifact.dense_tile_counter : k->artifact.tile_counter;
+  size_t counter_bytes = takes_counter && tiles > (int64_t)sms ? 256 : 0;
   size_t table_bytes = table ? ((size_t)words * sizeof(int32_t) + 255) / 256 * 256 : 0;
   size_t out_bytes = combine ? (size_t)(splits * b * sq * h * dv) * 4 : 0;
   size_t lse_bytes = combine ? (size_t)(splits * b * h * sq) * 4 : 0;
   size_t ws_bytes = counter_bytes + table_bytes + out_bytes + lse_bytes;
-  if (!ws_bytes)
+  if (!ws_bytes) /* q's address stands for a counter the kernel never reads */
     return launch_one(rt, api, k, attention, args, names, n, true, sms,
-                      (unsigned)k->artifact.smem, stream, NULL, NULL);
+                      (unsigned)k->artifact.smem, stream,
+                      takes_counter ? args[0].data : NULL, NULL);
   if (!api->cuMemAllocAsync || !api->cuMemFreeAsync || !api->cuMemsetD32Async ||
       !api->cuMemcpyHtoDAsync) {
     free(table);
@@ -571,11 +577,26 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
     return fa_fail(rt, FA_ERROR_OUT_OF_MEMORY, "launch scratch of %zu bytes: %s",
                    ws_bytes, cuError(api, r));
   }
-  void *counter = counter_bytes ? (void *)(uintptr_t)ws : NULL;
-  void *dtable = table_bytes ? (void *)(uintptr_t)(ws + counter_bytes) : NULL;
-  uint64_t parts = ws + counter_bytes + table_bytes;
-  if (counter_bytes)
-    r = api->cuMemsetD32Async(ws, 0, 1, (CUstream)stream);
+  /* Layout: table | counter | partial results. With a table, the counter's
+   * zeros travel in the table's copy (one operation on the stream instead
+   * of a memset and a copy). */
+  void *dtable = table_bytes ? (void *)(uintptr_t)ws : NULL;
+  void *counter = takes_counter ? (void *)(uintptr_t)(ws + table_bytes) : NULL;
+  uint64_t parts = ws + table_bytes + counter_bytes;
+  size_t copy_bytes = (size_t)words * sizeof(int32_t);
+  if (table && counter_bytes) {
+    int32_t *grown = (int32_t *)realloc(table, table_bytes + counter_bytes);
+    if (!grown) {
+      free(table);
+      api->cuMemFreeAsync(ws, (CUstream)stream);
+      return fa_fail(rt, FA_ERROR_OUT_OF_MEMORY, "out of memory");
+    }
+    table = grown;
+    memset((char *)table + copy_bytes, 0, table_bytes + counter_bytes - copy_bytes);
+    copy_bytes = table_bytes + counter_bytes;
+  } else if (counter_bytes) {
+    r = api->cuMemsetD32Async(ws + table_bytes, 0, 1, (CUstream)stream);
+  }
   /* Packed rows past cu_seqlens_q[B] belong to no tile: lse_s -inf makes
    * the combine write them as out 0, lse -inf (never unwritten memory). */
   if (r == 0 && combine && vq)
@@ -584,8 +605,7 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
   /* From pageable memory the copy is staged before the call returns, so
    * the host table can be freed right after. */
   if (r == 0 && table_bytes)
-    r = api->cuMemcpyHtoDAsync(ws + counter_bytes, table,
-                               (size_t)words * sizeof(int32_t), (CUstream)stream);
+    r = api->cuMemcpyHtoDAsync(ws, table, copy_bytes, (CUstream)stream);
   free(table);
   if (r != 0)
     st = fa_fail(rt, FA_ERROR_CUDA, "preparing the launch failed: %s", cuError(api, r));

@@ -542,12 +542,22 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   // longest tile (FlashAttention-3's scheduler). Past the last tile the
   // producer writes the index with no Q load: the consumers stop.
   std::string tileSlot = at(L.tileSlot());
+  // With no more tiles than CTAs every tile is some CTA's first: the
+  // counter is not touched (the runtime then passes it unzeroed, saving a
+  // memset on the stream: decode launches).
   auto nextTile = [&](const std::string &tile) {
     if (!k.heavyFirst)
       return w.bin("arith.addi", tile, ncta, "i32");
+    std::string more = w.op("arith.cmpi ugt, " + ntiles + ", " + ncta + " : i32");
+    std::string next = w.fresh();
+    w.line(next + " = scf.if " + more + " -> (i32) {");
     std::string got = w.op("llvm.atomicrmw add %tile_counter, " + c1 +
                            " monotonic : !llvm.ptr<1>, i32");
-    return w.bin("arith.addi", got, ncta, "i32");
+    w.line("scf.yield " + w.bin("arith.addi", got, ncta, "i32") + " : i32");
+    w.line("} else {");
+    w.line("scf.yield " + ntiles + " : i32");
+    w.line("}");
+    return next;
   };
   // Q's buffer is free again once the consumers released the previous
   // tile's Q (and read its index).
@@ -771,6 +781,60 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     return w.op("nvvm.shfl.sync idx " + full + ", " + got + ", " + c0 + ", " + clamp +
                 " : i32 -> i32");
   };
+  // Pages smaller than a key block: a block is (block_n / page_size) x
+  // (head_dim / 64) small boxes (2 KB each with pages of 16 at head_dim
+  // 128); lane l of the warp issues boxes l, l + 32, ... (box j: page j /
+  // (head_dim / 64), 64 columns j % (head_dim / 64)), each lane loading only
+  // its own page index, after lane 0 set the barrier's byte count.
+  const bool laneBoxes = zeroTail && PS && PS < BN;
+  const int64_t nBoxes = laneBoxes ? (BN / PS) * boxes : 0;
+  const int64_t boxRounds = (nBoxes + 31) / 32;
+  std::string lane = zeroTail ? w.bin("arith.remui", tid, c32, "i32") : "";
+  // Per round: the box index of this lane and its page (clamped to the
+  // sequence's last page, so that idle lanes load a valid entry too).
+  auto lanePages = [&](const std::string &nb, const Tile &t) {
+    std::vector<std::pair<std::string, std::string>> v;
+    std::string last = w.bin("arith.subi",
+                             w.bin("arith.ceildivui", t.sk, w.i32(PS), "i32"), c1, "i32");
+    std::string first = w.bin("arith.muli", nb, w.i32(BN / PS), "i32");
+    for (int64_t r = 0; r < boxRounds; ++r) {
+      std::string j = r ? w.bin("arith.addi", lane, w.i32(32 * r), "i32") : lane;
+      std::string pj = w.bin("arith.divui", j, w.i32(boxes), "i32");
+      std::string index = w.bin("arith.minui", plus(first, pj), last, "i32");
+      std::string p = w.op("llvm.getelementptr %tile_table[" +
+                           w.bin("arith.addi", t.kRow, index, "i32") +
+                           "] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32");
+      v.push_back({j, w.op("llvm.load " + p + " {invariant} : !llvm.ptr<1> -> i32")});
+    }
+    return v;
+  };
+  // Lane 0 sets the byte count (its arrival), the warp syncs, each lane
+  // issues its boxes.
+  auto loadKVLanes = [&](const std::string &map, const std::string &base,
+                         const std::string &bar, const std::string &kvh,
+                         const std::vector<std::pair<std::string, std::string>> &pages) {
+    ifLane0([&] {
+      w.line("nvvm.mbarrier.arrive.expect_tx " + bar + ", " + w.i32(L.kvBytes) +
+             " : !llvm.ptr<3>, i32");
+    });
+    w.line("nvvm.bar.warp.sync " + full + " : i32");
+    for (const auto &jp : pages) {
+      w.line("scf.if " + w.op("arith.cmpi ult, " + jp.first + ", " + w.i32(nBoxes) +
+                              " : i32") + " {");
+      std::string pj = w.bin("arith.divui", jp.first, w.i32(boxes), "i32");
+      std::string col = w.bin("arith.remui", jp.first, w.i32(boxes), "i32");
+      std::string offset = w.bin("arith.addi", w.bin("arith.muli", col, w.i32(BN * 128), "i32"),
+                                 w.bin("arith.muli", pj, w.i32(PS * 128), "i32"), "i32");
+      std::string dst = w.op("llvm.addrspacecast " +
+                             w.op("llvm.getelementptr " + base + "[" + offset +
+                                  "] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8") +
+                             " : !llvm.ptr<3> to !llvm.ptr<7>");
+      w.line("nvvm.cp.async.bulk.tensor.shared.cluster.global " + dst + ", " + map + ", " +
+             bar + ", box[" + w.bin("arith.muli", col, w.i32(64), "i32") + ", " + kvh + ", " +
+             c0 + ", " + jp.second + "] : !llvm.ptr<7>, !llvm.ptr");
+      w.line("}");
+    }
+  };
   std::string loopTypes = zeroTail ? "i32, i32, i32, i32" : "i32, i32, i32";
   w.line(std::string("%pt:") + (zeroTail ? "4" : "3") + " = scf.while (%ptile = " + cta +
          ", %pg = " + c0 + ", %ptc = " + c0 + (zeroTail ? ", %pap = " + c0 : "") + ") : (" +
@@ -804,17 +868,36 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     // Paged: the block's page indices are loaded before the wait for its
     // stage, so their latency hides under it.
     std::vector<std::string> pages;
-    if (PS)
+    std::vector<std::pair<std::string, std::string>> boxPages;
+    if (laneBoxes)
+      boxPages = lanePages(kb, t);
+    else if (PS)
       pages = pagesOf(kb, t);
-    ifLane0([&] {
+    // K into the stage (lane 0 waits until it is free), then lane 0 waits
+    // until V's is.
+    auto waitEmpty = [&](int64_t bar) {
       w.line("scf.if " + reuse + " {");
-      waitParity(barAt(L.emptyK(), slot), ePar);
+      waitParity(barAt(bar, slot), ePar);
       w.line("}");
-      loadKV("%kmap", slotBase(L.kOff, slot), barAt(L.fullK(), slot), kb, t.kvh, t, pages);
-      w.line("scf.if " + reuse + " {");
-      waitParity(barAt(L.emptyV(), slot), ePar);
-      w.line("}");
-    });
+    };
+    if (laneBoxes) {
+      ifLane0([&] { waitEmpty(L.emptyK()); });
+      loadKVLanes("%kmap", slotBase(L.kOff, slot), barAt(L.fullK(), slot), t.kvh, boxPages);
+      ifLane0([&] { waitEmpty(L.emptyV()); });
+    } else {
+      ifLane0([&] {
+        waitEmpty(L.emptyK());
+        loadKV("%kmap", slotBase(L.kOff, slot), barAt(L.fullK(), slot), kb, t.kvh, t, pages);
+        waitEmpty(L.emptyV());
+      });
+    }
+    // V into `base`, completing `bar`.
+    auto loadV = [&](const std::string &base, const std::string &bar) {
+      if (laneBoxes)
+        loadKVLanes("%vmap", base, bar, t.kvh, boxPages);
+      else
+        ifLane0([&] { loadKV("%vmap", base, bar, kb, t.kvh, t, pages); });
+    };
     if (!zeroTail) {
       loadKV("%vmap", slotBase(L.vOff, slot), barAt(L.fullV(), slot), kb, t.kvh, t, pages);
       w.line("scf.yield " + w.bin("arith.addi", "%pgg", c1, "i32") + " : i32");
@@ -826,11 +909,10 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
       std::string vBase = slotBase(L.vOff, slot);
       std::string pag = w.fresh();
       w.line(pag + " = scf.if " + need + " -> (i32) {");
-      ifLane0([&] { loadKV("%vmap", vBase, at(L.auxV()), kb, t.kvh, t, pages); });
+      loadV(vBase, at(L.auxV()));
       waitParity(at(L.auxV()), "%pag");
       // Whole 128-byte rows of each 64-column box: contiguous bytes
       // [r0 x 128, BN x 128); lane l zeroes 16 bytes every 512.
-      std::string lane = w.bin("arith.remui", tid, c32, "i32");
       std::string startOff = w.bin(
           "arith.addi",
           w.bin("arith.muli", w.bin("arith.maxsi", zeroFrom, c0, "i32"), c128, "i32"),
@@ -854,9 +936,7 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
       });
       w.line("scf.yield " + w.bin("arith.xori", "%pag", c1, "i32") + " : i32");
       w.line("} else {");
-      ifLane0([&] {
-        loadKV("%vmap", vBase, barAt(L.fullV(), slot), kb, t.kvh, t, pages);
-      });
+      loadV(vBase, barAt(L.fullV(), slot));
       w.line("scf.yield %pag : i32");
       w.line("}");
       w.line("scf.yield " + w.bin("arith.addi", "%pgg", c1, "i32") + ", " + pag +
@@ -1702,65 +1782,64 @@ std::string mlir::flashattn::emitSm90CombineKernel(const Sm90CombineSpec &k) {
                          "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32");
     return w.op("llvm.load " + p + " : !llvm.ptr<1> -> f32");
   };
-  // Splits go 4 at a time: the 4 loads of a step are issued before their
-  // values are used (one load per iteration would wait a full L2 latency
-  // each: the combine of a decode launch is latency-bound). Split s + j
-  // past S reads split S - 1 and weighs nothing.
-  const int U = 4;
+  // One pass over the splits, U at a time, merged online (the running max
+  // m, sum w and sum w o rescaled by exp(m_old - m_new) when m grows, as the
+  // attention's own online softmax; Milakov & Gimelshein 2018): the 2U
+  // loads of a step are issued together, so a decode launch's combine (16
+  // splits) waits one L2 round trip instead of one per split and pass.
+  // Split s + j past S reads split S - 1 and weighs nothing.
+  const int U = 16;
   std::string cU = w.i64(U), last = w.bin("arith.subi", S, one64, "i64");
   auto splitAt = [&](const std::string &s, int j) {
     std::string sj = w.bin("arith.addi", s, w.i64(j), "i64");
     return std::make_pair(w.op("arith.cmpi ult, " + sj + ", " + S + " : i64"),
                           w.bin("arith.minui", sj, last, "i64"));
   };
-  // Pass 1: the largest lse_s (DESIGN.md section 1: splits with lse_s = -inf
-  // weigh 0; all -inf is an empty row).
-  w.line("%mx = scf.for %s = " + z64 + " to " + S + " step " + cU +
-         " iter_args(%m = " + negInf + ") -> (f32) : i64 {");
-  {
-    std::vector<std::pair<std::string, std::string>> v;
-    for (int j = 0; j < U; ++j) {
-      auto [ok, sj] = splitAt("%s", j);
-      v.push_back({ok, lseAt(sj)});
-    }
-    std::string m = "%m";
-    for (auto &[ok, l] : v)
-      m = w.bin("arith.maximumf", m,
-                w.op("arith.select " + ok + ", " + l + ", " + negInf + " : f32"), "f32");
-    w.line("  scf.yield " + m + " : f32");
-  }
-  w.line("}");
-  std::string empty = w.op("arith.cmpf oeq, %mx, " + negInf + " : f32");
-  std::string mSafe = w.op("arith.select " + empty + ", " + zeroF + ", %mx : f32");
-  // Pass 2: w_s = exp(lse_s - m), out = sum w_s o_s / sum w_s.
-  w.line("%acc:2 = scf.for %s2 = " + z64 + " to " + S + " step " + cU +
-         " iter_args(%sw = " + zeroF + ", %so = " + zeroF + ") -> (f32, f32) : i64 {");
+  // exp(x - m) as exp2((x - m) log2 e); splits with lse_s = -inf weigh 0
+  // (DESIGN.md section 1), and a max of -inf (nothing seen yet, or an empty
+  // row) is taken as 0 so that no -inf - -inf appears.
+  auto ex2 = [&](const std::string &x, const std::string &m) {
+    std::string e = w.bin("arith.mulf", w.bin("arith.subf", x, m, "f32"), log2e, "f32");
+    return w.op("llvm.call_intrinsic \"llvm.nvvm.ex2.approx.ftz.f\"(" + e +
+                ") : (f32) -> f32");
+  };
+  w.line("%acc:3 = scf.for %s = " + z64 + " to " + S + " step " + cU + " iter_args(%m = " +
+         negInf + ", %sw = " + zeroF + ", %so = " + zeroF + ") -> (f32, f32, f32) : i64 {");
   {
     struct Part {
       std::string ok, l, o;
     };
     std::vector<Part> v;
     for (int j = 0; j < U; ++j) {
-      auto [ok, sj] = splitAt("%s2", j);
+      auto [ok, sj] = splitAt("%s", j);
       std::string oidx = w.bin("arith.addi", w.bin("arith.muli", sj, total, "i64"), "%e", "i64");
       std::string op = w.op("llvm.getelementptr %po[" + oidx +
                             "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32");
-      v.push_back({ok, lseAt(sj), w.op("llvm.load " + op + " : !llvm.ptr<1> -> f32")});
+      std::string l = w.op("arith.select " + ok + ", " + lseAt(sj) + ", " + negInf + " : f32");
+      v.push_back({ok, l, w.op("llvm.load " + op + " : !llvm.ptr<1> -> f32")});
     }
-    std::string sw = "%sw", so = "%so";
+    std::string m = "%m";
+    for (Part &p : v)
+      m = w.bin("arith.maximumf", m, p.l, "f32");
+    std::string mSafe = w.op("arith.select " +
+                             w.op("arith.cmpf oeq, " + m + ", " + negInf + " : f32") + ", " +
+                             zeroF + ", " + m + " : f32");
+    std::string scale = ex2("%m", mSafe);
+    std::string sw = w.bin("arith.mulf", "%sw", scale, "f32");
+    std::string so = w.bin("arith.mulf", "%so", scale, "f32");
     for (Part &p : v) {
-      std::string x = w.bin("arith.mulf", w.bin("arith.subf", p.l, mSafe, "f32"), log2e, "f32");
-      std::string wt = w.op("llvm.call_intrinsic \"llvm.nvvm.ex2.approx.ftz.f\"(" + x +
-                            ") : (f32) -> f32");
-      wt = w.op("arith.select " + p.ok + ", " + wt + ", " + zeroF + " : f32");
+      std::string wt = ex2(p.l, mSafe);
       sw = w.bin("arith.addf", sw, wt, "f32");
       so = w.op("llvm.intr.fma(" + wt + ", " + p.o + ", " + so +
                 ") : (f32, f32, f32) -> f32");
     }
-    w.line("scf.yield " + sw + ", " + so + " : f32, f32");
+    w.line("scf.yield " + m + ", " + sw + ", " + so + " : f32, f32, f32");
   }
   w.line("}");
-  std::string val = w.bin("arith.divf", "%acc#1", "%acc#0", "f32");
+  // All splits -inf: an empty row (out 0, lse -inf).
+  std::string empty = w.op("arith.cmpf oeq, %acc#0, " + negInf + " : f32");
+  std::string mSafe = w.op("arith.select " + empty + ", " + zeroF + ", %acc#0 : f32");
+  std::string val = w.bin("arith.divf", "%acc#2", "%acc#1", "f32");
   val = w.op("arith.select " + empty + ", " + zeroF + ", " + val + " : f32");
   std::string tv = w.op("arith.truncf " + val + " : f32 to " + et);
   std::string optr = w.op("llvm.getelementptr %o[%e] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, " + et);
@@ -1768,7 +1847,7 @@ std::string mlir::flashattn::emitSm90CombineKernel(const Sm90CombineSpec &k) {
   if (k.lse) {
     std::string d0 = w.op("arith.cmpi eq, " + d + ", " + z64 + " : i64");
     w.line("scf.if " + d0 + " {");
-    std::string lg = w.op("llvm.call_intrinsic \"llvm.nvvm.lg2.approx.f\"(%acc#0) : (f32) -> f32");
+    std::string lg = w.op("llvm.call_intrinsic \"llvm.nvvm.lg2.approx.f\"(%acc#1) : (f32) -> f32");
     std::string lv = w.bin("arith.addf", mSafe, w.bin("arith.mulf", lg, ln2, "f32"), "f32");
     lv = w.op("arith.select " + empty + ", " + negInf + ", " + lv + " : f32");
     // lse[b, h, i]: the same row index as partial_lse's within a split.

@@ -63,9 +63,14 @@
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK: nvvm.mbarrier.arrive.expect_tx
 // CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global
-// The next tile from the atomic counter (dynamic lpt schedule); past the
-// last, the index alone with a plain arrive on full_Q.
-// CHECK: llvm.atomicrmw add %[[COUNTER]], %c1_i32 monotonic : !llvm.ptr<1>, i32
+// The next tile from the atomic counter (dynamic lpt schedule), unless
+// there are no more tiles than CTAs (then the counter is never read); past
+// the last, the index alone with a plain arrive on full_Q.
+// CHECK: %[[MORE:.*]] = arith.cmpi ugt, %[[NTILES:.*]], %{{.*}} : i32
+// CHECK-NEXT: scf.if %[[MORE]] -> (i32) {
+// CHECK-NEXT: llvm.atomicrmw add %[[COUNTER]], %c1_i32 monotonic : !llvm.ptr<1>, i32
+// CHECK: } else {
+// CHECK-NEXT: scf.yield %[[NTILES]] : i32
 // CHECK: llvm.store
 // CHECK: nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
 // The consumers take the registers; each tile starts when full_Q
@@ -469,9 +474,19 @@ func.func @append(%q: memref<2x4x8x128xbf16>, %k: memref<2x512x2x128xbf16>, %v: 
 // -----
 
 // Paged KV: a TMA box per page; page sizes the key block can be cut into
-// (or that hold whole blocks) only.
+// (or that hold whole blocks) only. With pages smaller than the key block,
+// lane j of the producer warp loads page j's index and issues its box
+// (block_n / page_size = 8 boxes at head_dim 64), after lane 0 set the
+// barrier's byte count and the warp synced.
 // CHECK-LABEL: func.func @paged16
 // CHECK: flashattn.attention {{.*}}flashattn.sm90_tile_table
+// CHECK: %[[LANE:.*]] = arith.remui %{{.*}}, %c32_i32 : i32
+// CHECK: nvvm.mbarrier.arrive.expect_tx %[[FULLK:[0-9]+]], %c16384_i32_{{[0-9]+}} : !llvm.ptr<3>, i32
+// CHECK-NEXT: }
+// CHECK-NEXT: nvvm.bar.warp.sync
+// CHECK: %[[MINE:.*]] = arith.cmpi ult, %[[LANE]], %c8_i32{{.*}} : i32
+// CHECK-NEXT: scf.if %[[MINE]] {
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %[[FULLK]], box[%{{.*}}, %{{.*}}, %c0_i32, %{{.*}}]
 func.func @paged16(%q: memref<2x1x8x64xbf16>, %k: memref<64x16x2x64xbf16>, %v: memref<64x16x2x64xbf16>,
                    %su: memref<2xi32>, %bt: memref<2x16xi32>, %o: memref<2x1x8x64xbf16>) {
   flashattn.attention ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<64x16x2x64xbf16>, memref<64x16x2x64xbf16>)
