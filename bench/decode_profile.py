@@ -4,7 +4,8 @@ goes, kernel by kernel, as CUPTI sees it through torch.profiler.
 
 For batch / keys in ((1, 32768), (16, 8192), (128, 2048)), 32 query / 8 kv
 heads, head_dim 128, bf16: ours (pack_gqa + automatic num_splits artifact),
-ours paged (pages of 16, shuffled pool, seqused_k) and cuDNN (SDPA, GQA).
+ours paged (pages of 16, shuffled pool, seqused_k; the block_table in
+pinned host memory, then in device memory) and cuDNN (SDPA, GQA).
 Each call runs after an L2 flush and a GPU spin (as bench/sm90_bench.py);
 for the last calls the script prints every GPU operation of the call
 (name, start relative to the call's first operation, duration, in us) and
@@ -74,6 +75,7 @@ def main():
         inv = torch.empty_like(perm)
         inv[perm] = torch.arange(n)
         bt = inv.reshape(b, sk // ps).to(torch.int32).pin_memory()
+        bt_dev = bt.cuda()
         used = pinned_i32([sk] * b)
         kern_p = kernel(d, "bf16", "bottom_right", hq, hkv, None, 0, 0, None, True, False,
                         True, ps)
@@ -82,6 +84,8 @@ def main():
             "ours": lambda: run(kern, q, k, v, out, lse, deadline=0),
             "paged%d" % ps: lambda: run(kern_p, q, kp, vp, out, lse, deadline=0,
                                         seqused_k=used, block_table=bt),
+            "paged%d_dev" % ps: lambda: run(kern_p, q, kp, vp, out, lse, deadline=0,
+                                            seqused_k=used, block_table=bt_dev),
             "cudnn": lambda: F.scaled_dot_product_attention(qt, kt, vt, enable_gqa=True),
         }
         for name, f in fns.items():

@@ -175,9 +175,11 @@ def decode_benchmark(kernel, run, stream, sms=132, pages=(16, 64), variants=()):
     runtime applies FlashAttention's heuristic at launch); cuDNN = SDPA's
     cuDNN backend with enable_gqa; paged<P> = ours over the same keys in a
     pool of P-key pages addressed through a shuffled block_table (seqused_k,
-    automatic num_splits). Bandwidth = K+V bytes / time. Rows of {batch, keys,
-    splits, us{ours,cudnn,paged<P>}, tbps{...}, ratio_vs_cudnn,
-    paged_vs_dense{P}}."""
+    automatic num_splits) in pinned host memory (its page lists copied per
+    call), paged<P>_dev the same with the block_table in device memory.
+    Bandwidth = K+V bytes / time. Rows of {batch, keys, splits,
+    us{ours,cudnn,paged<P>,paged<P>_dev}, tbps{...}, ratio_vs_cudnn,
+    paged_vs_dense{P}, paged_dev_vs_dense{P}}."""
     from test_sm90_attention import pinned_i32
     from torch.nn.attention import SDPBackend, sdpa_kernel
     rows = [{"ceilings": bandwidth_ceilings(stream)}]
@@ -226,6 +228,12 @@ def decode_benchmark(kernel, run, stream, sms=132, pages=(16, 64), variants=()):
             def paged(kern_p=kern_p, kp=kp, vp=vp, bt=bt):
                 run(kern_p, q, kp, vp, out, lse, deadline=0, seqused_k=used, block_table=bt)
             fns["paged%d" % ps] = paged
+
+            # The block_table in device memory (as FlashAttention's callers
+            # pass it): the kernels read it there, nothing is copied.
+            def paged_dev(kern_p=kern_p, kp=kp, vp=vp, bt=bt.cuda()):
+                run(kern_p, q, kp, vp, out, lse, deadline=0, seqused_k=used, block_table=bt)
+            fns["paged%d_dev" % ps] = paged_dev
             for vname, vkernel, vrun in variants:
                 def vpaged(vk=vkernel(d, "bf16", "bottom_right", hq, hkv, None, 0, 0, None,
                                       True, False, True, ps), vr=vrun, kp=kp, vp=vp, bt=bt):
@@ -243,14 +251,17 @@ def decode_benchmark(kernel, run, stream, sms=132, pages=(16, 64), variants=()):
                "us": {n: m * 1e3 for n, m in med.items()}, "tbps": tbps,
                "ratio_vs_cudnn": med["cudnn"] / med["ours"],
                "paged_vs_dense": {ps: med["ours"] / med["paged%d" % ps] for ps in pages},
+               "paged_dev_vs_dense": {ps: med["ours"] / med["paged%d_dev" % ps]
+                                      for ps in pages},
                "auto_pack_vs_packed": med["ours"] / med["auto_pack"]}
         rows.append(row)
         print("decode b=%-4d keys=%-6d splits %-2d ours %7.1f us %5.2f TB/s  cudnn %7.1f us "
               "%5.2f TB/s  ours/cudnn %.2f%s" % (
                   b, sk, splits, row["us"]["ours"], tbps["ours"], row["us"]["cudnn"],
                   tbps["cudnn"], row["ratio_vs_cudnn"],
-                  "".join("  paged%d %7.1f us (paged/dense %.2f)" % (
-                      ps, row["us"]["paged%d" % ps], row["paged_vs_dense"][ps]) for ps in pages)
+                  "".join("  paged%d %7.1f us (paged/dense %.2f, device block_table %.2f)" % (
+                      ps, row["us"]["paged%d" % ps], row["paged_vs_dense"][ps],
+                      row["paged_dev_vs_dense"][ps]) for ps in pages)
                   + "  auto_pack %7.1f us (/packed %.2f)" % (row["us"]["auto_pack"],
                                                               row["auto_pack_vs_packed"])),
               flush=True)

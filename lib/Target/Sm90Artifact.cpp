@@ -96,6 +96,7 @@ LogicalResult mlir::flashattn::compileSm90Ptx(const fa_attention_config &config,
       result.threads = t.getInt();
     result.outTma = op->hasAttr("flashattn.sm90_out_tma");
     result.tileTable = op->hasAttr("flashattn.sm90_tile_table");
+    result.pageTable = op.isPaged();
     result.kvRowCopies = op->hasAttr("flashattn.sm90_kv_row_copies");
     if (auto sym = op->getAttrOfType<SymbolRefAttr>("flashattn.sm90_append"))
       result.append = sym.getLeafReference().str();
@@ -306,6 +307,11 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
   // cache_seqlens (none of them a kernel argument).
   if (compiled.tileTable)
     meta["tile_table"] = true;
+  // Paged: the kernels (attention, append) take the page lists as their
+  // last parameter: the call's block_table when it is in device memory, or
+  // the tile table with copies of the lists.
+  if (compiled.pageTable)
+    meta["page_table"] = true;
   // kv-cache append: the copy kernel the runtime launches first (on
   // k_new, v_new, k, v and the tile table).
   if (!compiled.append.empty())

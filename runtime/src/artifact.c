@@ -298,6 +298,10 @@ fa_status fa_artifact_parse(fa_runtime *rt, const void *bytes, size_t size,
   why = "bad tile_table (expected a boolean)";
   if (!opt_bool(meta, "tile_table", &a->tile_table))
     goto fail;
+  why = "bad page_table (expected a boolean, only with tile_table and paged)";
+  if (!opt_bool(meta, "page_table", &a->page_table) ||
+      (a->page_table && (!a->tile_table || !(a->config.flags & FA_PAGED))))
+    goto fail;
   why = "bad dense_tile_counter (expected a boolean)";
   if (!opt_bool(meta, "dense_tile_counter", &a->dense_tile_counter))
     goto fail;

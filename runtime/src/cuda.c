@@ -75,6 +75,7 @@ typedef struct cuda_api {
   CUresult (*cuMemFreeAsync)(uint64_t, CUstream);
   CUresult (*cuMemsetD32Async)(uint64_t, unsigned, size_t, CUstream);
   CUresult (*cuMemcpyHtoDAsync)(uint64_t, const void *, size_t, CUstream);
+  CUresult (*cuPointerGetAttribute)(void *data, int attribute, uint64_t ptr);
   CUresult (*cuTensorMapEncodeTiled)(void *map, int dtype, unsigned rank,
                                      void *global, const uint64_t *dims,
                                      const uint64_t *strides, const unsigned *box,
@@ -88,6 +89,13 @@ enum {
   CU_TENSOR_MAP_DATA_TYPE_FLOAT32 = 7,
   CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 = 9,
   CU_TENSOR_MAP_L2_PROMOTION_L2_128B = 2
+};
+
+/* CUpointer_attribute and CUmemorytype values. */
+enum {
+  CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2,
+  CU_POINTER_ATTRIBUTE_IS_MANAGED = 8,
+  CU_MEMORYTYPE_DEVICE = 2
 };
 
 enum {
@@ -144,6 +152,7 @@ static fa_status load_api(fa_runtime *rt, cuda_api **out) {
   *(void **)(&api->cuMemFreeAsync) = dlsym(lib, "cuMemFreeAsync");
   *(void **)(&api->cuMemsetD32Async) = dlsym(lib, "cuMemsetD32Async");
   *(void **)(&api->cuMemcpyHtoDAsync) = dlsym(lib, "cuMemcpyHtoDAsync_v2");
+  *(void **)(&api->cuPointerGetAttribute) = dlsym(lib, "cuPointerGetAttribute");
 #undef LOAD
   CUdevice dev;
   CUresult r = api->cuInit(0);
@@ -165,6 +174,27 @@ static fa_status load_api(fa_runtime *rt, cuda_api **out) {
   }
   rt->cuda = api;
   *out = api;
+  return FA_OK;
+}
+
+fa_status fa_cuda_on_device(fa_runtime *rt, const void *ptr, bool *on_device) {
+  *on_device = false;
+  cuda_api *api;
+  fa_status st = load_api(rt, &api);
+  if (st != FA_OK)
+    return st;
+  if (!api->cuPointerGetAttribute || !ptr)
+    return FA_OK;
+  /* Unregistered host memory is not known to the driver (an error here):
+   * host memory. */
+  unsigned type = 0, managed = 0;
+  if (api->cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                 (uint64_t)(uintptr_t)ptr) != 0)
+    return FA_OK;
+  if (api->cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                 (uint64_t)(uintptr_t)ptr) != 0)
+    managed = 0;
+  *on_device = type == CU_MEMORYTYPE_DEVICE && !managed;
   return FA_OK;
 }
 
@@ -388,12 +418,12 @@ static fa_status launch_one(fa_runtime *rt, cuda_api *api, fa_kernel *k,
                             void *function, const cu_tensor *tensors,
                             const char *const *names, int n, bool with_tma,
                             unsigned grid, unsigned smem, void *stream,
-                            void *tile_counter, void *tile_table) {
+                            void *tile_counter, void *tile_table, void *page_table) {
   void *ptrs[FA_MAX_ARGS];
   int64_t dims[FA_MAX_ARGS * 5];
-  /* Pointers, up to 5 dims each, 4 tensor maps, the tile counter and
-   * table. */
-  void *params[FA_MAX_ARGS * 6 + 6];
+  /* Pointers, up to 5 dims each, 4 tensor maps, the tile counter, table
+   * and page lists. */
+  void *params[FA_MAX_ARGS * 6 + 7];
   /* CUtensorMap: 128 bytes, 64-byte aligned. */
   _Alignas(64) unsigned char maps[4][128];
   int p = 0, d = 0;
@@ -417,6 +447,8 @@ static fa_status launch_one(fa_runtime *rt, cuda_api *api, fa_kernel *k,
     params[p++] = &tile_counter;
   if (tile_table)
     params[p++] = &tile_table;
+  if (page_table)
+    params[p++] = &page_table;
   /* Non-attention entries: the combine takes 128 threads, the append 256. */
   unsigned block[3] = {function == k->cu_append ? 256u : 128u, 1, 1};
   if (with_tma)
@@ -431,7 +463,7 @@ static fa_status launch_one(fa_runtime *rt, cuda_api *api, fa_kernel *k,
 
 fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
                          const fa_tensor *const *tensors, int n,
-                         const fa_attention_args *call) {
+                         const fa_attention_args *call, bool pages_on_device) {
   void *stream = call->stream;
   cuda_api *api;
   fa_status st = load_api(rt, &api);
@@ -488,7 +520,7 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
   int32_t *table = NULL;
   int64_t entries = 0, words = 0;
   if (k->artifact.tile_table) {
-    st = fa_sm90_tile_table(rt, k, call, &table, &entries, &words);
+    st = fa_sm90_tile_table(rt, k, call, pages_on_device, &table, &entries, &words);
     if (st != FA_OK)
       return st;
     if (entries == 0 && !append) { /* no query rows: nothing to write */
@@ -562,7 +594,7 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
   if (!ws_bytes) /* q's address stands for a counter the kernel never reads */
     return launch_one(rt, api, k, attention, args, names, n, true, sms,
                       (unsigned)k->artifact.smem, stream,
-                      takes_counter ? args[0].data : NULL, NULL);
+                      takes_counter ? args[0].data : NULL, NULL, NULL);
   if (!api->cuMemAllocAsync || !api->cuMemFreeAsync || !api->cuMemsetD32Async ||
       !api->cuMemcpyHtoDAsync) {
     free(table);
@@ -581,6 +613,9 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
    * zeros travel in the table's copy (one operation on the stream instead
    * of a memset and a copy). */
   void *dtable = table_bytes ? (void *)(uintptr_t)ws : NULL;
+  /* Paged: the page lists, where the kernels read them. */
+  void *pages = k->artifact.page_table ? (pages_on_device ? call->block_table.data : dtable)
+                                       : NULL;
   void *counter = takes_counter ? (void *)(uintptr_t)(ws + table_bytes) : NULL;
   uint64_t parts = ws + table_bytes + counter_bytes;
   size_t copy_bytes = (size_t)words * sizeof(int32_t);
@@ -628,20 +663,20 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
                                               : sms * 8;
     if (chunks > 0)
       st = launch_one(rt, api, k, k->cu_append, rows, row_names, 4, false, grid, 0,
-                      stream, NULL, dtable);
+                      stream, NULL, dtable, pages);
   }
   if (st == FA_OK && entries == 0 && table) {
     /* Append only: no query rows to attend. */
   } else if (st == FA_OK && !combine) {
     st = launch_one(rt, api, k, attention, args, names, n, true, sms,
-                    (unsigned)k->artifact.smem, stream, counter, dtable);
+                    (unsigned)k->artifact.smem, stream, counter, dtable, pages);
   } else if (st == FA_OK) {
     cu_tensor pout = {(void *)(uintptr_t)parts, 5, {splits, b, sq, h, dv}};
     cu_tensor plse = {(void *)(uintptr_t)(parts + out_bytes), 4, {splits, b, h, sq, 0}};
     cu_tensor first[5] = {from_fa(q), from_fa(kk), from_fa(v), pout, plse};
     const char *first_names[5] = {"q", "k", "v", "out", "lse"};
     st = launch_one(rt, api, k, attention, first, first_names, 5, true, sms,
-                    (unsigned)k->artifact.smem, stream, counter, dtable);
+                    (unsigned)k->artifact.smem, stream, counter, dtable, pages);
     if (st == FA_OK) {
       cu_tensor second[4] = {pout, plse, {out->data, 4, {b, sq, h, dv}}, {NULL, 0, {0}}};
       if (lse)
@@ -652,7 +687,7 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
       unsigned grid = blocks < (int64_t)sms * 16 ? (unsigned)(blocks > 0 ? blocks : 1)
                                                  : sms * 16;
       st = launch_one(rt, api, k, k->cu_combine, second, second_names,
-                      lse ? 4 : 3, false, grid, 0, stream, NULL, NULL);
+                      lse ? 4 : 3, false, grid, 0, stream, NULL, NULL, NULL);
     }
   }
   r = api->cuMemFreeAsync(ws, (CUstream)stream);

@@ -49,6 +49,10 @@ typedef struct fa_artifact {
   /* The kernel takes, last, the tile table the runtime builds per launch
    * from cu_seqlens_q / cu_seqlens_k / seqused_k (schedule.c). */
   bool tile_table;
+  /* Paged: the kernels take the page lists after the tile table (the
+   * call's block_table in device memory, or the table's copies). Older
+   * cubins read the copies in the table alone. */
+  bool page_table;
   /* The dense entry takes the tile counter (its own schedule; the split
    * partial kernel may not). */
   bool dense_tile_counter;
@@ -157,16 +161,23 @@ fa_dtype fa_tma_dtype(const fa_kernel *k, int i);
  * *words i32, freed by the caller) and *entries, the number of (sequence,
  * m_block) tiles per head: sum over sequences of ceil(q_len x pack_groups /
  * block_m). */
+/* With pages_on_device the block_table stays where it is (device memory):
+ * no page lists are copied, a sequence's list starts at b x max_pages. */
 fa_status fa_sm90_tile_table(fa_runtime *rt, const fa_kernel *k,
-                             const fa_attention_args *args, int32_t **table,
-                             int64_t *entries, int64_t *words);
+                             const fa_attention_args *args, bool pages_on_device,
+                             int32_t **table, int64_t *entries, int64_t *words);
 fa_status fa_tma_check(fa_runtime *rt, const fa_kernel *k, int i,
                        const fa_tensor *t);
 /* Launches the artifact's kernel(s) on `tensors` (the artifact's argument
- * order); `args` gives the integer metadata the tile table is built from. */
+ * order); `args` gives the integer metadata the tile table is built from;
+ * pages_on_device: the block_table is device memory (fa_cuda_on_device). */
 fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
                          const fa_tensor *const *tensors, int n,
-                         const fa_attention_args *args);
+                         const fa_attention_args *args, bool pages_on_device);
+/* Whether `ptr` is device memory the host cannot read (cuPointerGetAttribute:
+ * memory type device and not managed); false for host, pinned, managed and
+ * unregistered memory. */
+fa_status fa_cuda_on_device(fa_runtime *rt, const void *ptr, bool *on_device);
 void fa_cuda_release(fa_runtime *rt);
 void fa_cuda_unload(fa_kernel *k);
 

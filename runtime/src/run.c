@@ -382,7 +382,20 @@ fa_status fa_attention_run(fa_runtime *rt, fa_kernel *k,
     TRY(check_cu_seqlens(&c, "cu_seqlens_q", &a->cu_seqlens_q, a->q.shape[0]));
   if (f & FA_VARLEN_K)
     TRY(check_cu_seqlens(&c, "cu_seqlens_k", &a->cu_seqlens_k, a->k.shape[0]));
-  if (f & FA_PAGED) {
+  /* A block_table in device memory (sm90): the kernels read it there;
+   * its entries are not checked (a page outside the pool reads zeros and
+   * an append to it is dropped, in the kernels). */
+  bool pages_on_device = false;
+  if ((f & FA_PAGED) && cfg->target == FA_TARGET_SM90 &&
+      k->artifact.kind == FA_ARTIFACT_CUBIN) {
+    TRY(fa_cuda_on_device(rt, a->block_table.data, &pages_on_device));
+    if (pages_on_device && !k->artifact.page_table)
+      return fa_fail(rt, FA_ERROR_UNSUPPORTED,
+                     "block_table is in device memory, but this cubin reads "
+                     "copies of the page lists only (compiled before "
+                     "page_table): pass it in host-readable memory or recompile");
+  }
+  if ((f & FA_PAGED) && !pages_on_device) {
     const int32_t *bt = (const int32_t *)a->block_table.data;
     int64_t n = a->block_table.shape[0] * a->block_table.shape[1];
     for (int64_t i = 0; i < n; ++i)
@@ -441,6 +454,6 @@ fa_status fa_attention_run(fa_runtime *rt, fa_kernel *k,
     for (int j = 0; j < k->artifact.num_args; ++j)
       if (strcmp(k->artifact.arg_names[j], k->artifact.tma[i].arg) == 0)
         TRY(fa_tma_check(rt, k, i, ordered[j]));
-  return fa_cuda_launch(rt, k, ordered, k->artifact.num_args, a);
+  return fa_cuda_launch(rt, k, ordered, k->artifact.num_args, a, pages_on_device);
 #undef TRY
 }

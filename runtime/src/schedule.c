@@ -17,10 +17,13 @@
  * seqused_k[b] when given. Paged KV: after the entries, the page list of
  * each sequence with queries (block_table[b, 0 : ceil(k_len / page_size)]),
  * and an entry's k position is the table index where its sequence's list
- * starts (k batch 0). kv-cache append: k length cache_seqlens[b] + S_new,
- * every sequence's page list (the append kernel writes through it even
- * where a sequence has no queries), and word 1 of entry 0 is the index of
- * B pairs (cache_seqlens[b], page list index) the append kernel reads.
+ * starts (k batch 0). With the block_table in device memory the kernels
+ * read it there (their page_table parameter): no lists are copied, and
+ * the k position is b x max_pages, the start of row b. kv-cache append: k
+ * length cache_seqlens[b] + S_new, every sequence's page list (the append
+ * kernel writes through it even where a sequence has no queries), and
+ * word 1 of entry 0 is the index of B pairs (cache_seqlens[b], page list
+ * index) the append kernel reads.
  *
  * Order: longest first (FlashAttention-3's LPT order, which its varlen
  * scheduler gets by sorting batches by length), by the key blocks each tile
@@ -69,8 +72,8 @@ static int64_t tile_blocks(const fa_attention_config *c, int64_t r0, int64_t r1,
 }
 
 fa_status fa_sm90_tile_table(fa_runtime *rt, const fa_kernel *k,
-                             const fa_attention_args *a, int32_t **table,
-                             int64_t *entries, int64_t *words) {
+                             const fa_attention_args *a, bool pages_on_device,
+                             int32_t **table, int64_t *entries, int64_t *words) {
   *table = NULL;
   *entries = 0;
   *words = 0;
@@ -102,7 +105,7 @@ fa_status fa_sm90_tile_table(fa_runtime *rt, const fa_kernel *k,
   for (int64_t b = 0; b < batch; ++b) {
     int64_t q_len = varlen_q ? cu_q[b + 1] - cu_q[b] : a->q.shape[1];
     total += (q_len * g + bm - 1) / bm;
-    if (paged && (q_len > 0 || append))
+    if (paged && !pages_on_device && (q_len > 0 || append))
       page_words += (K_LEN(b) + ps - 1) / ps;
   }
   if (append)
@@ -129,7 +132,9 @@ fa_status fa_sm90_tile_table(fa_runtime *rt, const fa_kernel *k,
     int64_t q_len = varlen_q ? cu_q[b + 1] - cu_q[b] : a->q.shape[1];
     int64_t k_pos = varlen_k ? cu_k[b] : 0;
     int64_t k_len = K_LEN(b);
-    if (paged && (q_len > 0 || append)) {
+    if (paged && pages_on_device) {
+      k_pos = b * table_cols;
+    } else if (paged && (q_len > 0 || append)) {
       int64_t np = (k_len + ps - 1) / ps;
       k_pos = page_at;
       memcpy(&out[page_at], &block_table[b * table_cols], (size_t)np * sizeof(int32_t));

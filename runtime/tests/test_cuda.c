@@ -8,6 +8,8 @@
  *===----------------------------------------------------------------------===*/
 
 #define _ISOC11_SOURCE
+#include <stdbool.h>
+
 #include "common.h"
 
 #include "flashattn/artifact.h"
@@ -19,8 +21,8 @@ int64_t fa_num_splits_heuristic(const fa_kernel *k, int64_t batch,
                                 int64_t hkv, int64_t sms);
 /* Internal (runtime/src/schedule.c): the varlen tile table. */
 fa_status fa_sm90_tile_table(fa_runtime *rt, const fa_kernel *k,
-                             const fa_attention_args *args, int32_t **table,
-                             int64_t *entries, int64_t *words);
+                             const fa_attention_args *args, bool pages_on_device,
+                             int32_t **table, int64_t *entries, int64_t *words);
 
 int main(void) {
   fa_runtime_options opts = {0};
@@ -281,7 +283,7 @@ int main(void) {
     a.cu_seqlens_k = (fa_tensor){cu_k, 1, {5}};
     int32_t *t = NULL;
     int64_t n = -1, words = -1;
-    CHECK_STATUS(fa_sm90_tile_table(rt, k, &a, &t, &n, &words), FA_OK, rt);
+    CHECK_STATUS(fa_sm90_tile_table(rt, k, &a, false, &t, &n, &words), FA_OK, rt);
     /* ceil(0/128) + ceil(1/128) + ceil(299/128) + ceil(129/128) = 0+1+3+2 */
     CHECK(n == 6 && t && t[0] == 6, "entries: %lld", (long long)n);
     if (t && n == 6) {
@@ -323,7 +325,7 @@ int main(void) {
     a.seqused_k = (fa_tensor){used, 1, {2}};
     int32_t *t = NULL;
     int64_t n = -1, words = -1;
-    CHECK_STATUS(fa_sm90_tile_table(rt, k, &a, &t, &n, &words), FA_OK, rt);
+    CHECK_STATUS(fa_sm90_tile_table(rt, k, &a, false, &t, &n, &words), FA_OK, rt);
     /* 40 positions x 4 heads = 160 rows: 2 tiles per sequence. */
     CHECK(n == 4 && t, "seqused_k entries: %lld", (long long)n);
     if (t && n == 4) {
@@ -355,6 +357,21 @@ int main(void) {
   CHECK(strstr(fa_runtime_last_error(rt), "append_entry") != NULL, "message: %s",
         fa_runtime_last_error(rt));
   fa_artifact_free(bytes);
+  /* page_table only on a paged cubin with a tile table. */
+  c.flags = FA_SEQUSED_K;
+  c.page_size = 0;
+  CHECK(fa_artifact_build(&c, FA_COMPILER_VERSION, FA_ARTIFACT_CUBIN,
+                          "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],"
+                          "\"tile_table\":true,\"page_table\":true,"
+                          "\"block_m\":128,\"block_n\":128}",
+                          payload, sizeof(payload), &bytes, &size) == FA_OK,
+        "building a page_table artifact without pages");
+  CHECK_STATUS(fa_kernel_load_artifact(rt, bytes, size, &k), FA_ERROR_CORRUPT_ARTIFACT, rt);
+  CHECK(strstr(fa_runtime_last_error(rt), "page_table") != NULL, "message: %s",
+        fa_runtime_last_error(rt));
+  fa_artifact_free(bytes);
+  c.flags = FA_SEQUSED_K | FA_PAGED | FA_APPEND;
+  c.page_size = 16;
   CHECK(fa_artifact_build(&c, FA_COMPILER_VERSION, FA_ARTIFACT_CUBIN,
                           "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],"
                           "\"append_entry\":\"a\",\"block_m\":128,\"block_n\":128}",
@@ -380,7 +397,7 @@ int main(void) {
     a.block_table = (fa_tensor){pages, 2, {2, 4}};
     int32_t *t = NULL;
     int64_t n = -1, words = -1;
-    CHECK_STATUS(fa_sm90_tile_table(rt, k, &a, &t, &n, &words), FA_OK, rt);
+    CHECK_STATUS(fa_sm90_tile_table(rt, k, &a, false, &t, &n, &words), FA_OK, rt);
     /* Entries at 8..23; page lists at 24 (21 keys: pages 7, 3) and 26 (1
      * key: page 1); the pairs at 27: (20, 24), (0, 26). */
     CHECK(n == 2 && words == 31 && t && t[1] == 27, "append table: %lld entries, %lld "
@@ -392,6 +409,23 @@ int main(void) {
               want[i]);
       CHECK(t[8 + 5] == 21 && t[8 + 3] == 24, "entry 0: k length %d at %d", t[8 + 5],
             t[8 + 3]);
+    }
+    free(t);
+    /* The block_table in device memory: no lists copied; a sequence's list
+     * is row b of it (k position b x 4), the pairs right after the
+     * entries: (20, 0), (0, 4). */
+    t = NULL;
+    CHECK_STATUS(fa_sm90_tile_table(rt, k, &a, true, &t, &n, &words), FA_OK, rt);
+    CHECK(n == 2 && words == 28 && t && t[1] == 24, "device pages: %lld entries, %lld "
+          "words, pairs at %d", (long long)n, (long long)words, t ? t[1] : -1);
+    if (t && words == 28) {
+      int32_t want[] = {20, 0, 0, 4};
+      for (int i = 0; i < 4; ++i)
+        CHECK(t[24 + i] == want[i], "device pages word %d: %d, want %d", 24 + i, t[24 + i],
+              want[i]);
+      CHECK(t[8 + 3] == 0 && t[16 + 3] == 4 && t[16 + 5] == 1,
+            "device pages entries: k at %d and %d, k length %d", t[8 + 3], t[16 + 3],
+            t[16 + 5]);
     }
     free(t);
     free(a.q.data);

@@ -356,6 +356,39 @@ def host_check(name, spec, inputs, meta, out, lse, ref, ref_lse, nv, dtype, rec,
     return ok
 
 
+def device_block_table_check(name, kern, run, qkv, meta, out, lse, ref, ref_lse, nv, dtype,
+                             rec):
+    """The same paged call with the block_table in device memory (the
+    kernels read it there, as FlashAttention's callers pass it): the same
+    answers. Then with one page index of sequence 0 outside the pool (not
+    checked for a device block_table): the call must not fault and the
+    other sequences' answers must not change."""
+    q, k, v = qkv
+    dmeta = dict(meta)
+    dmeta["block_table"] = meta["block_table"].cuda()
+    dout, dlse = torch.full_like(out, float("nan")), torch.full_like(lse, float("nan"))
+    try:
+        run(kern, q, k, v, dout, dlse, **dmeta)
+        err = None
+    except RuntimeError as e:
+        err = str(e)
+    ok, drec = check(name + " [device block_table]", dtype, dout, dlse, ref, ref_lse, nv, 0, err)
+    rec["device_block_table"] = drec
+    if len(ref) < 2:
+        return ok
+    dmeta["block_table"][0, 0] = k.shape[0] + 1000
+    bout, blse = torch.full_like(out, float("nan")), torch.full_like(lse, float("nan"))
+    try:
+        run(kern, q, k, v, bout, blse, **dmeta)
+        err = None
+    except RuntimeError as e:
+        err = str(e)
+    bok, brec = check(name + " [page outside the pool]", dtype, bout[1:], blse[1:], ref[1:],
+                      ref_lse[1:], nv[1:], 0, err)
+    rec["page_outside_pool"] = brec
+    return ok and bok
+
+
 def same(a, b):
     """Bitwise-equal tensors (so NaN rows equal NaN rows, -0 differs from 0)."""
     return a.shape == b.shape and a.dtype == b.dtype and bool(
@@ -468,6 +501,11 @@ def run_varlen_cases(kernel, run, results):
             (ref_lse[:, cu_q[b]:cu_q[b + 1]] if layout == "varlen" else ref_lse[b]).copy_(rl[0])
         ok, rec = check(name, dtype, out, lse, ref, ref_lse, nv, 0, err)
         rec["seqs"] = seqs
+        if layout.startswith("paged"):
+            ok &= device_block_table_check(
+                name, kernel(d, dt, causal, hq, hkv, window, 0, splits, None, pack, False, used,
+                             int(layout[5:])),
+                run, (q, k, v), meta, out, lse, ref, ref_lse, nv, dtype, rec)
         flops = 4 * sum(a * b for a, b in seqs) * hq * d
         if HOST and flops <= HOST_MAX_FLOPS:
             spec = (d, dt, causal, hq, hkv, window, 0, splits, None, pack, layout == "varlen",
@@ -547,6 +585,23 @@ def run_append_cases(kernel, run, results):
         if not cache_ok:
             err = (err + "; " if err else "") + "the cache is not what the append should leave"
         ok, rec = check(name, dtype, out, lse, ref, ref_lse, nv, 0, err)
+        if page:
+            # The block_table in device memory: the same cache and answers.
+            dk, dv = k0.clone(), v0.clone()
+            dmeta = dict(meta0)
+            dmeta["block_table"] = meta0["block_table"].cuda()
+            dout, dlse = torch.full_like(out, float("nan")), torch.full_like(lse, float("nan"))
+            try:
+                run(kernel(d, dt, causal, hq, hkv, None, 0, splits, None, pack, False, True,
+                           page, True), q, dk, dv, dout, dlse, **dmeta)
+                derr = None
+            except RuntimeError as e:
+                derr = str(e)
+            if derr is None and not (same(dk, want_k) and same(dv, want_v)):
+                derr = "the cache is not what the append should leave"
+            dok, rec["device_block_table"] = check(name + " [device block_table]", dtype, dout,
+                                                   dlse, ref, ref_lse, nv, 0, derr)
+            ok &= dok
         if HOST:
             spec = (d, dt, causal, hq, hkv, None, 0, splits, None, pack, False, bool(page), page,
                     True)

@@ -50,6 +50,7 @@ struct Sm90Ptx {
   int64_t packGroups = 1;   ///< pack_gqa: q's map is 5-D, heads split by G
   bool autoSplits = false;  ///< num_splits 0: the runtime picks the count
   bool tileTable = false;   ///< takes the runtime's tile table (varlen)
+  bool pageTable = false;   ///< paged: takes the page lists after the table
   bool kvRowCopies = false; ///< paged KV by per-row copies (40-register producer)
 };
 

@@ -200,6 +200,12 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   // Sequence-aware tiles: the runtime's tile table (Sm90KernelSpec::tileTable).
   if (k.tileTable)
     os << ", %tile_table: !llvm.ptr<1>";
+  // Paged KV: the page lists. The runtime passes either the block_table
+  // itself (device memory: a sequence's list at b x max_pages) or the copies
+  // of the lists it put in the tile table; t.kRow is where the tile's list
+  // starts either way.
+  if (k.pageSize)
+    os << ", %page_table: !llvm.ptr<1>";
   // One CTA per SM: e.g. with C = 2, 384 threads at 168 registers each, the
   // budget setmaxnreg redistributes (shared/SM90-KERNEL.md).
   os << ") attributes {nvvm.kernel, nvvm.maxntid = array<i32: " << threads
@@ -482,7 +488,7 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     std::vector<std::string> pages;
     std::string key0 = w.bin("arith.muli", nb, cBN, "i32");
     auto page = [&](const std::string &index) {
-      std::string p = w.op("llvm.getelementptr %tile_table[" +
+      std::string p = w.op("llvm.getelementptr %page_table[" +
                            w.bin("arith.addi", t.kRow, index, "i32") +
                            "] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32");
       return w.op("llvm.load " + p + " {invariant} : !llvm.ptr<1> -> i32");
@@ -650,10 +656,16 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
       std::string key = w.bin("arith.addi", key0, r, "i32");
       std::string pidx = w.bin("arith.minui", w.bin("arith.divui", key, w.i32(PS), "i32"),
                                last, "i32");
-      std::string pp = w.op("llvm.getelementptr %tile_table[" +
+      std::string pp = w.op("llvm.getelementptr %page_table[" +
                             w.bin("arith.addi", t.kRow, pidx, "i32") +
                             "] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32");
       std::string page = w.op("llvm.load " + pp + " {invariant} : !llvm.ptr<1> -> i32");
+      // A page index outside the pool (a device block_table is not checked
+      // on the host) reads page 0 with source size 0: zeros, never memory
+      // outside k or v. (TMA boxes outside the pool are zero-filled.)
+      std::string inPool = w.op("arith.cmpi ult, " + page + ", " +
+                                w.op("arith.trunci %kd0 : i64 to i32") + " : i32");
+      page = w.op("arith.select " + inPool + ", " + page + ", " + c0 + " : i32");
       std::string grow = e64(page);
       if (PS > 1)
         grow = w.bin("arith.addi", w.bin("arith.muli", grow, w.i64(PS), "i64"),
@@ -673,9 +685,10 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
       // Keys past the sequence: source size 0, so the 16 bytes are zeros
       // (PTX ISA 9.7.9.3, cp.async src-size): their P is 0, and 0 x NaN of
       // whatever follows the sequence would be NaN.
-      std::string bytes = w.op("arith.select " +
-                               w.op("arith.cmpi slt, " + key + ", " + t.sk + " : i32") +
-                               ", " + c16 + ", " + c0 + " : i32");
+      std::string real = w.bin("arith.andi",
+                               w.op("arith.cmpi slt, " + key + ", " + t.sk + " : i32"),
+                               inPool, "i1");
+      std::string bytes = w.op("arith.select " + real + ", " + c16 + ", " + c0 + " : i32");
       w.line("nvvm.cp.async.shared.global " + dst + ", " + src +
              ", 16, cache = cg, " + bytes + " : !llvm.ptr<3>, !llvm.ptr<1>, i32");
       w.line("}");
@@ -801,7 +814,7 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
       std::string j = r ? w.bin("arith.addi", lane, w.i32(32 * r), "i32") : lane;
       std::string pj = w.bin("arith.divui", j, w.i32(boxes), "i32");
       std::string index = w.bin("arith.minui", plus(first, pj), last, "i32");
-      std::string p = w.op("llvm.getelementptr %tile_table[" +
+      std::string p = w.op("llvm.getelementptr %page_table[" +
                            w.bin("arith.addi", t.kRow, index, "i32") +
                            "] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32");
       v.push_back({j, w.op("llvm.load " + p + " {invariant} : !llvm.ptr<1> -> i32")});
@@ -1871,8 +1884,11 @@ std::string mlir::flashattn::emitSm90AppendKernel(const Sm90AppendSpec &k) {
   for (const char *n : {"kn", "vn", "kc", "vc"})
     for (int i = 0; i < 4; ++i)
       os << ", %" << n << "d" << i << ": i64";
-  os << ", %table: !llvm.ptr<1>) attributes {nvvm.kernel, nvvm.maxntid = "
-        "array<i32: 256, 1, 1>} {\n";
+  os << ", %table: !llvm.ptr<1>";
+  // Paged: the page lists (the attention kernel's %page_table).
+  if (k.paged)
+    os << ", %pages: !llvm.ptr<1>";
+  os << ") attributes {nvvm.kernel, nvvm.maxntid = array<i32: 256, 1, 1>} {\n";
   // One thread per 16-byte chunk e = ((b * S_new + r) * Hkv + g) * (D / 8)
   // + c of k_new and of v_new, a grid-stride loop over all of them.
   auto sext = [&](const std::string &v) { return w.op("arith.extsi " + v + " : i32 to i64"); };
@@ -1883,8 +1899,8 @@ std::string mlir::flashattn::emitSm90AppendKernel(const Sm90AppendSpec &k) {
   std::string total = w.bin("arith.muli",
                             w.bin("arith.muli", w.bin("arith.muli", B, S, "i64"), H, "i64"),
                             chunks, "i64");
-  auto tableAt = [&](const std::string &idx) {
-    std::string p = w.op("llvm.getelementptr %table[" + idx +
+  auto tableAt = [&](const std::string &idx, const char *table = "%table") {
+    std::string p = w.op(std::string("llvm.getelementptr ") + table + "[" + idx +
                          "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i32");
     return sext(w.op("llvm.load " + p + " {invariant} : !llvm.ptr<1> -> i32"));
   };
@@ -1904,12 +1920,16 @@ std::string mlir::flashattn::emitSm90AppendKernel(const Sm90AppendSpec &k) {
   std::string pos = w.bin("arith.addi", tableAt(pair), r, "i64");
   // The cache row: b x capacity + pos (dense), or page x page_size + pos %
   // page_size with page = the sequence's page list [pos / page_size].
-  std::string row;
+  std::string row, inPool;
   if (k.paged) {
     std::string ps = "%kcd1";
     std::string list = tableAt(w.bin("arith.addi", pair, c1, "i64"));
     std::string page = tableAt(w.bin("arith.addi", list, w.bin("arith.divui", pos, ps, "i64"),
-                                     "i64"));
+                                     "i64"),
+                               "%pages");
+    // A page outside the pool (an unchecked device block_table): the row is
+    // not written.
+    inPool = w.op("arith.cmpi ult, " + page + ", %kcd0 : i64");
     row = w.bin("arith.addi", w.bin("arith.muli", page, ps, "i64"),
                 w.bin("arith.remui", pos, ps, "i64"), "i64");
   } else {
@@ -1931,6 +1951,8 @@ std::string mlir::flashattn::emitSm90AppendKernel(const Sm90AppendSpec &k) {
                                 w.bin("arith.addi", w.bin("arith.muli", row, H, "i64"), g, "i64"),
                                 D, "i64"),
                           elem, "i64");
+  if (k.paged)
+    w.line("scf.if " + inPool + " {");
   for (auto [from, to] : {std::pair("%kn", "%kc"), std::pair("%vn", "%vc")}) {
     std::string sp = w.op(std::string("llvm.getelementptr ") + from + "[" + src +
                           "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i16");
@@ -1941,6 +1963,8 @@ std::string mlir::flashattn::emitSm90AppendKernel(const Sm90AppendSpec &k) {
     w.line("llvm.store " + val + ", " + dp + " {alignment = 16 : i64} : vector<4xi32>, "
            "!llvm.ptr<1>");
   }
+  if (k.paged)
+    w.line("}");
   w.line("}");
   w.line("llvm.return");
   os << "  }\n";

@@ -197,13 +197,19 @@ typedef struct fa_attention_args {
  * capacity), then runs. Nothing is read or written when a check fails. The
  * integer metadata (cu_seqlens, seqused_k, block_table, cache_seqlens) is
  * checked on the host, so it must be host-readable (plain, pinned or
- * managed memory). No sm90 kernel reads it on the device: for varlen,
- * seqused_k, paged and append kernels the runtime builds a tile table from
- * it (one entry per block_m packed rows of a sequence, serving every head,
- * longest first; the sequences' page lists; the append starts) and copies
- * that to the device on the call's stream, so the values must be final
- * when the call is made (synchronize first if the stream is still writing
- * them).
+ * managed memory), except block_table on sm90: for varlen, seqused_k, paged
+ * and append kernels the runtime builds a tile table from it (one entry per
+ * block_m packed rows of a sequence, serving every head, longest first;
+ * the append starts) and copies that to the device on the call's stream,
+ * so the values must be final when the call is made (synchronize first if
+ * the stream is still writing them). A host-readable block_table is
+ * checked and its page lists are copied with the table; a block_table in
+ * device memory (cudaMalloc, as FlashAttention's callers pass it) is read
+ * by the kernels where it is, on the stream, and is not checked: a page
+ * index outside the pool reads zeros and an append to it is dropped (no
+ * memory outside k and v is touched). Device memory is told from host
+ * memory with cuPointerGetAttribute; a cubin compiled before this
+ * (metadata without "page_table") answers FA_ERROR_UNSUPPORTED for it.
  * With FA_APPEND, the keys of sequence b are cache_seqlens[b] + S_new and
  * seqused_k is only checked, not used. Rows of a packed out past
  * cu_seqlens_q[B] are not part of the result: their contents are

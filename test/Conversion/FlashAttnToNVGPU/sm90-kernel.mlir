@@ -478,9 +478,13 @@ func.func @append(%q: memref<2x4x8x128xbf16>, %k: memref<2x512x2x128xbf16>, %v: 
 // lane j of the producer warp loads page j's index and issues its box
 // (block_n / page_size = 8 boxes at head_dim 64), after lane 0 set the
 // barrier's byte count and the warp synced.
+// The page lists are the last parameter (the call's device block_table,
+// or the runtime's copies in the tile table).
 // CHECK-LABEL: func.func @paged16
 // CHECK: flashattn.attention {{.*}}flashattn.sm90_tile_table
+// CHECK: llvm.func @fa_sm90_0({{.*}}, %{{.*}}: !llvm.ptr<1>, %[[PAGES:arg[0-9]+]]: !llvm.ptr<1>) attributes
 // CHECK: %[[LANE:.*]] = arith.remui %{{.*}}, %c32_i32 : i32
+// CHECK: llvm.getelementptr %[[PAGES]][
 // CHECK: nvvm.mbarrier.arrive.expect_tx %[[FULLK:[0-9]+]], %c16384_i32_{{[0-9]+}} : !llvm.ptr<3>, i32
 // CHECK-NEXT: }
 // CHECK-NEXT: nvvm.bar.warp.sync
@@ -500,11 +504,19 @@ func.func @paged16(%q: memref<2x1x8x64xbf16>, %k: memref<64x16x2x64xbf16>, %v: m
 // Pages of one key: the 128 producer threads copy rows with cp.async (16
 // bytes each) and arrive on full barriers that count them.
 // CHECK-LABEL: func.func @paged1
-// CHECK: llvm.func @fa_sm90_0(
+// CHECK: llvm.func @fa_sm90_0({{.*}}, %[[PAGES:arg[0-9]+]]: !llvm.ptr<1>) attributes
 // CHECK: nvvm.mbarrier.init %{{.*}}, %c128_i32{{[_0-9]*}} : !llvm.ptr<3>, i32
 // CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %{{.*}}
-// Keys past the sequence copy 0 source bytes (zero fill).
-// CHECK: nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 16, cache = cg, %{{.*}} : !llvm.ptr<3>, !llvm.ptr<1>, i32
+// A page index outside the pool (an unchecked device block_table) reads
+// page 0; keys past the sequence and such pages copy 0 source bytes (zero
+// fill).
+// CHECK: %[[PP:.*]] = llvm.getelementptr %[[PAGES]][
+// CHECK-NEXT: %[[PAGE:.*]] = llvm.load %[[PP]] invariant : !llvm.ptr<1> -> i32
+// CHECK: %[[INPOOL:.*]] = arith.cmpi ult, %[[PAGE]], %{{.*}} : i32
+// CHECK-NEXT: arith.select %[[INPOOL]], %[[PAGE]], %c0_i32
+// CHECK: %[[REAL:.*]] = arith.andi %{{.*}}, %[[INPOOL]] : i1
+// CHECK-NEXT: %[[BYTES:.*]] = arith.select %[[REAL]], %c16_i32, %c0_i32
+// CHECK: nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 16, cache = cg, %[[BYTES]] : !llvm.ptr<3>, !llvm.ptr<1>, i32
 // CHECK: nvvm.cp.async.commit.group
 // CHECK: nvvm.cp.async.wait.group 1
 // CHECK: nvvm.fence.proxy

@@ -145,7 +145,10 @@ struct Sm90AppendSpec {
 /// x (64 consumers) x 1 / 64 x 1 x blockN x 1, 128-byte swizzle; without
 /// the trailing 1 for a varlen tensor), then with heavyFirst the tile
 /// counter as !llvm.ptr<1>, then with tileTable the tile table as
-/// !llvm.ptr<1>. Launch: sm90Threads threads, sm90SharedMemoryBytes of
+/// !llvm.ptr<1>, then with pageSize the page lists as !llvm.ptr<1> (the
+/// i32 block_table [B, max_pages] in device memory, or the tile table
+/// holding copies of them; a tile's list starts at its entry's k position).
+/// Launch: sm90Threads threads, sm90SharedMemoryBytes of
 /// dynamic shared memory, any grid (a persistent loop over the tiles).
 std::string emitSm90AttentionKernel(const Sm90KernelSpec &spec);
 
@@ -160,7 +163,9 @@ std::string emitSm90CombineKernel(const Sm90CombineSpec &spec);
 /// a gpu.module). Parameters: k_new, v_new, k, v as !llvm.ptr<1>, the 4 dims
 /// of each as i64, then the tile table (!llvm.ptr<1>) whose word 1 is the
 /// index of B (start = cache_seqlens[b], page list index) pairs (the
-/// runtime, runtime/src/schedule.c). Launch: 256 threads, no shared memory,
+/// runtime, runtime/src/schedule.c), then when paged the page lists as the
+/// attention kernel takes them (a page outside the pool is not written).
+/// Launch: 256 threads, no shared memory,
 /// any grid (a grid-stride loop over the 16-byte chunks of the new rows),
 /// on the stream before the attention kernel that reads the cache.
 std::string emitSm90AppendKernel(const Sm90AppendSpec &spec);
