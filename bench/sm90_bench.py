@@ -49,8 +49,8 @@ REPEATS = 9
 # About 1 ms of GPU spin before each timed launch (torch.cuda._sleep).
 SLEEP_CYCLES = 2_000_000
 # Written before each timed launch, so that no launch finds the previous
-# one's inputs in L2 (the H200 has 60 MB of L2; a decode call's K and V of
-# 134 MB were up to 37% L2 hits for the launch timed right after another
+# one's inputs in L2 (the H200's L2 holds tens of MB: a decode call's K and
+# V of 134 MB were partly L2 hits for the launch timed right after another
 # reading the same tensors). Triton's do_bench flushes the same way.
 L2_FLUSH_BYTES = 256 << 20
 

@@ -389,9 +389,29 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
       t.off = w.bin("arith.subi", t.sk, t.sq, "i32");
       t.rowsTotal = packed ? w.bin("arith.muli", t.sq, cG, "i32") : t.sq;
     } else if (k.heavyFirst) {
-      bh = w.bin("arith.remui", tile, nbh, "i32");
+      // In groups of hg (batch, head)s whose K and V fit 32 MB of L2
+      // (FlashAttention-3's L2 swizzle of its LPT scheduler): group by
+      // group, and in a group m_block descending, (batch, head) fastest.
+      // The CTAs at work then share a few heads' K/V in L2 instead of
+      // streaming every head's (with all heads in one round, a 2k causal
+      // call re-reads K/V from HBM for each m_block).
+      std::string headBytes = w.bin(
+          "arith.muli", w.bin("arith.maxsi", sk, c1, "i32"), w.i32(4 * D), "i32");
+      std::string hg = w.bin("arith.maxsi",
+                             w.bin("arith.divui", w.i32(32 << 20), headBytes, "i32"), c1, "i32");
+      // Query heads sharing a kv head share its K/V.
+      if (!packed)
+        hg = w.bin("arith.muli", hg, groups, "i32");
+      hg = w.bin("arith.minui", hg, nbh, "i32");
+      std::string inGroup = w.bin("arith.muli", hg, nmb, "i32");
+      std::string first = w.bin("arith.muli", w.bin("arith.divui", tile, inGroup, "i32"), hg,
+                                "i32");
+      std::string r = w.bin("arith.remui", tile, inGroup, "i32");
+      std::string hgHere = w.bin("arith.minui", hg, w.bin("arith.subi", nbh, first, "i32"),
+                                 "i32");
+      bh = w.bin("arith.addi", first, w.bin("arith.remui", r, hgHere, "i32"), "i32");
       mb = w.bin("arith.subi", w.bin("arith.subi", nmb, c1, "i32"),
-                 w.bin("arith.divui", tile, nbh, "i32"), "i32");
+                 w.bin("arith.divui", r, hgHere, "i32"), "i32");
     } else {
       mb = w.bin("arith.remui", tile, nmb, "i32");
       bh = w.bin("arith.divui", tile, nmb, "i32");

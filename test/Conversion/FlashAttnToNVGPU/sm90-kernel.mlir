@@ -43,10 +43,23 @@
 // CHECK: nvvm.setmaxregister  decrease 40
 // CHECK: scf.while (%{{.*}} = %{{.*}}, %{{.*}} = %c0_i32, %{{.*}} = %c0_i32) : (i32, i32, i32) -> (i32, i32, i32)
 // CHECK: ^bb0(%[[TILE:.*]]: i32, %{{.*}}: i32, %{{.*}}: i32):
-// Causal, so the lpt order: (batch, head) fastest, m_block descending.
-// CHECK-NEXT: arith.remui %[[TILE]], %[[NBH:.*]] : i32
-// CHECK-NEXT: %[[ROUND:.*]] = arith.divui %[[TILE]], %[[NBH]]
-// CHECK-NEXT: %[[LAST:.*]] = arith.subi
+// Causal, so the lpt order, in groups of (batch, head)s whose K and V
+// (Sk x 4 D bytes per kv head) fit 32 MB of L2, q heads of a kv head
+// together: group by group, in a group (batch, head) fastest, m_block
+// descending.
+// CHECK: %[[HEADBYTES:.*]] = arith.muli %{{.*}}, %c512_i32 : i32
+// CHECK: %[[PERL2:.*]] = arith.divui %c33554432_i32, %[[HEADBYTES]] : i32
+// CHECK: %[[HG:.*]] = arith.minui
+// CHECK-NEXT: %[[INGROUP:.*]] = arith.muli %[[HG]], %[[NMB:.*]] : i32
+// CHECK-NEXT: %[[G:.*]] = arith.divui %[[TILE]], %[[INGROUP]] : i32
+// CHECK-NEXT: %[[FIRST:.*]] = arith.muli %[[G]], %[[HG]] : i32
+// CHECK-NEXT: %[[R:.*]] = arith.remui %[[TILE]], %[[INGROUP]] : i32
+// CHECK-NEXT: %[[LEFT:.*]] = arith.subi %{{.*}}, %[[FIRST]] : i32
+// CHECK-NEXT: %[[HERE:.*]] = arith.minui %[[HG]], %[[LEFT]] : i32
+// CHECK-NEXT: %[[H:.*]] = arith.remui %[[R]], %[[HERE]] : i32
+// CHECK-NEXT: arith.addi %[[FIRST]], %[[H]] : i32
+// CHECK-NEXT: %[[ROUND:.*]] = arith.divui %[[R]], %[[HERE]] : i32
+// CHECK-NEXT: %[[LAST:.*]] = arith.subi %[[NMB]], %c1_i32
 // CHECK-NEXT: arith.subi %[[LAST]], %[[ROUND]]
 // Q after the consumers released the previous tile's (empty_Q), the tile
 // index stored for them, Q by TMA (two 64-column boxes of 128-byte
