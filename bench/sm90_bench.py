@@ -323,14 +323,15 @@ def varlen_lengths(tokens=TOKENS, lo=128, hi=4096, seed=0):
     return lens
 
 
-def varlen_benchmark(kernel, run, stream, masks=("bottom_right", "none")):
+def varlen_benchmark(kernel, run, stream, masks=("bottom_right", "none"), variants=()):
     """Varlen prefill (issue 7's bar): head_dim 128, bf16, 16 heads, 16k
     tokens in sequences of uneven lengths between 128 and 4k (packed, with
     cu_seqlens). TFLOP/s counted on the real work (sum over sequences of 4
     h len^2 d, halved when causal) against our dense kernel on batch x mean
     length (the same tokens), timed in the same loop; cuDNN on that dense
-    shape for context. Rows of {causal, lengths, mean, tflops{varlen, dense,
-    cudnn_dense}, ratio_vs_dense}."""
+    shape for context; variants (name, kernel, run) time their varlen
+    kernel in the same loop. Rows of {causal, lengths, mean, tflops{varlen,
+    dense, cudnn_dense, <variant>}, ratio_vs_dense}."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from test_sm90_attention import pinned_i32
     rows = []
@@ -366,17 +367,27 @@ def varlen_benchmark(kernel, run, stream, masks=("bottom_right", "none")):
             with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
                 F.scaled_dot_product_attention(qt, kt, vt, is_causal=is_causal)
 
-        med = median_times({"varlen": varlen, "dense": dense, "cudnn_dense": cudnn}, stream)
+        fns = {"varlen": varlen, "dense": dense, "cudnn_dense": cudnn}
+        for vname, vkernel, vrun in variants:
+            def vvarlen(vk=vkernel(d, "bf16", causal, h, h, varlen=True), vr=vrun):
+                vr(vk, q, k, v, out, lse, deadline=0, cu_seqlens_q=cu_t, cu_seqlens_k=cu_t)
+            fns[vname] = vvarlen
+        med = median_times(fns, stream)
         div = 2 if is_causal else 1
         work = {"varlen": sum(4 * h * x * x * d for x in lens) / div}
+        for vname, _, _ in variants:
+            work[vname] = work["varlen"]
         work["dense"] = work["cudnn_dense"] = 4 * n * h * mean * mean * d / div
         tf = {nm: work[nm] / (m * 1e-3) / 1e12 for nm, m in med.items()}
         row = {"causal": causal, "lengths": lens, "mean": mean, "tflops": tf,
                "ratio_vs_dense": tf["varlen"] / tf["dense"]}
         rows.append(row)
         print("varlen hd128 %-12s %d seqs (mean %d)  varlen %6.1f  dense %6.1f  cudnn(dense) "
-              "%6.1f TFLOP/s  varlen/dense %.2f" % (causal, n, mean, tf["varlen"], tf["dense"],
-                                                   tf["cudnn_dense"], row["ratio_vs_dense"]),
+              "%6.1f TFLOP/s  varlen/dense %.2f%s" % (
+                  causal, n, mean, tf["varlen"], tf["dense"], tf["cudnn_dense"],
+                  row["ratio_vs_dense"],
+                  "".join("  %s %6.1f (%s/varlen %.3f)" % (vn, tf[vn], vn, tf[vn] / tf["varlen"])
+                          for vn, _, _ in variants)),
               flush=True)
     return rows
 
@@ -410,7 +421,7 @@ def main():
         runtimes.append((vlib, vrt))
     if a.decode or a.varlen or a.gqa:
         rows = (decode_benchmark(kernel, run, stream, variants=variants) if a.decode
-                else varlen_benchmark(kernel, run, stream) if a.varlen
+                else varlen_benchmark(kernel, run, stream, variants=variants) if a.varlen
                 else gqa_benchmark(kernel, run, stream))
         lib.fa_runtime_destroy(rt)
         os.makedirs(a.out, exist_ok=True)

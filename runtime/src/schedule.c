@@ -10,7 +10,10 @@
  * entry serves every head (the kernel's tile t is entry t / heads, head
  * t % heads).
  *
- * Layout (i32): entry 0 = {E, 0, ...}, then E entries of 8: q position, q
+ * Layout (i32): entry 0 = {E, append pairs index (below), hg, 0, ...}, hg
+ * the heads per group of the kernel's tile order (tiles go group by group,
+ * entry by entry in a group, head fastest: the K/V of a group's heads fit
+ * 32 MB of L2), then E entries of 8: q position, q
  * batch, q length, k position, k batch, k length, m_block, sequence; q/k
  * position and batch are the TMA coordinates of the sequence's first
  * row (varlen: cu_seqlens[b] and 0; dense: 0 and b), k length is
@@ -49,6 +52,30 @@ static int by_work(const void *a, const void *b) {
   if (x->f[7] != y->f[7])
     return x->f[7] < y->f[7] ? -1 : 1;
   return x->f[6] < y->f[6] ? -1 : x->f[6] > y->f[6];
+}
+
+/* The heads per group of the kernel's tile order (word 2 of the table):
+ * as many as have their K and V rows (kv_rows keys of head_dim + head_dim_v
+ * 2-byte elements per kv head) in 32 MB of L2, times the query heads per
+ * kv head unless pack_gqa folded them into the rows; 1 to `heads`.
+ * FlashAttention-3's scheduler groups heads the same way. When no sequence
+ * has more than one tile per head (decode), a head's K/V is read once
+ * whatever the order: all heads in one group, so that the CTAs at work
+ * read the heads of the same keys together (the rows of a key's heads are
+ * adjacent in memory; head-major order measured 3-5% slower for paged
+ * decode at batch 64-128). */
+static int64_t l2_head_group(const fa_kernel *k, int64_t heads, int64_t kv_rows,
+                             bool one_tile_per_sequence) {
+  const fa_attention_config *c = &k->artifact.config;
+  if (one_tile_per_sequence)
+    return heads;
+  int64_t bytes = kv_rows * (c->head_dim + c->head_dim_v) * 2;
+  int64_t hg = bytes > 0 ? ((int64_t)32 << 20) / bytes : heads;
+  if (hg < 1)
+    hg = 1;
+  if (k->artifact.pack_groups <= 1 && c->num_kv_heads > 0)
+    hg *= c->num_q_heads / c->num_kv_heads;
+  return hg < heads ? hg : heads;
 }
 
 /* Key blocks of block_n a tile of rows [r0, r1) (packed by g) visits:
@@ -101,10 +128,14 @@ fa_status fa_sm90_tile_table(fa_runtime *rt, const fa_kernel *k,
    : used_k ? used[b]                                                          \
    : varlen_k ? cu_k[(b) + 1] - cu_k[b]                                        \
               : a->k.shape[1])
-  int64_t total = 0, page_words = 0;
+  int64_t total = 0, page_words = 0, kv_rows = 0;
+  bool single = true; /* no sequence with more than one tile per head */
   for (int64_t b = 0; b < batch; ++b) {
     int64_t q_len = varlen_q ? cu_q[b + 1] - cu_q[b] : a->q.shape[1];
     total += (q_len * g + bm - 1) / bm;
+    single = single && q_len * g <= bm;
+    if (q_len > 0)
+      kv_rows += K_LEN(b);
     if (paged && !pages_on_device && (q_len > 0 || append))
       page_words += (K_LEN(b) + ps - 1) / ps;
   }
@@ -159,6 +190,7 @@ fa_status fa_sm90_tile_table(fa_runtime *rt, const fa_kernel *k,
 #undef K_LEN
   qsort(list, (size_t)n, sizeof(*list), by_work);
   out[0] = (int32_t)n;
+  out[2] = (int32_t)l2_head_group(k, heads, kv_rows, single);
   if (append) {
     out[1] = (int32_t)pairs_at;
     page_at += 2 * batch;

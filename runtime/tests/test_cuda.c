@@ -286,6 +286,9 @@ int main(void) {
     CHECK_STATUS(fa_sm90_tile_table(rt, k, &a, false, &t, &n, &words), FA_OK, rt);
     /* ceil(0/128) + ceil(1/128) + ceil(299/128) + ceil(129/128) = 0+1+3+2 */
     CHECK(n == 6 && t && t[0] == 6, "entries: %lld", (long long)n);
+    /* Heads per L2 group: 1424 keys x 256 bytes per kv head fit 32 MB many
+     * times over: all 8 query heads in one group. */
+    CHECK(t && t[2] == 8, "head group: %d", t ? t[2] : -1);
     if (t && n == 6) {
       /* Longest first: sequence 3 (129 queries over 1029 keys, bottom
        * right): m_blocks 0 and 1 both see all 9 key blocks (ties in
@@ -341,6 +344,45 @@ int main(void) {
     free(t);
     free(a.q.data);
     free(a.k.data);
+  }
+  /* 2^20 keys: one kv head's K and V (2^20 x 512 bytes at head_dim 128)
+   * exceed 32 MB, so a group of the tile order is one kv head, its G = 4
+   * query heads without pack_gqa (the table reads shapes only: no data). */
+  {
+    fa_attention_config c2 = c;
+    c2.flags = FA_SEQUSED_K;
+    c2.head_dim = c2.head_dim_v = 128; /* not the cached config above */
+    void *b2 = NULL;
+    size_t s2 = 0;
+    fa_kernel *k2 = NULL;
+    CHECK(fa_artifact_build(&c2, FA_COMPILER_VERSION, FA_ARTIFACT_CUBIN,
+                            "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],"
+                            "\"tile_table\":true,\"block_m\":128,\"block_n\":128}",
+                            payload, sizeof(payload), &b2, &s2) == FA_OK,
+          "building a seqused_k artifact without pack_gqa");
+    CHECK_STATUS(fa_kernel_load_artifact(rt, b2, s2, &k2), FA_OK, rt);
+    fa_artifact_free(b2);
+    if (k2) {
+      int32_t used[] = {1 << 20};
+      fa_attention_args a = empty_args();
+      a.q = (fa_tensor){NULL, 4, {1, 256, 8, 128}};
+      a.k = (fa_tensor){NULL, 4, {1, 1 << 20, 2, 128}};
+      a.seqused_k = (fa_tensor){used, 1, {1}};
+      int32_t *t = NULL;
+      int64_t n = -1, words = -1;
+      CHECK_STATUS(fa_sm90_tile_table(rt, k2, &a, false, &t, &n, &words), FA_OK, rt);
+      CHECK(n == 2 && t && t[2] == 4, "2^20 keys: %lld entries, head group %d",
+            (long long)n, t ? t[2] : -1);
+      free(t);
+      /* Decode (one tile per head): K/V are read once in any order, so
+       * all 8 heads form one group (the heads of a key read together). */
+      a.q.shape[1] = 1;
+      t = NULL;
+      CHECK_STATUS(fa_sm90_tile_table(rt, k2, &a, false, &t, &n, &words), FA_OK, rt);
+      CHECK(n == 1 && t && t[2] == 8, "decode over 2^20 keys: %lld entries, head group %d",
+            (long long)n, t ? t[2] : -1);
+      free(t);
+    }
   }
   /* kv-cache append into a paged cache (pages of 16): k lengths
    * cache_seqlens + S_new, every sequence's page list, and the append

@@ -274,12 +274,12 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   const bool packed = G > 1;
   std::string cG = w.i32(G);
   std::string tileHeads = packed ? hkv : hq;
-  std::string rowsTotal, nmb, nbh, ntiles;
+  std::string rowsTotal, nmb, nbh, ntiles, entryCount;
   if (table) {
-    // Entry 0 of the table holds the number of (sequence, m_block) entries;
-    // each serves every head.
-    std::string count = w.op("llvm.load %tile_table {invariant} : !llvm.ptr<1> -> i32");
-    ntiles = w.bin("arith.muli", count, tileHeads, "i32");
+    // Entry 0 of the table holds the number of (sequence, m_block) entries
+    // (each serves every head) and, at word 2, the heads per L2 group.
+    entryCount = w.op("llvm.load %tile_table {invariant} : !llvm.ptr<1> -> i32");
+    ntiles = w.bin("arith.muli", entryCount, tileHeads, "i32");
   } else {
     rowsTotal = packed ? w.bin("arith.muli", sq, cG, "i32") : sq;
     nmb = w.bin("arith.ceildivui", rowsTotal, cBM, "i32");
@@ -371,11 +371,27 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
       tile = w.bin("arith.divui", tile, nsplit, "i32");
     }
     if (table) {
-      // Table mode: tile = entry x heads + head; entry e (8 i32 at 32 (e +
-      // 1) bytes) = q position, q batch, q length, k position, k batch, k
-      // length, m_block, sequence, in the runtime's order (longest first).
-      t.h = w.bin("arith.remui", tile, tileHeads, "i32");
-      std::string e = w.bin("arith.divui", tile, tileHeads, "i32");
+      // Table mode: in groups of hg heads (the table's word 2, the heads
+      // whose K/V fit 32 MB of L2, as the lpt order's groups below), entry
+      // by entry in the runtime's order (longest first), head fastest;
+      // entry e (8 i32 at 32 (e + 1) bytes) = q position, q batch, q
+      // length, k position, k batch, k length, m_block, sequence.
+      // (A plain load per tile: hoisted, it would hold a register through
+      // the key-block loop; 3-consumer head_dim 64 kernels then spill.)
+      std::string hgAt = w.op(
+          "llvm.getelementptr %tile_table[2] : (!llvm.ptr<1>) -> !llvm.ptr<1>, i32");
+      std::string hg = w.bin(
+          "arith.minui",
+          w.bin("arith.maxui", w.op("llvm.load " + hgAt + " : !llvm.ptr<1> -> i32"), c1, "i32"),
+          tileHeads, "i32");
+      std::string inGroup = w.bin("arith.muli", hg, entryCount, "i32");
+      std::string first = w.bin("arith.muli", w.bin("arith.divui", tile, inGroup, "i32"), hg,
+                                "i32");
+      std::string r = w.bin("arith.remui", tile, inGroup, "i32");
+      std::string hgHere = w.bin("arith.minui", hg,
+                                 w.bin("arith.subi", tileHeads, first, "i32"), "i32");
+      t.h = w.bin("arith.addi", first, w.bin("arith.remui", r, hgHere, "i32"), "i32");
+      std::string e = w.bin("arith.divui", r, hgHere, "i32");
       t.entry = e;
       auto field = [&](int f) { return tableField(e, f, true); };
       t.qRow = field(0);

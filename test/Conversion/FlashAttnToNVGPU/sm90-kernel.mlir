@@ -426,6 +426,13 @@ func.func @pack_gqa_group(%q: memref<1x8x6x64xbf16>, %k: memref<1x64x1x64xbf16>,
 // CHECK: llvm.func @fa_sm90_0(%{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %[[TQ:arg5]]: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %[[QMAP:arg19]]: !llvm.ptr {{{.*}}}, %{{.*}}: !llvm.ptr {{{.*}}}, %{{.*}}: !llvm.ptr {{{.*}}}, %{{.*}}: !llvm.ptr<1>, %[[TABLE:arg23]]: !llvm.ptr<1>)
 // CHECK: %[[COUNT:.*]] = llvm.load %[[TABLE]] invariant : !llvm.ptr<1> -> i32
 // CHECK: arith.muli %[[COUNT]], %{{.*}} : i32
+// Tiles go in groups of hg heads (word 2, reloaded per tile), entry by
+// entry in a group, head fastest.
+// CHECK: %[[HGP:.*]] = llvm.getelementptr %[[TABLE]][2] : (!llvm.ptr<1>) -> !llvm.ptr<1>, i32
+// CHECK-NEXT: %[[HGW:.*]] = llvm.load %[[HGP]] : !llvm.ptr<1> -> i32
+// CHECK-NEXT: %[[HG1:.*]] = arith.maxui %[[HGW]], %c1_i32
+// CHECK-NEXT: %[[HG:.*]] = arith.minui %[[HG1]], %{{.*}} : i32
+// CHECK-NEXT: arith.muli %[[HG]], %[[COUNT]] : i32
 // CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[QMAP]], %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
 // A V block reaching past its sequence: the producer warp zeroes those rows
 // (16-byte stores), fences them, syncs and completes full_V by hand.
