@@ -106,8 +106,9 @@ def main():
                                          for nm, s, e in c],
                                  "span_us": round(max(e for _, _, e in c) - t0, 2)})
             result["%s b%d/%d" % (name, b, sk)] = timeline
-            print("%-8s b=%-4d keys=%-6d %s" % (name, b, sk, json.dumps(timeline[-1])),
-                  flush=True)
+            print("%-8s b=%-4d keys=%-6d %s" % (
+                name, b, sk, json.dumps(timeline[-1]) if timeline else "no calls seen"),
+                flush=True)
     lib.fa_runtime_destroy(rt)
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, "profile.json"), "w") as f:

@@ -21,16 +21,18 @@
  * dimension, the metadata's box and swizzle, no interleave, L2 promotion
  * 128B, no OOB fill (zeros). fa_tma_check validates alignment and strides
  * first, without the driver. With metadata "tile_counter": true the kernel
- * takes one more pointer after the tensor maps: a u32 zeroed on the stream
- * before the launch (a stream-ordered allocation per launch, so concurrent
- * launches on several streams never share it), the dynamic tile
- * scheduler's counter; a launch with no more tiles than CTAs (the grid)
- * never reads it, and gets an unzeroed address instead. With metadata
- * "tile_table": true (varlen, seqused_k, paged, append) the last parameter
- * is the tile table (schedule.c), built on
- * the host from the call's cu_seqlens / seqused_k and copied into the same
- * stream-ordered scratch (cuMemcpyHtoDAsync); a call with no query rows
- * launches nothing.
+ * takes one more pointer after the tensor maps: a u32 zero at launch (a
+ * stream-ordered allocation per launch, so concurrent launches on several
+ * streams never share it; zeroed by cuMemsetD32Async, or with a tile table
+ * by zeros copied with it), the dynamic tile scheduler's counter; a launch
+ * with no more tiles than CTAs (the grid) never reads it, and gets an
+ * unzeroed address instead. With metadata "tile_table": true (varlen,
+ * seqused_k, paged, append) the next parameter is the tile table
+ * (schedule.c), built on the host from the call's cu_seqlens / seqused_k
+ * and copied into the same stream-ordered scratch (cuMemcpyHtoDAsync); a
+ * call with no query rows launches nothing. With "page_table": true the
+ * last parameter holds the page lists (the device block_table, or the
+ * tile table with copies of a host-readable one).
  *
  * Split-KV (metadata "combine_entry", config num_splits = S > 1): the
  * runtime allocates a stream-ordered workspace for the partial results, out
@@ -91,8 +93,9 @@ enum {
   CU_TENSOR_MAP_L2_PROMOTION_L2_128B = 2
 };
 
-/* CUpointer_attribute and CUmemorytype values. */
+/* CUpointer_attribute and CUmemorytype values, and CUDA_ERROR_INVALID_VALUE. */
 enum {
+  CUDA_ERROR_INVALID_VALUE = 1,
   CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2,
   CU_POINTER_ATTRIBUTE_IS_MANAGED = 8,
   CU_MEMORYTYPE_DEVICE = 2
@@ -185,12 +188,19 @@ fa_status fa_cuda_on_device(fa_runtime *rt, const void *ptr, bool *on_device) {
     return st;
   if (!api->cuPointerGetAttribute || !ptr)
     return FA_OK;
-  /* Unregistered host memory is not known to the driver (an error here):
-   * host memory. */
+  /* The primary context is current per thread (the query may come from a
+   * thread that has not launched yet). */
+  if (api->cuCtxSetCurrent(api->ctx) != 0)
+    return fa_fail(rt, FA_ERROR_CUDA, "cuCtxSetCurrent failed");
+  /* Unregistered host memory is not known to the driver
+   * (CUDA_ERROR_INVALID_VALUE): host memory. Any other error is reported. */
   unsigned type = 0, managed = 0;
-  if (api->cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                                 (uint64_t)(uintptr_t)ptr) != 0)
+  CUresult r = api->cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                          (uint64_t)(uintptr_t)ptr);
+  if (r == CUDA_ERROR_INVALID_VALUE)
     return FA_OK;
+  if (r != 0)
+    return fa_fail(rt, FA_ERROR_CUDA, "cuPointerGetAttribute failed: %s", cuError(api, r));
   if (api->cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED,
                                  (uint64_t)(uintptr_t)ptr) != 0)
     managed = 0;
@@ -616,7 +626,9 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
   /* Paged: the page lists, where the kernels read them. */
   void *pages = k->artifact.page_table ? (pages_on_device ? call->block_table.data : dtable)
                                        : NULL;
-  void *counter = takes_counter ? (void *)(uintptr_t)(ws + table_bytes) : NULL;
+  /* (Without counter bytes, an address the kernel never reads.) */
+  void *counter = takes_counter ? (void *)(uintptr_t)(counter_bytes ? ws + table_bytes : ws)
+                                : NULL;
   uint64_t parts = ws + table_bytes + counter_bytes;
   size_t copy_bytes = (size_t)words * sizeof(int32_t);
   if (table && counter_bytes) {

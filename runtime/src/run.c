@@ -377,6 +377,30 @@ fa_status fa_attention_run(fa_runtime *rt, fa_kernel *k,
     TRY(absent(&c, "v_new", &a->v_new));
     TRY(absent(&c, "cache_seqlens", &a->cache_seqlens));
   }
+  /* The integer metadata is read on the host: in device memory it would
+   * fault there. Asked of the driver for sm90 cubins, and for host
+   * artifacts once this runtime has loaded the driver anyway. A block_table
+   * may be device memory for a cubin that reads it (page_table, below). */
+  if (k->artifact.kind == FA_ARTIFACT_CUBIN || rt->cuda) {
+    const char *meta_names[] = {"cu_seqlens_q", "cu_seqlens_k", "seqused_k", "cache_seqlens",
+                                "block_table"};
+    const fa_tensor *meta[] = {&a->cu_seqlens_q, &a->cu_seqlens_k, &a->seqused_k,
+                               &a->cache_seqlens, &a->block_table};
+    bool device_pages_ok = k->artifact.kind == FA_ARTIFACT_CUBIN && k->artifact.page_table;
+    for (int i = 0; i < 5; ++i) {
+      bool on_device = false;
+      if (!meta[i]->data || (i == 4 && device_pages_ok) ||
+          fa_cuda_on_device(rt, meta[i]->data, &on_device) != FA_OK || !on_device)
+        continue;
+      return fa_fail(rt, FA_ERROR_BAD_INPUT,
+                     "'%s' is in device memory; it is read on the host and must be "
+                     "host-readable (plain, pinned or managed memory)%s",
+                     meta_names[i],
+                     i == 4 ? " for this kernel (sm90 cubins with page_table take a "
+                              "device block_table)"
+                            : "");
+    }
+  }
   /* Values of the integer metadata (host memory). */
   if (varlenQ)
     TRY(check_cu_seqlens(&c, "cu_seqlens_q", &a->cu_seqlens_q, a->q.shape[0]));
@@ -386,15 +410,8 @@ fa_status fa_attention_run(fa_runtime *rt, fa_kernel *k,
    * its entries are not checked (a page outside the pool reads zeros and
    * an append to it is dropped, in the kernels). */
   bool pages_on_device = false;
-  if ((f & FA_PAGED) && cfg->target == FA_TARGET_SM90 &&
-      k->artifact.kind == FA_ARTIFACT_CUBIN) {
+  if ((f & FA_PAGED) && k->artifact.kind == FA_ARTIFACT_CUBIN && k->artifact.page_table)
     TRY(fa_cuda_on_device(rt, a->block_table.data, &pages_on_device));
-    if (pages_on_device && !k->artifact.page_table)
-      return fa_fail(rt, FA_ERROR_UNSUPPORTED,
-                     "block_table is in device memory, but this cubin reads "
-                     "copies of the page lists only (compiled before "
-                     "page_table): pass it in host-readable memory or recompile");
-  }
   if ((f & FA_PAGED) && !pages_on_device) {
     const int32_t *bt = (const int32_t *)a->block_table.data;
     int64_t n = a->block_table.shape[0] * a->block_table.shape[1];

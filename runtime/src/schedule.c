@@ -7,8 +7,8 @@
  * tiles exist only for real rows: sequence b of q_len queries gets
  * ceil(q_len x G / block_m) entries (G = pack_groups, query heads folded
  * into a tile's rows with pack_gqa), a sequence with no queries none. Each
- * entry serves every head (the kernel's tile t is entry t / heads, head
- * t % heads).
+ * entry serves every head (the kernel's tiles go in groups of hg heads,
+ * entry by entry in a group, head fastest).
  *
  * Layout (i32): entry 0 = {E, append pairs index (below), hg, 0, ...}, hg
  * the heads per group of the kernel's tile order (tiles go group by group,

@@ -383,6 +383,8 @@ def device_block_table_check(name, kern, run, qkv, meta, out, lse, ref, ref_lse,
         err = None
     except RuntimeError as e:
         err = str(e)
+    if err is None and not bool(torch.isfinite(bout[0]).all().item()):
+        err = "sequence 0 (a page outside the pool, read as zeros) is not finite"
     bok, brec = check(name + " [page outside the pool]", dtype, bout[1:], blse[1:], ref[1:],
                       ref_lse[1:], nv[1:], 0, err)
     rec["page_outside_pool"] = brec
@@ -602,6 +604,31 @@ def run_append_cases(kernel, run, results):
             dok, rec["device_block_table"] = check(name + " [device block_table]", dtype, dout,
                                                    dlse, ref, ref_lse, nv, 0, derr)
             ok &= dok
+            # The page of sequence 0's first new row outside the pool: those
+            # rows are not written, nothing else changes, the other
+            # sequences' answers stand.
+            p0 = starts[0] // page
+            dk, dv = k0.clone(), v0.clone()
+            dmeta["block_table"] = meta0["block_table"].cuda()
+            dmeta["block_table"][0, p0] = k.shape[0] + 1000
+            exp_k, exp_v = want_k.clone(), want_v.clone()
+            for r in range(s_new):
+                if (starts[0] + r) // page == p0:
+                    pg, row = int(meta0["block_table"][0, p0]), (starts[0] + r) % page
+                    exp_k[pg, row], exp_v[pg, row] = k0[pg, row], v0[pg, row]
+            dout, dlse = torch.full_like(out, float("nan")), torch.full_like(lse, float("nan"))
+            try:
+                run(kernel(d, dt, causal, hq, hkv, None, 0, splits, None, pack, False, True,
+                           page, True), q, dk, dv, dout, dlse, **dmeta)
+                derr = None
+            except RuntimeError as e:
+                derr = str(e)
+            if derr is None and not (same(dk, exp_k) and same(dv, exp_v)):
+                derr = "a row for a page outside the pool was written, or another row changed"
+            bok, rec["page_outside_pool"] = check(
+                name + " [page outside the pool]", dtype, dout[1:], dlse[1:], ref[1:],
+                ref_lse[1:], nv[1:], 0, derr)
+            ok &= bok
         if HOST:
             spec = (d, dt, causal, hq, hkv, None, 0, splits, None, pack, False, bool(page), page,
                     True)
@@ -632,6 +659,36 @@ def run_append_cases(kernel, run, results):
     results["cases"]["append_past_capacity"] = {"ok": ok, "error": err}
     if not ok:
         failures.append("append_past_capacity")
+    return failures
+
+
+def run_metadata_placement_cases(kernel, run, results):
+    """Integer metadata the runtime reads on the host, passed in device
+    memory: a status naming it, and nothing written (out stays NaN). The
+    kernel-side block_table is covered by device_block_table_check."""
+    failures = []
+    name = "metadata_on_device"
+    if not selected(name):
+        return failures
+    q = torch.randn(300, 8, 128, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(400, 2, 128, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn_like(k)
+    out = torch.full_like(q, float("nan"))
+    lse = torch.full((8, 300), float("nan"), device="cuda")
+    cu_q = torch.tensor([0, 100, 300], dtype=torch.int32, device="cuda")
+    cu_k = pinned_i32([0, 150, 400])
+    try:
+        run(kernel(128, "bf16", "bottom_right", 8, 2, varlen=True), q, k, v, out, lse,
+            cu_seqlens_q=cu_q, cu_seqlens_k=cu_k)
+        err = "accepted"
+    except RuntimeError as e:
+        err = str(e)
+    ok = ("'cu_seqlens_q' is in device memory" in err
+          and bool(torch.isnan(out).all().item()) and bool(torch.isnan(lse).all().item()))
+    print("%-28s %s  %s" % (name, "PASS" if ok else "FAIL", err), flush=True)
+    results["cases"][name] = {"ok": ok, "error": err}
+    if not ok:
+        failures.append(name)
     return failures
 
 
@@ -698,6 +755,7 @@ def main():
 
     failures += run_varlen_cases(kernel, run, results)
     failures += run_append_cases(kernel, run, results)
+    failures += run_metadata_placement_cases(kernel, run, results)
 
     if not a.no_bench and not failures:
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),

@@ -411,10 +411,12 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
       // The CTAs at work then share a few heads' K/V in L2 instead of
       // streaming every head's (with all heads in one round, a 2k causal
       // call re-reads K/V from HBM for each m_block).
-      std::string headBytes = w.bin(
-          "arith.muli", w.bin("arith.maxsi", sk, c1, "i32"), w.i32(4 * D), "i32");
-      std::string hg = w.bin("arith.maxsi",
-                             w.bin("arith.divui", w.i32(32 << 20), headBytes, "i32"), c1, "i32");
+      // hg = (32 MB / 4D) / Sk: no product that could wrap in i32.
+      std::string hg = w.bin(
+          "arith.maxsi",
+          w.bin("arith.divui", w.i32((int64_t(32) << 20) / (4 * D)),
+                w.bin("arith.maxsi", sk, c1, "i32"), "i32"),
+          c1, "i32");
       // Query heads sharing a kv head share its K/V.
       if (!packed)
         hg = w.bin("arith.muli", hg, groups, "i32");
@@ -513,8 +515,9 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   };
   // Paged KV: the pages key block `nb` of the tile's sequence reads, and
   // the first row it needs in the first of them. The sequence's page list
-  // starts at table index t.kRow (the runtime copies block_table[b, :
-  // ceil(k_len / page_size)] there). With pages of at least block_n keys
+  // starts at index t.kRow of %page_table (the device block_table's row b,
+  // or the runtime's copy of block_table[b, : ceil(k_len / page_size)] in
+  // the tile table). With pages of at least block_n keys
   // (page_size a multiple of block_n) a block lies in one page; with
   // smaller pages (block_n a multiple of page_size) it spans block_n /
   // page_size of them, the last clamped to the sequence's last page (those

@@ -208,8 +208,11 @@ typedef struct fa_attention_args {
  * by the kernels where it is, on the stream, and is not checked: a page
  * index outside the pool reads zeros and an append to it is dropped (no
  * memory outside k and v is touched). Device memory is told from host
- * memory with cuPointerGetAttribute; a cubin compiled before this
- * (metadata without "page_table") answers FA_ERROR_UNSUPPORTED for it.
+ * memory with cuPointerGetAttribute. Other metadata in device memory (or
+ * a device block_table for a kernel that cannot take one: the host path,
+ * a cubin without "page_table" in its metadata) is FA_ERROR_BAD_INPUT,
+ * where the driver can tell (sm90 cubins; host artifacts once the
+ * runtime has loaded the driver).
  * With FA_APPEND, the keys of sequence b are cache_seqlens[b] + S_new and
  * seqused_k is only checked, not used. Rows of a packed out past
  * cu_seqlens_q[B] are not part of the result: their contents are

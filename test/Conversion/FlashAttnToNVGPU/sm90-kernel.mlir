@@ -44,11 +44,11 @@
 // CHECK: scf.while (%{{.*}} = %{{.*}}, %{{.*}} = %c0_i32, %{{.*}} = %c0_i32) : (i32, i32, i32) -> (i32, i32, i32)
 // CHECK: ^bb0(%[[TILE:.*]]: i32, %{{.*}}: i32, %{{.*}}: i32):
 // Causal, so the lpt order, in groups of (batch, head)s whose K and V
-// (Sk x 4 D bytes per kv head) fit 32 MB of L2, q heads of a kv head
+// (Sk x 4 D bytes per kv head: 32 MB / 4D / Sk of them) fit 32 MB of L2, q heads of a kv head
 // together: group by group, in a group (batch, head) fastest, m_block
 // descending.
-// CHECK: %[[HEADBYTES:.*]] = arith.muli %{{.*}}, %c512_i32 : i32
-// CHECK: %[[PERL2:.*]] = arith.divui %c33554432_i32, %[[HEADBYTES]] : i32
+// CHECK: %[[SK1:.*]] = arith.maxsi %{{.*}}, %c1_i32 : i32
+// CHECK: %[[PERL2:.*]] = arith.divui %c65536_i32, %[[SK1]] : i32
 // CHECK: %[[HG:.*]] = arith.minui
 // CHECK-NEXT: %[[INGROUP:.*]] = arith.muli %[[HG]], %[[NMB:.*]] : i32
 // CHECK-NEXT: %[[G:.*]] = arith.divui %[[TILE]], %[[INGROUP]] : i32

@@ -65,13 +65,14 @@ struct Sm90KernelSpec {
   bool varlenQ = false;
   bool varlenK = false;
   /// Sequence-aware tiles (required by varlenQ / varlenK, and used for
-  /// seqused_k): the kernel's last parameter is a device table the runtime
-  /// builds per launch from cu_seqlens_q / cu_seqlens_k / seqused_k, i32:
-  /// entry 0 = E (number of tiles per head), then E entries of 8 (q
-  /// position, q batch, q length, k position, k batch, k length, m_block,
-  /// sequence), in the order the tiles run (runtime/src/schedule.c puts the
-  /// longest first). Tile t serves entry t / heads and head t % heads, so
-  /// tiles exist only for real rows. Rows past a sequence's end are loaded
+  /// seqused_k): the kernel takes a device table (after the counter) the
+  /// runtime builds per launch from cu_seqlens_q / cu_seqlens_k /
+  /// seqused_k, i32: entry 0 = {E (number of tiles per head), append pairs,
+  /// hg (heads per L2 group)}, then E entries of 8 (q position, q batch, q
+  /// length, k position, k batch, k length, m_block, sequence), in the
+  /// order the tiles run (runtime/src/schedule.c puts the longest first).
+  /// Tiles go in groups of hg heads, entry by entry in a group, head
+  /// fastest, so tiles exist only for real rows. Rows past a sequence's end are loaded
   /// (they belong to the next sequence) but never written; keys past it are
   /// masked; the V rows of a block past its sequence are zeroed before its
   /// P V (they may hold NaN, and 0 x NaN is NaN): warp 0 of the producer
@@ -81,9 +82,10 @@ struct Sm90KernelSpec {
   /// would write those rows).
   bool tileTable = false;
   /// Paged KV (with tileTable): k and v are [num_pages, pageSize, Hkv, D];
-  /// an entry's k position is the table index where its sequence's page
-  /// list starts (block_table[b, 0 : ceil(k_len / pageSize)], copied there
-  /// by the runtime). Every page is one TMA box per 64 columns: pageSize a
+  /// the kernel's last parameter holds the page lists (the device
+  /// block_table itself, or the tile table with the runtime's copies of
+  /// block_table[b, 0 : ceil(k_len / pageSize)]), and an entry's k position
+  /// is where its sequence's list starts there. Every page is one TMA box per 64 columns: pageSize a
   /// multiple of blockN (a block in one page), or blockN a multiple of
   /// pageSize and pageSize a multiple of 8 (boxes of pageSize rows, each
   /// landing 1024-byte aligned). 0 = not paged.
@@ -99,9 +101,11 @@ struct Sm90KernelSpec {
   double softcap = 0.0;      // 0 = off
   int64_t windowLeft = -1;   // -1 = unbounded
   int64_t windowRight = -1;
-  /// Tile order: longest tiles first (plan schedule lpt), handed out by an
-  /// atomic counter (the kernel's last parameter, a u32 zero at launch),
-  /// instead of m_block fastest with a static stride (static).
+  /// Tile order: longest tiles first (plan schedule lpt), in L2-sized
+  /// groups of heads, handed out by an atomic counter (a parameter after
+  /// the tensor maps, a u32 zero at launch; not read when there are no more
+  /// tiles than CTAs), instead of m_block fastest with a static stride
+  /// (static).
   bool heavyFirst = false;
   /// Split-KV partial form: the kernel takes out as f32 [S, B, Sq, H, D]
   /// and lse as f32 [S, B, H, Sq] (lse required), and the work loop runs
