@@ -588,47 +588,43 @@ def run_append_cases(kernel, run, results):
             err = (err + "; " if err else "") + "the cache is not what the append should leave"
         ok, rec = check(name, dtype, out, lse, ref, ref_lse, nv, 0, err)
         if page:
+            def device_run(bt, exp_k, exp_v, label, bad):
+                """The call with block_table `bt` in device memory: the
+                cache must end as (exp_k, exp_v); out / lse are checked for
+                the sequences from `bad` + 1 on."""
+                dk, dv = k0.clone(), v0.clone()
+                dmeta = dict(meta0)
+                dmeta["block_table"] = bt.cuda()
+                dout = torch.full_like(out, float("nan"))
+                dlse = torch.full_like(lse, float("nan"))
+                try:
+                    run(kernel(d, dt, causal, hq, hkv, None, 0, splits, None, pack, False, True,
+                               page, True), q, dk, dv, dout, dlse, **dmeta)
+                    derr = None
+                except RuntimeError as e:
+                    derr = str(e)
+                if derr is None and not (same(dk, exp_k) and same(dv, exp_v)):
+                    derr = "the cache is not what the append should leave"
+                s0 = bad + 1
+                return check(name + " [" + label + "]", dtype, dout[s0:], dlse[s0:], ref[s0:],
+                             ref_lse[s0:], nv[s0:], 0, derr)
             # The block_table in device memory: the same cache and answers.
-            dk, dv = k0.clone(), v0.clone()
-            dmeta = dict(meta0)
-            dmeta["block_table"] = meta0["block_table"].cuda()
-            dout, dlse = torch.full_like(out, float("nan")), torch.full_like(lse, float("nan"))
-            try:
-                run(kernel(d, dt, causal, hq, hkv, None, 0, splits, None, pack, False, True,
-                           page, True), q, dk, dv, dout, dlse, **dmeta)
-                derr = None
-            except RuntimeError as e:
-                derr = str(e)
-            if derr is None and not (same(dk, want_k) and same(dv, want_v)):
-                derr = "the cache is not what the append should leave"
-            dok, rec["device_block_table"] = check(name + " [device block_table]", dtype, dout,
-                                                   dlse, ref, ref_lse, nv, 0, derr)
-            ok &= dok
+            dok, rec["device_block_table"] = device_run(
+                meta0["block_table"], want_k, want_v, "device block_table", -1)
             # The page of sequence 0's first new row outside the pool: those
             # rows are not written, nothing else changes, the other
             # sequences' answers stand.
             p0 = starts[0] // page
-            dk, dv = k0.clone(), v0.clone()
-            dmeta["block_table"] = meta0["block_table"].cuda()
-            dmeta["block_table"][0, p0] = k.shape[0] + 1000
+            bad_bt = meta0["block_table"].clone()
+            bad_bt[0, p0] = k.shape[0] + 1000
             exp_k, exp_v = want_k.clone(), want_v.clone()
             for r in range(s_new):
                 if (starts[0] + r) // page == p0:
                     pg, row = int(meta0["block_table"][0, p0]), (starts[0] + r) % page
                     exp_k[pg, row], exp_v[pg, row] = k0[pg, row], v0[pg, row]
-            dout, dlse = torch.full_like(out, float("nan")), torch.full_like(lse, float("nan"))
-            try:
-                run(kernel(d, dt, causal, hq, hkv, None, 0, splits, None, pack, False, True,
-                           page, True), q, dk, dv, dout, dlse, **dmeta)
-                derr = None
-            except RuntimeError as e:
-                derr = str(e)
-            if derr is None and not (same(dk, exp_k) and same(dv, exp_v)):
-                derr = "a row for a page outside the pool was written, or another row changed"
-            bok, rec["page_outside_pool"] = check(
-                name + " [page outside the pool]", dtype, dout[1:], dlse[1:], ref[1:],
-                ref_lse[1:], nv[1:], 0, derr)
-            ok &= bok
+            bok, rec["page_outside_pool"] = device_run(bad_bt, exp_k, exp_v,
+                                                       "page outside the pool", 0)
+            ok &= dok and bok
         if HOST:
             spec = (d, dt, causal, hq, hkv, None, 0, splits, None, pack, False, bool(page), page,
                     True)
