@@ -55,10 +55,18 @@ PlanAttr mlir::flashattn::computePlan(AttentionOp op, Target target,
   int64_t d = op.getHeadDim();
   // Paged KV: a key block is whole pages or lies in one page (one TMA box
   // per page): blocks of 128 keys, 64 at head_dim 256, and 2 consumers at
-  // head_dim 64 (the producer threads may copy rows: 48 registers).
+  // head_dim 64 (the producer threads may copy rows: 48 registers). At
+  // head_dim 256, pages TMA boxes cannot take (fewer than 8 keys, or not a
+  // multiple of 8 dividing 64) are copied row by row, and then 32-key
+  // blocks: with 64 the copying kernel spills (ptxas, 4-12 bytes).
   const bool paged = op.isPaged();
-  if (d > 128)
+  if (d > 128) {
     blockN = paged ? 64 : 80;
+    int64_t ps = paged ? cast<ShapedType>(op.getK().getType()).getDimSize(1) : 0;
+    if (paged && !ShapedType::isDynamic(ps) && ps > 0 && ps % 64 != 0 &&
+        (64 % ps != 0 || ps % 8 != 0))
+      blockN = 32;
+  }
   // Split-KV (explicit or automatic) at head_dim 64 keeps 2 consumers too:
   // with 3 (160 registers each) the partial kernel's f32 epilogue and the
   // packed twin spill (ptxas, checked per kernel).

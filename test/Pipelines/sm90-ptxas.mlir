@@ -26,6 +26,9 @@
 // RUN: %ptxas -arch=sm_90a -O3 -v %tpg.ptx -o %tpg.cubin 2>&1 | FileCheck %s
 // RUN: fa-compile --target sm90 --d 64 --dtype f16 --seqused-k --page-size 1 --append --lse --emit-ptx > %tpg1.ptx
 // RUN: %ptxas -arch=sm_90a -O3 -v %tpg1.ptx -o %tpg1.cubin 2>&1 | FileCheck %s
+// Per-row copies at head_dim 256 (pages of 3, the plan's 32-key blocks):
+// RUN: fa-compile --target sm90 --d 256 --dtype f16 --hq 4 --hkv 4 --causal bottom_right --seqused-k --page-size 3 --lse --emit-ptx > %tpg3.ptx
+// RUN: %ptxas -arch=sm_90a -O3 -v %tpg3.ptx -o %tpg3.cubin 2>&1 | FileCheck %s
 // CHECK-NOT: warning
 // CHECK: Compiling entry function 'fa_sm90_0' for 'sm_90a'
 // CHECK-NOT: warning

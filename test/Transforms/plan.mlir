@@ -74,3 +74,23 @@ func.func @kept(%q: memref<1x16x4x64xf16>, %k: memref<1x90x4x64xf16>,
       {plan = #flashattn.plan<target = host, block_m = 32, block_n = 32, stages = 1, consumers = 1, schedule = static, num_splits = 1, pack_gqa = false>}
   return
 }
+
+// -----
+
+// Paged KV at head_dim 256 on sm90: 64-key blocks when TMA takes the pages
+// (16: four boxes a block), 32-key blocks when the producer copies rows
+// (pages of 3).
+// SM90-LABEL: func.func @paged_hd256
+// SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 64,
+// SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 32,
+func.func @paged_hd256(%q: memref<2x1x4x256xbf16>, %k16: memref<32x16x1x256xbf16>,
+                       %k3: memref<32x3x1x256xbf16>, %su: memref<2xi32>,
+                       %bt: memref<2x16xi32>, %o: memref<2x1x4x256xbf16>) {
+  flashattn.attention ins(%q, %k16, %k16 : memref<2x1x4x256xbf16>, memref<32x16x1x256xbf16>, memref<32x16x1x256xbf16>)
+      seqused_k(%su : memref<2xi32>) block_table(%bt : memref<2x16xi32>)
+      outs(%o : memref<2x1x4x256xbf16>)
+  flashattn.attention ins(%q, %k3, %k3 : memref<2x1x4x256xbf16>, memref<32x3x1x256xbf16>, memref<32x3x1x256xbf16>)
+      seqused_k(%su : memref<2xi32>) block_table(%bt : memref<2x16xi32>)
+      outs(%o : memref<2x1x4x256xbf16>)
+  return
+}

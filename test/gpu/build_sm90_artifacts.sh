@@ -111,6 +111,7 @@ SEQUSED=1 PAGE=64 PACK=1 SPLITS=0 compile 128 bf16 bottom_right 32 8
 SEQUSED=1 PAGE=1 PACK=1 SPLITS=0 compile 128 bf16 bottom_right 32 8
 SEQUSED=1 PAGE=1 compile 64 f16 bottom_right 8 2
 SEQUSED=1 PAGE=3 compile 128 bf16 none 8 2
+SEQUSED=1 PAGE=3 compile 256 f16 bottom_right 4 1
 # kv-cache append then attend (APPEND=1), dense and paged caches.
 APPEND=1 compile 128 bf16 bottom_right 8 2
 APPEND=1 SEQUSED=1 PAGE=64 PACK=1 SPLITS=0 compile 128 bf16 bottom_right 32 8

@@ -139,6 +139,8 @@ VARLEN_CASES = [
      [(300, 300), (300, 1000)], None, "paged1", False, True),
     ("paged3_spec5_hd128", 128, "bf16", "none", 8, 2,
      [(5, 1000), (5, 7), (5, 0)], None, "paged3", False, True),
+    ("paged3_spec3_hd256_f16", 256, "f16", "bottom_right", 4, 1,
+     [(3, 700), (3, 2), (3, 0)], None, "paged3", False, True),
 ]
 
 # kv-cache append then attend: (name, head_dim, dtype, causal, hq, hkv,

@@ -168,12 +168,15 @@ static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why,
       return fail("per-row KV copies need block_n x head_dim / 8 to be a "
                   "multiple of 128 (16-byte chunks over 128 threads)");
     // Per-row copies keep the 40 / 232 split of 2 consumers; at head_dim
-    // 256 the copying producer and the consumers do not both fit (ptxas
-    // spills at every split tried: 40 / 232, 48 / 224, 56 / 216).
-    if (spec.kvRowCopies && (consumers != 2 || d > 128))
+    // 256 the copying producer and the consumers fit only with key blocks
+    // of 32 (with 64, ptxas spills at every split tried: 40 / 232, 48 /
+    // 224, 56 / 216), which the plan picks for such pages.
+    if (spec.kvRowCopies && (consumers != 2 || (d > 128 && blockN > 32)))
       return fail("per-row KV copies (pages below 8 keys) need 2 consumer "
-                  "warpgroups and head_dim 64 or 128; the plan has " +
-                  Twine(consumers) + " consumers, head_dim " + Twine(d));
+                  "warpgroups, and key blocks of at most 32 at head_dim 256; "
+                  "the plan has " +
+                  Twine(consumers) + " consumers, head_dim " + Twine(d) + ", block_n " +
+                  Twine(blockN));
     spec.pageSize = ps;
   }
   if (partial && (cast<ShapedType>(op.getOut().getType()).isDynamicDim(0) ||

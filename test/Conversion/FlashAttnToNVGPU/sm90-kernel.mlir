@@ -551,11 +551,28 @@ func.func @paged1(%q: memref<2x1x8x64xbf16>, %k: memref<64x1x2x64xbf16>, %v: mem
 
 // -----
 
+// Pages of 1 at head_dim 256: per-row copies with the plan's 32-key blocks
+// (with 64 the copying kernel spills).
+// CHECK-LABEL: func.func @paged1_hd256
+// CHECK: flashattn.attention {{.*}}block_n = 32
+// CHECK: nvvm.cp.async.shared.global
 func.func @paged1_hd256(%q: memref<2x1x8x256xbf16>, %k: memref<64x1x2x256xbf16>, %v: memref<64x1x2x256xbf16>,
                         %su: memref<2xi32>, %bt: memref<2x16xi32>, %o: memref<2x1x8x256xbf16>) {
-  // expected-error @+1 {{convert-flashattn-to-nvgpu: per-row KV copies (pages below 8 keys) need 2 consumer warpgroups and head_dim 64 or 128; the plan has 2 consumers, head_dim 256}}
   flashattn.attention ins(%q, %k, %v : memref<2x1x8x256xbf16>, memref<64x1x2x256xbf16>, memref<64x1x2x256xbf16>)
       seqused_k(%su : memref<2xi32>) block_table(%bt : memref<2x16xi32>)
       outs(%o : memref<2x1x8x256xbf16>)
+  return
+}
+
+// -----
+
+// The same with a given plan of 64-key blocks: reported, with the values.
+func.func @paged1_hd256_bn64(%q: memref<2x1x8x256xbf16>, %k: memref<64x1x2x256xbf16>, %v: memref<64x1x2x256xbf16>,
+                             %su: memref<2xi32>, %bt: memref<2x16xi32>, %o: memref<2x1x8x256xbf16>) {
+  // expected-error @+1 {{convert-flashattn-to-nvgpu: per-row KV copies (pages below 8 keys) need 2 consumer warpgroups, and key blocks of at most 32 at head_dim 256; the plan has 2 consumers, head_dim 256, block_n 64}}
+  flashattn.attention ins(%q, %k, %v : memref<2x1x8x256xbf16>, memref<64x1x2x256xbf16>, memref<64x1x2x256xbf16>)
+      seqused_k(%su : memref<2xi32>) block_table(%bt : memref<2x16xi32>)
+      outs(%o : memref<2x1x8x256xbf16>)
+      {plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 64, stages = 2, consumers = 2, schedule = static, num_splits = 1, pack_gqa = false>}
   return
 }
