@@ -18,7 +18,10 @@ def FlashAttnPlan : Pass<"flashattn-plan"> {
       consumer warpgroups over 128-row query tiles with key blocks of 128 at
       head_dim 128 and 80 at head_dim 256; 3 consumer warpgroups over
       192-row tiles with key blocks of 128 (112 under a causal mask) at
-      head_dim 64 without window, softcap or regions (else 2 consumers); 2
+      head_dim 64 without window, softcap or regions (else 2 consumers);
+      paged KV: 2 consumers and key blocks of 128 (64 at head_dim 256, 32
+      there when the pages are copied row by row: fewer than 8 keys, or not
+      a multiple of 8 dividing 64); 2
       K/V stages; the persistent schedule static, or lpt under a causal
       mask; automatic num_splits = 1 (the runtime chooses the count at
       launch for artifacts compiled with num_splits 0); automatic pack_gqa
