@@ -357,6 +357,21 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     return w.op("llvm.load " + p + (invariant ? " {invariant}" : "") +
                 " : !llvm.ptr<1> -> i32");
   };
+  // The L2 groups of the tile orders: tiles go in groups of hg heads
+  // (`heads` in all), `rounds` tiles per head in a group (m_blocks, or
+  // table entries), head fastest inside a group; the last group may hold
+  // fewer heads. Returns (head, round).
+  auto groupedOrder = [&](const std::string &tile, const std::string &hg,
+                          const std::string &heads, const std::string &rounds) {
+    std::string inGroup = w.bin("arith.muli", hg, rounds, "i32");
+    std::string first = w.bin("arith.muli", w.bin("arith.divui", tile, inGroup, "i32"), hg,
+                              "i32");
+    std::string r = w.bin("arith.remui", tile, inGroup, "i32");
+    std::string hgHere = w.bin("arith.minui", hg, w.bin("arith.subi", heads, first, "i32"),
+                               "i32");
+    std::string head = w.bin("arith.addi", first, w.bin("arith.remui", r, hgHere, "i32"), "i32");
+    return std::make_pair(head, w.bin("arith.divui", r, hgHere, "i32"));
+  };
   auto decodeTile = [&](const std::string &tileIn) {
     Tile t;
     // Tile order. Static: m_block fastest, so the CTAs running at once share
@@ -384,14 +399,8 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
           "arith.minui",
           w.bin("arith.maxui", w.op("llvm.load " + hgAt + " : !llvm.ptr<1> -> i32"), c1, "i32"),
           tileHeads, "i32");
-      std::string inGroup = w.bin("arith.muli", hg, entryCount, "i32");
-      std::string first = w.bin("arith.muli", w.bin("arith.divui", tile, inGroup, "i32"), hg,
-                                "i32");
-      std::string r = w.bin("arith.remui", tile, inGroup, "i32");
-      std::string hgHere = w.bin("arith.minui", hg,
-                                 w.bin("arith.subi", tileHeads, first, "i32"), "i32");
-      t.h = w.bin("arith.addi", first, w.bin("arith.remui", r, hgHere, "i32"), "i32");
-      std::string e = w.bin("arith.divui", r, hgHere, "i32");
+      std::string e;
+      std::tie(t.h, e) = groupedOrder(tile, hg, tileHeads, entryCount);
       t.entry = e;
       auto field = [&](int f) { return tableField(e, f, true); };
       t.qRow = field(0);
@@ -421,15 +430,9 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
       if (!packed)
         hg = w.bin("arith.muli", hg, groups, "i32");
       hg = w.bin("arith.minui", hg, nbh, "i32");
-      std::string inGroup = w.bin("arith.muli", hg, nmb, "i32");
-      std::string first = w.bin("arith.muli", w.bin("arith.divui", tile, inGroup, "i32"), hg,
-                                "i32");
-      std::string r = w.bin("arith.remui", tile, inGroup, "i32");
-      std::string hgHere = w.bin("arith.minui", hg, w.bin("arith.subi", nbh, first, "i32"),
-                                 "i32");
-      bh = w.bin("arith.addi", first, w.bin("arith.remui", r, hgHere, "i32"), "i32");
-      mb = w.bin("arith.subi", w.bin("arith.subi", nmb, c1, "i32"),
-                 w.bin("arith.divui", r, hgHere, "i32"), "i32");
+      std::string round;
+      std::tie(bh, round) = groupedOrder(tile, hg, nbh, nmb);
+      mb = w.bin("arith.subi", w.bin("arith.subi", nmb, c1, "i32"), round, "i32");
     } else {
       mb = w.bin("arith.remui", tile, nmb, "i32");
       bh = w.bin("arith.divui", tile, nmb, "i32");
@@ -523,27 +526,24 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   // page_size of them, the last clamped to the sequence's last page (those
   // keys are masked).
   const int64_t PS = k.pageSize;
+  // Entry `index` of the tile's page list.
+  auto pageIndex = [&](const Tile &t, const std::string &index) {
+    std::string p = w.op("llvm.getelementptr %page_table[" +
+                         w.bin("arith.addi", t.kRow, index, "i32") +
+                         "] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32");
+    return w.op("llvm.load " + p + " {invariant} : !llvm.ptr<1> -> i32");
+  };
+  // The sequence's last page (its index in the list).
+  auto lastPage = [&](const Tile &t) {
+    return w.bin("arith.subi", w.bin("arith.ceildivui", t.sk, w.i32(PS), "i32"), c1, "i32");
+  };
+  // Pages of at least block_n keys: the page of block nb and its first row
+  // there. (Smaller pages go box by box, one lane each: lanePages.)
   auto pagesOf = [&](const std::string &nb, const Tile &t) {
-    std::vector<std::string> pages;
     std::string key0 = w.bin("arith.muli", nb, cBN, "i32");
-    auto page = [&](const std::string &index) {
-      std::string p = w.op("llvm.getelementptr %page_table[" +
-                           w.bin("arith.addi", t.kRow, index, "i32") +
-                           "] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32");
-      return w.op("llvm.load " + p + " {invariant} : !llvm.ptr<1> -> i32");
-    };
-    if (PS >= BN) {
-      std::string cPS = w.i32(PS);
-      pages.push_back(page(w.bin("arith.divui", key0, cPS, "i32")));
-      pages.push_back(w.bin("arith.remui", key0, cPS, "i32"));
-      return pages;
-    }
-    std::string last = w.bin("arith.subi",
-                             w.bin("arith.ceildivui", t.sk, w.i32(PS), "i32"), c1, "i32");
-    std::string first = w.bin("arith.muli", nb, w.i32(BN / PS), "i32");
-    for (int64_t j = 0; j < BN / PS; ++j)
-      pages.push_back(page(w.bin("arith.minui", plus(first, w.i32(j)), last, "i32")));
-    return pages;
+    std::string cPS = w.i32(PS);
+    return std::vector<std::string>{pageIndex(t, w.bin("arith.divui", key0, cPS, "i32")),
+                                    w.bin("arith.remui", key0, cPS, "i32")};
   };
   // Issues the TMA loads of one K (or V) block into `base`.
   auto loadKV = [&](const std::string &map, const std::string &base,
@@ -553,21 +553,15 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     w.line("nvvm.mbarrier.arrive.expect_tx " + bar + ", " + w.i32(L.kvBytes) +
            " : !llvm.ptr<3>, i32");
     if (PS) {
-      // One box per page and 64 columns: page_size rows (block_n when the
-      // page holds whole blocks) at row j x page_size of the slot, a
-      // multiple of 8 rows: 1024-byte aligned, as the 128-byte swizzle's
-      // atom (PTX ISA 9.7.9.25, tensor copies with swizzle modes).
-      int64_t rows = std::min(PS, BN);
-      for (size_t j = 0; j < (PS >= BN ? 1 : pages.size()); ++j)
-        for (int64_t i = 0; i < boxes; ++i) {
-          std::string dst = w.op("llvm.addrspacecast " +
-                                 ptrAdd(base, i * BN * 128 + int64_t(j) * rows * 128) +
-                                 " : !llvm.ptr<3> to !llvm.ptr<7>");
-          std::string row = PS >= BN ? pages[1] : c0;
-          w.line("nvvm.cp.async.bulk.tensor.shared.cluster.global " + dst + ", " + map +
-                 ", " + bar + ", box[" + w.i32(64 * i) + ", " + kvh + ", " + row + ", " +
-                 pages[j] + "] : !llvm.ptr<7>, !llvm.ptr");
-        }
+      // A page holding the whole block: one box per 64 columns, block_n
+      // rows from the block's first row in the page.
+      for (int64_t i = 0; i < boxes; ++i) {
+        std::string dst = w.op("llvm.addrspacecast " + ptrAdd(base, i * BN * 128) +
+                               " : !llvm.ptr<3> to !llvm.ptr<7>");
+        w.line("nvvm.cp.async.bulk.tensor.shared.cluster.global " + dst + ", " + map + ", " +
+               bar + ", box[" + w.i32(64 * i) + ", " + kvh + ", " + pages[1] + ", " +
+               pages[0] + "] : !llvm.ptr<7>, !llvm.ptr");
+      }
       return;
     }
     std::string row = plus(t.kRow, w.bin("arith.muli", nb, cBN, "i32"));
@@ -680,8 +674,7 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     auto copyRows = [&](const std::string &pool, const std::string &base,
                         const std::string &nb, const Tile &t) {
       std::string key0 = w.bin("arith.muli", nb, cBN, "i32");
-      std::string last = w.bin("arith.subi",
-                               w.bin("arith.ceildivui", t.sk, w.i32(PS), "i32"), c1, "i32");
+      std::string last = lastPage(t);
       auto e64 = [&](const std::string &v) { return w.op("arith.extui " + v + " : i32 to i64"); };
       // Element offset of (kv head, chunk column) within a pool row.
       std::string colOff = w.bin("arith.addi",
@@ -695,10 +688,7 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
       std::string key = w.bin("arith.addi", key0, r, "i32");
       std::string pidx = w.bin("arith.minui", w.bin("arith.divui", key, w.i32(PS), "i32"),
                                last, "i32");
-      std::string pp = w.op("llvm.getelementptr %page_table[" +
-                            w.bin("arith.addi", t.kRow, pidx, "i32") +
-                            "] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32");
-      std::string page = w.op("llvm.load " + pp + " {invariant} : !llvm.ptr<1> -> i32");
+      std::string page = pageIndex(t, pidx);
       // A page index outside the pool (a device block_table is not checked
       // on the host) reads page 0 with source size 0: zeros, never memory
       // outside k or v. (TMA boxes outside the pool are zero-filled.)
@@ -838,7 +828,7 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   // 128); lane l of the warp issues boxes l, l + 32, ... (box j: page j /
   // (head_dim / 64), 64 columns j % (head_dim / 64)), each lane loading only
   // its own page index, after lane 0 set the barrier's byte count.
-  const bool laneBoxes = zeroTail && PS && PS < BN;
+  const bool laneBoxes = PS && PS < BN; // paged KV always has the table
   const int64_t nBoxes = laneBoxes ? (BN / PS) * boxes : 0;
   const int64_t boxRounds = (nBoxes + 31) / 32;
   std::string lane = zeroTail ? w.bin("arith.remui", tid, c32, "i32") : "";
@@ -846,17 +836,12 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   // sequence's last page, so that idle lanes load a valid entry too).
   auto lanePages = [&](const std::string &nb, const Tile &t) {
     std::vector<std::pair<std::string, std::string>> v;
-    std::string last = w.bin("arith.subi",
-                             w.bin("arith.ceildivui", t.sk, w.i32(PS), "i32"), c1, "i32");
+    std::string last = lastPage(t);
     std::string first = w.bin("arith.muli", nb, w.i32(BN / PS), "i32");
     for (int64_t r = 0; r < boxRounds; ++r) {
       std::string j = r ? w.bin("arith.addi", lane, w.i32(32 * r), "i32") : lane;
       std::string pj = w.bin("arith.divui", j, w.i32(boxes), "i32");
-      std::string index = w.bin("arith.minui", plus(first, pj), last, "i32");
-      std::string p = w.op("llvm.getelementptr %page_table[" +
-                           w.bin("arith.addi", t.kRow, index, "i32") +
-                           "] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32");
-      v.push_back({j, w.op("llvm.load " + p + " {invariant} : !llvm.ptr<1> -> i32")});
+      v.push_back({j, pageIndex(t, w.bin("arith.minui", plus(first, pj), last, "i32"))});
     }
     return v;
   };
