@@ -24,6 +24,22 @@ fa_status fa_sm90_tile_table(fa_runtime *rt, const fa_kernel *k,
                              const fa_attention_args *args, bool pages_on_device,
                              int32_t **table, int64_t *entries, int64_t *words);
 
+/* Builds a cubin artifact of config c with metadata `meta` (a stand-in
+ * payload: cubins load without a driver, at their first launch) and loads
+ * it into *k: fa_kernel_load_artifact's status. */
+static fa_status load_cubin(fa_runtime *rt, const fa_attention_config *c, const char *meta,
+                            const char *what, fa_kernel **k) {
+  static const char payload[] = "not a real cubin";
+  void *bytes = NULL;
+  size_t size = 0;
+  CHECK(fa_artifact_build(c, FA_COMPILER_VERSION, FA_ARTIFACT_CUBIN, meta, payload,
+                          sizeof(payload), &bytes, &size) == FA_OK,
+        "building %s", what);
+  fa_status st = fa_kernel_load_artifact(rt, bytes, size, k);
+  fa_artifact_free(bytes);
+  return st;
+}
+
 int main(void) {
   fa_runtime_options opts = {0};
   opts.struct_size = sizeof(opts);
@@ -46,18 +62,13 @@ int main(void) {
   c.target = FA_TARGET_SM90;
   c.num_q_heads = c.num_kv_heads = 2;
   c.head_dim = c.head_dim_v = 64;
-  void *bytes = NULL;
-  size_t size = 0;
-  const char payload[] = "not a real cubin";
-  CHECK(fa_artifact_build(&c, FA_COMPILER_VERSION, FA_ARTIFACT_CUBIN,
+  fa_kernel *k = NULL;
+  CHECK_STATUS(load_cubin(rt, &c,
                           "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],"
                           "\"block\":[384,1,1],\"smem\":200000,"
                           "\"tma\":[{\"arg\":\"q\",\"box\":[64,1,128,1],\"swizzle\":128}]}",
-                          payload, sizeof(payload), &bytes, &size) == FA_OK,
-        "building a cubin artifact");
-  fa_kernel *k = NULL;
-  CHECK_STATUS(fa_kernel_load_artifact(rt, bytes, size, &k), FA_OK, rt);
-  fa_artifact_free(bytes);
+                          "a cubin artifact", &k),
+               FA_OK, rt);
   if (k) {
     fa_attention_args a = empty_args();
     unsigned char *qmem = (unsigned char *)aligned_alloc(64, 2 * 8 * 2 * 64 * 2 + 64);
@@ -76,13 +87,11 @@ int main(void) {
 
   /* Strides that are not multiples of 16 bytes: head_dim 4 in f16. */
   c.head_dim = c.head_dim_v = 4;
-  CHECK(fa_artifact_build(&c, FA_COMPILER_VERSION, FA_ARTIFACT_CUBIN,
+  CHECK_STATUS(load_cubin(rt, &c,
                           "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],"
                           "\"tma\":[{\"arg\":\"k\",\"box\":[4,1,64,1],\"swizzle\":0}]}",
-                          payload, sizeof(payload), &bytes, &size) == FA_OK,
-        "building a second cubin artifact");
-  CHECK_STATUS(fa_kernel_load_artifact(rt, bytes, size, &k), FA_OK, rt);
-  fa_artifact_free(bytes);
+                          "a second cubin artifact", &k),
+               FA_OK, rt);
   if (k) {
     fa_attention_args a = empty_args();
     a.q = make_tensor(4, (int64_t[]){1, 8, 2, 4}, 2);
@@ -96,33 +105,27 @@ int main(void) {
   }
 
   /* A malformed tensor-map list is a corrupt artifact. */
-  CHECK(fa_artifact_build(&c, FA_COMPILER_VERSION, FA_ARTIFACT_CUBIN,
+  CHECK_STATUS(load_cubin(rt, &c,
                           "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],"
                           "\"tma\":[{\"arg\":\"k\",\"box\":[512],\"swizzle\":0}]}",
-                          payload, sizeof(payload), &bytes, &size) == FA_OK,
-        "building a third cubin artifact");
-  CHECK_STATUS(fa_kernel_load_artifact(rt, bytes, size, &k), FA_ERROR_CORRUPT_ARTIFACT, rt);
-  fa_artifact_free(bytes);
+                          "a third cubin artifact", &k),
+               FA_ERROR_CORRUPT_ARTIFACT, rt);
 
   /* So is a split-KV combine entry that is not a name. */
-  CHECK(fa_artifact_build(&c, FA_COMPILER_VERSION, FA_ARTIFACT_CUBIN,
+  CHECK_STATUS(load_cubin(rt, &c,
                           "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],"
                           "\"combine_entry\":7}",
-                          payload, sizeof(payload), &bytes, &size) == FA_OK,
-        "building a fourth cubin artifact");
-  CHECK_STATUS(fa_kernel_load_artifact(rt, bytes, size, &k), FA_ERROR_CORRUPT_ARTIFACT, rt);
+                          "a fourth cubin artifact", &k),
+               FA_ERROR_CORRUPT_ARTIFACT, rt);
   CHECK(strstr(fa_runtime_last_error(rt), "combine_entry") != NULL, "message: %s",
         fa_runtime_last_error(rt));
-  fa_artifact_free(bytes);
 
   /* And a split-KV cubin without its combine kernel. */
   c.num_splits = 2;
-  CHECK(fa_artifact_build(&c, FA_COMPILER_VERSION, FA_ARTIFACT_CUBIN,
+  CHECK_STATUS(load_cubin(rt, &c,
                           "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"]}",
-                          payload, sizeof(payload), &bytes, &size) == FA_OK,
-        "building a fifth cubin artifact");
-  CHECK_STATUS(fa_kernel_load_artifact(rt, bytes, size, &k), FA_ERROR_CORRUPT_ARTIFACT, rt);
-  fa_artifact_free(bytes);
+                          "a fifth cubin artifact", &k),
+               FA_ERROR_CORRUPT_ARTIFACT, rt);
   c.num_splits = 1;
 
   /* Bad values of the pack_gqa view and the tile counter are corrupt
@@ -149,14 +152,10 @@ int main(void) {
     const char *field[] = {"tma", "tma", "tile_counter", "tile_table", "tile_table",
                            "packed_entry", "packed_entry"};
     for (int i = 0; i < 7; ++i) {
-      CHECK(fa_artifact_build(&c, FA_COMPILER_VERSION, FA_ARTIFACT_CUBIN, bad[i], payload,
-                              sizeof(payload), &bytes, &size) == FA_OK,
-            "building bad artifact %d", i);
-      CHECK_STATUS(fa_kernel_load_artifact(rt, bytes, size, &k), FA_ERROR_CORRUPT_ARTIFACT,
+      CHECK_STATUS(load_cubin(rt, &c, bad[i], "a bad artifact", &k), FA_ERROR_CORRUPT_ARTIFACT,
                    rt);
       CHECK(strstr(fa_runtime_last_error(rt), field[i]) != NULL, "case %d: %s", i,
             fa_runtime_last_error(rt));
-      fa_artifact_free(bytes);
     }
   }
 
@@ -167,14 +166,12 @@ int main(void) {
     c.num_q_heads = 6;
     c.num_kv_heads = 2;
     c.head_dim = c.head_dim_v = 64;
-    CHECK(fa_artifact_build(&c, FA_COMPILER_VERSION, FA_ARTIFACT_CUBIN,
+    CHECK_STATUS(load_cubin(rt, &c,
                             "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],"
                             "\"tma\":[{\"arg\":\"q\",\"box\":[64,4,1,32,1],"
                             "\"swizzle\":128,\"group\":4}]}",
-                            payload, sizeof(payload), &bytes, &size) == FA_OK,
-          "building a grouped-map artifact");
-    CHECK_STATUS(fa_kernel_load_artifact(rt, bytes, size, &k), FA_OK, rt);
-    fa_artifact_free(bytes);
+                            "a grouped-map artifact", &k),
+                 FA_OK, rt);
     if (k) {
       fa_attention_args a = empty_args();
       a.q = make_tensor(4, (int64_t[]){1, 8, 6, 64}, 2);
@@ -189,15 +186,13 @@ int main(void) {
     /* The same with varlen q [Tq, H, D]: the heads are its dim 1 (the
      * message names 6 heads, not the head_dim 64). */
     c.flags = FA_VARLEN_Q | FA_VARLEN_K;
-    CHECK(fa_artifact_build(&c, FA_COMPILER_VERSION, FA_ARTIFACT_CUBIN,
+    CHECK_STATUS(load_cubin(rt, &c,
                             "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],"
                             "\"tile_table\":true,\"block_m\":128,\"block_n\":128,"
                             "\"tma\":[{\"arg\":\"q\",\"box\":[64,4,1,32],"
                             "\"swizzle\":128,\"group\":4}]}",
-                            payload, sizeof(payload), &bytes, &size) == FA_OK,
-          "building a varlen grouped-map artifact");
-    CHECK_STATUS(fa_kernel_load_artifact(rt, bytes, size, &k), FA_OK, rt);
-    fa_artifact_free(bytes);
+                            "a varlen grouped-map artifact", &k),
+                 FA_OK, rt);
     if (k) {
       int32_t cu[] = {0, 10};
       fa_attention_args a = empty_args();
@@ -220,26 +215,23 @@ int main(void) {
 
   /* Automatic num_splits: "auto_splits" needs config num_splits 0 and the
    * tile sizes; then the count is FlashAttention's heuristic at launch. */
-  CHECK(fa_artifact_build(&c, FA_COMPILER_VERSION, FA_ARTIFACT_CUBIN,
+  CHECK_STATUS(load_cubin(rt, &c,
                           "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],"
                           "\"auto_splits\":true,\"block_m\":128,\"block_n\":128}",
-                          payload, sizeof(payload), &bytes, &size) == FA_OK,
-        "building an auto-split artifact with num_splits 1");
-  CHECK_STATUS(fa_kernel_load_artifact(rt, bytes, size, &k), FA_ERROR_CORRUPT_ARTIFACT, rt);
+                          "an auto-split artifact with num_splits 1", &k),
+               FA_ERROR_CORRUPT_ARTIFACT, rt);
   CHECK(strstr(fa_runtime_last_error(rt), "auto_splits") != NULL, "message: %s",
         fa_runtime_last_error(rt));
-  fa_artifact_free(bytes);
   c.num_splits = 0;
   c.num_q_heads = 32;
   c.num_kv_heads = 8;
   c.head_dim = c.head_dim_v = 128;
-  CHECK(fa_artifact_build(&c, FA_COMPILER_VERSION, FA_ARTIFACT_CUBIN,
+  CHECK_STATUS(load_cubin(rt, &c,
                           "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],"
                           "\"combine_entry\":\"c\",\"auto_splits\":true,"
                           "\"block_m\":128,\"block_n\":128,\"pack_groups\":4}",
-                          payload, sizeof(payload), &bytes, &size) == FA_OK,
-        "building an auto-split artifact");
-  CHECK_STATUS(fa_kernel_load_artifact(rt, bytes, size, &k), FA_OK, rt);
+                          "an auto-split artifact", &k),
+               FA_OK, rt);
   if (k) {
     /* Decode, 32 / 8 heads packed 4 to a tile row group, 132 SMs: batch 1
      * has 8 tiles -> 16 splits over 32k keys (128 of 132 SMs, efficiency
@@ -252,7 +244,6 @@ int main(void) {
     CHECK(fa_num_splits_heuristic(k, 1, 1, 32, 300, 8, 132) <= 3, "3 key blocks");
     CHECK(fa_num_splits_heuristic(k, 1, 1, 32, 0, 8, 132) == 1, "no keys");
   }
-  fa_artifact_free(bytes);
   c.num_splits = 1;
   c.num_q_heads = c.num_kv_heads = 2;
   c.head_dim = c.head_dim_v = 64;
@@ -267,13 +258,11 @@ int main(void) {
   c.causal = FA_CAUSAL_BOTTOM_RIGHT;
   c.num_q_heads = 8;
   c.num_kv_heads = 2;
-  CHECK(fa_artifact_build(&c, FA_COMPILER_VERSION, FA_ARTIFACT_CUBIN,
+  CHECK_STATUS(load_cubin(rt, &c,
                           "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\",\"lse\"],"
                           "\"tile_table\":true,\"block_m\":128,\"block_n\":128}",
-                          payload, sizeof(payload), &bytes, &size) == FA_OK,
-        "building a tile-table artifact");
-  CHECK_STATUS(fa_kernel_load_artifact(rt, bytes, size, &k), FA_OK, rt);
-  fa_artifact_free(bytes);
+                          "a tile-table artifact", &k),
+               FA_OK, rt);
   if (k) {
     int32_t cu_q[] = {0, 0, 1, 300, 429}, cu_k[] = {0, 5, 5, 400, 1429};
     fa_attention_args a = empty_args();
@@ -312,14 +301,12 @@ int main(void) {
   /* seqused_k on dense q and k: k length from seqused_k, positions 0 and
    * the batch as TMA coordinates; pack_gqa folds G = 4 heads into rows. */
   c.flags = FA_SEQUSED_K;
-  CHECK(fa_artifact_build(&c, FA_COMPILER_VERSION, FA_ARTIFACT_CUBIN,
+  CHECK_STATUS(load_cubin(rt, &c,
                           "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],"
                           "\"tile_table\":true,\"block_m\":128,\"block_n\":128,"
                           "\"pack_groups\":4}",
-                          payload, sizeof(payload), &bytes, &size) == FA_OK,
-        "building a seqused_k artifact");
-  CHECK_STATUS(fa_kernel_load_artifact(rt, bytes, size, &k), FA_OK, rt);
-  fa_artifact_free(bytes);
+                          "a seqused_k artifact", &k),
+               FA_OK, rt);
   if (k) {
     int32_t used[] = {700, 0};
     fa_attention_args a = empty_args();
@@ -352,16 +339,12 @@ int main(void) {
     fa_attention_config c2 = c;
     c2.flags = FA_SEQUSED_K;
     c2.head_dim = c2.head_dim_v = 128; /* not the cached config above */
-    void *b2 = NULL;
-    size_t s2 = 0;
     fa_kernel *k2 = NULL;
-    CHECK(fa_artifact_build(&c2, FA_COMPILER_VERSION, FA_ARTIFACT_CUBIN,
+    CHECK_STATUS(load_cubin(rt, &c2,
                             "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],"
                             "\"tile_table\":true,\"block_m\":128,\"block_n\":128}",
-                            payload, sizeof(payload), &b2, &s2) == FA_OK,
-          "building a seqused_k artifact without pack_gqa");
-    CHECK_STATUS(fa_kernel_load_artifact(rt, b2, s2, &k2), FA_OK, rt);
-    fa_artifact_free(b2);
+                            "a seqused_k artifact without pack_gqa", &k2),
+                 FA_OK, rt);
     if (k2) {
       int32_t used[] = {1 << 20};
       fa_attention_args a = empty_args();
@@ -390,45 +373,37 @@ int main(void) {
    * its kernel (or with one but no tile table) is a corrupt artifact. */
   c.flags = FA_SEQUSED_K | FA_PAGED | FA_APPEND;
   c.page_size = 16;
-  CHECK(fa_artifact_build(&c, FA_COMPILER_VERSION, FA_ARTIFACT_CUBIN,
+  CHECK_STATUS(load_cubin(rt, &c,
                           "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],"
                           "\"tile_table\":true,\"block_m\":128,\"block_n\":128}",
-                          payload, sizeof(payload), &bytes, &size) == FA_OK,
-        "building an append artifact without its kernel");
-  CHECK_STATUS(fa_kernel_load_artifact(rt, bytes, size, &k), FA_ERROR_CORRUPT_ARTIFACT, rt);
+                          "an append artifact without its kernel", &k),
+               FA_ERROR_CORRUPT_ARTIFACT, rt);
   CHECK(strstr(fa_runtime_last_error(rt), "append_entry") != NULL, "message: %s",
         fa_runtime_last_error(rt));
-  fa_artifact_free(bytes);
   /* page_table only on a paged cubin with a tile table. */
   c.flags = FA_SEQUSED_K;
   c.page_size = 0;
-  CHECK(fa_artifact_build(&c, FA_COMPILER_VERSION, FA_ARTIFACT_CUBIN,
+  CHECK_STATUS(load_cubin(rt, &c,
                           "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],"
                           "\"tile_table\":true,\"page_table\":true,"
                           "\"block_m\":128,\"block_n\":128}",
-                          payload, sizeof(payload), &bytes, &size) == FA_OK,
-        "building a page_table artifact without pages");
-  CHECK_STATUS(fa_kernel_load_artifact(rt, bytes, size, &k), FA_ERROR_CORRUPT_ARTIFACT, rt);
+                          "a page_table artifact without pages", &k),
+               FA_ERROR_CORRUPT_ARTIFACT, rt);
   CHECK(strstr(fa_runtime_last_error(rt), "page_table") != NULL, "message: %s",
         fa_runtime_last_error(rt));
-  fa_artifact_free(bytes);
   c.flags = FA_SEQUSED_K | FA_PAGED | FA_APPEND;
   c.page_size = 16;
-  CHECK(fa_artifact_build(&c, FA_COMPILER_VERSION, FA_ARTIFACT_CUBIN,
+  CHECK_STATUS(load_cubin(rt, &c,
                           "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],"
                           "\"append_entry\":\"a\",\"block_m\":128,\"block_n\":128}",
-                          payload, sizeof(payload), &bytes, &size) == FA_OK,
-        "building an append artifact without a tile table");
-  CHECK_STATUS(fa_kernel_load_artifact(rt, bytes, size, &k), FA_ERROR_CORRUPT_ARTIFACT, rt);
-  fa_artifact_free(bytes);
-  CHECK(fa_artifact_build(&c, FA_COMPILER_VERSION, FA_ARTIFACT_CUBIN,
+                          "an append artifact without a tile table", &k),
+               FA_ERROR_CORRUPT_ARTIFACT, rt);
+  CHECK_STATUS(load_cubin(rt, &c,
                           "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],"
                           "\"append_entry\":\"a\",\"tile_table\":true,"
                           "\"block_m\":128,\"block_n\":128}",
-                          payload, sizeof(payload), &bytes, &size) == FA_OK,
-        "building an append artifact");
-  CHECK_STATUS(fa_kernel_load_artifact(rt, bytes, size, &k), FA_OK, rt);
-  fa_artifact_free(bytes);
+                          "an append artifact", &k),
+               FA_OK, rt);
   if (k) {
     int32_t starts[] = {20, 0}, pages[] = {7, 3, 9, 4, 1, 2, 8, 6};
     fa_attention_args a = empty_args();
