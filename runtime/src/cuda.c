@@ -24,7 +24,7 @@
  * takes one more pointer after the tensor maps: a u32 zero at launch (a
  * stream-ordered allocation per launch, so concurrent launches on several
  * streams never share it; zeroed by cuMemsetD32Async, or with a tile table
- * by zeros copied with it), the dynamic tile scheduler's counter; a launch
+ * the table's zero word 3), the dynamic tile scheduler's counter; a launch
  * with no more tiles than CTAs (the grid) never reads it, and gets an
  * unzeroed address instead. With metadata "tile_table": true (varlen,
  * seqused_k, paged, append) the next parameter is the tile table
@@ -592,11 +592,12 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
   void *attention = use_dense ? k->cu_dense : k->cu_function;
   /* Stream-ordered scratch: the tile table (in 256-byte units), the zeroed
    * tile counter of the dynamic scheduler (4 bytes, in 256; only with more
-   * tiles than CTAs: otherwise the kernel never reads it), the split-KV
-   * partial results. */
+   * tiles than CTAs: otherwise the kernel never reads it; with a table it
+   * is the table's zero word 3, copied with it), the split-KV partial
+   * results. */
   const bool takes_counter =
       use_dense ? k->artifact.dense_tile_counter : k->artifact.tile_counter;
-  size_t counter_bytes = takes_counter && tiles > (int64_t)sms ? 256 : 0;
+  size_t counter_bytes = takes_counter && !table && tiles > (int64_t)sms ? 256 : 0;
   size_t table_bytes = table ? ((size_t)words * sizeof(int32_t) + 255) / 256 * 256 : 0;
   size_t out_bytes = combine ? (size_t)(splits * b * sq * h * dv) * 4 : 0;
   size_t lse_bytes = combine ? (size_t)(splits * b * h * sq) * 4 : 0;
@@ -619,31 +620,19 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
     return fa_fail(rt, FA_ERROR_OUT_OF_MEMORY, "launch scratch of %zu bytes: %s",
                    ws_bytes, cuError(api, r));
   }
-  /* Layout: table | counter | partial results. With a table, the counter's
-   * zeros travel in the table's copy (one operation on the stream instead
-   * of a memset and a copy). */
+  /* Layout: table | counter | partial results. */
   void *dtable = table_bytes ? (void *)(uintptr_t)ws : NULL;
   /* Paged: the page lists, where the kernels read them. */
   void *pages = k->artifact.page_table ? (pages_on_device ? call->block_table.data : dtable)
                                        : NULL;
-  /* (Without counter bytes, an address the kernel never reads.) */
-  void *counter = takes_counter ? (void *)(uintptr_t)(counter_bytes ? ws + table_bytes : ws)
-                                : NULL;
+  /* The counter: its own zeroed word, the table's word 3, or (no bytes:
+   * never read) the scratch's start. */
+  void *counter = !takes_counter ? NULL
+                  : table        ? (void *)(uintptr_t)(ws + 3 * sizeof(int32_t))
+                                 : (void *)(uintptr_t)(ws + table_bytes);
   uint64_t parts = ws + table_bytes + counter_bytes;
-  size_t copy_bytes = (size_t)words * sizeof(int32_t);
-  if (table && counter_bytes) {
-    int32_t *grown = (int32_t *)realloc(table, table_bytes + counter_bytes);
-    if (!grown) {
-      free(table);
-      api->cuMemFreeAsync(ws, (CUstream)stream);
-      return fa_fail(rt, FA_ERROR_OUT_OF_MEMORY, "out of memory");
-    }
-    table = grown;
-    memset((char *)table + copy_bytes, 0, table_bytes + counter_bytes - copy_bytes);
-    copy_bytes = table_bytes + counter_bytes;
-  } else if (counter_bytes) {
+  if (counter_bytes)
     r = api->cuMemsetD32Async(ws + table_bytes, 0, 1, (CUstream)stream);
-  }
   /* Packed rows past cu_seqlens_q[B] belong to no tile: lse_s -inf makes
    * the combine write them as out 0, lse -inf (never unwritten memory). */
   if (r == 0 && combine && vq)
@@ -652,7 +641,7 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
   /* From pageable memory the copy is staged before the call returns, so
    * the host table can be freed right after. */
   if (r == 0 && table_bytes)
-    r = api->cuMemcpyHtoDAsync(ws, table, copy_bytes, (CUstream)stream);
+    r = api->cuMemcpyHtoDAsync(ws, table, (size_t)words * sizeof(int32_t), (CUstream)stream);
   free(table);
   if (r != 0)
     st = fa_fail(rt, FA_ERROR_CUDA, "preparing the launch failed: %s", cuError(api, r));

@@ -380,7 +380,10 @@ fa_status fa_attention_run(fa_runtime *rt, fa_kernel *k,
   /* The integer metadata is read on the host: in device memory it would
    * fault there. Asked of the driver for sm90 cubins, and for host
    * artifacts once this runtime has loaded the driver anyway. A block_table
-   * may be device memory for a cubin that reads it (page_table, below). */
+   * may be device memory for a cubin that reads it (page_table): the
+   * kernels read it there, and its entries are not checked (a page outside
+   * the pool reads zeros and an append to it is dropped, in the kernels). */
+  bool pages_on_device = false;
   if (k->artifact.kind == FA_ARTIFACT_CUBIN || rt->cuda) {
     const char *meta_names[] = {"cu_seqlens_q", "cu_seqlens_k", "seqused_k", "cache_seqlens",
                                 "block_table"};
@@ -389,8 +392,13 @@ fa_status fa_attention_run(fa_runtime *rt, fa_kernel *k,
     bool device_pages_ok = k->artifact.kind == FA_ARTIFACT_CUBIN && k->artifact.page_table;
     for (int i = 0; i < 5; ++i) {
       bool on_device = false;
-      if (!meta[i]->data || (i == 4 && device_pages_ok) ||
-          fa_cuda_on_device(rt, meta[i]->data, &on_device) != FA_OK || !on_device)
+      if (!meta[i]->data)
+        continue;
+      if (i == 4 && device_pages_ok) {
+        TRY(fa_cuda_on_device(rt, meta[i]->data, &pages_on_device));
+        continue;
+      }
+      if (fa_cuda_on_device(rt, meta[i]->data, &on_device) != FA_OK || !on_device)
         continue;
       return fa_fail(rt, FA_ERROR_BAD_INPUT,
                      "'%s' is in device memory; it is read on the host and must be "
@@ -406,12 +414,6 @@ fa_status fa_attention_run(fa_runtime *rt, fa_kernel *k,
     TRY(check_cu_seqlens(&c, "cu_seqlens_q", &a->cu_seqlens_q, a->q.shape[0]));
   if (f & FA_VARLEN_K)
     TRY(check_cu_seqlens(&c, "cu_seqlens_k", &a->cu_seqlens_k, a->k.shape[0]));
-  /* A block_table in device memory (sm90): the kernels read it there;
-   * its entries are not checked (a page outside the pool reads zeros and
-   * an append to it is dropped, in the kernels). */
-  bool pages_on_device = false;
-  if ((f & FA_PAGED) && k->artifact.kind == FA_ARTIFACT_CUBIN && k->artifact.page_table)
-    TRY(fa_cuda_on_device(rt, a->block_table.data, &pages_on_device));
   if ((f & FA_PAGED) && !pages_on_device) {
     const int32_t *bt = (const int32_t *)a->block_table.data;
     int64_t n = a->block_table.shape[0] * a->block_table.shape[1];

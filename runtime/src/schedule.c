@@ -13,7 +13,9 @@
  * Layout (i32): entry 0 = {E, append pairs index (below), hg, 0, ...}, hg
  * the heads per group of the kernel's tile order (tiles go group by group,
  * entry by entry in a group, head fastest: the K/V of a group's heads fit
- * 32 MB of L2), then E entries of 8: q position, q
+ * 32 MB of L2); word 3, zero, is the lpt scheduler's tile counter when the
+ * launch needs one (cuda.c: no separate memset); then E entries of 8: q
+ * position, q
  * batch, q length, k position, k batch, k length, m_block, sequence; q/k
  * position and batch are the TMA coordinates of the sequence's first
  * row (varlen: cu_seqlens[b] and 0; dense: 0 and b), k length is

@@ -278,6 +278,8 @@ int main(void) {
     /* Heads per L2 group: 1424 keys x 256 bytes per kv head fit 32 MB many
      * times over: all 8 query heads in one group. */
     CHECK(t && t[2] == 8, "head group: %d", t ? t[2] : -1);
+    /* Word 3 is zero: the lpt scheduler's counter, copied with the table. */
+    CHECK(t && t[3] == 0, "counter word: %d", t ? t[3] : -1);
     if (t && n == 6) {
       /* Longest first: sequence 3 (129 queries over 1029 keys, bottom
        * right): m_blocks 0 and 1 both see all 9 key blocks (ties in
