@@ -176,10 +176,12 @@ def decode_benchmark(kernel, run, stream, sms=132, pages=(16, 64), variants=()):
     cuDNN backend with enable_gqa; paged<P> = ours over the same keys in a
     pool of P-key pages addressed through a shuffled block_table (seqused_k,
     automatic num_splits) in pinned host memory (its page lists copied per
-    call), paged<P>_dev the same with the block_table in device memory.
+    call), paged<P>_dev the same with the block_table in device memory,
+    paged<P>_seq with the pages in order (the block_table an arange).
     Bandwidth = K+V bytes / time. Rows of {batch, keys, splits,
-    us{ours,cudnn,paged<P>,paged<P>_dev}, tbps{...}, ratio_vs_cudnn,
-    paged_vs_dense{P}, paged_dev_vs_dense{P}}."""
+    us{ours,cudnn,paged<P>,paged<P>_dev,paged<P>_seq}, tbps{...},
+    ratio_vs_cudnn, paged_vs_dense{P}, paged_dev_vs_dense{P},
+    paged_seq_vs_dense{P}}."""
     from test_sm90_attention import pinned_i32
     from torch.nn.attention import SDPBackend, sdpa_kernel
     rows = [{"ceilings": bandwidth_ceilings(stream)}]
@@ -234,6 +236,15 @@ def decode_benchmark(kernel, run, stream, sms=132, pages=(16, 64), variants=()):
             def paged_dev(kern_p=kern_p, kp=kp, vp=vp, bt=bt.cuda()):
                 run(kern_p, q, kp, vp, out, lse, deadline=0, seqused_k=used, block_table=bt)
             fns["paged%d_dev" % ps] = paged_dev
+
+            # The same pages in order (block_table = arange, in device
+            # memory): paging without the scattered placement, which tells
+            # the cost of the page mechanics from that of the scatter.
+            def paged_seq(kern_p=kern_p, kp=k.reshape(n, ps, hkv, d),
+                          vp=v.reshape(n, ps, hkv, d),
+                          bt=torch.arange(n, dtype=torch.int32, device="cuda").reshape(b, -1)):
+                run(kern_p, q, kp, vp, out, lse, deadline=0, seqused_k=used, block_table=bt)
+            fns["paged%d_seq" % ps] = paged_seq
             for vname, vkernel, vrun in variants:
                 def vpaged(vk=vkernel(d, "bf16", "bottom_right", hq, hkv, None, 0, 0, None,
                                       True, False, True, ps), vr=vrun, kp=kp, vp=vp, bt=bt):
@@ -253,15 +264,19 @@ def decode_benchmark(kernel, run, stream, sms=132, pages=(16, 64), variants=()):
                "paged_vs_dense": {ps: med["ours"] / med["paged%d" % ps] for ps in pages},
                "paged_dev_vs_dense": {ps: med["ours"] / med["paged%d_dev" % ps]
                                       for ps in pages},
+               "paged_seq_vs_dense": {ps: med["ours"] / med["paged%d_seq" % ps]
+                                      for ps in pages},
                "auto_pack_vs_packed": med["ours"] / med["auto_pack"]}
         rows.append(row)
         print("decode b=%-4d keys=%-6d splits %-2d ours %7.1f us %5.2f TB/s  cudnn %7.1f us "
               "%5.2f TB/s  ours/cudnn %.2f%s" % (
                   b, sk, splits, row["us"]["ours"], tbps["ours"], row["us"]["cudnn"],
                   tbps["cudnn"], row["ratio_vs_cudnn"],
-                  "".join("  paged%d %7.1f us (paged/dense %.2f, device block_table %.2f)" % (
-                      ps, row["us"]["paged%d" % ps], row["paged_vs_dense"][ps],
-                      row["paged_dev_vs_dense"][ps]) for ps in pages)
+                  "".join("  paged%d %7.1f us (paged/dense %.2f, device block_table %.2f, "
+                          "in order %.2f)" % (
+                              ps, row["us"]["paged%d" % ps], row["paged_vs_dense"][ps],
+                              row["paged_dev_vs_dense"][ps], row["paged_seq_vs_dense"][ps])
+                          for ps in pages)
                   + "  auto_pack %7.1f us (/packed %.2f)" % (row["us"]["auto_pack"],
                                                               row["auto_pack_vs_packed"])),
               flush=True)

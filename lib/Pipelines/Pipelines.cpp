@@ -67,6 +67,7 @@ void mlir::flashattn::buildFlashAttnSm90Pipeline(
   codegen.tmaStore = options.tmaStore;
   codegen.earlyQRelease = options.earlyQRelease;
   codegen.kvRowCopies = options.kvRowCopies;
+  codegen.kvHeadsPerBlock = options.kvHeadsPerBlock;
   codegen.denseEntry = options.denseEntry;
   codegen.packedEntry = options.packedEntry;
   pm.addPass(flashattn::createConvertFlashAttnToNVGPU(codegen));

@@ -75,6 +75,7 @@ LogicalResult mlir::flashattn::compileSm90Ptx(const fa_attention_config &config,
             options.tmaStore = overrides.tmaStore;
             options.earlyQRelease = overrides.earlyQRelease;
             options.kvRowCopies = overrides.kvRowCopies;
+            options.kvHeadsPerBlock = overrides.kvHeadsPerBlock;
             // Automatic num_splits: a dense entry for launches of 1 split.
             options.denseEntry = result.autoSplits;
             // Automatic pack_gqa: packed entries the runtime may pick.
@@ -106,6 +107,8 @@ LogicalResult mlir::flashattn::compileSm90Ptx(const fa_attention_config &config,
       result.packedGroups = g.getInt();
     if (auto g = op->getAttrOfType<IntegerAttr>("flashattn.sm90_pack_gqa"))
       result.packGroups = g.getInt();
+    if (auto hp = op->getAttrOfType<IntegerAttr>("flashattn.sm90_kv_heads_per_block"))
+      result.kvHeadsPerBlock = hp.getInt();
     if (PlanAttr plan = op.getPlanAttr()) {
       result.blockM = plan.getBlockM();
       result.blockN = plan.getBlockN();
@@ -205,6 +208,11 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
     if (!compiled.dense.empty())
       secondary.push_back(compiled.dense + "_packed");
   }
+  if (compiled.kvHeadsPerBlock > 1) {
+    secondary.push_back(kernel + "_kv1");
+    if (!compiled.dense.empty())
+      secondary.push_back(compiled.dense + "_kv1");
+  }
   auto isSecondary = [&](const std::string &name) {
     return llvm::is_contained(secondary, name);
   };
@@ -261,7 +269,11 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
   // the head dimension), box G heads x block_m / G positions. Varlen
   // tensors ([T, H, D]) have no batch dimension: their boxes lose the
   // trailing 1.
-  int64_t g = compiled.packGroups, bm = compiled.blockM, bn = compiled.blockN;
+  // With HP kv heads per key block, k/v boxes hold HP heads, a block
+  // block_n / HP keys (what the runtime counts key blocks in), and q's
+  // group is HP x Hq / Hkv heads.
+  int64_t g = compiled.packGroups, bm = compiled.blockM, hp = compiled.kvHeadsPerBlock,
+          bn = compiled.blockN / hp;
   auto boxOf = [](bool varlen, json::Array box) {
     if (varlen)
       box.erase(box.end() - 1);
@@ -271,20 +283,21 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
   // Paged KV: one box per page, of min(block_n, page_size) rows.
   int64_t kvRows = config.flags & FA_PAGED ? std::min<int64_t>(bn, config.page_size) : bn;
   // The tensor maps of a kernel with the query heads packed by `groups`
-  // (1: not packed), with or without the TMA store of out.
-  auto mapList = [&](int64_t groups, bool outTma) {
+  // (1: not packed), with or without the TMA store of out, k/v boxes of
+  // `kvHeads` heads.
+  auto mapList = [&](int64_t groups, bool outTma, int64_t kvHeads) {
     json::Object qMap =
         groups > 1 ? map("q", boxOf(varlenQ, json::Array{64, groups, 1, bm / groups, 1}))
                    : map("q", boxOf(varlenQ, json::Array{64, 1, bm, 1}));
     if (groups > 1)
       qMap["group"] = groups;
-    json::Array maps{std::move(qMap), map("k", boxOf(varlenK, json::Array{64, 1, kvRows, 1})),
-                     map("v", boxOf(varlenK, json::Array{64, 1, kvRows, 1}))};
+    json::Array maps{std::move(qMap), map("k", boxOf(varlenK, json::Array{64, kvHeads, kvRows, 1})),
+                     map("v", boxOf(varlenK, json::Array{64, kvHeads, kvRows, 1}))};
     if (outTma)
       maps.push_back(map("out", json::Array{64, 1, 64, 1}));
     return maps;
   };
-  json::Array tma = mapList(g, compiled.outTma);
+  json::Array tma = mapList(g, compiled.outTma, hp);
   json::Array argNames{"q", "k", "v", "out"};
   if (config.flags & FA_WITH_LSE)
     argNames.push_back("lse");
@@ -333,7 +346,17 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
     meta["packed_groups"] = pg;
     // The packed kernels' whole tensor-map list (their parameters): q
     // grouped, k, v, and never out (no TMA store with pack_gqa).
-    meta["packed_tma"] = mapList(pg, false);
+    meta["packed_tma"] = mapList(pg, false, 1);
+  }
+  // Several kv heads per key block: the one-head kernels (block_n x HP
+  // keys a block, groups of G / HP heads, k/v boxes of one head), for
+  // launches with too few tiles.
+  if (hp > 1) {
+    meta["kv_heads_per_block"] = hp;
+    meta["kv1_entry"] = kernel + "_kv1";
+    if (!compiled.dense.empty())
+      meta["kv1_dense_entry"] = compiled.dense + "_kv1";
+    meta["kv1_tma"] = mapList(g / hp, false, 1);
   }
   if (!compiled.combine.empty())
     meta["combine_entry"] = compiled.combine;

@@ -402,6 +402,28 @@ fa_status fa_artifact_parse(fa_runtime *rt, const void *bytes, size_t size,
   } else if (a->packed_dense_entry[0] || packed_tma) {
     goto fail;
   }
+  /* Several kv heads per key block: HP, and the one-head kernels with
+   * their map list. */
+  why = "bad kv_heads_per_block (HP in [2, 8] dividing pack_groups, with kv1_entry, "
+        "kv1_tma, and kv1_dense_entry exactly with dense_entry)";
+  {
+    const cJSON *kv1_tma = cJSON_GetObjectItemCaseSensitive(meta, "kv1_tma");
+    double hp = 1;
+    if (cJSON_GetObjectItemCaseSensitive(meta, "kv_heads_per_block") &&
+        (!number(meta, "kv_heads_per_block", &hp) || !(hp >= 2 && hp <= 8)))
+      goto fail;
+    a->kv_heads_per_block = (int)hp;
+    if (!opt_string(meta, "kv1_entry", a->kv1_entry, sizeof(a->kv1_entry)) ||
+        !opt_string(meta, "kv1_dense_entry", a->kv1_dense_entry, sizeof(a->kv1_dense_entry)))
+      goto fail;
+    if (a->kv_heads_per_block > 1 &&
+        (!a->kv1_entry[0] || a->pack_groups % a->kv_heads_per_block != 0 ||
+         !parse_tma_list(kv1_tma, a->kv1_tma, &a->num_kv1_tma) || a->num_kv1_tma < 1 ||
+         (a->kv1_dense_entry[0] != '\0') != (a->dense_entry[0] != '\0')))
+      goto fail;
+    if (a->kv_heads_per_block == 1 && (a->kv1_entry[0] || a->kv1_dense_entry[0] || kv1_tma))
+      goto fail;
+  }
   {
     /* A foreign or tampered entry: its key is not what its config hashes to. */
     char key[33];

@@ -240,9 +240,14 @@ fa_status fa_cuda_load(fa_runtime *rt, fa_kernel *k) {
   if (r == 0 && k->artifact.packed_dense_entry[0])
     r = api->cuModuleGetFunction(&k->cu_dense_packed, k->cu_module,
                                  k->artifact.packed_dense_entry);
+  if (r == 0 && k->artifact.kv1_entry[0])
+    r = api->cuModuleGetFunction(&k->cu_kv1, k->cu_module, k->artifact.kv1_entry);
+  if (r == 0 && k->artifact.kv1_dense_entry[0])
+    r = api->cuModuleGetFunction(&k->cu_dense_kv1, k->cu_module,
+                                 k->artifact.kv1_dense_entry);
   /* Every attention entry uses the artifact's dynamic shared memory. */
-  void *more[3] = {k->cu_dense, k->cu_packed, k->cu_dense_packed};
-  for (int i = 0; i < 3 && r == 0; ++i)
+  void *more[5] = {k->cu_dense, k->cu_packed, k->cu_dense_packed, k->cu_kv1, k->cu_dense_kv1};
+  for (int i = 0; i < 5 && r == 0; ++i)
     if (more[i] && k->artifact.smem > 48 * 1024)
       r = api->cuFuncSetAttribute(more[i], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                   k->artifact.smem);
@@ -325,20 +330,19 @@ fa_status fa_tma_check(fa_runtime *rt, const fa_kernel *k, int i,
   return FA_OK;
 }
 
-/* Tiles per split of a dense call: batch x heads x ceil(Sq G / block_m)
- * (heads are the kv heads and G the pack_groups with pack_gqa). */
-static int64_t dense_tiles(const fa_kernel *k, int64_t batch, int64_t sq, int64_t hq,
-                           int64_t hkv) {
+/* Tiles per split of a dense call: batch x Hq / G x ceil(Sq G / block_m)
+ * (G the pack_groups with pack_gqa: Hq / Hkv, times the kv heads per key
+ * block of a kernel that packs several). */
+static int64_t dense_tiles(const fa_kernel *k, int64_t batch, int64_t sq, int64_t hq) {
   int64_t bm = k->artifact.block_m > 0 ? k->artifact.block_m : 1;
   int64_t g = k->artifact.pack_groups > 1 ? k->artifact.pack_groups : 1;
-  return batch * (g > 1 ? hkv : hq) * ((sq * g + bm - 1) / bm);
+  return batch * (hq / g) * ((sq * g + bm - 1) / bm);
 }
 
 int64_t fa_num_splits_heuristic(const fa_kernel *k, int64_t batch, int64_t sq,
-                                int64_t hq, int64_t sk, int64_t hkv,
-                                int64_t sms) {
+                                int64_t hq, int64_t sk, int64_t sms) {
   int64_t bn = k->artifact.block_n;
-  return fa_num_splits_for(dense_tiles(k, batch, sq, hq, hkv), (sk + bn - 1) / bn, sms);
+  return fa_num_splits_for(dense_tiles(k, batch, sq, hq), (sk + bn - 1) / bn, sms);
 }
 
 int64_t fa_num_splits_for(int64_t tiles, int64_t blocks, int64_t sms) {
@@ -525,6 +529,30 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
       k = &packed_view;
     }
   }
+  /* Several kv heads per key block: HP times fewer tiles, each reading
+   * HP heads of a page in one box. A call with too few of them to fill the
+   * SMs (FlashAttention's 80% rule, counting one tile per sequence and
+   * head group) would be split, and pay the combine: it takes the one-head
+   * kernels, which have HP times more tiles. Measured on the H200 (docs/
+   * BENCHMARKS.md): decode over 16-key pages, batch 1-16. */
+  fa_kernel kv1_view;
+  if (k->cu_kv1 && q) {
+    int64_t seqs = vq ? call->cu_seqlens_q.shape[0] - 1 : q->shape[0];
+    int64_t groups = k->artifact.pack_groups > 1 ? k->artifact.pack_groups : 1;
+    int64_t tiles = seqs * (k->artifact.config.num_q_heads / groups);
+    if (10 * tiles < 8 * (int64_t)api->num_sms) {
+      int hp = k->artifact.kv_heads_per_block;
+      kv1_view = *k;
+      kv1_view.cu_function = k->cu_kv1;
+      kv1_view.cu_dense = k->cu_dense_kv1;
+      kv1_view.artifact.block_n = k->artifact.block_n * hp;
+      kv1_view.artifact.pack_groups = k->artifact.pack_groups / hp;
+      kv1_view.artifact.num_tma = k->artifact.num_kv1_tma;
+      for (int i = 0; i < k->artifact.num_kv1_tma; ++i)
+        kv1_view.artifact.tma[i] = k->artifact.kv1_tma[i];
+      k = &kv1_view;
+    }
+  }
   const bool append = k->cu_append != NULL;
   /* The tile table (varlen, seqused_k, paged, append), built on the host. */
   int32_t *table = NULL;
@@ -542,10 +570,10 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
    * the dense shapes (as the kernel counts them). */
   int64_t tiles = 0;
   if (table)
-    tiles = entries * (k->artifact.pack_groups > 1 ? k->artifact.config.num_kv_heads
-                                                   : k->artifact.config.num_q_heads);
+    tiles = entries * (k->artifact.config.num_q_heads /
+                       (k->artifact.pack_groups > 1 ? k->artifact.pack_groups : 1));
   else if (q && kk && q->rank == 4 && kk->rank == 4)
-    tiles = dense_tiles(k, q->shape[0], q->shape[1], q->shape[2], kk->shape[2]);
+    tiles = dense_tiles(k, q->shape[0], q->shape[1], q->shape[2]);
   /* Split-KV: the count (automatic: FlashAttention's heuristic, over the
    * table's tiles and longest sequence when there is a table), and the
    * partial results' shape. Varlen q: out [Tq, H, Dv] and lse [H, Tq] are
@@ -703,6 +731,7 @@ void fa_cuda_unload(fa_kernel *k) {
     api->cuModuleUnload(k->cu_module);
   k->cu_module = k->cu_function = k->cu_combine = k->cu_append = k->cu_dense = NULL;
   k->cu_packed = k->cu_dense_packed = NULL;
+  k->cu_kv1 = k->cu_dense_kv1 = NULL;
 }
 
 void fa_cuda_release(fa_runtime *rt) {

@@ -67,6 +67,14 @@ typedef struct fa_artifact {
   char packed_entry[128], packed_dense_entry[128];
   int packed_groups, num_packed_tma;
   fa_tma_desc packed_tma[4]; /* the packed kernels' whole map list */
+  /* Several kv heads per key block (1 when not): the kernels' block_n
+   * counts keys of HP heads, pack_groups HP x Hq / Hkv heads; the one-head
+   * kernels (block_n x HP keys, pack_groups / HP heads) and their map list
+   * are launched when a call has too few tiles ("" / 0 when absent). */
+  int kv_heads_per_block;
+  char kv1_entry[128], kv1_dense_entry[128];
+  int num_kv1_tma;
+  fa_tma_desc kv1_tma[4];
   const unsigned char *payload;
   size_t payload_size;
 } fa_artifact;
@@ -82,6 +90,7 @@ struct fa_kernel {
   /* cuda backend */
   void *cu_module, *cu_function, *cu_combine, *cu_append, *cu_dense;
   void *cu_packed, *cu_dense_packed; /* automatic pack_gqa */
+  void *cu_kv1, *cu_dense_kv1;       /* one kv head per key block */
   void *cu_api; /* the driver table that loaded the module */
   /* LRU list */
   struct fa_kernel *prev, *next;
@@ -148,8 +157,7 @@ fa_status fa_cuda_load(fa_runtime *rt, fa_kernel *k);
  * SMs where 0.85 gives 15 (120). */
 #define FA_SPLIT_EFFICIENCY 0.95
 int64_t fa_num_splits_heuristic(const fa_kernel *k, int64_t batch, int64_t sq,
-                                int64_t hq, int64_t sk, int64_t hkv,
-                                int64_t sms);
+                                int64_t hq, int64_t sk, int64_t sms);
 /* The same rule on `tiles` (tiles per split) and `blocks` (key blocks of the
  * longest sequence): varlen / seqused_k count them from the tile table. */
 int64_t fa_num_splits_for(int64_t tiles, int64_t blocks, int64_t sms);

@@ -144,7 +144,9 @@ fa_status fa_sm90_tile_table(fa_runtime *rt, const fa_kernel *k,
   if (append)
     page_words += 2 * batch;
   /* The kernel counts tiles (entries x heads) in i32. */
-  int64_t heads = g > 1 ? c->num_kv_heads : c->num_q_heads;
+  /* Tile heads: the query heads, or the groups of G packed ones (the kv
+   * heads, or groups of kv_heads_per_block of them). */
+  int64_t heads = c->num_q_heads / g;
   if (total * heads >= INT32_MAX || 8 * (total + 1) + page_words >= INT32_MAX)
     return fa_fail(rt, FA_ERROR_UNSUPPORTED,
                    "%lld tiles x %lld heads exceed the kernel's i32 tile index",

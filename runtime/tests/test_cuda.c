@@ -17,8 +17,7 @@
 
 /* Internal (runtime/src/internal.h): the launch-time split heuristic. */
 int64_t fa_num_splits_heuristic(const fa_kernel *k, int64_t batch,
-                                int64_t sq, int64_t hq, int64_t sk,
-                                int64_t hkv, int64_t sms);
+                                int64_t sq, int64_t hq, int64_t sk, int64_t sms);
 /* Internal (runtime/src/schedule.c): the varlen tile table. */
 fa_status fa_sm90_tile_table(fa_runtime *rt, const fa_kernel *k,
                              const fa_attention_args *args, bool pages_on_device,
@@ -238,11 +237,11 @@ int main(void) {
      * 0.97: the first count within 0.95 of the best; FlashAttention's 0.85
      * would take 15); batch 16 (128 tiles, 97% of the SMs) -> 1; never
      * more splits than key blocks. */
-    CHECK(fa_num_splits_heuristic(k, 1, 1, 32, 32768, 8, 132) == 16, "b=1: %lld",
-          (long long)fa_num_splits_heuristic(k, 1, 1, 32, 32768, 8, 132));
-    CHECK(fa_num_splits_heuristic(k, 16, 1, 32, 8192, 8, 132) == 1, "b=16");
-    CHECK(fa_num_splits_heuristic(k, 1, 1, 32, 300, 8, 132) <= 3, "3 key blocks");
-    CHECK(fa_num_splits_heuristic(k, 1, 1, 32, 0, 8, 132) == 1, "no keys");
+    CHECK(fa_num_splits_heuristic(k, 1, 1, 32, 32768, 132) == 16, "b=1: %lld",
+          (long long)fa_num_splits_heuristic(k, 1, 1, 32, 32768, 132));
+    CHECK(fa_num_splits_heuristic(k, 16, 1, 32, 8192, 132) == 1, "b=16");
+    CHECK(fa_num_splits_heuristic(k, 1, 1, 32, 300, 132) <= 3, "3 key blocks");
+    CHECK(fa_num_splits_heuristic(k, 1, 1, 32, 0, 132) == 1, "no keys");
   }
   c.num_splits = 1;
   c.num_q_heads = c.num_kv_heads = 2;

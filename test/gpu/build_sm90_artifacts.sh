@@ -107,6 +107,9 @@ SEQUSED=1 PAGE=64 compile 128 bf16 bottom_right 8 2
 SEQUSED=1 PAGE=256 compile 64 f16 bottom_right 8 2
 SEQUSED=1 PAGE=16 SPLITS=3 compile 256 f16 none 4 1
 SEQUSED=1 PAGE=64 PACK=1 SPLITS=0 compile 128 bf16 bottom_right 32 8
+# Several kv heads per key block (pack_gqa over pages below 64 keys).
+SEQUSED=1 PAGE=8 PACK=1 SPLITS=0 compile 128 bf16 bottom_right 32 8
+SEQUSED=1 PAGE=16 PACK=1 SPLITS=3 compile 64 f16 none 8 2
 # Pages of 1 and 3 keys (per-row copies).
 SEQUSED=1 PAGE=1 PACK=1 SPLITS=0 compile 128 bf16 bottom_right 32 8
 SEQUSED=1 PAGE=1 compile 64 f16 bottom_right 8 2

@@ -126,6 +126,21 @@ VARLEN_CASES = [
     # Paged KV (one TMA box per page; lengths not a multiple of the page).
     ("paged16_decode_pack_auto_split", 128, "bf16", "bottom_right", 32, 8,
      [(1, 4000), (1, 1), (1, 0), (1, 1000)], None, "paged16", True, True, 0),
+    # kv_heads_per_block (pack_gqa over pages below 64 keys): 4 kv heads
+    # per key block of 32 keys with pages of 16, 8 with pages of 8, 2
+    # with 8 / 2 heads; speculative tokens, lengths off the page. Enough
+    # sequences for the grouped kernels (tiles = sequences x Hkv / HP fill
+    # 80% of 132 SMs); with fewer (paged16_decode_pack_auto_split) the
+    # runtime takes the one-head twins.
+    ("paged16_spec4_kv_heads4", 128, "bf16", "bottom_right", 32, 8,
+     [(4, n) for n in (999, 3, 0, 4, 2050, 1)] + [(4, (i * 397) % 1500) for i in range(50)],
+     None, "paged16", True, True, 0),
+    ("paged8_spec2_kv_heads8", 128, "bf16", "bottom_right", 32, 8,
+     [(2, n) for n in (1001, 1, 0, 17)] + [(2, (i * 211) % 900) for i in range(104)],
+     None, "paged8", True, True, 0),
+    ("paged16_hd64_f16_kv_heads2_split3", 64, "f16", "none", 8, 2,
+     [(3, n) for n in (700, 5, 0, 48)] + [(3, (i * 131) % 600) for i in range(104)],
+     None, "paged16", True, True, 3),
     ("paged64_spec8_gqa", 128, "bf16", "bottom_right", 8, 2,
      [(8, 700), (8, 64), (8, 129)], None, "paged64", False, True),
     ("paged256_prefill_hd64_f16", 64, "f16", "bottom_right", 8, 2,

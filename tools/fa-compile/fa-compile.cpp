@@ -76,6 +76,10 @@ static cl::opt<std::string> earlyQRelease(
 static cl::opt<std::string> kvRowCopies(
     "kv-row-copies", llvm::cl::cat(faCompileCategory), cl::init("auto"),
     cl::desc("sm90 tuning: paged KV by per-row cp.async copies (auto, on, off)"));
+static cl::opt<int> kvHeadsPerBlock(
+    "kv-heads-per-block", llvm::cl::cat(faCompileCategory), cl::init(0),
+    cl::desc("sm90 tuning: pack_gqa over small pages, kv heads per key block (0: auto, "
+             "1: off)"));
 static cl::opt<std::string> target("target", llvm::cl::cat(faCompileCategory), cl::init("host"), cl::desc("host or sm90"));
 
 static std::optional<fa_dtype> parseDtype(StringRef s) {
@@ -155,6 +159,7 @@ int main(int argc, char **argv) {
   overrides.tmaStore = tmaStore;
   overrides.earlyQRelease = earlyQRelease;
   overrides.kvRowCopies = kvRowCopies;
+  overrides.kvHeadsPerBlock = kvHeadsPerBlock;
   if (emitPtx) {
     mlir::flashattn::Sm90Ptx compiled;
     std::string error;

@@ -33,6 +33,9 @@ struct Sm90CodegenOptions {
   /// Paged KV by per-row cp.async copies (auto: page sizes TMA boxes
   /// cannot serve, below 8 keys).
   std::optional<bool> kvRowCopies;
+  /// kv heads per key block of pack_gqa paged kernels (Sm90KernelSpec::
+  /// kvHeadsPerBlock): 0 = automatic, 1 = off.
+  int64_t kvHeadsPerBlock = 0;
   /// Split-KV partial form: also emit a dense kernel (`<name>_dense`,
   /// writing out / lse directly) for launches whose split count is 1 (the
   /// automatic count at launch).

@@ -101,6 +101,10 @@ def ConvertFlashAttnToNVGPU : Pass<"convert-flashattn-to-nvgpu", "::mlir::Module
     Option<"kvRowCopies", "kv-row-copies", "std::string", /*default=*/"\"auto\"",
            "paged KV by per-row cp.async copies instead of a TMA box per page: "
            "auto, on, off">,
+    Option<"kvHeadsPerBlock", "kv-heads-per-block", "int64_t", /*default=*/"0",
+           "pack_gqa with pages smaller than a key block: kv heads per key "
+           "block, so that a TMA box holds as many heads of a page (0: "
+           "automatic, 1: off)">,
     Option<"denseEntry", "dense-entry", "bool", /*default=*/"false",
            "split-KV partial form: also a dense kernel for one-split launches">,
     Option<"packedEntry", "packed-entry", "bool", /*default=*/"false",

@@ -63,6 +63,10 @@ struct Sm90PipelineOptions : public PassPipelineOptions<Sm90PipelineOptions> {
       *this, "kv-row-copies",
       llvm::cl::desc("paged KV by per-row cp.async copies: auto, on, off"),
       llvm::cl::init("auto")};
+  Option<int64_t> kvHeadsPerBlock{
+      *this, "kv-heads-per-block",
+      llvm::cl::desc("pack_gqa over small pages: kv heads per key block (0: auto, 1: off)"),
+      llvm::cl::init(0)};
   Option<bool> denseEntry{
       *this, "dense-entry",
       llvm::cl::desc("split-KV: also a dense kernel for one-split launches"),

@@ -48,6 +48,9 @@ struct Sm90Ptx {
   bool denseTileCounter = false; ///< the dense entry takes one
   bool outTma = false;      ///< stores out by TMA (a fourth tensor map)
   int64_t packGroups = 1;   ///< pack_gqa: q's map is 5-D, heads split by G
+  /// kv heads per key block (k/v boxes of as many heads; block_n / HP keys
+  /// a block; packGroups then counts HP x Hq / Hkv heads)
+  int64_t kvHeadsPerBlock = 1;
   bool autoSplits = false;  ///< num_splits 0: the runtime picks the count
   bool tileTable = false;   ///< takes the runtime's tile table (varlen)
   bool pageTable = false;   ///< paged: takes the page lists after the table
@@ -61,6 +64,7 @@ struct Sm90PlanOverrides {
   int64_t blockM = 0, blockN = 0, consumers = 0, stages = 0;
   std::string schedulerBarrier = "auto", tmaStore = "auto", earlyQRelease = "auto",
               kvRowCopies = "auto";
+  int64_t kvHeadsPerBlock = 0;
 };
 
 /// Lowers an sm90 `config` to PTX through flashattn-sm90-pipeline.

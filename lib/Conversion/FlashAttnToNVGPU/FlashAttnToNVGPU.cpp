@@ -194,6 +194,43 @@ static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why,
                   "Hkv = " + Twine(g) + ", block_m = " + Twine(plan.getBlockM()));
     spec.packGroups = std::max<int64_t>(g, 1);
   }
+  // pack_gqa over pages smaller than a key block: HP kv heads per block, so
+  // that a TMA box holds HP heads of a page (Sm90KernelSpec::
+  // kvHeadsPerBlock). Automatic, for pages below 64 keys (boxes below 8 KB
+  // of 64 columns): the fewest heads (2, 4, 8) that make boxes of 64 rows,
+  // or the most that fit. Measured on the H200 (docs/BENCHMARKS.md): 16-key
+  // pages lost 5-7% to dense decode in 2 KB boxes, 64-key pages (8 KB
+  // boxes) 1-2%.
+  bool packable = spec.packGroups > 1 && spec.pageSize && !spec.kvRowCopies &&
+                  spec.pageSize < blockN;
+  if (packable) {
+    int64_t ps = spec.pageSize, hkv = op.getNumKVHeads(), g = spec.packGroups;
+    auto fits = [&](int64_t hp) {
+      return 8 % hp == 0 && hkv % hp == 0 && blockN % (hp * ps) == 0 &&
+             plan.getBlockM() % (g * hp) == 0 && g * hp <= 256;
+    };
+    int64_t hp = options.kvHeadsPerBlock;
+    if (hp == 0) {
+      hp = 1;
+      for (int64_t c : {2, 4, 8}) {
+        if (ps >= 64 || !fits(c))
+          break;
+        hp = c;
+        if (c * ps >= 64)
+          break;
+      }
+    } else if (hp > 1 && !fits(hp)) {
+      return fail("kv-heads-per-block = " + Twine(hp) +
+                  " needs to divide 8 and Hkv (" + Twine(hkv) +
+                  "), hp x page_size to divide block_n (" + Twine(ps) + ", " +
+                  Twine(blockN) + ") and hp x Hq / Hkv (" + Twine(g) +
+                  ") to divide block_m (" + Twine(plan.getBlockM()) + ")");
+    }
+    spec.kvHeadsPerBlock = std::max<int64_t>(hp, 1);
+  } else if (options.kvHeadsPerBlock > 1) {
+    return fail("kv-heads-per-block applies to pack_gqa kernels over paged KV "
+                "whose pages are smaller than block_n and go by TMA boxes");
+  }
   // O through shared memory and a TMA store where its tile fits beside the
   // K/V stages (not in the f32 partial form). Measured on the H200: +1-6%
   // at head_dim 128 causal, but 3-8% slower with 3 consumers (head_dim 64),
@@ -305,6 +342,20 @@ struct AttentionToSm90Kernel : OpRewritePattern<AttentionOp> {
         addKernel(packed);
       }
     }
+    // Several kv heads per key block: the same kernels with one
+    // (`<name>_kv1`, `<name>_dense_kv1`), which the runtime launches when a
+    // call has too few tiles to fill the SMs without splitting (a split
+    // adds the combine).
+    if (spec->kvHeadsPerBlock > 1) {
+      SmallVector<Sm90KernelSpec, 2> grouped = {*spec};
+      if (dense)
+        grouped.push_back(dspec);
+      for (Sm90KernelSpec one : grouped) {
+        one.name += "_kv1";
+        one.kvHeadsPerBlock = 1;
+        addKernel(one);
+      }
+    }
     // kv-cache append: the copy kernel is a third entry of the module.
     if (op.hasAppend()) {
       Sm90AppendSpec aspec;
@@ -375,9 +426,14 @@ struct AttentionToSm90Kernel : OpRewritePattern<AttentionOp> {
         op->setAttr("flashattn.sm90_dense", entryRef(name + "_dense"));
       if (op.hasAppend())
         op->setAttr("flashattn.sm90_append", entryRef(name + "_append"));
+      // The row group of the packed q map: Hq / Hkv heads, times the kv
+      // heads of a key block.
       if (spec->packGroups > 1)
         op->setAttr("flashattn.sm90_pack_gqa",
-                    rewriter.getI64IntegerAttr(spec->packGroups));
+                    rewriter.getI64IntegerAttr(spec->packGroups * spec->kvHeadsPerBlock));
+      if (spec->kvHeadsPerBlock > 1)
+        op->setAttr("flashattn.sm90_kv_heads_per_block",
+                    rewriter.getI64IntegerAttr(spec->kvHeadsPerBlock));
     });
     if (combine)
       rewriter.modifyOpInPlace(combine, [&] {
@@ -396,6 +452,7 @@ struct ConvertFlashAttnToNVGPUPass
     Sm90CodegenOptions options;
     options.denseEntry = denseEntry;
     options.packedEntry = packedEntry;
+    options.kvHeadsPerBlock = kvHeadsPerBlock;
     for (auto [text, slot] : {std::pair{&schedulerBarrier, &options.schedulerBarrier},
                               std::pair{&tmaStore, &options.tmaStore},
                               std::pair{&earlyQRelease, &options.earlyQRelease},

@@ -270,10 +270,15 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   // pack_gqa: the G query heads of a kv head share its tiles; packed row
   // R = i G + g is query position i of head kvh G + g (FlashAttention-3's
   // order), so a tile's rows cover BM / G positions of all G heads.
-  const int64_t G = k.packGroups;
+  // With kvHeadsPerBlock = HP > 1 a tile serves HP consecutive kv heads
+  // (a kv group): packed row R = i G' + hp G + g (G' = HP G) is position i
+  // of query head (kvg HP + hp) G + g, and t.kvh is the kv group.
+  const int64_t HP = k.kvHeadsPerBlock;
+  const int64_t G = k.packGroups * HP;
   const bool packed = G > 1;
   std::string cG = w.i32(G);
-  std::string tileHeads = packed ? hkv : hq;
+  std::string tileHeads =
+      !packed ? hq : HP > 1 ? w.bin("arith.divui", hkv, w.i32(HP), "i32") : hkv;
   std::string rowsTotal, nmb, nbh, ntiles, entryCount;
   if (table) {
     // Entry 0 of the table holds the number of (sequence, m_block) entries
@@ -291,7 +296,10 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   std::string nsplit = partial ? trunc("%od0") : "";
   if (partial)
     ntiles = w.bin("arith.muli", ntiles, nsplit, "i32");
-  std::string cBN = w.i32(BN);
+  // Keys per key block: BN, or BN / HP (a block's BN shared-memory rows
+  // hold BN / HP keys of HP kv heads, row n = key (n / HP), head n % HP).
+  const int64_t KB = BN / HP;
+  std::string cBN = w.i32(KB);
   std::string off = table ? "" : w.bin("arith.subi", sk, sq, "i32");
   std::string negInf = w.op("arith.constant 0xFF800000 : f32");
   std::string zeroF = w.f32(0.0);
@@ -829,7 +837,7 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   // (head_dim / 64), 64 columns j % (head_dim / 64)), each lane loading only
   // its own page index, after lane 0 set the barrier's byte count.
   const bool laneBoxes = PS && PS < BN; // paged KV always has the table
-  const int64_t nBoxes = laneBoxes ? (BN / PS) * boxes : 0;
+  const int64_t nBoxes = laneBoxes ? (KB / PS) * boxes : 0;
   const int64_t boxRounds = (nBoxes + 31) / 32;
   std::string lane = zeroTail ? w.bin("arith.remui", tid, c32, "i32") : "";
   // Per round: the box index of this lane and its page (clamped to the
@@ -837,7 +845,7 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   auto lanePages = [&](const std::string &nb, const Tile &t) {
     std::vector<std::pair<std::string, std::string>> v;
     std::string last = lastPage(t);
-    std::string first = w.bin("arith.muli", nb, w.i32(BN / PS), "i32");
+    std::string first = w.bin("arith.muli", nb, w.i32(KB / PS), "i32");
     for (int64_t r = 0; r < boxRounds; ++r) {
       std::string j = r ? w.bin("arith.addi", lane, w.i32(32 * r), "i32") : lane;
       std::string pj = w.bin("arith.divui", j, w.i32(boxes), "i32");
@@ -861,7 +869,8 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
       std::string pj = w.bin("arith.divui", jp.first, w.i32(boxes), "i32");
       std::string col = w.bin("arith.remui", jp.first, w.i32(boxes), "i32");
       std::string offset = w.bin("arith.addi", w.bin("arith.muli", col, w.i32(BN * 128), "i32"),
-                                 w.bin("arith.muli", pj, w.i32(PS * 128), "i32"), "i32");
+                                 w.bin("arith.muli", pj, w.i32(PS * HP * 128), "i32"),
+                                 "i32");
       std::string dst = w.op("llvm.addrspacecast " +
                              w.op("llvm.getelementptr " + base + "[" + offset +
                                   "] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8") +
@@ -906,6 +915,8 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     // stage, so their latency hides under it.
     std::vector<std::string> pages;
     std::vector<std::pair<std::string, std::string>> boxPages;
+    // The first kv head of the boxes (a box holds HP heads).
+    std::string kvHead0 = HP > 1 ? w.bin("arith.muli", t.kvh, w.i32(HP), "i32") : t.kvh;
     if (laneBoxes)
       boxPages = lanePages(kb, t);
     else if (PS)
@@ -919,7 +930,7 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     };
     if (laneBoxes) {
       ifLane0([&] { waitEmpty(L.emptyK()); });
-      loadKVLanes("%kmap", slotBase(L.kOff, slot), barAt(L.fullK(), slot), t.kvh, boxPages);
+      loadKVLanes("%kmap", slotBase(L.kOff, slot), barAt(L.fullK(), slot), kvHead0, boxPages);
       ifLane0([&] { waitEmpty(L.emptyV()); });
     } else {
       ifLane0([&] {
@@ -931,7 +942,7 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     // V into `base`, completing `bar`.
     auto loadV = [&](const std::string &base, const std::string &bar) {
       if (laneBoxes)
-        loadKVLanes("%vmap", base, bar, t.kvh, boxPages);
+        loadKVLanes("%vmap", base, bar, kvHead0, boxPages);
       else
         ifLane0([&] { loadKV("%vmap", base, bar, kb, t.kvh, t, pages); });
     };
@@ -943,6 +954,9 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
       std::string zeroFrom = w.bin("arith.subi", t.sk, w.bin("arith.muli", kb, cBN, "i32"),
                                    "i32");
       std::string need = w.op("arith.cmpi slt, " + zeroFrom + ", " + cBN + " : i32");
+      // As shared-memory rows (keys x HP: a key's HP rows are adjacent).
+      if (HP > 1)
+        zeroFrom = w.bin("arith.muli", zeroFrom, w.i32(HP), "i32");
       std::string vBase = slotBase(L.vOff, slot);
       std::string pag = w.fresh();
       w.line(pag + " = scf.if " + need + " -> (i32) {");
@@ -1166,6 +1180,9 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     std::string iA, iB, hA, hB, limA, limB, loA, loB, bIdx, hIdx[2], iIdx[2];
     // lim of the warpgroup's first row, lo of its last (block-level test).
     std::string limFirst, loLast;
+    // HP > 1: whether this thread's columns of parity p (r % 2) hold keys
+    // of row A's (B's) kv head: headOk[rowB][p].
+    std::string headOk[2][2];
   };
   auto softmaxBody = [&](const std::string &s, const std::string &n0, const Rows &rw,
                          const std::string &mOldA, const std::string &mOldB,
@@ -1183,11 +1200,24 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
       int colConst = 8 * (r / 4) + (r % 2);
       bool rowB = (r / 2) % 2;
       std::string j, ok;
-      if (masked || k.scoreRegion)
+      if ((masked || k.scoreRegion) && HP == 1)
         j = w.bin("arith.addi", w.bin("arith.addi", n0, col0, "i32"),
                   w.i32(colConst), "i32");
+      else if (masked || k.scoreRegion)
+        // Column n holds key n / HP of the block; HP divides 8, so column
+        // 2 (lane % 4) + r % 2 + 8 (r / 4) holds key (2 (lane % 4) + r % 2)
+        // / HP + 8 (r / 4) / HP.
+        j = w.bin("arith.addi",
+                  w.bin("arith.addi", n0,
+                        w.bin("arith.divui",
+                              w.bin("arith.addi", col0, w.i32(colConst % 8), "i32"),
+                              w.i32(HP), "i32"),
+                        "i32"),
+                  w.i32(colConst / 8 * 8 / HP), "i32");
       if (masked) {
         ok = w.op("arith.cmpi slt, " + j + ", " + (rowB ? rw.limB : rw.limA) + " : i32");
+        if (HP > 1)
+          ok = w.bin("arith.andi", ok, rw.headOk[rowB][r % 2], "i1");
         if (k.windowLeft >= 0)
           ok = w.bin("arith.andi", ok,
                      w.op("arith.cmpi sge, " + j + ", " + (rowB ? rw.loB : rw.loA) +
@@ -1313,7 +1343,7 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   auto softmax = [&](const std::string &s, const std::string &n0, const Rows &rw,
                      const std::string &mOldA, const std::string &mOldB,
                      const std::string &lOldA, const std::string &lOldB) {
-    if (k.maskRegion || k.scoreRegion)
+    if (k.maskRegion || k.scoreRegion || HP > 1)
       return softmaxBody(s, n0, rw, mOldA, mOldB, lOldA, lOldB, true);
     std::string need = w.op("arith.cmpi sgt, " + w.bin("arith.addi", n0, cBN, "i32") +
                             ", " + rw.limFirst + " : i32");
@@ -1400,6 +1430,19 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   rw.iB = posOf(rB);
   rw.hA = headOf(rA);
   rw.hB = headOf(rB);
+  if (HP > 1) {
+    // Row r's kv head in the group, (r % G') / (Hq / Hkv); column c's,
+    // c % HP (= (2 (lane % 4) + p) % HP for every 8-column group).
+    for (int rowB = 0; rowB < 2; ++rowB) {
+      std::string hp = w.bin("arith.divui", w.bin("arith.remui", rowB ? rB : rA, cG, "i32"),
+                             w.i32(k.packGroups), "i32");
+      for (int par = 0; par < 2; ++par)
+        rw.headOk[rowB][par] = w.op(
+            "arith.cmpi eq, " + hp + ", " +
+            w.bin("arith.remui", w.bin("arith.addi", col0, w.i32(par), "i32"), w.i32(HP), "i32") +
+            " : i32");
+    }
+  }
   // Row i sees keys lo(i) <= j < lim(i) (DESIGN.md section 2): lim(i) =
   // min(Sk, i [+ Sk - Sq] + 1 with causal, i + Sk - Sq + right + 1 with a
   // right window), lo(i) = i + Sk - Sq - left with a left window.

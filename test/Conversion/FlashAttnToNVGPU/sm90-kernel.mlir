@@ -495,25 +495,50 @@ func.func @append(%q: memref<2x4x8x128xbf16>, %k: memref<2x512x2x128xbf16>, %v: 
 
 // Paged KV: a TMA box per page; page sizes the key block can be cut into
 // (or that hold whole blocks) only. With pages smaller than the key block,
-// lane j of the producer warp loads page j's index and issues its box
-// (block_n / page_size = 8 boxes at head_dim 64), after lane 0 set the
-// barrier's byte count and the warp synced.
+// lane j of the producer warp loads page j's index and issues its box,
+// after lane 0 set the barrier's byte count and the warp synced.
 // The page lists are the last parameter (the call's device block_table,
 // or the runtime's copies in the tile table).
+// With pack_gqa (the plan packs one query token) over 16-key pages, a key
+// block holds 2 kv heads (kv_heads_per_block = 2, q's map group 2 x 4
+// heads): each box is 2 heads x 16 keys (4 KB at head_dim 64), so a block of
+// 128 rows (64 keys) is 4 boxes, one per page, 2 x 16 x 128 bytes apart,
+// at kv head 2 x (the tile's kv group).
 // CHECK-LABEL: func.func @paged16
-// CHECK: flashattn.attention {{.*}}flashattn.sm90_tile_table
+// CHECK: flashattn.attention {{.*}}flashattn.sm90_kv_heads_per_block = 2 : i64, flashattn.sm90_pack_gqa = 8 : i64{{.*}}flashattn.sm90_tile_table
 // CHECK: llvm.func @fa_sm90_0({{.*}}, %{{.*}}: !llvm.ptr<1>, %[[PAGES:arg[0-9]+]]: !llvm.ptr<1>) attributes
 // CHECK: %[[LANE:.*]] = arith.remui %{{.*}}, %c32_i32 : i32
+// CHECK: %[[HEAD0:.*]] = arith.muli %{{.*}}, %c2_i32{{.*}} : i32
 // CHECK: llvm.getelementptr %[[PAGES]][
 // CHECK: nvvm.mbarrier.arrive.expect_tx %[[FULLK:[0-9]+]], %c16384_i32_{{[0-9]+}} : !llvm.ptr<3>, i32
 // CHECK-NEXT: }
 // CHECK-NEXT: nvvm.bar.warp.sync
-// CHECK: %[[MINE:.*]] = arith.cmpi ult, %[[LANE]], %c8_i32{{.*}} : i32
+// CHECK: %[[MINE:.*]] = arith.cmpi ult, %[[LANE]], %c4_i32{{.*}} : i32
 // CHECK-NEXT: scf.if %[[MINE]] {
-// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %[[FULLK]], box[%{{.*}}, %{{.*}}, %c0_i32, %{{.*}}]
+// CHECK: arith.muli %{{.*}}, %c4096_i32 : i32
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %[[FULLK]], box[%{{.*}}, %[[HEAD0]], %c0_i32, %{{.*}}]
 func.func @paged16(%q: memref<2x1x8x64xbf16>, %k: memref<64x16x2x64xbf16>, %v: memref<64x16x2x64xbf16>,
                    %su: memref<2xi32>, %bt: memref<2x16xi32>, %o: memref<2x1x8x64xbf16>) {
   flashattn.attention ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<64x16x2x64xbf16>, memref<64x16x2x64xbf16>)
+      seqused_k(%su : memref<2xi32>) block_table(%bt : memref<2x16xi32>)
+      outs(%o : memref<2x1x8x64xbf16>)
+  return
+}
+
+// -----
+
+// MQA over 16-key pages: one kv head, so one head per box (block_n /
+// page_size = 8 boxes at head_dim 64), at the tile's kv head.
+// CHECK-LABEL: func.func @paged16_mqa
+// CHECK-NOT: sm90_kv_heads_per_block
+// CHECK: %[[LANE:.*]] = arith.remui %{{.*}}, %c32_i32 : i32
+// CHECK: nvvm.bar.warp.sync
+// CHECK: %[[MINE:.*]] = arith.cmpi ult, %[[LANE]], %c8_i32{{.*}} : i32
+// CHECK-NEXT: scf.if %[[MINE]] {
+// CHECK: arith.muli %{{.*}}, %c2048_i32 : i32
+func.func @paged16_mqa(%q: memref<2x1x8x64xbf16>, %k: memref<64x16x1x64xbf16>, %v: memref<64x16x1x64xbf16>,
+                       %su: memref<2xi32>, %bt: memref<2x16xi32>, %o: memref<2x1x8x64xbf16>) {
+  flashattn.attention ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<64x16x1x64xbf16>, memref<64x16x1x64xbf16>)
       seqused_k(%su : memref<2xi32>) block_table(%bt : memref<2x16xi32>)
       outs(%o : memref<2x1x8x64xbf16>)
   return

@@ -59,6 +59,15 @@ struct Sm90KernelSpec {
   /// kvh G + g); Q then comes through a 5-D tensor map (box 64 x G x 1 x
   /// BM / G x 1, G divides BM), K/V are read once per kv head. 1 = off.
   int64_t packGroups = 1;
+  /// With pack_gqa over pages smaller than a key block: a tile serves HP =
+  /// kvHeadsPerBlock consecutive kv heads (HP divides 8 and Hkv), so that
+  /// each TMA box holds HP heads of a page (box 64 x HP x pageSize x 1,
+  /// landing as row n = key n / HP, head n % HP) instead of one: HP times
+  /// fewer, larger boxes. A key block then holds blockN / HP keys of the
+  /// HP heads; packed rows are i HP G + hp G + g, Q's map groups HP G
+  /// heads, and a score is masked where its key's head is not its row's.
+  /// 1 = off.
+  int64_t kvHeadsPerBlock = 1;
   /// Varlen (DESIGN.md section 1): q and out packed [Tq, Hq, D] with lse
   /// [Hq, Tq] (varlenQ); k and v packed [Tk, Hkv, D] (varlenK). Their TMA
   /// maps are 3-D (4-D for q with pack_gqa).
