@@ -1,6 +1,7 @@
 // RUN: fa-opt %s --flashattn-plan=target=sm90 --convert-flashattn-to-nvgpu --split-input-file --verify-diagnostics | FileCheck %s
 // RUN: fa-opt %s --flashattn-plan=target=sm90 --convert-flashattn-to-nvgpu="scheduler-barrier=off tma-store=off" --split-input-file --verify-diagnostics | FileCheck %s --check-prefix=OFF
 // RUN: not fa-opt %s --flashattn-plan=target=sm90 --convert-flashattn-to-nvgpu="tma-store=maybe" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADOPT
+// RUN: not fa-opt %s --flashattn-plan=target=sm90 --convert-flashattn-to-nvgpu="kv-heads-per-block=3" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADHP
 
 // The code-generation overrides: without the scheduler barrier and the
 // TMA-store epilogue, no named-barrier turns and no bulk tensor stores.
@@ -504,6 +505,10 @@ func.func @append(%q: memref<2x4x8x128xbf16>, %k: memref<2x512x2x128xbf16>, %v: 
 // heads): each box is 2 heads x 16 keys (4 KB at head_dim 64), so a block of
 // 128 rows (64 keys) is 4 boxes, one per page, 2 x 16 x 128 bytes apart,
 // at kv head 2 x (the tile's kv group).
+// A forced count that does not divide the kv heads (or that a kernel
+// without small pages cannot take) is an error naming the sizes.
+// BADHP: error: convert-flashattn-to-nvgpu: kv-heads-per-block applies to pack_gqa kernels over paged KV
+// BADHP: error: convert-flashattn-to-nvgpu: kv-heads-per-block = 3 needs to divide 8 and Hkv (2), hp x page_size to divide block_n (16, 128) and hp x Hq / Hkv (4) to divide block_m (128)
 // CHECK-LABEL: func.func @paged16
 // CHECK: flashattn.attention {{.*}}flashattn.sm90_kv_heads_per_block = 2 : i64, flashattn.sm90_pack_gqa = 8 : i64{{.*}}flashattn.sm90_tile_table
 // CHECK: llvm.func @fa_sm90_0({{.*}}, %{{.*}}: !llvm.ptr<1>, %[[PAGES:arg[0-9]+]]: !llvm.ptr<1>) attributes
