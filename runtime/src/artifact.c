@@ -404,8 +404,8 @@ fa_status fa_artifact_parse(fa_runtime *rt, const void *bytes, size_t size,
   }
   /* Several kv heads per key block: HP, and the one-head kernels with
    * their map list. */
-  why = "bad kv_heads_per_block (HP in [2, 8] dividing pack_groups, with kv1_entry, "
-        "kv1_tma, and kv1_dense_entry exactly with dense_entry)";
+  why = "bad kv_heads_per_block (HP in [2, 8] dividing Hkv, pack_groups = HP x Hq / Hkv, "
+        "with kv1_entry, kv1_tma, and kv1_dense_entry exactly with dense_entry)";
   {
     const cJSON *kv1_tma = cJSON_GetObjectItemCaseSensitive(meta, "kv1_tma");
     double hp = 1;
@@ -416,8 +416,12 @@ fa_status fa_artifact_parse(fa_runtime *rt, const void *bytes, size_t size,
     if (!opt_string(meta, "kv1_entry", a->kv1_entry, sizeof(a->kv1_entry)) ||
         !opt_string(meta, "kv1_dense_entry", a->kv1_dense_entry, sizeof(a->kv1_dense_entry)))
       goto fail;
-    if (a->kv_heads_per_block > 1 &&
-        (!a->kv1_entry[0] || a->pack_groups % a->kv_heads_per_block != 0 ||
+    /* pack_groups = HP x Hq / Hkv, with Hq / Hkv >= 2 and HP dividing Hkv. */
+    int hpi = a->kv_heads_per_block;
+    if (hpi > 1 &&
+        (!a->kv1_entry[0] || a->pack_groups < 2 * hpi || a->config.num_kv_heads <= 0 ||
+         a->config.num_kv_heads % hpi != 0 ||
+         a->config.num_q_heads * hpi != a->pack_groups * a->config.num_kv_heads ||
          !parse_tma_list(kv1_tma, a->kv1_tma, &a->num_kv1_tma) || a->num_kv1_tma < 1 ||
          (a->kv1_dense_entry[0] != '\0') != (a->dense_entry[0] != '\0')))
       goto fail;

@@ -547,6 +547,7 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
       kv1_view.cu_dense = k->cu_dense_kv1;
       kv1_view.artifact.block_n = k->artifact.block_n * hp;
       kv1_view.artifact.pack_groups = k->artifact.pack_groups / hp;
+      kv1_view.artifact.kv_heads_per_block = 1;
       kv1_view.artifact.num_tma = k->artifact.num_kv1_tma;
       for (int i = 0; i < k->artifact.num_kv1_tma; ++i)
         kv1_view.artifact.tma[i] = k->artifact.kv1_tma[i];

@@ -71,7 +71,9 @@ static int64_t l2_head_group(const fa_kernel *k, int64_t heads, int64_t kv_rows,
   const fa_attention_config *c = &k->artifact.config;
   if (one_tile_per_sequence)
     return heads;
-  int64_t bytes = kv_rows * (c->head_dim + c->head_dim_v) * 2;
+  /* A tile head covers kv_heads_per_block kv heads. */
+  int64_t bytes = kv_rows * (c->head_dim + c->head_dim_v) * 2 *
+                  (k->artifact.kv_heads_per_block > 1 ? k->artifact.kv_heads_per_block : 1);
   int64_t hg = bytes > 0 ? ((int64_t)32 << 20) / bytes : heads;
   if (hg < 1)
     hg = 1;

@@ -147,10 +147,20 @@ int main(void) {
         "\"packed_groups\":4}",
         "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],\"packed_entry\":\"p\","
         "\"packed_groups\":2,\"packed_q_tma\":{\"arg\":\"q\",\"box\":[64,4,1,32,1],"
-        "\"swizzle\":128,\"group\":4}}"};
+        "\"swizzle\":128,\"group\":4}}",
+        /* kv heads per block: HP in [2, 8], with its one-head kernels, and
+         * pack_groups = HP x Hq / Hkv */
+        "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],\"kv_heads_per_block\":16}",
+        "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],\"kv_heads_per_block\":2,"
+        "\"pack_groups\":4}",
+        "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],\"kv_heads_per_block\":2,"
+        "\"pack_groups\":3,\"kv1_entry\":\"k1\",\"kv1_tma\":[{\"arg\":\"q\","
+        "\"box\":[64,1,64,1],\"swizzle\":128}]}",
+        "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],\"kv1_entry\":\"k1\"}"};
     const char *field[] = {"tma", "tma", "tile_counter", "tile_table", "tile_table",
-                           "packed_entry", "packed_entry"};
-    for (int i = 0; i < 7; ++i) {
+                           "packed_entry", "packed_entry", "kv_heads_per_block",
+                           "kv_heads_per_block", "kv_heads_per_block", "kv_heads_per_block"};
+    for (int i = 0; i < 11; ++i) {
       CHECK_STATUS(load_cubin(rt, &c, bad[i], "a bad artifact", &k), FA_ERROR_CORRUPT_ARTIFACT,
                    rt);
       CHECK(strstr(fa_runtime_last_error(rt), field[i]) != NULL, "case %d: %s", i,
