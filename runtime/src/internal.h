@@ -155,7 +155,9 @@ fa_status fa_cuda_load(fa_runtime *rt, fa_kernel *k);
  * takes 0.85; measured on the H200 (docs/BENCHMARKS.md), 0.95 is 4-6%
  * faster for one decode sequence: 16 splits of 8 kv heads fill 128 of 132
  * SMs where 0.85 gives 15 (120). */
+#ifndef FA_SPLIT_EFFICIENCY /* -D for measurements */
 #define FA_SPLIT_EFFICIENCY 0.95
+#endif
 int64_t fa_num_splits_heuristic(const fa_kernel *k, int64_t batch, int64_t sq,
                                 int64_t hq, int64_t sk, int64_t sms);
 /* The same rule on `tiles` (tiles per split) and `blocks` (key blocks of the

@@ -522,6 +522,13 @@ func.func @append(%q: memref<2x4x8x128xbf16>, %k: memref<2x512x2x128xbf16>, %v: 
 // CHECK-NEXT: scf.if %[[MINE]] {
 // CHECK: arith.muli %{{.*}}, %c4096_i32 : i32
 // CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %[[FULLK]], box[%{{.*}}, %[[HEAD0]], %c0_i32, %{{.*}}]
+// The consumers: a score counts only where its column's kv head (c % 2)
+// is its row's ((r % 8) / 4), on top of the key bound, in every block.
+// CHECK: setmaxregister increase
+// CHECK: %[[CHP:.*]] = arith.remui %{{.*}}, %c2_i32{{.*}} : i32
+// CHECK-NEXT: %[[SAME:.*]] = arith.cmpi eq, %{{.*}}, %[[CHP]] : i32
+// CHECK: arith.andi %{{[0-9]+}}, %[[SAME]] : i1
+// CHECK-NEXT: arith.select
 func.func @paged16(%q: memref<2x1x8x64xbf16>, %k: memref<64x16x2x64xbf16>, %v: memref<64x16x2x64xbf16>,
                    %su: memref<2xi32>, %bt: memref<2x16xi32>, %o: memref<2x1x8x64xbf16>) {
   flashattn.attention ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<64x16x2x64xbf16>, memref<64x16x2x64xbf16>)
