@@ -9,7 +9,9 @@ pinned host memory, then in device memory) and cuDNN (SDPA, GQA).
 Each call runs after an L2 flush and a GPU spin (as bench/sm90_bench.py);
 for the last calls the script prints every GPU operation of the call
 (name, start relative to the call's first operation, duration, in us) and
-the span from the first start to the last end. It writes DIR/profile.json.
+the span from the first start to the last end, and the gap between the
+spin's end and the call's first operation (the GPU-side cost of starting
+the call). It writes DIR/profile.json.
 
 Usage: decode_profile.py --lib LIBRT --artifacts DIR [--out DIR]
 """
@@ -33,7 +35,8 @@ HARNESS = ("fill", "zero", "elementwise")
 
 
 def calls(prof):
-    """The GPU operations after each spin kernel, one list per call."""
+    """The GPU operations after each spin kernel, one list per call, each
+    list starting with the spin kernel's end time."""
     rows = sorted(((e.name, e.time_range.start, e.time_range.end)
                    for e in prof.events() if e.device_type.name == "CUDA"),
                   key=lambda r: r[1])
@@ -43,11 +46,11 @@ def calls(prof):
         if any(h in low for h in HARNESS):
             continue
         if "sleep" in low or "spin" in low:
-            cur = []
+            cur = [end]
             out.append(cur)
         elif cur is not None:
             cur.append((name, start, end))
-    return [c for c in out if c]
+    return [c for c in out if len(c) > 1]
 
 
 def main():
@@ -100,11 +103,12 @@ def main():
                         f()
                     torch.cuda.synchronize()
             timeline = []
-            for c in calls(prof)[1:]:
+            for spin_end, *c in calls(prof)[1:]:
                 t0 = c[0][1]
                 timeline.append({"ops": [(nm, round(s - t0, 2), round(e - s, 2))
                                          for nm, s, e in c],
-                                 "span_us": round(max(e for _, _, e in c) - t0, 2)})
+                                 "span_us": round(max(e for _, _, e in c) - t0, 2),
+                                 "after_spin_us": round(t0 - spin_end, 2)})
             result["%s b%d/%d" % (name, b, sk)] = timeline
             print("%-8s b=%-4d keys=%-6d %s" % (
                 name, b, sk, json.dumps(timeline[-1]) if timeline else "no calls seen"),
