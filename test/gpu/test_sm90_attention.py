@@ -74,6 +74,12 @@ CASES = [
     ("auto_split_decode_32k_pack", 128, "bf16", "bottom_right", 32, 8, 1, 1, 32768, None, 0, 0, None, True),
     ("auto_split_prefill_pack", 128, "bf16", "bottom_right", 32, 8, 2, 300, 1000, None, 0, 0, None, True),
     ("auto_split_decode_hd64_f16", 64, "f16", "none", 4, 4, 1, 1, 4000, None, 0, 0),
+    # ... over keys off the block, speculative tokens, MHA.
+    ("auto_split_decode_b3_5000", 128, "bf16", "bottom_right", 32, 8, 3, 1, 5000, None, 0, 0,
+     None, True),
+    ("auto_split_spec4_b2_3001", 128, "bf16", "bottom_right", 32, 8, 2, 4, 3001, None, 0, 0,
+     None, True),
+    ("auto_split_hd64_f16_mha_sq3", 64, "f16", "none", 4, 4, 2, 3, 7000, None, 0, 0),
     # Automatic pack_gqa (the config's default): the runtime takes the packed
     # entries for one query token and the unpacked ones for 300.
     ("auto_pack_auto_split_decode", 128, "bf16", "bottom_right", 32, 8, 2, 1, 4000, None, 0, 0),
