@@ -225,36 +225,30 @@ fa_status fa_cuda_load(fa_runtime *rt, fa_kernel *k) {
     return st;
   k->cu_api = api;
   CUresult r = api->cuModuleLoadData(&k->cu_module, k->artifact.payload);
-  if (r == 0)
-    r = api->cuModuleGetFunction(&k->cu_function, k->cu_module, k->artifact.entry);
-  if (r == 0 && k->artifact.combine_entry[0])
-    r = api->cuModuleGetFunction(&k->cu_combine, k->cu_module,
-                                 k->artifact.combine_entry);
-  if (r == 0 && k->artifact.append_entry[0])
-    r = api->cuModuleGetFunction(&k->cu_append, k->cu_module,
-                                 k->artifact.append_entry);
-  if (r == 0 && k->artifact.dense_entry[0])
-    r = api->cuModuleGetFunction(&k->cu_dense, k->cu_module, k->artifact.dense_entry);
-  if (r == 0 && k->artifact.packed_entry[0])
-    r = api->cuModuleGetFunction(&k->cu_packed, k->cu_module, k->artifact.packed_entry);
-  if (r == 0 && k->artifact.packed_dense_entry[0])
-    r = api->cuModuleGetFunction(&k->cu_dense_packed, k->cu_module,
-                                 k->artifact.packed_dense_entry);
-  if (r == 0 && k->artifact.kv1_entry[0])
-    r = api->cuModuleGetFunction(&k->cu_kv1, k->cu_module, k->artifact.kv1_entry);
-  if (r == 0 && k->artifact.kv1_dense_entry[0])
-    r = api->cuModuleGetFunction(&k->cu_dense_kv1, k->cu_module,
-                                 k->artifact.kv1_dense_entry);
-  /* Every attention entry uses the artifact's dynamic shared memory. */
-  void *more[5] = {k->cu_dense, k->cu_packed, k->cu_dense_packed, k->cu_kv1, k->cu_dense_kv1};
-  for (int i = 0; i < 5 && r == 0; ++i)
-    if (more[i] && k->artifact.smem > 48 * 1024)
-      r = api->cuFuncSetAttribute(more[i], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                  k->artifact.smem);
-  if (r == 0 && k->artifact.smem > 48 * 1024)
-    r = api->cuFuncSetAttribute(k->cu_function,
-                                CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                k->artifact.smem);
+  /* The module's entries: the attention kernels (the main entry, always,
+   * then its twins), each with the artifact's dynamic shared memory, and
+   * the combine and append kernels; "" = absent. */
+  const fa_artifact *art = &k->artifact;
+  struct {
+    const char *name;
+    void **fn;
+    bool attention;
+  } entries[] = {{art->entry, &k->cu_function, true},
+                 {art->dense_entry, &k->cu_dense, true},
+                 {art->packed_entry, &k->cu_packed, true},
+                 {art->packed_dense_entry, &k->cu_dense_packed, true},
+                 {art->kv1_entry, &k->cu_kv1, true},
+                 {art->kv1_dense_entry, &k->cu_dense_kv1, true},
+                 {art->combine_entry, &k->cu_combine, false},
+                 {art->append_entry, &k->cu_append, false}};
+  for (size_t i = 0; i < sizeof entries / sizeof entries[0] && r == 0; ++i) {
+    if (i > 0 && !entries[i].name[0])
+      continue;
+    r = api->cuModuleGetFunction(entries[i].fn, k->cu_module, entries[i].name);
+    if (r == 0 && entries[i].attention && art->smem > 48 * 1024)
+      r = api->cuFuncSetAttribute(*entries[i].fn,
+                                  CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, art->smem);
+  }
   if (r != 0) {
     /* Nothing half-loaded stays behind: a later launch must not take a
      * split-KV kernel for a plain one. */
