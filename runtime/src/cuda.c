@@ -324,6 +324,19 @@ fa_status fa_tma_check(fa_runtime *rt, const fa_kernel *k, int i,
   return FA_OK;
 }
 
+/* `view` = kernel `k` seen through twin entries of its cubin: `fn` and
+ * `dense` in place of the main and dense functions, with the twins' own
+ * tensor-map list (the caller sets the tile sizes that differ). */
+static void twin_view(fa_kernel *view, const fa_kernel *k, void *fn, void *dense,
+                      const fa_tma_desc *tma, int num_tma) {
+  *view = *k;
+  view->cu_function = fn;
+  view->cu_dense = dense;
+  view->artifact.num_tma = num_tma;
+  for (int i = 0; i < num_tma; ++i)
+    view->artifact.tma[i] = tma[i];
+}
+
 /* Tiles per split of a dense call: batch x Hq / G x ceil(Sq G / block_m)
  * (G the pack_groups with pack_gqa: Hq / Hkv, times the kv heads per key
  * block of a kernel that packs several). */
@@ -512,14 +525,10 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
           longest = cu[b + 1] - cu[b];
     }
     if (longest * k->artifact.packed_groups <= k->artifact.block_m) {
-      packed_view = *k;
-      packed_view.cu_function = k->cu_packed;
-      packed_view.cu_dense = k->cu_dense_packed;
-      packed_view.artifact.pack_groups = k->artifact.packed_groups;
       /* Their own map list: q grouped, and never out (no TMA store). */
-      packed_view.artifact.num_tma = k->artifact.num_packed_tma;
-      for (int i = 0; i < k->artifact.num_packed_tma; ++i)
-        packed_view.artifact.tma[i] = k->artifact.packed_tma[i];
+      twin_view(&packed_view, k, k->cu_packed, k->cu_dense_packed, k->artifact.packed_tma,
+                k->artifact.num_packed_tma);
+      packed_view.artifact.pack_groups = k->artifact.packed_groups;
       k = &packed_view;
     }
   }
@@ -536,15 +545,11 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
     int64_t tiles = seqs * (k->artifact.config.num_q_heads / groups);
     if (10 * tiles < 8 * (int64_t)api->num_sms) {
       int hp = k->artifact.kv_heads_per_block;
-      kv1_view = *k;
-      kv1_view.cu_function = k->cu_kv1;
-      kv1_view.cu_dense = k->cu_dense_kv1;
+      twin_view(&kv1_view, k, k->cu_kv1, k->cu_dense_kv1, k->artifact.kv1_tma,
+                k->artifact.num_kv1_tma);
       kv1_view.artifact.block_n = k->artifact.block_n * hp;
       kv1_view.artifact.pack_groups = k->artifact.pack_groups / hp;
       kv1_view.artifact.kv_heads_per_block = 1;
-      kv1_view.artifact.num_tma = k->artifact.num_kv1_tma;
-      for (int i = 0; i < k->artifact.num_kv1_tma; ++i)
-        kv1_view.artifact.tma[i] = k->artifact.kv1_tma[i];
       k = &kv1_view;
     }
   }
