@@ -352,6 +352,16 @@ HOST = None
 HOST_MAX_FLOPS = 2e10
 
 
+def run_error(call):
+    """None when `call()` (a launch through the runtime) succeeds, else the
+    runtime's message (the RuntimeError it raised)."""
+    try:
+        call()
+        return None
+    except RuntimeError as e:
+        return str(e)
+
+
 def host_check(name, spec, inputs, meta, out, lse, ref, ref_lse, nv, dtype, rec, cache=None):
     """Runs the host twin of `spec` (kernel() arguments) on CPU copies of
     `inputs` (q, k, v) and `meta`, checks it against the same reference and
@@ -363,11 +373,7 @@ def host_check(name, spec, inputs, meta, out, lse, ref, ref_lse, nv, dtype, rec,
     hmeta = {n: t.cpu() for n, t in meta.items()}
     hout = torch.full_like(q, float("nan"))
     hlse = torch.full(tuple(lse.shape), float("nan"))
-    try:
-        hrun(hk(*spec), q, k, v, hout, hlse, **hmeta)
-        err = None
-    except RuntimeError as e:
-        err = str(e)
+    err = run_error(lambda: hrun(hk(*spec), q, k, v, hout, hlse, **hmeta))
     if cache is not None and err is None and not (
             same(k, cache[0].cpu()) and same(v, cache[1].cpu())):
         err = "the host path's cache is not what the append should leave"
@@ -390,22 +396,14 @@ def device_block_table_check(name, kern, run, qkv, meta, out, lse, ref, ref_lse,
     dmeta = dict(meta)
     dmeta["block_table"] = meta["block_table"].cuda()
     dout, dlse = torch.full_like(out, float("nan")), torch.full_like(lse, float("nan"))
-    try:
-        run(kern, q, k, v, dout, dlse, **dmeta)
-        err = None
-    except RuntimeError as e:
-        err = str(e)
+    err = run_error(lambda: run(kern, q, k, v, dout, dlse, **dmeta))
     ok, drec = check(name + " [device block_table]", dtype, dout, dlse, ref, ref_lse, nv, 0, err)
     rec["device_block_table"] = drec
     if len(ref) < 2:
         return ok
     dmeta["block_table"][0, 0] = k.shape[0] + 1000
     bout, blse = torch.full_like(out, float("nan")), torch.full_like(lse, float("nan"))
-    try:
-        run(kern, q, k, v, bout, blse, **dmeta)
-        err = None
-    except RuntimeError as e:
-        err = str(e)
+    err = run_error(lambda: run(kern, q, k, v, bout, blse, **dmeta))
     if err is None and not bool(torch.isfinite(bout[0]).all().item()):
         err = "sequence 0 (a page outside the pool, read as zeros) is not finite"
     bok, brec = check(name + " [page outside the pool]", dtype, bout[1:], blse[1:], ref[1:],
@@ -506,14 +504,10 @@ def run_varlen_cases(kernel, run, results):
             meta["seqused_k"] = pinned_i32([s[1] for s in seqs])
         poison_past_sequences(layout, seqs, k, v, meta)
         meta0 = dict(meta)
-        try:
-            run(kernel(d, dt, causal, hq, hkv, window, 0, splits, None, pack,
-                       layout == "varlen", used,
-                       int(layout[5:]) if layout.startswith("paged") else 0),
-                q, k, v, out, lse, **meta)
-            err = None
-        except RuntimeError as e:
-            err = str(e)
+        err = run_error(lambda: run(kernel(d, dt, causal, hq, hkv, window, 0, splits, None, pack,
+                                           layout == "varlen", used,
+                                           int(layout[5:]) if layout.startswith("paged") else 0),
+                                    q, k, v, out, lse, **meta))
         ref = torch.zeros_like(out, dtype=torch.float64)
         ref_lse = torch.zeros_like(lse, dtype=torch.float64)
         nv = torch.zeros_like(ref)
@@ -591,12 +585,9 @@ def run_append_cases(kernel, run, results):
         out = torch.full_like(q, float("nan"))
         lse = torch.full((nb, hq, s_new), float("nan"), device="cuda")
         k0, v0, meta0 = k.clone(), v.clone(), dict(meta)
-        try:
-            run(kernel(d, dt, causal, hq, hkv, None, 0, splits, None, pack, False, bool(page),
-                       page, True), q, k, v, out, lse, **meta)
-            err = None
-        except RuntimeError as e:
-            err = str(e)
+        err = run_error(lambda: run(kernel(d, dt, causal, hq, hkv, None, 0, splits, None, pack,
+                                           False, bool(page), page, True),
+                                    q, k, v, out, lse, **meta))
         cache_ok = same(k, want_k) and same(v, want_v)
         ref = torch.zeros_like(out, dtype=torch.float64)
         ref_lse = torch.zeros_like(lse, dtype=torch.float64)
@@ -620,12 +611,9 @@ def run_append_cases(kernel, run, results):
                 dmeta["block_table"] = bt.cuda()
                 dout = torch.full_like(out, float("nan"))
                 dlse = torch.full_like(lse, float("nan"))
-                try:
-                    run(kernel(d, dt, causal, hq, hkv, None, 0, splits, None, pack, False, True,
-                               page, True), q, dk, dv, dout, dlse, **dmeta)
-                    derr = None
-                except RuntimeError as e:
-                    derr = str(e)
+                derr = run_error(lambda: run(kernel(d, dt, causal, hq, hkv, None, 0, splits, None,
+                                                    pack, False, True, page, True),
+                                             q, dk, dv, dout, dlse, **dmeta))
                 if derr is None and not (same(dk, exp_k) and same(dv, exp_v)):
                     derr = "the cache is not what the append should leave"
                 s0 = bad + 1
@@ -666,12 +654,9 @@ def run_append_cases(kernel, run, results):
     out = torch.full_like(q, float("nan"))
     lse = torch.full((2, 8, 4), float("nan"), device="cuda")
     kn = torch.randn(2, 4, 2, 128, device="cuda", dtype=torch.bfloat16)
-    try:
-        run(kernel(128, "bf16", "bottom_right", 8, 2, append=True), q, k, v, out, lse,
-            cache_seqlens=pinned_i32([0, 61]), k_new=kn, v_new=kn.clone())
-        err = "accepted"
-    except RuntimeError as e:
-        err = str(e)
+    err = run_error(lambda: run(kernel(128, "bf16", "bottom_right", 8, 2, append=True),
+                                q, k, v, out, lse, cache_seqlens=pinned_i32([0, 61]),
+                                k_new=kn, v_new=kn.clone())) or "accepted"
     ok = ("past capacity" in err and torch.equal(k, k0) and torch.equal(v, v0)
           and bool(torch.isnan(out).all().item()))
     print("%-28s %s  %s" % ("append_past_capacity", "PASS" if ok else "FAIL", err), flush=True)
@@ -696,12 +681,9 @@ def run_metadata_placement_cases(kernel, run, results):
     lse = torch.full((8, 300), float("nan"), device="cuda")
     cu_q = torch.tensor([0, 100, 300], dtype=torch.int32, device="cuda")
     cu_k = pinned_i32([0, 150, 400])
-    try:
-        run(kernel(128, "bf16", "bottom_right", 8, 2, varlen=True), q, k, v, out, lse,
-            cu_seqlens_q=cu_q, cu_seqlens_k=cu_k)
-        err = "accepted"
-    except RuntimeError as e:
-        err = str(e)
+    err = run_error(lambda: run(kernel(128, "bf16", "bottom_right", 8, 2, varlen=True),
+                                q, k, v, out, lse, cu_seqlens_q=cu_q,
+                                cu_seqlens_k=cu_k)) or "accepted"
     ok = ("'cu_seqlens_q' is in device memory" in err
           and bool(torch.isnan(out).all().item()) and bool(torch.isnan(lse).all().item()))
     print("%-28s %s  %s" % (name, "PASS" if ok else "FAIL", err), flush=True)
@@ -745,12 +727,8 @@ def main():
         v = torch.randn(b, sk, hkv, d, device="cuda", dtype=dtype)
         out = torch.full_like(q, float("nan"))
         lse = torch.full((b, hq, sq), float("nan"), device="cuda", dtype=torch.float32)
-        try:
-            run(kernel(d, dt, causal, hq, hkv, window, softcap, splits, regions, pack),
-                q, k, v, out, lse)
-            err = None
-        except RuntimeError as e:
-            err = str(e)
+        err = run_error(lambda: run(kernel(d, dt, causal, hq, hkv, window, softcap, splits,
+                                           regions, pack), q, k, v, out, lse))
         ref, ref_lse = reference(q, k, v, causal, window, softcap, regions)
         nv = naive(q, k, v, causal, window, softcap, regions).double()
         atol = 2 * (ref.to(dtype).double() - ref).abs().max().item()
