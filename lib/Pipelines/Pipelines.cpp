@@ -68,6 +68,8 @@ void mlir::flashattn::buildFlashAttnSm90Pipeline(
   codegen.earlyQRelease = options.earlyQRelease;
   codegen.kvRowCopies = options.kvRowCopies;
   codegen.kvHeadsPerBlock = options.kvHeadsPerBlock;
+  codegen.l2HintQ = options.l2HintQ;
+  codegen.l2HintKV = options.l2HintKV;
   codegen.denseEntry = options.denseEntry;
   codegen.packedEntry = options.packedEntry;
   pm.addPass(flashattn::createConvertFlashAttnToNVGPU(codegen));

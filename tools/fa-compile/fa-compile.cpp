@@ -80,6 +80,13 @@ static cl::opt<int> kvHeadsPerBlock(
     "kv-heads-per-block", llvm::cl::cat(faCompileCategory), cl::init(0),
     cl::desc("sm90 tuning: pack_gqa over small pages, kv heads per key block (0: auto, "
              "1: off)"));
+static cl::opt<std::string> l2HintQ(
+    "l2-hint-q", llvm::cl::cat(faCompileCategory), cl::init("auto"),
+    cl::desc("sm90 tuning: L2 eviction priority of Q's loads (auto, normal, first, last)"));
+static cl::opt<std::string> l2HintKV(
+    "l2-hint-kv", llvm::cl::cat(faCompileCategory), cl::init("auto"),
+    cl::desc("sm90 tuning: L2 eviction priority of the K/V loads (auto, normal, first, "
+             "last)"));
 static cl::opt<std::string> target("target", llvm::cl::cat(faCompileCategory), cl::init("host"), cl::desc("host or sm90"));
 
 static std::optional<fa_dtype> parseDtype(StringRef s) {
@@ -160,6 +167,8 @@ int main(int argc, char **argv) {
   overrides.earlyQRelease = earlyQRelease;
   overrides.kvRowCopies = kvRowCopies;
   overrides.kvHeadsPerBlock = kvHeadsPerBlock;
+  overrides.l2HintQ = l2HintQ;
+  overrides.l2HintKV = l2HintKV;
   if (emitPtx) {
     mlir::flashattn::Sm90Ptx compiled;
     std::string error;

@@ -7,6 +7,7 @@
 #ifndef FLASHATTN_CONVERSION_PASSES_H
 #define FLASHATTN_CONVERSION_PASSES_H
 
+#include "flashattn/Conversion/FlashAttnToNVGPU/Sm90Kernel.h"
 #include "mlir/Pass/Pass.h"
 
 #include <optional>
@@ -44,6 +45,10 @@ struct Sm90CodegenOptions {
   /// kernels with the query heads packed (`<name>_packed`,
   /// `<name>_dense_packed`), for launches that fit a tile.
   bool packedEntry = false;
+  /// L2 eviction priority of the Q and K/V loads (nullopt = automatic: Q
+  /// evict_first, as each tile reads its Q once; K/V evict_normal).
+  std::optional<L2Hint> l2HintQ;
+  std::optional<L2Hint> l2HintKV;
 };
 
 /// convert-flashattn-to-nvgpu: planned sm90 attention -> a gpu.module with

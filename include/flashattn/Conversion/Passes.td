@@ -105,6 +105,12 @@ def ConvertFlashAttnToNVGPU : Pass<"convert-flashattn-to-nvgpu", "::mlir::Module
            "pack_gqa with pages smaller than a key block: kv heads per key "
            "block, so that a TMA box holds as many heads of a page (0: "
            "automatic, 1: off)">,
+    Option<"l2HintQ", "l2-hint-q", "std::string", /*default=*/"\"auto\"",
+           "L2 eviction priority of Q's TMA loads: auto (evict_first), "
+           "normal, first, last">,
+    Option<"l2HintKV", "l2-hint-kv", "std::string", /*default=*/"\"auto\"",
+           "L2 eviction priority of the K/V TMA loads: auto (normal), normal, "
+           "first, last">,
     Option<"denseEntry", "dense-entry", "bool", /*default=*/"false",
            "split-KV partial form: also a dense kernel for one-split launches">,
     Option<"packedEntry", "packed-entry", "bool", /*default=*/"false",

@@ -67,6 +67,14 @@ struct Sm90PipelineOptions : public PassPipelineOptions<Sm90PipelineOptions> {
       *this, "kv-heads-per-block",
       llvm::cl::desc("pack_gqa over small pages: kv heads per key block (0: auto, 1: off)"),
       llvm::cl::init(0)};
+  Option<std::string> l2HintQ{
+      *this, "l2-hint-q",
+      llvm::cl::desc("L2 eviction priority of Q's loads: auto, normal, first, last"),
+      llvm::cl::init("auto")};
+  Option<std::string> l2HintKV{
+      *this, "l2-hint-kv",
+      llvm::cl::desc("L2 eviction priority of the K/V loads: auto, normal, first, last"),
+      llvm::cl::init("auto")};
   Option<bool> denseEntry{
       *this, "dense-entry",
       llvm::cl::desc("split-KV: also a dense kernel for one-split launches"),

@@ -509,6 +509,23 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   const bool rowCopies = k.kvRowCopies;
   if (k.producerRegs)
     w.line("nvvm.setmaxregister decrease " + std::to_string(k.producerRegs));
+  // The L2 policies of the TMA loads (Sm90KernelSpec::l2HintQ / l2HintKV):
+  // a 64-bit policy from createpolicy (PTX ISA, "createpolicy"; MLIR's
+  // NVVM dialect has no op for it), passed as the loads' l2_cache_hint. It
+  // is made again at each load (one instruction, marked with side effects
+  // so that it stays there): kept across the loop, the 64-bit value made
+  // the 40-register producer spill.
+  auto policy = [&](L2Hint hint) -> std::string {
+    if (hint == L2Hint::none)
+      return "";
+    const char *level = hint == L2Hint::evictFirst ? "evict_first" : "evict_last";
+    return " l2_cache_hint = " +
+           w.op(std::string("llvm.inline_asm has_side_effects asm_dialect = att "
+                            "\"createpolicy.fractional.L2::") +
+                level + ".b64 $0, 1.0;\", \"=l\" : () -> i64");
+  };
+  auto qHint = [&] { return policy(k.l2HintQ); };
+  auto kvHint = [&] { return policy(k.l2HintKV); };
   // TMA: thread 0 issues everything; with the tile table warp 0 runs the
   // loop (it zeroes the V rows past a sequence).
   if (!rowCopies)
@@ -568,7 +585,7 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
                                " : !llvm.ptr<3> to !llvm.ptr<7>");
         w.line("nvvm.cp.async.bulk.tensor.shared.cluster.global " + dst + ", " + map + ", " +
                bar + ", box[" + w.i32(64 * i) + ", " + kvh + ", " + pages[1] + ", " +
-               pages[0] + "] : !llvm.ptr<7>, !llvm.ptr");
+               pages[0] + "]" + kvHint() + " : !llvm.ptr<7>, !llvm.ptr");
       }
       return;
     }
@@ -578,7 +595,7 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
                              " : !llvm.ptr<3> to !llvm.ptr<7>");
       w.line("nvvm.cp.async.bulk.tensor.shared.cluster.global " + dst + ", " +
              map + ", " + bar + ", box[" + w.i32(64 * i) + ", " + kvh + ", " +
-             posBatch(k.varlenK, row, t.kb) + "] : !llvm.ptr<7>, !llvm.ptr");
+             posBatch(k.varlenK, row, t.kb) + "]" + kvHint() + " : !llvm.ptr<7>, !llvm.ptr");
     }
   };
   // The persistent loop over tiles. The producer picks each tile and hands
@@ -633,7 +650,7 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
                  : w.i32(64 * i) + ", " + t.h + ", " +
                        posBatch(k.varlenQ, plus(t.qRow, t.m0), t.qb);
       w.line("nvvm.cp.async.bulk.tensor.shared.cluster.global " + dst +
-             ", %qmap, " + barQ + ", box[" + coords + "] : !llvm.ptr<7>, !llvm.ptr");
+             ", %qmap, " + barQ + ", box[" + coords + "]" + qHint() + " : !llvm.ptr<7>, !llvm.ptr");
     }
   };
   // The stage slot of the g-th key block a CTA loads, the parity of the
@@ -877,7 +894,7 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
                              " : !llvm.ptr<3> to !llvm.ptr<7>");
       w.line("nvvm.cp.async.bulk.tensor.shared.cluster.global " + dst + ", " + map + ", " +
              bar + ", box[" + w.bin("arith.muli", col, w.i32(64), "i32") + ", " + kvh + ", " +
-             c0 + ", " + jp.second + "] : !llvm.ptr<7>, !llvm.ptr");
+             c0 + ", " + jp.second + "]" + kvHint() + " : !llvm.ptr<7>, !llvm.ptr");
       w.line("}");
     }
   };

@@ -2,6 +2,8 @@
 // RUN: fa-opt %s --flashattn-plan=target=sm90 --convert-flashattn-to-nvgpu="scheduler-barrier=off tma-store=off" --split-input-file --verify-diagnostics | FileCheck %s --check-prefix=OFF
 // RUN: not fa-opt %s --flashattn-plan=target=sm90 --convert-flashattn-to-nvgpu="tma-store=maybe" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADOPT
 // RUN: not fa-opt %s --flashattn-plan=target=sm90 --convert-flashattn-to-nvgpu="kv-heads-per-block=3" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADHP
+// RUN: fa-opt %s --flashattn-plan=target=sm90 --convert-flashattn-to-nvgpu="l2-hint-q=normal l2-hint-kv=last" --split-input-file --verify-diagnostics | FileCheck %s --check-prefix=HINT
+// RUN: not fa-opt %s --flashattn-plan=target=sm90 --convert-flashattn-to-nvgpu="l2-hint-kv=lru" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADL2
 
 // The code-generation overrides: without the scheduler barrier and the
 // TMA-store epilogue, no named-barrier turns and no bulk tensor stores.
@@ -12,6 +14,17 @@
 // OFF-NOT: nvvm.cp.async.bulk.tensor.global.shared.cta
 // OFF: llvm.store %{{.*}}, %{{.*}} : vector<2xbf16>, !llvm.ptr<1>
 // OFF: llvm.return
+// BADL2: error: convert-flashattn-to-nvgpu: l2-hint-q and l2-hint-kv take auto, normal, first or last, got 'lru'
+
+// The L2 policy overrides: Q with none, K and V with evict_last.
+// HINT-LABEL: func.func @gqa
+// HINT: llvm.func @fa_sm90_0(
+// HINT-NOT: evict_first
+// HINT: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}}] : !llvm.ptr<7>, !llvm.ptr
+// HINT: %[[LAST:.*]] = llvm.inline_asm has_side_effects asm_dialect = att "createpolicy.fractional.L2::evict_last.b64 $0, 1.0;", "=l" : () -> i64
+// HINT: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}}] l2_cache_hint = %[[LAST]] : !llvm.ptr<7>, !llvm.ptr
+// HINT: llvm.return
+
 // BADOPT: error: convert-flashattn-to-nvgpu: scheduler-barrier, tma-store, early-q-release and kv-row-copies take auto, on or off, got 'maybe'
 
 // A planned GQA attention (head_dim 128, bottom-right causal, lse) gets an
@@ -64,19 +77,23 @@
 // CHECK-NEXT: arith.subi %[[LAST]], %[[ROUND]]
 // Q after the consumers released the previous tile's (empty_Q), the tile
 // index stored for them, Q by TMA (two 64-column boxes of 128-byte
-// swizzle), expect_tx first.
+// swizzle), expect_tx first, each box with an L2 evict_first policy (a
+// tile reads its Q once).
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK: llvm.store %[[TILE]], %{{.*}} : i32, !llvm.ptr<3>
 // CHECK: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c32768_i32 : !llvm.ptr<3>, i32
-// CHECK-COUNT-2: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
-// Then K and V of each key block, each after its stage's empty barrier.
+// CHECK-COUNT-2: createpolicy.fractional.L2::evict_first.b64 $0, 1.0;
+// CHECK-NOT: llvm.return
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] l2_cache_hint = %{{.*}} : !llvm.ptr<7>, !llvm.ptr
+// Then K and V of each key block, each after its stage's empty barrier,
+// with no policy (evict_normal: other tiles read them again).
 // CHECK: scf.for
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK: nvvm.mbarrier.arrive.expect_tx
-// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}}] : !llvm.ptr<7>, !llvm.ptr
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK: nvvm.mbarrier.arrive.expect_tx
-// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}}] : !llvm.ptr<7>, !llvm.ptr
 // The next tile from the atomic counter (dynamic lpt schedule), unless
 // there are no more tiles than CTAs (then the counter is never read); past
 // the last, the index alone with a plain arrive on full_Q.
@@ -391,7 +408,7 @@ func.func @plan_smem(%q: memref<1x64x2x256xbf16>, %k: memref<1x64x2x256xbf16>, %
 // CHECK: llvm.func @fa_sm90_0(
 // CHECK: %[[ROWS:.*]] = arith.muli %{{.*}}, %[[G:c4_i32[_0-9]*]] : i32
 // CHECK-NEXT: arith.ceildivui %[[ROWS]], %{{.*}} : i32
-// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %{{.*}}, box[%{{.*}}, %c0_i32, %{{.*}}, %{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %{{.*}}, box[%{{.*}}, %c0_i32, %{{.*}}, %{{.*}}, %{{.*}}] l2_cache_hint = %{{.*}} : !llvm.ptr<7>, !llvm.ptr
 // CHECK: arith.divui %{{.*}}, %[[G]] : i32
 // CHECK: arith.remui %{{.*}}, %[[G]] : i32
 // CHECK-NOT: nvvm.cp.async.bulk.tensor.global.shared.cta
@@ -434,7 +451,7 @@ func.func @pack_gqa_group(%q: memref<1x8x6x64xbf16>, %k: memref<1x64x1x64xbf16>,
 // CHECK-NEXT: %[[HG1:.*]] = arith.maxui %[[HGW]], %c1_i32
 // CHECK-NEXT: %[[HG:.*]] = arith.minui %[[HG1]], %{{.*}} : i32
 // CHECK-NEXT: arith.muli %[[HG]], %[[COUNT]] : i32
-// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[QMAP]], %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[QMAP]], %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}] l2_cache_hint = %{{.*}} : !llvm.ptr<7>, !llvm.ptr
 // A V block reaching past its sequence: the producer warp zeroes those rows
 // (16-byte stores), fences them, syncs and completes full_V by hand.
 // CHECK: llvm.mlir.zero : vector<4xi32>

@@ -15,6 +15,14 @@
 namespace mlir {
 namespace flashattn {
 
+/// L2 eviction priority of a TMA load (PTX ISA 9.7.9.25, cp.async.bulk.
+/// tensor's .L2::cache_hint operand, with a policy from
+/// createpolicy.fractional, PTX ISA "createpolicy"): none (evict_normal),
+/// evictFirst (data read once: later lines of the same stream replace it,
+/// not the other lines of L2, e.g. the dirty lines a previous kernel left),
+/// evictLast (data other CTAs read again).
+enum class L2Hint { none, evictFirst, evictLast };
+
 /// What one kernel computes: dense [B, S, H, D] bf16/f16 q/k/v, head_dim 64,
 /// 128 or 256 (= head_dim_v), query tiles of 64 x `consumers` rows, key
 /// blocks of `blockN` (a multiple of 16, at most 256), K/V in `stages`
@@ -103,6 +111,9 @@ struct Sm90KernelSpec {
   /// copy K and V 16 bytes at a time (cp.async) into the swizzled layout;
   /// any page size (required below 8).
   bool kvRowCopies = false;
+  /// L2 eviction priority of the TMA loads of Q and of K/V (L2Hint).
+  L2Hint l2HintQ = L2Hint::none;
+  L2Hint l2HintKV = L2Hint::none;
   bool f16 = false;
   int causal = 0;
   bool lse = false;
