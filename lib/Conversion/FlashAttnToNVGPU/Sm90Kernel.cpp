@@ -308,6 +308,29 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   std::string waitTicks = w.i32(10000000);
   // A row of the accumulator lives in the 4 lanes of a quad: reduce with
   // two butterfly shuffles (xor 1, 2).
+  // Reduces `vals` as k.reduceChains interleaved chains (value i into
+  // chain i % chains), then a tree over the chains: a dependency path of
+  // about n / chains + log2 chains ops instead of n - 1, for chains - 1
+  // more live registers.
+  auto treeReduce = [&](const std::vector<std::string> &vals, const char *combine) {
+    const size_t chains = std::max<int64_t>(k.reduceChains, 1);
+    std::vector<std::string> acc;
+    for (size_t i = 0; i < vals.size(); ++i) {
+      if (i < chains)
+        acc.push_back(vals[i]);
+      else
+        acc[i % chains] = w.bin(combine, acc[i % chains], vals[i], "f32");
+    }
+    while (acc.size() > 1) {
+      std::vector<std::string> next;
+      for (size_t i = 0; i + 1 < acc.size(); i += 2)
+        next.push_back(w.bin(combine, acc[i], acc[i + 1], "f32"));
+      if (acc.size() % 2)
+        next.push_back(acc.back());
+      acc.swap(next);
+    }
+    return acc.front();
+  };
   auto quadReduce = [&](std::string v, const char *combine) {
     for (const std::string &sh : {c1, c2}) {
       std::string o = w.op("nvvm.shfl.sync bfly " + full + ", " + v + ", " + sh +
@@ -1210,7 +1233,7 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     auto idx = [&](const std::string &v) {
       return w.op("arith.index_cast " + v + " : i32 to index");
     };
-    std::string mxA = negInf, mxB = negInf;
+    std::vector<std::string> rowVals[2];
     for (int r = 0; r < nS; ++r) {
       std::string x = w.op("llvm.extractvalue " + s + "[" + std::to_string(r) +
                            "] : " + sT);
@@ -1270,11 +1293,10 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
       if (masked)
         x = w.op("arith.select " + ok + ", " + x + ", " + negInf + " : f32");
       sv[r] = x;
-      if (rowB)
-        mxB = w.bin("arith.maxnumf", mxB, x, "f32");
-      else
-        mxA = w.bin("arith.maxnumf", mxA, x, "f32");
+      rowVals[rowB].push_back(x);
     }
+    std::string mxA = treeReduce(rowVals[0], "arith.maxnumf");
+    std::string mxB = treeReduce(rowVals[1], "arith.maxnumf");
     auto quadMax = [&](const std::string &v) { return quadReduce(v, "arith.maxnumf"); };
     // Conditional rescaling (FlashAttention-4; with k.conditionalRescale,
     // else the max always moves): the running max moves only
@@ -1325,16 +1347,14 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
                      " : f32");
     sm.alphaB = w.op("arith.select " + updB + ", " + ex2(shifted(mOldB, true)) + ", " + one +
                      " : f32");
-    std::string sumA = zeroF, sumB = zeroF;
-    std::vector<std::string> p(nS);
+    std::vector<std::string> p(nS), rowP[2];
     for (int r = 0; r < nS; ++r) {
       bool rowB = (r / 2) % 2;
       p[r] = ex2(shifted(sv[r], rowB));
-      if (rowB)
-        sumB = w.bin("arith.addf", sumB, p[r], "f32");
-      else
-        sumA = w.bin("arith.addf", sumA, p[r], "f32");
+      rowP[rowB].push_back(p[r]);
     }
+    std::string sumA = treeReduce(rowP[0], "arith.addf");
+    std::string sumB = treeReduce(rowP[1], "arith.addf");
     sm.lA = w.bin("arith.addf", w.bin("arith.mulf", lOldA, sm.alphaA, "f32"), sumA, "f32");
     sm.lB = w.bin("arith.addf", w.bin("arith.mulf", lOldB, sm.alphaB, "f32"), sumB, "f32");
     // P packed in pairs into the A registers of the P V wgmma.

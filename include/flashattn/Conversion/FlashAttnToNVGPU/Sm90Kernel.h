@@ -111,6 +111,10 @@ struct Sm90KernelSpec {
   /// copy K and V 16 bytes at a time (cp.async) into the swizzled layout;
   /// any page size (required below 8).
   bool kvRowCopies = false;
+  /// The softmax reduces a row's max and sum (the thread's share of the
+  /// row) in this many interleaved chains joined by a tree, not one chain
+  /// of dependent ops: shorter dependency paths for a few more registers.
+  int64_t reduceChains = 1;
   /// L2 eviction priority of the TMA loads of Q and of K/V (L2Hint).
   L2Hint l2HintQ = L2Hint::none;
   L2Hint l2HintKV = L2Hint::none;
