@@ -1054,7 +1054,17 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   if (k.consumerRegs)
     w.line("nvvm.setmaxregister increase " + std::to_string(k.consumerRegs));
   std::string ctid = w.bin("arith.subi", tid, c128, "i32");
-  std::string cw = w.bin("arith.divui", ctid, c128, "i32");
+  // Values every thread of a warp holds alike, made visibly so for ptxas
+  // by a shuffle from lane 0 (CUTLASS's canonical_warp_group_idx): what is
+  // computed from them (the wgmma descriptors, the stage slots) can then
+  // live in uniform registers. From tid or from shared memory, ptxas
+  // computes them per thread and moves each descriptor with R2UR (Nsight
+  // Compute, docs/BENCHMARKS.md: 2.5 times cuDNN's integer instructions).
+  auto warpUniform = [&](const std::string &v) {
+    return w.op("nvvm.shfl.sync idx " + full + ", " + v + ", " + c0 + ", " + clamp +
+                " : i32 -> i32");
+  };
+  std::string cw = warpUniform(w.bin("arith.divui", ctid, c128, "i32"));
   // Warp-scheduler barrier (FlashAttention-3's ping-pong, section 3.1):
   // consumer c issues its GEMMs only after consumer c - 1 issued theirs
   // (named barrier 1 + c: its 128 threads sync, the previous consumer's 128
@@ -1125,36 +1135,45 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
                  std::to_string(r) + "] : " + oT);
 
   // A wgmma shared-memory descriptor (PTX ISA 9.7.15.5.1): start address,
-  // leading and stride byte offsets (>> 4), 128-byte swizzle (bit 62).
-  auto desc = [&](const std::string &ptr, int64_t lbo, int64_t sbo) {
-    std::string addr = w.op("llvm.ptrtoint " + ptr + " : !llvm.ptr<3> to i64");
-    std::string start = w.bin("arith.andi", addr, w.i64(0x3FFFF), "i64");
-    start = w.bin("arith.shrui", start, w.i64(4), "i64");
-    int64_t rest = ((lbo >> 4) << 16) | ((sbo >> 4) << 32) | (int64_t(1) << 62);
-    return w.bin("arith.ori", start, w.i64(rest), "i64");
+  // leading and stride byte offsets (>> 4), 128-byte swizzle (bit 62). Kept
+  // as its low 32 bits (start address and leading offset; the high half is
+  // a constant of the layout): moving along a tile adds to the start
+  // address only (the sum stays below 2^14: 256 KB of shared window), so
+  // in 32-bit adds, and the 64-bit value is put together at the wgmma.
+  struct Desc {
+    std::string lo;
+    int64_t hi;
   };
-  // The descriptor of `base` + `bytes`: the start address field is
-  // address >> 4 (the sum stays below 2^14: 256 KB of shared window).
-  auto descAdd = [&](const std::string &d, int64_t bytes) {
-    return bytes ? w.bin("arith.addi", d, w.i64(bytes >> 4), "i64") : d;
+  auto desc = [&](const std::string &ptr, int64_t lbo, int64_t sbo) {
+    std::string addr = w.op("llvm.ptrtoint " + ptr + " : !llvm.ptr<3> to i32");
+    std::string start = w.bin("arith.andi", addr, w.i32(0x3FFFF), "i32");
+    start = w.bin("arith.shrui", start, c4, "i32");
+    return Desc{w.bin("arith.ori", start, w.i32((lbo >> 4) << 16), "i32"),
+                ((sbo >> 4) | (int64_t(1) << 30))};
+  };
+  // The descriptor of `base` + `bytes`, as the i64 the wgmma takes.
+  auto descAt = [&](const Desc &d, int64_t bytes) {
+    std::string lo = bytes ? w.bin("arith.addi", d.lo, w.i32(bytes >> 4), "i32") : d.lo;
+    return w.bin("arith.ori", w.op("arith.extui " + lo + " : i32 to i64"),
+                 w.i64(d.hi << 32), "i64");
   };
   // Q's base descriptor, re-read at each use through an opaque move: LLVM
   // would otherwise hoist all D / 16 loop-invariant Q descriptors out of the
-  // key-block loop and keep them live (2 registers each: spills at
-  // head_dim 256).
-  std::string qDesc0 = desc(qBase, 16, 1024);
+  // key-block loop and keep them live (spills at head_dim 256).
+  Desc qDesc0 = desc(qBase, 16, 1024);
   auto qDesc = [&]() {
-    return w.op("llvm.inline_asm has_side_effects asm_dialect = att "
-                "\"mov.b64 $0, $1;\", \"=l,l\" " + qDesc0 + " : (i64) -> i64");
+    return Desc{w.op("llvm.inline_asm has_side_effects asm_dialect = att "
+                     "\"mov.b32 $0, $1;\", \"=r,r\" " + qDesc0.lo + " : (i32) -> i32"),
+                qDesc0.hi};
   };
   // Issues S = Q K^T (no commit).
   auto issueQK = [&](const std::string &kBase) {
     std::string s = w.op("llvm.mlir.undef : " + sT);
-    std::string qd = qDesc(), kd = desc(kBase, 16, 1024);
+    Desc qd = qDesc(), kd = desc(kBase, 16, 1024);
     for (int64_t kk = 0; kk < D / 16; ++kk) {
       int64_t box = kk / 4, inBox = (kk % 4) * 32;
-      std::string dA = descAdd(qd, box * BM * 128 + inBox);
-      std::string dB = descAdd(kd, box * BN * 128 + inBox);
+      std::string dA = descAt(qd, box * BM * 128 + inBox);
+      std::string dB = descAt(kd, box * BN * 128 + inBox);
       s = w.op("nvvm.wgmma.mma_async " + dA + ", " + dB + ", " + s +
                ", #nvvm.shape<m = 64, n = " + std::to_string(BN) +
                ", k = 16>, D [<f32>, #nvvm.wgmma_scale_out<" +
@@ -1170,9 +1189,9 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
                      const std::string &vBase) {
     // V is MN-major (transpose-B): LBO = the distance between the two
     // 64-column boxes, each k16 step 16 rows x 128 B further.
-    std::string vd = desc(vBase, BN * 128, 1024);
+    Desc vd = desc(vBase, BN * 128, 1024);
     for (int64_t kk = 0; kk < BN / 16; ++kk) {
-      std::string dV = descAdd(vd, kk * 2048);
+      std::string dV = descAt(vd, kk * 2048);
       std::string asmText = "{\\0A.reg .pred p;\\0Asetp.ne.b32 p, 1, 0;\\0A"
                             "wgmma.mma_async.sync.aligned.m64n" +
                             std::to_string(D) + "k16.f32." + et + "." + et + " {";
@@ -1444,7 +1463,8 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   w.line("%ct:3 = scf.while (%cwg = " + c0 + ", %cwtc = " + c0 +
          ") : (i32, i32) -> (i32, i32, i32) {");
   waitParity(at(L.fullQ()), w.bin("arith.andi", "%cwtc", c1, "i32"));
-  std::string ctileV = w.op("llvm.load " + at(L.tileSlot()) + " : !llvm.ptr<3> -> i32");
+  std::string ctileV =
+      warpUniform(w.op("llvm.load " + at(L.tileSlot()) + " : !llvm.ptr<3> -> i32"));
   w.line("scf.condition(" + w.op("arith.cmpi ult, " + ctileV + ", " + ntiles + " : i32") +
          ") " + ctileV + ", %cwg, %cwtc : i32, i32, i32");
   w.line("} do {");
