@@ -77,7 +77,7 @@ def ConvertFlashAttnToNVGPU : Pass<"convert-flashattn-to-nvgpu", "::mlir::Module
     head_dim <= 128, not 3 consumers under a mask), the TMA-store epilogue
     (auto: up to 2 consumers, not the partial form, when the O tile fits)
     releasing Q after a tile's last S instead of its last P V (auto:
-    head_dim <= 128) and, for paged KV, per-row cp.async copies by the 128
+    always) and, for paged KV, per-row cp.async copies by the 128
     producer threads instead of a TMA box per page (auto: page sizes below
     8 or that neither divide nor are multiples of block_n). `dense-entry`
     adds to a split-KV module a third kernel, `<name>_dense` (named on the

@@ -236,9 +236,10 @@ static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why,
   // at head_dim 128 causal, but 3-8% slower with 3 consumers (head_dim 64),
   // which keep the direct stores.
   // Measured on the H200 (docs/BENCHMARKS.md): +1-13% at head_dim 64 and
-  // 128 (+0-10% non-causal once its blocks were 128), 8% slower for short
-  // causal head_dim 256 (its registers are at the limit).
-  spec.earlyQRelease = options.earlyQRelease.value_or(d <= 128);
+  // 128 (+0-10% non-causal once its blocks were 128). At head_dim 256 it
+  // was 8% slower for short causal sequences until the descriptors became
+  // warp-uniform; since then +0.2-3.9% (most at 512 and 1k).
+  spec.earlyQRelease = options.earlyQRelease.value_or(true);
   // Measured: +3-10% at head_dim 256 (O is 128 registers a thread), +1% at
   // 128, 0-3% slower at 64 (the vote and branch cost more than 32 FMULs).
   spec.conditionalRescale = d >= 128;
