@@ -74,7 +74,7 @@ def ConvertFlashAttnToNVGPU : Pass<"convert-flashattn-to-nvgpu", "::mlir::Module
     `scheduler-barrier`, `tma-store`, `early-q-release` and `kv-row-copies`
     (auto, on, off) override four code-generation choices for measurements: the
     warp-scheduler barrier between consumers (auto: 2 or more consumers,
-    head_dim <= 128, not 3 consumers under a mask), the TMA-store epilogue
+    not 3 consumers under a mask), the TMA-store epilogue
     (auto: up to 2 consumers, not the partial form, when the O tile fits)
     releasing Q after a tile's last S instead of its last P V (auto:
     always) and, for paged KV, per-row cp.async copies by the 128

@@ -130,10 +130,12 @@ static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why,
   bool tight = consumers == 3 && (spec.causal || spec.windowLeft >= 0 ||
                                   spec.windowRight >= 0);
   // FlashAttention-3 orders the consumers' GEMMs at head_dim <= 128 (bf16),
-  // where the softmax is a large share of a block's time.
-  spec.schedulerBarrier = options.schedulerBarrier.value_or(
-                              consumers >= 2 && d <= 128 && !tight) &&
-                          consumers >= 2;
+  // where the softmax is a large share of a block's time. At head_dim 256
+  // it was 0-7% slower until the descriptors became warp-uniform; since
+  // then +0.5% non-causal and +0.6-1.7% causal at 1k-16k (docs/
+  // BENCHMARKS.md).
+  spec.schedulerBarrier =
+      options.schedulerBarrier.value_or(consumers >= 2 && !tight) && consumers >= 2;
   // The split-KV partial kernel keeps the static order: its work units
   // (tile, split) are about equal (splits cut the long tiles), and the
   // counter's memset is a stream operation a decode launch pays for
