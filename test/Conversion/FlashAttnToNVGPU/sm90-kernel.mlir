@@ -106,18 +106,30 @@
 // CHECK: nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
 // The consumers take the registers; each tile starts when full_Q
 // completes, with the index the producer wrote.
+// The consumer's warpgroup index and the tile index go through a shuffle
+// from lane 0, so that ptxas sees them warp-uniform (and keeps the wgmma
+// descriptors derived from them in uniform registers).
 // CHECK: } else {
 // CHECK-NEXT: nvvm.setmaxregister  increase 232
+// CHECK: %[[CWG:.*]] = arith.divui
+// CHECK-NEXT: nvvm.shfl.sync  idx %{{.*}}, %[[CWG]], %c0_i32, %c31_i32 : i32 -> i32
 // CHECK: scf.while
 // CHECK: nvvm.mbarrier.try_wait.parity
-// CHECK: llvm.load %{{.*}} : !llvm.ptr<3> -> i32
-// CHECK: scf.condition
+// CHECK: %[[SLOT:.*]] = llvm.load %{{.*}} : !llvm.ptr<3> -> i32
+// CHECK-NEXT: %[[UTILE:.*]] = nvvm.shfl.sync  idx %{{.*}}, %[[SLOT]], %c0_i32, %c31_i32 : i32 -> i32
+// CHECK: scf.condition({{.*}}) %[[UTILE]]
 // Block 0: S = Q K^T by wgmma (8 k16 steps, the first with a zero
-// accumulator), K released, its softmax.
+// accumulator), K released, its softmax. A descriptor is its low 32 bits
+// (start address >> 4, leading offset) joined at the wgmma with the
+// constant high half: stride offset 1024 >> 4 = 64 at bit 32, 128-byte
+// swizzle at bit 62 (2^62 + 64 x 2^32 = 4611686293305294848).
 // CHECK: scf.if %{{.*}} -> (i32, f32, f32, f32, f32, !llvm.struct<(f32
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK: nvvm.wgmma.fence.aligned
-// CHECK: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// CHECK: %[[HI:.*]] = arith.constant 4611686293305294848 : i64
+// CHECK-NEXT: %[[LO:.*]] = arith.extui %{{.*}} : i32 to i64
+// CHECK-NEXT: %[[DA:.*]] = arith.ori %[[LO]], %[[HI]] : i64
+// CHECK: nvvm.wgmma.mma_async %[[DA]], %{{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
 // CHECK-COUNT-7: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>]
 // CHECK: nvvm.wgmma.commit.group.sync.aligned
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
