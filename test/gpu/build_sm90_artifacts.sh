@@ -3,12 +3,13 @@
 # compiler and ptxas are) into BUILD/gpu-carry/sm90/, named by their config:
 #   d<head_dim>_<dtype>_<causal>_h<hq>x<hkv>[_w<left>_<right>][_c<softcap>][_r<regions>][_s<splits>][_p][_v][_u][_g<page>][_a].faa
 # Usage: test/gpu/build_sm90_artifacts.sh [BUILD_DIR]
-# For an A/B measurement (bench/sm90_bench.py --variant NAME=DIR), OUT=DIR
-# writes elsewhere and FA_COMPILE_FLAGS adds fa-compile flags to every sm90
-# artifact (e.g. "--l2-hint-kv normal"); ONLY=REGEX keeps the names it matches.
-set -eu
+# For an A/B measurement (bench/sm90_bench.py --variant NAME=DIR), FA_OUT=DIR
+# writes elsewhere (without the host twins), FA_COMPILE_FLAGS adds fa-compile
+# flags to every sm90 artifact (e.g. "--l2-hint-kv normal") and FA_ONLY=REGEX
+# keeps the names it matches.
+set -euf
 build=${1:-build}
-out="${OUT:-$build/gpu-carry/sm90}"
+out="${FA_OUT:-$build/gpu-carry/sm90}"
 mkdir -p "$out"
 compile() { # d dtype causal hq hkv [window_left window_right] [softcap]
   name="d$1_$2_$3_h$4x$5"
@@ -49,7 +50,7 @@ compile() { # d dtype causal hq hkv [window_left window_right] [softcap]
     name="${name}_a"
     extra="$extra --append"
   fi
-  if [ -n "${ONLY:-}" ] && ! echo "$name" | grep -Eq "$ONLY"; then
+  if [ -n "${FA_ONLY:-}" ] && ! echo "$name" | grep -Eq "$FA_ONLY"; then
     return 0
   fi
   # shellcheck disable=SC2086 # word splitting of the flag lists is intended
@@ -57,7 +58,7 @@ compile() { # d dtype causal hq hkv [window_left window_right] [softcap]
     --causal "$3" --hq "$4" --hkv "$5" $extra ${FA_COMPILE_FLAGS:-} -o "$out/$name.faa"
   # The serving forms also get a host twin (same config, target host), so
   # that the GPU machine runs the same cases on the host path too.
-  if [ -z "${OUT:-}" ] && [ -n "${VARLEN:-}${SEQUSED:-}${PAGE:-}${APPEND:-}" ]; then
+  if [ -z "${FA_OUT:-}" ] && [ -n "${VARLEN:-}${SEQUSED:-}${PAGE:-}${APPEND:-}" ]; then
     mkdir -p "$build/gpu-carry/host"
     "$build/bin/fa-compile" --target host --lse --d "$1" --dtype "$2" \
       --causal "$3" --hq "$4" --hkv "$5" $extra -o "$build/gpu-carry/host/$name.faa"

@@ -132,8 +132,8 @@ static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why,
   // FlashAttention-3 orders the consumers' GEMMs at head_dim <= 128 (bf16),
   // where the softmax is a large share of a block's time. At head_dim 256
   // it was 0-7% slower until the descriptors became warp-uniform; since
-  // then +0.5% non-causal and +0.6-1.7% causal at 1k-16k (docs/
-  // BENCHMARKS.md).
+  // then -0.3% to +0.6% non-causal and -0.9% (512) to +1.7% causal
+  // (docs/BENCHMARKS.md).
   spec.schedulerBarrier =
       options.schedulerBarrier.value_or(consumers >= 2 && !tight) && consumers >= 2;
   // The split-KV partial kernel keeps the static order: its work units
@@ -240,7 +240,8 @@ static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why,
   // Measured on the H200 (docs/BENCHMARKS.md): +1-13% at head_dim 64 and
   // 128 (+0-10% non-causal once its blocks were 128). At head_dim 256 it
   // was 8% slower for short causal sequences until the descriptors became
-  // warp-uniform; since then +0.2-3.9% (most at 512 and 1k).
+  // warp-uniform; since then -0.3% (causal 512) to +3.9% (most at 512 and
+  // 1k non-causal).
   spec.earlyQRelease = options.earlyQRelease.value_or(true);
   // Measured: +3-10% at head_dim 256 (O is 128 registers a thread), +1% at
   // 128, 0-3% slower at 64 (the vote and branch cost more than 32 FMULs).
@@ -249,8 +250,9 @@ static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why,
   spec.rescaleUnderQK = d == 128;
   // Row max and sum in 4 chains (Nsight Compute on hd128: a fixed-latency
   // dependency was the consumers' largest stall, twice cuDNN's). Measured:
-  // +0.3-1.4% at head_dim 128 and 256 non-causal; 1-5% slower at head_dim
-  // 64 causal and 256 causal (their registers are at the limit).
+  // head_dim 128 +0.1-0.5% non-causal and +0.7-1.6% causal, head_dim 256
+  // unmasked +0.3-1.3%; 1-5% slower at head_dim 64 causal and 256 causal
+  // (their registers are at the limit).
   spec.reduceChains =
       d == 128 || (d == 256 && spec.causal == 0 && spec.windowLeft < 0 && spec.windowRight < 0)
           ? 4
@@ -266,7 +268,7 @@ static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why,
   // L2 policies of the TMA loads. A tile reads its Q once: evict_first
   // (FlashAttention-3's choice). K/V stay evict_normal: measured on the H200
   // (docs/BENCHMARKS.md), evict_last changed prefill by under 0.5%, and
-  // evict_first in decode (where one CTA reads each K/V block) gained 5-9%
+  // evict_first in decode (where one CTA reads each K/V block) gained 6-10%
   // at batch 1 / 32k keys but lost 2-5% at every larger shape.
   spec.l2HintQ = options.l2HintQ.value_or(L2Hint::evictFirst);
   spec.l2HintKV = options.l2HintKV.value_or(L2Hint::none);
@@ -486,8 +488,9 @@ struct ConvertFlashAttnToNVGPUPass
         return signalPassFailure();
       }
     }
-    for (auto [text, slot] : {std::pair{&l2HintQ, &options.l2HintQ},
-                              std::pair{&l2HintKV, &options.l2HintKV}}) {
+    for (auto [name, text, slot] :
+         {std::tuple{"l2-hint-q", &l2HintQ, &options.l2HintQ},
+          std::tuple{"l2-hint-kv", &l2HintKV, &options.l2HintKV}}) {
       std::string value = *text;
       if (value == "normal")
         *slot = L2Hint::none;
@@ -497,9 +500,8 @@ struct ConvertFlashAttnToNVGPUPass
         *slot = L2Hint::evictLast;
       else if (value != "auto") {
         getOperation()->emitError()
-            << "convert-flashattn-to-nvgpu: l2-hint-q and l2-hint-kv take auto, "
-               "normal, first or last, got '"
-            << value << "'";
+            << "convert-flashattn-to-nvgpu: " << name
+            << " takes auto, normal, first or last, got '" << value << "'";
         return signalPassFailure();
       }
     }

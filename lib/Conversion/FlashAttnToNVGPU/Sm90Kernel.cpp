@@ -33,6 +33,7 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cassert>
 #include <cmath>
 #include <functional>
 #include <tuple>
@@ -306,13 +307,12 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   std::string full = w.op("arith.constant -1 : i32");
   std::string clamp = w.i32(31);
   std::string waitTicks = w.i32(10000000);
-  // A row of the accumulator lives in the 4 lanes of a quad: reduce with
-  // two butterfly shuffles (xor 1, 2).
-  // Reduces `vals` as k.reduceChains interleaved chains (value i into
-  // chain i % chains), then a tree over the chains: a dependency path of
-  // about n / chains + log2 chains ops instead of n - 1, for chains - 1
-  // more live registers.
+  // Reduces `vals` (not empty) as k.reduceChains interleaved chains (value
+  // i into chain i % chains), then a tree over the chains: a dependency
+  // path of about n / chains + log2 chains ops instead of n - 1, for
+  // chains - 1 more live registers.
   auto treeReduce = [&](const std::vector<std::string> &vals, const char *combine) {
+    assert(!vals.empty() && "a row holds at least one score per thread");
     const size_t chains = std::max<int64_t>(k.reduceChains, 1);
     std::vector<std::string> acc;
     for (size_t i = 0; i < vals.size(); ++i) {
@@ -331,6 +331,8 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     }
     return acc.front();
   };
+  // A row of the accumulator lives in the 4 lanes of a quad: reduce with
+  // two butterfly shuffles (xor 1, 2).
   auto quadReduce = [&](std::string v, const char *combine) {
     for (const std::string &sh : {c1, c2}) {
       std::string o = w.op("nvvm.shfl.sync bfly " + full + ", " + v + ", " + sh +
@@ -1154,8 +1156,11 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   // The descriptor of `base` + `bytes`, as the i64 the wgmma takes.
   auto descAt = [&](const Desc &d, int64_t bytes) {
     std::string lo = bytes ? w.bin("arith.addi", d.lo, w.i32(bytes >> 4), "i32") : d.lo;
-    return w.bin("arith.ori", w.op("arith.extui " + lo + " : i32 to i64"),
-                 w.i64(d.hi << 32), "i64");
+    // One statement per op: the text's order must not depend on the order
+    // in which a compiler evaluates function arguments.
+    std::string wide = w.op("arith.extui " + lo + " : i32 to i64");
+    std::string hi = w.i64(d.hi << 32);
+    return w.bin("arith.ori", wide, hi, "i64");
   };
   // Q's base descriptor, re-read at each use through an opaque move: LLVM
   // would otherwise hoist all D / 16 loop-invariant Q descriptors out of the

@@ -14,7 +14,7 @@
 // OFF-NOT: nvvm.cp.async.bulk.tensor.global.shared.cta
 // OFF: llvm.store %{{.*}}, %{{.*}} : vector<2xbf16>, !llvm.ptr<1>
 // OFF: llvm.return
-// BADL2: error: convert-flashattn-to-nvgpu: l2-hint-q and l2-hint-kv take auto, normal, first or last, got 'lru'
+// BADL2: error: convert-flashattn-to-nvgpu: l2-hint-kv takes auto, normal, first or last, got 'lru'
 
 // The L2 policy overrides: Q with none, K and V with evict_last.
 // HINT-LABEL: func.func @gqa
@@ -126,8 +126,8 @@
 // CHECK: scf.if %{{.*}} -> (i32, f32, f32, f32, f32, !llvm.struct<(f32
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK: nvvm.wgmma.fence.aligned
-// CHECK: %[[HI:.*]] = arith.constant 4611686293305294848 : i64
-// CHECK-NEXT: %[[LO:.*]] = arith.extui %{{.*}} : i32 to i64
+// CHECK: %[[LO:.*]] = arith.extui %{{.*}} : i32 to i64
+// CHECK-NEXT: %[[HI:.*]] = arith.constant 4611686293305294848 : i64
 // CHECK-NEXT: %[[DA:.*]] = arith.ori %[[LO]], %[[HI]] : i64
 // CHECK: nvvm.wgmma.mma_async %[[DA]], %{{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
 // CHECK-COUNT-7: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>]
@@ -640,5 +640,27 @@ func.func @paged1_hd256_bn64(%q: memref<2x1x8x256xbf16>, %k: memref<64x1x2x256xb
       seqused_k(%su : memref<2xi32>) block_table(%bt : memref<2x16xi32>)
       outs(%o : memref<2x1x8x256xbf16>)
       {plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 64, stages = 2, consumers = 2, schedule = static, num_splits = 1, pack_gqa = false>}
+  return
+}
+
+// -----
+
+// head_dim 256 takes FlashAttention-3's warp-scheduler barrier (named
+// barriers 1 and 2, 256 threads: a consumer and the next) and the early Q
+// release (the predicated arrive after a tile's last S) like the smaller
+// head dims (measured faster since the descriptors are warp-uniform).
+// CHECK-LABEL: func.func @hd256
+// CHECK: llvm.func @fa_sm90_0(
+// CHECK: nvvm.barrier.arrive id = %{{.*}} number_of_threads = %c256_i32
+// CHECK: mbarrier.arrive.shared.b64 st
+// CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %c256_i32
+// CHECK: llvm.return
+// OFF-LABEL: func.func @hd256
+// OFF-NOT: nvvm.barrier id
+// OFF: llvm.return
+func.func @hd256(%q: memref<1x512x4x256xbf16>, %k: memref<1x512x4x256xbf16>, %v: memref<1x512x4x256xbf16>,
+                 %o: memref<1x512x4x256xbf16>) {
+  flashattn.attention ins(%q, %k, %v : memref<1x512x4x256xbf16>, memref<1x512x4x256xbf16>, memref<1x512x4x256xbf16>)
+      outs(%o : memref<1x512x4x256xbf16>) {causal = #flashattn.causal<bottom_right>}
   return
 }
