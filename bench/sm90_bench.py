@@ -168,7 +168,8 @@ def bandwidth_ceilings(stream):
     return out
 
 
-def decode_benchmark(kernel, run, stream, sms=132, pages=(16, 64), variants=()):
+def decode_benchmark(kernel, run, stream, sms=132, pages=(16, 64), variants=(),
+                     shapes=DECODE_SHAPES):
     """Decode (one query token, 32 query / 8 kv heads, head_dim 128, bf16;
     shared/PERF.md's rows): ours = pack_gqa + split-KV partial kernel + the
     combine kernel (both timed) from the automatic-num_splits artifact (the
@@ -186,7 +187,7 @@ def decode_benchmark(kernel, run, stream, sms=132, pages=(16, 64), variants=()):
     from torch.nn.attention import SDPBackend, sdpa_kernel
     rows = [{"ceilings": bandwidth_ceilings(stream)}]
     hq, hkv, d = 32, 8, 128
-    for b, sk in DECODE_SHAPES:
+    for b, sk in shapes:
         q = torch.randn(b, 1, hq, d, device="cuda", dtype=torch.bfloat16)
         k = torch.randn(b, sk, hkv, d, device="cuda", dtype=torch.bfloat16)
         v = torch.randn_like(k)
@@ -420,6 +421,9 @@ def main():
     ap.add_argument("--seqlens", default=",".join(map(str, SEQLENS)))
     ap.add_argument("--decode", action="store_true",
                     help="the decode benchmark (pack_gqa + split-KV) instead")
+    ap.add_argument("--decode-shapes", default=None,
+                    help="with --decode: BATCHxKEYS,... instead of shared/PERF.md's rows "
+                         "(e.g. 16x8192 to profile one shape)")
     ap.add_argument("--varlen", action="store_true",
                     help="the varlen prefill benchmark instead")
     ap.add_argument("--gqa", action="store_true",
@@ -435,7 +439,10 @@ def main():
         variants.append((name, vkernel, vrun))
         runtimes.append((vlib, vrt))
     if a.decode or a.varlen or a.gqa:
-        rows = (decode_benchmark(kernel, run, stream, variants=variants) if a.decode
+        shapes = (tuple(tuple(int(x) for x in sh.split("x")) for sh in a.decode_shapes.split(","))
+                  if a.decode_shapes else DECODE_SHAPES)
+        rows = (decode_benchmark(kernel, run, stream, variants=variants, shapes=shapes)
+                if a.decode
                 else varlen_benchmark(kernel, run, stream, variants=variants) if a.varlen
                 else gqa_benchmark(kernel, run, stream))
         lib.fa_runtime_destroy(rt)
