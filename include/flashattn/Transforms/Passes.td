@@ -17,7 +17,7 @@ def FlashAttnPlan : Pass<"flashattn-plan"> {
     - `sm90`: FlashAttention-3's forward shape (shared/SM90-KERNEL.md): 2
       consumer warpgroups over 128-row query tiles with key blocks of 128 at
       head_dim 128 and 80 at head_dim 256; 3 consumer warpgroups over
-      192-row tiles with key blocks of 128 (112 under a causal mask) at
+      192-row tiles with key blocks of 128 at
       head_dim 64 without window, softcap or regions (else 2 consumers);
       paged KV: 2 consumers and key blocks of 128 (64 at head_dim 256, 32
       there when the pages are copied row by row: fewer than 8 keys, or not
