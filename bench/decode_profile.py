@@ -28,6 +28,7 @@ from torch.profiler import ProfilerActivity, profile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "test", "gpu"))
 from test_sm90_attention import open_runtime, pinned_i32  # noqa: E402
+from sm90_bench import shuffled_pool  # noqa: E402  (this directory)
 
 SHAPES = ((1, 32768), (16, 8192), (128, 2048))
 # Kernels of the harness itself (the flush, the spin), left out of a call.
@@ -71,13 +72,7 @@ def main():
         out = torch.empty_like(q)
         lse = torch.empty(b, hq, 1, device="cuda", dtype=torch.float32)
         kern = kernel(d, "bf16", "bottom_right", hq, hkv, None, 0, 0, None, True)
-        n = b * sk // ps
-        perm = torch.randperm(n)
-        kp = k.reshape(n, ps, hkv, d)[perm.cuda()].contiguous()
-        vp = v.reshape(n, ps, hkv, d)[perm.cuda()].contiguous()
-        inv = torch.empty_like(perm)
-        inv[perm] = torch.arange(n)
-        bt = inv.reshape(b, sk // ps).to(torch.int32).pin_memory()
+        kp, vp, bt = shuffled_pool(k, v, ps)
         bt_dev = bt.cuda()
         used = pinned_i32([sk] * b)
         kern_p = kernel(d, "bf16", "bottom_right", hq, hkv, None, 0, 0, None, True, False,

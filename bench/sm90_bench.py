@@ -168,6 +168,22 @@ def bandwidth_ceilings(stream):
     return out
 
 
+def shuffled_pool(k, v, ps):
+    """The keys of dense k / v [B, Sk, Hkv, D] (Sk a multiple of ps) as a
+    pool of ps-key pages in shuffled order, and the block_table [B, Sk / ps]
+    (i32, pinned host memory) that maps each sequence's pages back: (k
+    pool, v pool, block_table)."""
+    b, sk, hkv, d = k.shape
+    n = b * sk // ps
+    perm = torch.randperm(n)
+    kp = k.reshape(n, ps, hkv, d)[perm.cuda()].contiguous()
+    vp = v.reshape(n, ps, hkv, d)[perm.cuda()].contiguous()
+    # Page i of the pool holds the keys of original page perm[i].
+    inv = torch.empty_like(perm)
+    inv[perm] = torch.arange(n)
+    return kp, vp, inv.reshape(b, sk // ps).to(torch.int32).pin_memory()
+
+
 def decode_benchmark(kernel, run, stream, sms=132, pages=(16, 64), variants=(),
                      shapes=DECODE_SHAPES):
     """Decode (one query token, 32 query / 8 kv heads, head_dim 128, bf16;
@@ -217,14 +233,7 @@ def decode_benchmark(kernel, run, stream, sms=132, pages=(16, 64), variants=(),
         used = pinned_i32([sk] * b)
         for ps in pages:
             n = b * sk // ps
-            perm = torch.randperm(n)
-            kp = k.reshape(n, ps, hkv, d)[perm.cuda()].contiguous()
-            vp = v.reshape(n, ps, hkv, d)[perm.cuda()].contiguous()
-            # Page i of the shuffled pool holds the keys of original page
-            # perm[i]: the block table maps each sequence's pages back.
-            inv = torch.empty_like(perm)
-            inv[perm] = torch.arange(n)
-            bt = inv.reshape(b, sk // ps).to(torch.int32).pin_memory()
+            kp, vp, bt = shuffled_pool(k, v, ps)
             kern_p = kernel(d, "bf16", "bottom_right", hq, hkv, None, 0, 0, None, True,
                             False, True, ps)
 
@@ -445,20 +454,17 @@ def main():
                 if a.decode
                 else varlen_benchmark(kernel, run, stream, variants=variants) if a.varlen
                 else gqa_benchmark(kernel, run, stream))
-        lib.fa_runtime_destroy(rt)
-        os.makedirs(a.out, exist_ok=True)
         name = "decode.json" if a.decode else "varlen.json" if a.varlen else "gqa.json"
-        with open(os.path.join(a.out, name), "w") as f:
-            json.dump(rows, f, indent=1)
-        return 0
-    rows = benchmark(kernel, run, stream,
-                     head_dims=tuple(int(x) for x in a.head_dims.split(",")),
-                     seqlens=tuple(int(x) for x in a.seqlens.split(",")),
-                     masks=tuple(a.masks.split(",")), variants=variants)
+    else:
+        rows = benchmark(kernel, run, stream,
+                         head_dims=tuple(int(x) for x in a.head_dims.split(",")),
+                         seqlens=tuple(int(x) for x in a.seqlens.split(",")),
+                         masks=tuple(a.masks.split(",")), variants=variants)
+        name = "bench.json"
     for l, r in runtimes:
         l.fa_runtime_destroy(r)
     os.makedirs(a.out, exist_ok=True)
-    with open(os.path.join(a.out, "bench.json"), "w") as f:
+    with open(os.path.join(a.out, name), "w") as f:
         json.dump(rows, f, indent=1)
     return 0
 

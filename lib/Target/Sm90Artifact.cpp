@@ -205,16 +205,16 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
   std::vector<std::string> secondary;
   if (!compiled.dense.empty())
     secondary.push_back(compiled.dense);
-  if (compiled.packedGroups) {
-    secondary.push_back(kernel + "_packed");
+  // The twins of the main and dense entries (`_packed`, `_kv1`).
+  auto addTwins = [&](const char *suffix) {
+    secondary.push_back(kernel + suffix);
     if (!compiled.dense.empty())
-      secondary.push_back(compiled.dense + "_packed");
-  }
-  if (compiled.kvHeadsPerBlock > 1) {
-    secondary.push_back(kernel + "_kv1");
-    if (!compiled.dense.empty())
-      secondary.push_back(compiled.dense + "_kv1");
-  }
+      secondary.push_back(compiled.dense + suffix);
+  };
+  if (compiled.packedGroups)
+    addTwins("_packed");
+  if (compiled.kvHeadsPerBlock > 1)
+    addTwins("_kv1");
   auto isSecondary = [&](const std::string &name) {
     return llvm::is_contained(secondary, name);
   };

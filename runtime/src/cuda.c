@@ -342,7 +342,7 @@ static void twin_view(fa_kernel *view, const fa_kernel *k, void *fn, void *dense
  * block of a kernel that packs several). */
 static int64_t dense_tiles(const fa_kernel *k, int64_t batch, int64_t sq, int64_t hq) {
   int64_t bm = k->artifact.block_m > 0 ? k->artifact.block_m : 1;
-  int64_t g = k->artifact.pack_groups > 1 ? k->artifact.pack_groups : 1;
+  int64_t g = fa_tile_groups(&k->artifact);
   return batch * (hq / g) * ((sq * g + bm - 1) / bm);
 }
 
@@ -541,8 +541,7 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
   fa_kernel kv1_view;
   if (k->cu_kv1 && q) {
     int64_t seqs = vq ? call->cu_seqlens_q.shape[0] - 1 : q->shape[0];
-    int64_t groups = k->artifact.pack_groups > 1 ? k->artifact.pack_groups : 1;
-    int64_t tiles = seqs * (k->artifact.config.num_q_heads / groups);
+    int64_t tiles = seqs * (k->artifact.config.num_q_heads / fa_tile_groups(&k->artifact));
     if (10 * tiles < 8 * (int64_t)api->num_sms) {
       int hp = k->artifact.kv_heads_per_block;
       twin_view(&kv1_view, k, k->cu_kv1, k->cu_dense_kv1, k->artifact.kv1_tma,
@@ -570,8 +569,7 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
    * the dense shapes (as the kernel counts them). */
   int64_t tiles = 0;
   if (table)
-    tiles = entries * (k->artifact.config.num_q_heads /
-                       (k->artifact.pack_groups > 1 ? k->artifact.pack_groups : 1));
+    tiles = entries * (k->artifact.config.num_q_heads / fa_tile_groups(&k->artifact));
   else if (q && kk && q->rank == 4 && kk->rank == 4)
     tiles = dense_tiles(k, q->shape[0], q->shape[1], q->shape[2]);
   /* Split-KV: the count (automatic: FlashAttention's heuristic, over the

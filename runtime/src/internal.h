@@ -79,6 +79,12 @@ typedef struct fa_artifact {
   size_t payload_size;
 } fa_artifact;
 
+/* Query heads per tile row group: pack_groups, or 1 without pack_gqa. A
+ * launch has num_q_heads / this tile heads. */
+static inline int64_t fa_tile_groups(const fa_artifact *a) {
+  return a->pack_groups > 1 ? a->pack_groups : 1;
+}
+
 struct fa_kernel {
   fa_artifact artifact;
   void *bytes; /* the whole container */

@@ -117,7 +117,7 @@ fa_status fa_sm90_tile_table(fa_runtime *rt, const fa_kernel *k,
   const int32_t *block_table = (const int32_t *)a->block_table.data;
   int64_t ps = c->page_size, table_cols = paged ? a->block_table.shape[1] : 0;
   int64_t bm = k->artifact.block_m, bn = k->artifact.block_n;
-  int64_t g = k->artifact.pack_groups > 1 ? k->artifact.pack_groups : 1;
+  int64_t g = fa_tile_groups(&k->artifact);
   if (bm <= 0 || bn <= 0)
     return fa_fail(rt, FA_ERROR_CORRUPT_ARTIFACT,
                    "tile_table without block_m and block_n");

@@ -350,32 +350,31 @@ struct AttentionToSm90Kernel : OpRewritePattern<AttentionOp> {
         !ShapedType::isDynamic(op.getNumQHeads()) &&
         !ShapedType::isDynamic(op.getNumKVHeads()))
       groups = op.getNumQHeads() / op.getNumKVHeads();
-    bool packedEntry = groups > 1 && (64 * spec->consumers) % groups == 0;
-    if (packedEntry) {
-      SmallVector<Sm90KernelSpec, 2> unpacked = {*spec};
+    // Twins of the main kernel (and of the dense one): `<name>_<suffix>`
+    // and `<name>_dense_<suffix>`, each changed by `change`.
+    auto addTwins = [&](const char *suffix,
+                        llvm::function_ref<void(Sm90KernelSpec &)> change) {
+      SmallVector<Sm90KernelSpec, 2> twins = {*spec};
       if (dense)
-        unpacked.push_back(dspec);
-      for (Sm90KernelSpec packed : unpacked) {
-        packed.name += "_packed";
+        twins.push_back(dspec);
+      for (Sm90KernelSpec twin : twins) {
+        twin.name += std::string("_") + suffix;
+        change(twin);
+        addKernel(twin);
+      }
+    };
+    bool packedEntry = groups > 1 && (64 * spec->consumers) % groups == 0;
+    if (packedEntry)
+      addTwins("packed", [&](Sm90KernelSpec &packed) {
         packed.packGroups = groups;
         packed.tmaStore = false;
-        addKernel(packed);
-      }
-    }
+      });
     // Several kv heads per key block: the same kernels with one
     // (`<name>_kv1`, `<name>_dense_kv1`), which the runtime launches when a
     // call has too few tiles to fill the SMs without splitting (a split
     // adds the combine).
-    if (spec->kvHeadsPerBlock > 1) {
-      SmallVector<Sm90KernelSpec, 2> grouped = {*spec};
-      if (dense)
-        grouped.push_back(dspec);
-      for (Sm90KernelSpec one : grouped) {
-        one.name += "_kv1";
-        one.kvHeadsPerBlock = 1;
-        addKernel(one);
-      }
-    }
+    if (spec->kvHeadsPerBlock > 1)
+      addTwins("kv1", [](Sm90KernelSpec &one) { one.kvHeadsPerBlock = 1; });
     // kv-cache append: the copy kernel is a third entry of the module.
     if (op.hasAppend()) {
       Sm90AppendSpec aspec;

@@ -331,6 +331,12 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     }
     return acc.front();
   };
+  // Lane 0's `v` in every lane of the warp (shfl.sync idx): also how ptxas
+  // learns that a value is the same across the warp.
+  auto warpUniform = [&](const std::string &v) {
+    return w.op("nvvm.shfl.sync idx " + full + ", " + v + ", " + c0 + ", " + clamp +
+                " : i32 -> i32");
+  };
   // A row of the accumulator lives in the 4 lanes of a quad: reduce with
   // two butterfly shuffles (xor 1, 2).
   auto quadReduce = [&](std::string v, const char *combine) {
@@ -870,8 +876,7 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     w.line("} else {");
     w.line("scf.yield " + tile + " : i32");
     w.line("}");
-    return w.op("nvvm.shfl.sync idx " + full + ", " + got + ", " + c0 + ", " + clamp +
-                " : i32 -> i32");
+    return warpUniform(got);
   };
   // Pages smaller than a key block: a block is (block_n / page_size) x
   // (head_dim / 64) small boxes (2 KB each with pages of 16 at head_dim
@@ -1057,15 +1062,11 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     w.line("nvvm.setmaxregister increase " + std::to_string(k.consumerRegs));
   std::string ctid = w.bin("arith.subi", tid, c128, "i32");
   // Values every thread of a warp holds alike, made visibly so for ptxas
-  // by a shuffle from lane 0 (CUTLASS's canonical_warp_group_idx): what is
+  // by warpUniform (CUTLASS's canonical_warp_group_idx): what is
   // computed from them (the wgmma descriptors, the stage slots) can then
   // live in uniform registers. From tid or from shared memory, ptxas
   // computes them per thread and moves each descriptor with R2UR (Nsight
   // Compute, docs/BENCHMARKS.md: 2.5 times cuDNN's integer instructions).
-  auto warpUniform = [&](const std::string &v) {
-    return w.op("nvvm.shfl.sync idx " + full + ", " + v + ", " + c0 + ", " + clamp +
-                " : i32 -> i32");
-  };
   std::string cw = warpUniform(w.bin("arith.divui", ctid, c128, "i32"));
   // Warp-scheduler barrier (FlashAttention-3's ping-pong, section 3.1):
   // consumer c issues its GEMMs only after consumer c - 1 issued theirs
