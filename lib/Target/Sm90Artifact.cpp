@@ -320,8 +320,12 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
   // Varlen, seqused_k, paged, append: the runtime builds the tile table per
   // launch from cu_seqlens_q / cu_seqlens_k / seqused_k / block_table /
   // cache_seqlens (none of them a kernel argument).
-  if (compiled.tileTable)
+  // The attention kernels also take a copy of the table by value, of
+  // "tile_table_inline" bytes (used when the table pointer is null).
+  if (compiled.tileTable) {
     meta["tile_table"] = true;
+    meta["tile_table_inline"] = kSm90InlineTableBytes;
+  }
   // Paged: the kernels (attention, append) take the page lists as their
   // last parameter: the call's block_table when it is in device memory, or
   // the tile table with copies of the lists.

@@ -323,6 +323,18 @@ fa_status fa_artifact_parse(fa_runtime *rt, const void *bytes, size_t size,
     why = "tile_table needs block_m and block_n";
     if (a->tile_table && (!a->block_m || !a->block_n))
       goto fail;
+    /* The attention kernels' by-value copy of the table (bytes): a
+     * parameter they take after the table pointer, so it is part of the
+     * launch ABI whenever given. */
+    why = "bad tile_table_inline (a multiple of 16 in [32, 3072], only with tile_table)";
+    {
+      double v = 0;
+      if (cJSON_GetObjectItemCaseSensitive(meta, "tile_table_inline") &&
+          (!number(meta, "tile_table_inline", &v) || !(v >= 32 && v <= 3072) ||
+           v != (double)((int)v / 16 * 16) || !a->tile_table))
+        goto fail;
+      a->tile_table_inline = (int)v;
+    }
     /* An append cubin writes k_new / v_new first: without its kernel (or
      * its tile table) the attention would read a stale cache. */
     /* The sequence-aware forms read their tiles from the table: a cubin

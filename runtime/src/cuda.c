@@ -30,7 +30,11 @@
  * seqused_k, paged, append) the next parameter is the tile table
  * (schedule.c), built on the host from the call's cu_seqlens / seqused_k
  * and copied into the same stream-ordered scratch (cuMemcpyHtoDAsync); a
- * call with no query rows launches nothing. With "page_table": true the
+ * call with no query rows launches nothing. With "tile_table_inline": N
+ * the attention kernels take N more bytes by value after the table
+ * pointer: a launch whose table fits there, with no counter to zero, no
+ * append and no page lists to copy, passes the table that way and a null
+ * pointer, and copies nothing. With "page_table": true the
  * last parameter holds the page lists (the device block_table, or the
  * tile table with copies of a host-readable one).
  *
@@ -434,17 +438,22 @@ static fa_status encode_maps(fa_runtime *rt, cuda_api *api, fa_kernel *k,
 }
 
 /* One launch: pointers of `tensors`, their dims, then (attention kernels)
- * the tensor maps of the metadata's "tma" entries, found by `names`. */
+ * the tensor maps of the metadata's "tma" entries, found by `names`. An
+ * attention kernel with "tile_table_inline" also takes that many bytes by
+ * value after the table pointer: `inline_table` (the table itself, with a
+ * null `tile_table`), or zeros. */
 static fa_status launch_one(fa_runtime *rt, cuda_api *api, fa_kernel *k,
                             void *function, const cu_tensor *tensors,
                             const char *const *names, int n, bool with_tma,
                             unsigned grid, unsigned smem, void *stream,
-                            void *tile_counter, void *tile_table, void *page_table) {
+                            void *tile_counter, void *tile_table, void *page_table,
+                            const void *inline_table) {
   void *ptrs[FA_MAX_ARGS];
   int64_t dims[FA_MAX_ARGS * 5];
-  /* Pointers, up to 5 dims each, 4 tensor maps, the tile counter, table
-   * and page lists. */
-  void *params[FA_MAX_ARGS * 6 + 7];
+  /* Pointers, up to 5 dims each, 4 tensor maps, the tile counter, table,
+   * its copy and page lists. */
+  void *params[FA_MAX_ARGS * 6 + 8];
+  static const unsigned char no_table[3072];
   /* CUtensorMap: 128 bytes, 64-byte aligned. */
   _Alignas(64) unsigned char maps[4][128];
   int p = 0, d = 0;
@@ -466,8 +475,11 @@ static fa_status launch_one(fa_runtime *rt, cuda_api *api, fa_kernel *k,
   }
   if (tile_counter)
     params[p++] = &tile_counter;
-  if (tile_table)
+  if (tile_table || (with_tma && k->artifact.tile_table)) {
     params[p++] = &tile_table;
+    if (with_tma && k->artifact.tile_table_inline)
+      params[p++] = (void *)(uintptr_t)(inline_table ? inline_table : no_table);
+  }
   if (page_table)
     params[p++] = &page_table;
   /* Non-attention entries: the combine takes 128 threads, the append 256. */
@@ -623,15 +635,37 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
    * results. */
   const bool takes_counter =
       use_dense ? k->artifact.dense_tile_counter : k->artifact.tile_counter;
-  size_t counter_bytes = takes_counter && !table && tiles > (int64_t)sms ? 256 : 0;
-  size_t table_bytes = table ? ((size_t)words * sizeof(int32_t) + 255) / 256 * 256 : 0;
+  /* The table by value (the kernels' "tile_table_inline" parameter) when
+   * it fits and nothing else needs it in device memory: no counter to
+   * zero (every tile is some CTA's first), no append (its kernel reads the
+   * table), page lists in the caller's device block_table. The launch then
+   * has no host-to-device copy before it (measured on the H200: the copy
+   * and the wait for it cost about 2 us per decode call, docs/
+   * BENCHMARKS.md). */
+  _Alignas(16) unsigned char inline_buf[3072];
+  const void *inline_table = NULL;
+  if (table && !append && (size_t)words * sizeof(int32_t) <=
+                              (size_t)k->artifact.tile_table_inline &&
+      (!k->artifact.page_table || pages_on_device) &&
+      (!takes_counter || tiles * splits <= (int64_t)sms)) {
+    memset(inline_buf, 0, sizeof(inline_buf));
+    memcpy(inline_buf, table, (size_t)words * sizeof(int32_t));
+    inline_table = inline_buf;
+  }
+  size_t counter_bytes = takes_counter && (!table || inline_table) && tiles > (int64_t)sms
+                             ? 256 : 0;
+  size_t table_bytes = table && !inline_table
+                           ? ((size_t)words * sizeof(int32_t) + 255) / 256 * 256 : 0;
   size_t out_bytes = combine ? (size_t)(splits * b * sq * h * dv) * 4 : 0;
   size_t lse_bytes = combine ? (size_t)(splits * b * h * sq) * 4 : 0;
   size_t ws_bytes = counter_bytes + table_bytes + out_bytes + lse_bytes;
-  if (!ws_bytes) /* q's address stands for a counter the kernel never reads */
+  if (!ws_bytes) { /* q's address stands for a counter the kernel never reads */
+    free(table);
     return launch_one(rt, api, k, attention, args, names, n, true, sms,
                       (unsigned)k->artifact.smem, stream,
-                      takes_counter ? args[0].data : NULL, NULL, NULL);
+                      takes_counter ? args[0].data : NULL, NULL,
+                      k->artifact.page_table ? call->block_table.data : NULL, inline_table);
+  }
   if (!api->cuMemAllocAsync || !api->cuMemFreeAsync || !api->cuMemsetD32Async ||
       !api->cuMemcpyHtoDAsync) {
     free(table);
@@ -654,7 +688,7 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
   /* The counter: its own zeroed word, the table's word 3, or (no bytes:
    * never read) the scratch's start. */
   void *counter = !takes_counter ? NULL
-                  : table        ? (void *)(uintptr_t)(ws + 3 * sizeof(int32_t))
+                  : table_bytes  ? (void *)(uintptr_t)(ws + 3 * sizeof(int32_t))
                                  : (void *)(uintptr_t)(ws + table_bytes);
   uint64_t parts = ws + table_bytes + counter_bytes;
   if (counter_bytes)
@@ -690,20 +724,20 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
                                               : sms * 8;
     if (chunks > 0)
       st = launch_one(rt, api, k, k->cu_append, rows, row_names, 4, false, grid, 0,
-                      stream, NULL, dtable, pages);
+                      stream, NULL, dtable, pages, NULL);
   }
   if (st == FA_OK && entries == 0 && table) {
     /* Append only: no query rows to attend. */
   } else if (st == FA_OK && !combine) {
     st = launch_one(rt, api, k, attention, args, names, n, true, sms,
-                    (unsigned)k->artifact.smem, stream, counter, dtable, pages);
+                    (unsigned)k->artifact.smem, stream, counter, dtable, pages, inline_table);
   } else if (st == FA_OK) {
     cu_tensor pout = {(void *)(uintptr_t)parts, 5, {splits, b, sq, h, dv}};
     cu_tensor plse = {(void *)(uintptr_t)(parts + out_bytes), 4, {splits, b, h, sq, 0}};
     cu_tensor first[5] = {from_fa(q), from_fa(kk), from_fa(v), pout, plse};
     const char *first_names[5] = {"q", "k", "v", "out", "lse"};
     st = launch_one(rt, api, k, attention, first, first_names, 5, true, sms,
-                    (unsigned)k->artifact.smem, stream, counter, dtable, pages);
+                    (unsigned)k->artifact.smem, stream, counter, dtable, pages, inline_table);
     if (st == FA_OK) {
       cu_tensor second[4] = {pout, plse, {out->data, 4, {b, sq, h, dv}}, {NULL, 0, {0}}};
       if (lse)
@@ -714,7 +748,7 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
       unsigned grid = blocks < (int64_t)sms * 16 ? (unsigned)(blocks > 0 ? blocks : 1)
                                                  : sms * 16;
       st = launch_one(rt, api, k, k->cu_combine, second, second_names,
-                      lse ? 4 : 3, false, grid, 0, stream, NULL, NULL, NULL);
+                      lse ? 4 : 3, false, grid, 0, stream, NULL, NULL, NULL, NULL);
     }
   }
   r = api->cuMemFreeAsync(ws, (CUstream)stream);

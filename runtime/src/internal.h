@@ -49,6 +49,9 @@ typedef struct fa_artifact {
   /* The kernel takes, last, the tile table the runtime builds per launch
    * from cu_seqlens_q / cu_seqlens_k / seqused_k (schedule.c). */
   bool tile_table;
+  /* Bytes of the table copy the attention kernels take by value after the
+   * table pointer ("tile_table_inline"; 0: no such parameter). */
+  int tile_table_inline;
   /* Paged: the kernels take the page lists after the tile table (the
    * call's block_table in device memory, or the table's copies). Older
    * cubins read the copies in the table alone. */

@@ -402,6 +402,31 @@ int main(void) {
                FA_ERROR_CORRUPT_ARTIFACT, rt);
   CHECK(strstr(fa_runtime_last_error(rt), "page_table") != NULL, "message: %s",
         fa_runtime_last_error(rt));
+  /* tile_table_inline: a multiple of 16 in [32, 3072], with a tile table
+   * only (a parameter the launch would otherwise pass nowhere). */
+  {
+    const char *bad[] = {"\"tile_table\":true,\"tile_table_inline\":4096",
+                         "\"tile_table\":true,\"tile_table_inline\":100",
+                         "\"tile_table\":true,\"tile_table_inline\":\"2048\"",
+                         "\"tile_table_inline\":2048"};
+    for (int i = 0; i < 4; ++i) {
+      char meta[256];
+      snprintf(meta, sizeof(meta),
+               "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],%s,"
+               "\"block_m\":128,\"block_n\":128}",
+               bad[i]);
+      CHECK_STATUS(load_cubin(rt, &c, meta, "a bad tile_table_inline", &k),
+                   FA_ERROR_CORRUPT_ARTIFACT, rt);
+      CHECK(strstr(fa_runtime_last_error(rt), "tile_table_inline") != NULL,
+            "message: %s", fa_runtime_last_error(rt));
+    }
+    CHECK_STATUS(load_cubin(rt, &c,
+                            "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],"
+                            "\"tile_table\":true,\"tile_table_inline\":2048,"
+                            "\"block_m\":128,\"block_n\":128}",
+                            "a tile_table_inline artifact", &k),
+                 FA_OK, rt);
+  }
   c.flags = FA_SEQUSED_K | FA_PAGED | FA_APPEND;
   c.page_size = 16;
   CHECK_STATUS(load_cubin(rt, &c,

@@ -200,7 +200,10 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     os << ", %tile_counter: !llvm.ptr<1>";
   // Sequence-aware tiles: the runtime's tile table (Sm90KernelSpec::tileTable).
   if (k.tileTable)
-    os << ", %tile_table: !llvm.ptr<1>";
+    os << ", %tile_table: !llvm.ptr<1>, %tile_table_inline: !llvm.ptr {llvm.byval = "
+          "!llvm.array<"
+       << kSm90InlineTableBytes
+       << " x i8>, llvm.align = 16 : i64, nvvm.grid_constant}";
   // Paged KV: the page lists. The runtime passes either the block_table
   // itself (device memory: a sequence's list at b x max_pages) or the copies
   // of the lists it put in the tile table; t.kRow is where the tile's list
@@ -229,6 +232,13 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   // arrived.
   std::string isLeader = w.op("arith.cmpi eq, " + tid + ", " + c0 + " : i32");
   w.line("scf.if " + isLeader + " {");
+  // The tensor maps (kernel parameters) into the tensormap cache before the
+  // first copy needs them (PTX ISA, prefetch.tensormap), as
+  // FlashAttention-3's producer does at entry: the first TMA load of a
+  // short launch (decode, 512-key prefill) no longer waits for its
+  // descriptor's fetch.
+  for (const char *n : maps)
+    w.line(std::string("  nvvm.prefetch tensormap in_param_space, %") + n + " : !llvm.ptr");
   std::string consumersC = w.i32(128 * C);
   // K / V full barriers: the producer thread's arrival (with the TMA
   // bytes), or with per-row copies the 128 producer threads' arrivals.
@@ -284,7 +294,15 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   if (table) {
     // Entry 0 of the table holds the number of (sequence, m_block) entries
     // (each serves every head) and, at word 2, the heads per L2 group.
-    entryCount = w.op("llvm.load %tile_table {invariant} : !llvm.ptr<1> -> i32");
+    // The table is read where the runtime put it: device memory, or with a
+    // null pointer the kernel parameter (kSm90InlineTableBytes), through a
+    // generic pointer (a grid-constant parameter's address is generic).
+    std::string global = w.op("llvm.addrspacecast %tile_table : !llvm.ptr<1> to !llvm.ptr");
+    std::string isNull = w.op("llvm.icmp \"eq\" %tile_table, " +
+                              w.op("llvm.mlir.zero : !llvm.ptr<1>") + " : !llvm.ptr<1>");
+    w.line("%tt = llvm.select " + isNull + ", %tile_table_inline, " + global +
+           " : i1, !llvm.ptr");
+    entryCount = w.op("llvm.load %tt {invariant} : !llvm.ptr -> i32");
     ntiles = w.bin("arith.muli", entryCount, tileHeads, "i32");
   } else {
     rowsTotal = packed ? w.bin("arith.muli", sq, cG, "i32") : sq;
@@ -390,11 +408,11 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   // its parameters).
   auto tableField = [&](const std::string &e, int f, bool invariant) {
     std::string at0 = w.bin("arith.muli", w.bin("arith.addi", e, c1, "i32"), c8, "i32");
-    std::string p = w.op("llvm.getelementptr %tile_table[" +
+    std::string p = w.op("llvm.getelementptr %tt[" +
                          w.bin("arith.addi", at0, w.i32(f), "i32") +
-                         "] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32");
+                         "] : (!llvm.ptr, i32) -> !llvm.ptr, i32");
     return w.op("llvm.load " + p + (invariant ? " {invariant}" : "") +
-                " : !llvm.ptr<1> -> i32");
+                " : !llvm.ptr -> i32");
   };
   // The L2 groups of the tile orders: tiles go in groups of hg heads
   // (`heads` in all), `rounds` tiles per head in a group (m_blocks, or
@@ -432,11 +450,11 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
       // length, k position, k batch, k length, m_block, sequence.
       // (A plain load per tile: hoisted, it would hold a register through
       // the key-block loop; 3-consumer head_dim 64 kernels then spill.)
-      std::string hgAt = w.op(
-          "llvm.getelementptr %tile_table[2] : (!llvm.ptr<1>) -> !llvm.ptr<1>, i32");
+      std::string hgAt =
+          w.op("llvm.getelementptr %tt[2] : (!llvm.ptr) -> !llvm.ptr, i32");
       std::string hg = w.bin(
           "arith.minui",
-          w.bin("arith.maxui", w.op("llvm.load " + hgAt + " : !llvm.ptr<1> -> i32"), c1, "i32"),
+          w.bin("arith.maxui", w.op("llvm.load " + hgAt + " : !llvm.ptr -> i32"), c1, "i32"),
           tileHeads, "i32");
       std::string e;
       std::tie(t.h, e) = groupedOrder(tile, hg, tileHeads, entryCount);

@@ -447,19 +447,24 @@ func.func @pack_gqa_group(%q: memref<1x8x6x64xbf16>, %k: memref<1x64x1x64xbf16>,
 
 // Varlen: q/out [Tq, H, D], k/v [Tk, Hkv, D], lse [Hq, Tq] take 3 (lse 2)
 // dims each, their tensor maps 3 coordinates; cu_seqlens are not kernel
-// arguments: the runtime builds the tile table from them (last parameter),
-// whose entry 0 is the number of (sequence, m_block) tiles per head. Tiles
-// read their sequence's fields; no TMA store (a tile's last rows would land
-// in the next sequence).
+// arguments: the runtime builds the tile table from them (a pointer, then
+// a 2048-byte copy by value read when the pointer is null), whose entry 0
+// is the number of (sequence, m_block) tiles per head. Tiles read their
+// sequence's fields; no TMA store (a tile's last rows would land in the
+// next sequence).
 // CHECK-LABEL: func.func @varlen
 // CHECK: flashattn.attention {{.*}}flashattn.sm90_tile_table
-// CHECK: llvm.func @fa_sm90_0(%{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %[[TQ:arg5]]: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %[[QMAP:arg19]]: !llvm.ptr {{{.*}}}, %{{.*}}: !llvm.ptr {{{.*}}}, %{{.*}}: !llvm.ptr {{{.*}}}, %{{.*}}: !llvm.ptr<1>, %[[TABLE:arg23]]: !llvm.ptr<1>)
-// CHECK: %[[COUNT:.*]] = llvm.load %[[TABLE]] invariant : !llvm.ptr<1> -> i32
+// CHECK: llvm.func @fa_sm90_0(%{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %[[TQ:arg5]]: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %[[QMAP:arg19]]: !llvm.ptr {{{.*}}}, %{{.*}}: !llvm.ptr {{{.*}}}, %{{.*}}: !llvm.ptr {{{.*}}}, %{{.*}}: !llvm.ptr<1>, %[[TABLE:arg23]]: !llvm.ptr<1>, %[[INLINE:arg24]]: !llvm.ptr {llvm.align = 16 : i64, llvm.byval = !llvm.array<2048 x i8>, nvvm.grid_constant})
+// CHECK: %[[GLOBAL:.*]] = llvm.addrspacecast %[[TABLE]] : !llvm.ptr<1> to !llvm.ptr
+// CHECK: %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr<1>
+// CHECK: %[[ISNULL:.*]] = llvm.icmp "eq" %[[TABLE]], %[[NULL]] : !llvm.ptr<1>
+// CHECK: %[[TT:.*]] = llvm.select %[[ISNULL]], %[[INLINE]], %[[GLOBAL]] : i1, !llvm.ptr
+// CHECK: %[[COUNT:.*]] = llvm.load %[[TT]] invariant : !llvm.ptr -> i32
 // CHECK: arith.muli %[[COUNT]], %{{.*}} : i32
 // Tiles go in groups of hg heads (word 2, reloaded per tile), entry by
 // entry in a group, head fastest.
-// CHECK: %[[HGP:.*]] = llvm.getelementptr %[[TABLE]][2] : (!llvm.ptr<1>) -> !llvm.ptr<1>, i32
-// CHECK-NEXT: %[[HGW:.*]] = llvm.load %[[HGP]] : !llvm.ptr<1> -> i32
+// CHECK: %[[HGP:.*]] = llvm.getelementptr %[[TT]][2] : (!llvm.ptr) -> !llvm.ptr, i32
+// CHECK-NEXT: %[[HGW:.*]] = llvm.load %[[HGP]] : !llvm.ptr -> i32
 // CHECK-NEXT: %[[HG1:.*]] = arith.maxui %[[HGW]], %c1_i32
 // CHECK-NEXT: %[[HG:.*]] = arith.minui %[[HG1]], %{{.*}} : i32
 // CHECK-NEXT: arith.muli %[[HG]], %[[COUNT]] : i32
@@ -490,7 +495,7 @@ func.func @varlen(%q: memref<?x8x128xbf16>, %k: memref<?x2x128xbf16>, %v: memref
 // CHECK-LABEL: func.func @seqused_k
 // CHECK: flashattn.attention {{.*}}flashattn.sm90_tile_table
 // CHECK: llvm.func @fa_sm90_0(
-// CHECK-SAME: %{{.*}}: !llvm.ptr<1>)
+// CHECK-SAME: %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr {llvm.align = 16 : i64, llvm.byval = !llvm.array<2048 x i8>, nvvm.grid_constant})
 func.func @seqused_k(%q: memref<2x1x8x128xbf16>, %k: memref<2x512x8x128xbf16>, %v: memref<2x512x8x128xbf16>,
                      %su: memref<2xi32>, %o: memref<2x1x8x128xbf16>) {
   flashattn.attention ins(%q, %k, %v : memref<2x1x8x128xbf16>, memref<2x512x8x128xbf16>, memref<2x512x8x128xbf16>)
@@ -540,7 +545,7 @@ func.func @append(%q: memref<2x4x8x128xbf16>, %k: memref<2x512x2x128xbf16>, %v: 
 // BADHP: error: convert-flashattn-to-nvgpu: kv-heads-per-block = 3 needs to divide 8 and Hkv (2), hp x page_size to divide block_n (16, 128) and hp x Hq / Hkv (4) to divide block_m (128)
 // CHECK-LABEL: func.func @paged16
 // CHECK: flashattn.attention {{.*}}flashattn.sm90_kv_heads_per_block = 2 : i64, flashattn.sm90_pack_gqa = 8 : i64{{.*}}flashattn.sm90_tile_table
-// CHECK: llvm.func @fa_sm90_0({{.*}}, %{{.*}}: !llvm.ptr<1>, %[[PAGES:arg[0-9]+]]: !llvm.ptr<1>) attributes
+// CHECK: llvm.func @fa_sm90_0({{.*}}, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr {{{.*}}}, %[[PAGES:arg[0-9]+]]: !llvm.ptr<1>) attributes
 // CHECK: %[[LANE:.*]] = arith.remui %{{.*}}, %c32_i32 : i32
 // CHECK: %[[HEAD0:.*]] = arith.muli %{{.*}}, %c2_i32{{.*}} : i32
 // CHECK: llvm.getelementptr %[[PAGES]][

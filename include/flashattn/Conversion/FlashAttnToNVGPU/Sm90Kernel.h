@@ -165,6 +165,16 @@ struct Sm90AppendSpec {
   bool paged = false;
 };
 
+/// Bytes of the tile table a tileTable kernel also takes by value (a
+/// grid-constant kernel parameter): a launch whose table fits, with no
+/// dynamic-scheduler counter to zero, no append and the page lists (if
+/// any) in the caller's device block_table, passes a null table pointer
+/// and the table inline, so that no host-to-device copy precedes the
+/// kernel on the stream. 2048 bytes: 63 entries after the 32-byte header,
+/// and with the rest of the parameters (under 1 KB) inside the 4 KB that
+/// every CUDA driver accepts.
+constexpr int64_t kSm90InlineTableBytes = 2048;
+
 /// The gpu.module `@<name>_module` (MLIR text) holding kernel `@<name>`.
 /// Kernel parameters (the runtime's launch ABI, runtime/src/cuda.c): q, k,
 /// v, out[, lse] as !llvm.ptr<1>; the dims of q, k, v, out[, lse] as i64 (4,
@@ -173,7 +183,8 @@ struct Sm90AppendSpec {
 /// x (64 consumers) x 1 / 64 x 1 x blockN x 1, 128-byte swizzle; without
 /// the trailing 1 for a varlen tensor), then with heavyFirst the tile
 /// counter as !llvm.ptr<1>, then with tileTable the tile table as
-/// !llvm.ptr<1>, then with pageSize the page lists as !llvm.ptr<1> (the
+/// !llvm.ptr<1> (null: read the next parameter) and a copy of it as a
+/// kSm90InlineTableBytes grid-constant byval parameter, then with pageSize the page lists as !llvm.ptr<1> (the
 /// i32 block_table [B, max_pages] in device memory, or the tile table
 /// holding copies of them; a tile's list starts at its entry's k position).
 /// Launch: sm90Threads threads, sm90SharedMemoryBytes of
