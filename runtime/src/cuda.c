@@ -646,14 +646,13 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
   const void *inline_table = NULL;
   if (table && !append && (size_t)words * sizeof(int32_t) <=
                               (size_t)k->artifact.tile_table_inline &&
-      (!k->artifact.page_table || pages_on_device) &&
+      (!(k->artifact.config.flags & FA_PAGED) || pages_on_device) &&
       (!takes_counter || tiles * splits <= (int64_t)sms)) {
     memset(inline_buf, 0, sizeof(inline_buf));
     memcpy(inline_buf, table, (size_t)words * sizeof(int32_t));
     inline_table = inline_buf;
   }
-  size_t counter_bytes = takes_counter && (!table || inline_table) && tiles > (int64_t)sms
-                             ? 256 : 0;
+  size_t counter_bytes = takes_counter && !table && tiles > (int64_t)sms ? 256 : 0;
   size_t table_bytes = table && !inline_table
                            ? ((size_t)words * sizeof(int32_t) + 255) / 256 * 256 : 0;
   size_t out_bytes = combine ? (size_t)(splits * b * sq * h * dv) * 4 : 0;
@@ -726,7 +725,7 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
       st = launch_one(rt, api, k, k->cu_append, rows, row_names, 4, false, grid, 0,
                       stream, NULL, dtable, pages, NULL);
   }
-  if (st == FA_OK && entries == 0 && table) {
+  if (st == FA_OK && entries == 0 && k->artifact.tile_table) {
     /* Append only: no query rows to attend. */
   } else if (st == FA_OK && !combine) {
     st = launch_one(rt, api, k, attention, args, names, n, true, sms,

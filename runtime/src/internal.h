@@ -46,11 +46,14 @@ typedef struct fa_artifact {
    * pack_groups query heads per tile row group; 0 when absent). */
   bool auto_splits;
   int block_m, block_n, pack_groups;
-  /* The kernel takes, last, the tile table the runtime builds per launch
-   * from cu_seqlens_q / cu_seqlens_k / seqused_k (schedule.c). */
+  /* The kernels take the tile table the runtime builds per launch from
+   * cu_seqlens_q / cu_seqlens_k / seqused_k (schedule.c), after the tile
+   * counter (then its inline copy and the page lists). */
   bool tile_table;
   /* Bytes of the table copy the attention kernels take by value after the
-   * table pointer ("tile_table_inline"; 0: no such parameter). */
+   * table pointer ("tile_table_inline"; 0: no such parameter). Trusted as
+   * the compiler wrote it: the kernel's parameter has this size
+   * (kSm90InlineTableBytes), and a table is passed there only if it fits. */
   int tile_table_inline;
   /* Paged: the kernels take the page lists after the tile table (the
    * call's block_table in device memory, or the table's copies). Older

@@ -184,9 +184,10 @@ constexpr int64_t kSm90InlineTableBytes = 2048;
 /// the trailing 1 for a varlen tensor), then with heavyFirst the tile
 /// counter as !llvm.ptr<1>, then with tileTable the tile table as
 /// !llvm.ptr<1> (null: read the next parameter) and a copy of it as a
-/// kSm90InlineTableBytes grid-constant byval parameter, then with pageSize the page lists as !llvm.ptr<1> (the
-/// i32 block_table [B, max_pages] in device memory, or the tile table
-/// holding copies of them; a tile's list starts at its entry's k position).
+/// kSm90InlineTableBytes grid-constant byval parameter, then with pageSize
+/// the page lists as !llvm.ptr<1> (the i32 block_table [B, max_pages] in
+/// device memory, or the tile table holding copies of them; a tile's list
+/// starts at its entry's k position).
 /// Launch: sm90Threads threads, sm90SharedMemoryBytes of
 /// dynamic shared memory, any grid (a persistent loop over the tiles).
 std::string emitSm90AttentionKernel(const Sm90KernelSpec &spec);
