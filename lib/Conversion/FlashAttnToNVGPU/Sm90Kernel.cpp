@@ -1584,7 +1584,44 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   // computes nothing: it only releases the stages it is counted on, so the
   // tensor cores go to the consumers with real rows.
   std::string active = w.op("arith.cmpi slt, " + firstRow + ", " + t.rowsTotal + " : i32");
-  std::string compute = w.bin("arith.andi", has, active, "i1");
+  // Under a causal mask or a right window the key range ends at the last
+  // row's limit, and a consumer's 64 rows end earlier than the tile's: it
+  // computes its first nC blocks only, then releases the rest as the drain
+  // below does (with their GEMM turns), so that the tensor cores go to the
+  // consumers whose rows see those keys. nC = ceil(lim(last row) / BN) -
+  // nbLo, within [0, nblocks].
+  std::string nC = t.nblocks;
+  if (k.causal || k.windowRight >= 0) {
+    std::string lastRow = w.bin(
+        "arith.minsi", w.bin("arith.addi", firstRow, w.i32(63), "i32"),
+        w.bin("arith.subi", t.rowsTotal, c1, "i32"), "i32");
+    std::string nbEnd = w.bin("arith.ceildivsi",
+                              w.bin("arith.maxsi", limOf(posOf(lastRow)), c0, "i32"), cBN,
+                              "i32");
+    nC = w.bin("arith.subi", nbEnd, t.nbLo, "i32");
+    nC = w.bin("arith.minsi", w.bin("arith.maxsi", nC, c0, "i32"), t.nblocks, "i32");
+  }
+  std::string compute =
+      w.bin("arith.andi", w.op("arith.cmpi sgt, " + nC + ", " + c0 + " : i32"), active, "i1");
+  // Releases key blocks [lo, hi) counted from block counter g: per block,
+  // waits for K and V (so that each release counts in the phase of its
+  // block), releases them and takes the block's GEMM turn. Returns the
+  // counter after them.
+  auto drainBlocks = [&](const std::string &lo, const std::string &hi, const std::string &g) {
+    std::string out = w.fresh(), iv = w.fresh(), gi = w.fresh();
+    w.line(out + " = scf.for " + iv + " = " + lo + " to " + hi + " step " + c1 +
+           " iter_args(" + gi + " = " + g + ") -> (i32) : i32 {");
+    std::string slot = slotOf(gi), par = parityOf(gi);
+    waitParity(barAt(L.fullK(), slot), par);
+    w.line("nvvm.mbarrier.arrive " + barAt(L.emptyK(), slot) + " : !llvm.ptr<3>");
+    waitParity(barAt(L.fullV(), slot), par);
+    w.line("nvvm.mbarrier.arrive " + barAt(L.emptyV(), slot) + " : !llvm.ptr<3>");
+    awaitTurn();
+    passTurn();
+    w.line("scf.yield " + w.bin("arith.addi", gi, c1, "i32") + " : i32");
+    w.line("}");
+    return out;
+  };
   w.line("%cr:6 = scf.if " + compute + " -> (" + stateT + ") {");
   {
     // Block 0: S_0, its softmax; no P V yet.
@@ -1600,7 +1637,7 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     w.line("nvvm.mbarrier.arrive " + barAt(L.emptyK(), slot) + " : !llvm.ptr<3>");
     // Q is free once the tile's last S is computed: the producer loads the
     // next tile's Q under this tile's last softmax, P V and epilogue.
-    releaseQIf(w.op("arith.cmpi eq, " + t.nblocks + ", " + c1 + " : i32"));
+    releaseQIf(w.op("arith.cmpi eq, " + nC + ", " + c1 + " : i32"));
     Softmax sm = softmax(s, w.bin("arith.muli", t.nbLo, cBN, "i32"), rw, negInf, negInf,
                          zeroF, zeroF);
     std::string g1 = w.bin("arith.addi", "%cg", c1, "i32");
@@ -1620,7 +1657,7 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
       pArgs.push_back("%lp" + std::to_string(i));
     }
     w.line("%kl:" + std::to_string(8 + nP) + " = scf.for %cn = " + c1 + " to " +
-           t.nblocks + " step " + c1 + " iter_args(" + iter + ") -> (" + stateT +
+           nC + " step " + c1 + " iter_args(" + iter + ") -> (" + stateT +
            ", f32, f32" + (nP ? ", " + repeat("i32", nP) : "") + ") : i32 {");
     {
       std::string gPrev = w.bin("arith.subi", "%lg", c1, "i32");
@@ -1647,7 +1684,7 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
       w.line("nvvm.wgmma.wait.group.sync.aligned 1");
       w.line("nvvm.mbarrier.arrive " + barAt(L.emptyK(), slotN) + " : !llvm.ptr<3>");
       releaseQIf(w.op("arith.cmpi eq, " + w.bin("arith.addi", "%cn", c1, "i32") + ", " +
-                      t.nblocks + " : i32"));
+                      nC + " : i32"));
       std::string n0 = w.bin("arith.muli", w.bin("arith.addi", t.nbLo, "%cn", "i32"),
                              cBN, "i32");
       Softmax smN = softmax(sN, n0, rw, "%lma", "%lmb", "%lla", "%llb");
@@ -1678,24 +1715,15 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     passTurn();
     w.line("nvvm.wgmma.wait.group.sync.aligned 0");
     w.line("nvvm.mbarrier.arrive " + barAt(L.emptyV(), slotL) + " : !llvm.ptr<3>");
-    w.line("scf.yield %kl#0, %kl#1, %kl#2, %kl#3, %kl#4, " + oL + " : " + stateT);
+    // The blocks past this consumer's rows: released, with their turns.
+    std::string gEnd = nC != t.nblocks ? drainBlocks(nC, t.nblocks, "%kl#0") : "%kl#0";
+    w.line("scf.yield " + gEnd + ", %kl#1, %kl#2, %kl#3, %kl#4, " + oL + " : " + stateT);
   }
   w.line("} else {");
   {
-    // Drain: per key block, wait for K and V (so each release counts in the
-    // phase of its block) and release them; take the GEMM turns the
-    // computing path takes (1 + nblocks when nblocks > 0).
-    w.line("%dr = scf.for %dn = " + c0 + " to " + t.nblocks + " step " + c1 +
-           " iter_args(%dg = %cg) -> (i32) : i32 {");
-    std::string slot = slotOf("%dg"), par = parityOf("%dg");
-    waitParity(barAt(L.fullK(), slot), par);
-    w.line("nvvm.mbarrier.arrive " + barAt(L.emptyK(), slot) + " : !llvm.ptr<3>");
-    waitParity(barAt(L.fullV(), slot), par);
-    w.line("nvvm.mbarrier.arrive " + barAt(L.emptyV(), slot) + " : !llvm.ptr<3>");
-    awaitTurn();
-    passTurn();
-    w.line("scf.yield " + w.bin("arith.addi", "%dg", c1, "i32") + " : i32");
-    w.line("}");
+    // Drain: release every key block of the tile and take the GEMM turns
+    // the computing path takes (1 + nblocks when nblocks > 0).
+    std::string dr = drainBlocks(c0, t.nblocks, "%cg");
     if (k.schedulerBarrier) {
       w.line("scf.if " + has + " {");
       awaitTurn();
@@ -1704,7 +1732,7 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     }
     if (k.earlyQRelease)
       w.line("nvvm.mbarrier.arrive " + at(L.emptyQ()) + " : !llvm.ptr<3>");
-    w.line("scf.yield %dr, " + negInf + ", " + negInf + ", " + zeroF + ", " + zeroF +
+    w.line("scf.yield " + dr + ", " + negInf + ", " + negInf + ", " + zeroF + ", " + zeroF +
            ", " + oZero + " : " + stateT);
   }
   w.line("}");

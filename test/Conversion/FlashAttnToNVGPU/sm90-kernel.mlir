@@ -123,6 +123,16 @@
 // (start address >> 4, leading offset) joined at the wgmma with the
 // constant high half: stride offset 1024 >> 4 = 64 at bit 32, 128-byte
 // swizzle at bit 62 (2^62 + 64 x 2^32 = 4611686293305294848).
+// Under the causal mask each consumer computes only the key blocks its own
+// 64 rows reach, nC = min(max(ceil(lim(last row) / 128) - nbLo, 0),
+// nblocks), and releases the tile's others.
+// (The tile's own key range first, then the consumer's.)
+// CHECK: arith.ceildivsi %{{.*}}, %c128_i32{{.*}} : i32
+// CHECK: %[[NBEND:.*]] = arith.ceildivsi %{{.*}}, %c128_i32{{.*}} : i32
+// CHECK-NEXT: %[[NC0:.*]] = arith.subi %[[NBEND]], %{{.*}} : i32
+// CHECK-NEXT: %[[NC1:.*]] = arith.maxsi %[[NC0]], %c0_i32 : i32
+// CHECK-NEXT: %[[NC:.*]] = arith.minsi %[[NC1]], %[[NBLK:.*]] : i32
+// CHECK-NEXT: arith.cmpi sgt, %[[NC]], %c0_i32 : i32
 // CHECK: scf.if %{{.*}} -> (i32, f32, f32, f32, f32, !llvm.struct<(f32
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK: nvvm.wgmma.fence.aligned
@@ -145,7 +155,7 @@
 // where a row moved its max (conditional rescaling), a second fence,
 // P_{n-1} V_{n-1} issued; the softmax of S_n between wait_group 1 and
 // wait_group 0.
-// CHECK: scf.for {{.*}} -> (i32, f32, f32, f32, f32, !llvm.struct<({{.*}})>, f32, f32, i32, i32,
+// CHECK: scf.for %{{.*}} = %c1_i32 to %[[NC]] step {{.*}} -> (i32, f32, f32, f32, f32, !llvm.struct<({{.*}})>, f32, f32, i32, i32,
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK: nvvm.barrier id = %c1_i32{{.*}} number_of_threads = %c256_i32
@@ -177,6 +187,15 @@
 // CHECK: nvvm.wgmma.fence.aligned
 // CHECK: llvm.inline_asm has_side_effects
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// The blocks past this consumer's rows: each waited for, released, and its
+// GEMM turn taken.
+// CHECK: scf.for %{{.*}} = %[[NC]] to %[[NBLK]] step %c1_i32 iter_args(%{{.*}} = %{{.*}}#0) -> (i32)
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: nvvm.mbarrier.arrive
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: nvvm.mbarrier.arrive
+// CHECK: nvvm.barrier id
+// CHECK: nvvm.barrier.arrive id
 // CHECK: } else {
 // CHECK: nvvm.mbarrier.arrive
 // Epilogue: the previous store has read the O tile (one thread waits, the
