@@ -1580,7 +1580,8 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
            ".reg .b64 st;\\0Asetp.ne.u32 p, $0, 0;\\0A@p mbarrier.arrive.shared.b64 st, "
            "[$1];\\0A}\", \"r,l\" " + flag + ", " + emptyQAddr + " : (i32, i64) -> ()");
   };
-  // A consumer whose 64 rows all lie past Sq (the last tile of a sequence)
+  // A consumer whose 64 rows all lie past Sq (the last tile of a sequence),
+  // or whose rows see none of the tile's key blocks (nC = 0 below),
   // computes nothing: it only releases the stages it is counted on, so the
   // tensor cores go to the consumers with real rows.
   std::string active = w.op("arith.cmpi slt, " + firstRow + ", " + t.rowsTotal + " : i32");
@@ -1606,7 +1607,10 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   // Releases key blocks [lo, hi) counted from block counter g: per block,
   // waits for K and V (so that each release counts in the phase of its
   // block), releases them and takes the block's GEMM turn. Returns the
-  // counter after them.
+  // counter after them. Needs 2 stages or more: a draining consumer
+  // waits for V_t before its turn t, and with one stage V_t would wait for
+  // a later consumer's release of V_{t-1}, which follows that turn.
+  assert(ST >= 2 && "draining consumers need at least 2 K/V stages");
   auto drainBlocks = [&](const std::string &lo, const std::string &hi, const std::string &g) {
     std::string out = w.fresh(), iv = w.fresh(), gi = w.fresh();
     w.line(out + " = scf.for " + iv + " = " + lo + " to " + hi + " step " + c1 +
