@@ -8,7 +8,8 @@
  * cuFuncSetAttribute, cuLaunchKernel, cuGetErrorString, cuTensorMapEncodeTiled,
  * and for split-KV, the tile counter and the tile table cuMemAllocAsync /
  * cuMemFreeAsync (stream-ordered allocation, CUDA 11.2+), cuMemsetD32Async
- * and cuMemcpyHtoDAsync.
+ * and cuMemcpyHtoDAsync, and cuStreamIsCapturing (a table copied under
+ * stream capture is kept for the graph's replays).
  *
  * Launch ABI of a cubin artifact: the kernel takes one device pointer per
  * argument in the metadata's "args" order followed by one int64 per
@@ -82,6 +83,11 @@ typedef struct cuda_api {
   CUresult (*cuMemsetD32Async)(uint64_t, unsigned, size_t, CUstream);
   CUresult (*cuMemcpyHtoDAsync)(uint64_t, const void *, size_t, CUstream);
   CUresult (*cuPointerGetAttribute)(void *data, int attribute, uint64_t ptr);
+  CUresult (*cuStreamIsCapturing)(CUstream, int *status);
+  /* Host tile tables copied by launches captured into CUDA graphs: each
+   * replay copies from them again, so they live as long as the runtime. */
+  void **held;
+  size_t num_held, cap_held;
   CUresult (*cuTensorMapEncodeTiled)(void *map, int dtype, unsigned rank,
                                      void *global, const uint64_t *dims,
                                      const uint64_t *strides, const unsigned *box,
@@ -160,6 +166,7 @@ static fa_status load_api(fa_runtime *rt, cuda_api **out) {
   *(void **)(&api->cuMemsetD32Async) = dlsym(lib, "cuMemsetD32Async");
   *(void **)(&api->cuMemcpyHtoDAsync) = dlsym(lib, "cuMemcpyHtoDAsync_v2");
   *(void **)(&api->cuPointerGetAttribute) = dlsym(lib, "cuPointerGetAttribute");
+  *(void **)(&api->cuStreamIsCapturing) = dlsym(lib, "cuStreamIsCapturing");
 #undef LOAD
   CUdevice dev;
   CUresult r = api->cuInit(0);
@@ -698,9 +705,31 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
     r = api->cuMemsetD32Async(parts + out_bytes, 0xFF800000u,
                               (size_t)(splits * b * h * sq), (CUstream)stream);
   /* From pageable memory the copy is staged before the call returns, so
-   * the host table can be freed right after. */
+   * the host table can be freed right after. Under stream capture (CUDA
+   * graphs) the copy becomes a graph node that reads the host table at
+   * every replay: the runtime keeps it until it is destroyed, and replays
+   * copy the captured call's table. */
   if (r == 0 && table_bytes)
     r = api->cuMemcpyHtoDAsync(ws, table, (size_t)words * sizeof(int32_t), (CUstream)stream);
+  int capture = 0;
+  if (r == 0 && table_bytes && api->cuStreamIsCapturing &&
+      api->cuStreamIsCapturing((CUstream)stream, &capture) == 0 && capture != 0) {
+    if (api->num_held == api->cap_held) {
+      size_t cap = api->cap_held ? 2 * api->cap_held : 16;
+      void **grown = (void **)realloc(api->held, cap * sizeof(void *));
+      if (!grown) {
+        /* The graph would replay a freed table: fail the call (the
+         * capture then fails too). */
+        free(table);
+        api->cuMemFreeAsync(ws, (CUstream)stream);
+        return fa_fail(rt, FA_ERROR_OUT_OF_MEMORY, "out of memory");
+      }
+      api->held = grown;
+      api->cap_held = cap;
+    }
+    api->held[api->num_held++] = table;
+    table = NULL;
+  }
   free(table);
   if (r != 0)
     st = fa_fail(rt, FA_ERROR_CUDA, "preparing the launch failed: %s", cuError(api, r));
@@ -769,6 +798,9 @@ void fa_cuda_release(fa_runtime *rt) {
   cuda_api *api = (cuda_api *)rt->cuda;
   if (!api)
     return;
+  for (size_t i = 0; i < api->num_held; ++i)
+    free(api->held[i]);
+  free(api->held);
   dlclose(api->lib);
   free(api);
   rt->cuda = NULL;

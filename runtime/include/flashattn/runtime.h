@@ -20,6 +20,13 @@
  *             in the cache before the append)
  * - Threads: a fa_runtime (and its kernels) is not thread-safe; use one
  *   runtime per thread, or serialize calls on a shared one.
+ * - CUDA graphs: an sm90 fa_attention_run may be captured (stream capture,
+ *   e.g. torch.cuda.graph) once its kernel has run eagerly (the first
+ *   launch loads the module). A replay repeats the captured call as
+ *   captured: the host-read metadata (cu_seqlens, seqused_k,
+ *   cache_seqlens, a host block_table) and the tile table built from it
+ *   are those of capture time (the runtime keeps a copied table until it
+ *   is destroyed); a device block_table is read at each replay.
  * - Cache directory: created 0700; a directory or entry that is not owned by
  *   this user or is group/world-writable is not used (its code could have
  *   been planted by someone else): the cache then runs in memory only.

@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""CUDA graph capture of sm90 runtime calls (run on the H200).
+
+A call captured into a graph (torch.cuda.graph) replays the captured
+call: its kernels, the stream-ordered scratch (allocation and free nodes)
+and, where the call copies its tile table to the device, that copy, from a
+host table the runtime keeps for this (a replay reads it again). Each case
+runs eagerly, is captured, the host heap is churned (so that a freed table
+would be overwritten), out and lse are poisoned with NaN, the graph is
+replayed, and out and lse must equal the eager call's bit for bit. Decode
+shapes (32 query / 8 kv heads, head_dim 128, bf16, pack_gqa, automatic
+num_splits):
+  dense batch 16 / 8k (no scratch), batch 1 / 32k (split-KV: partial
+  results and the combine), batch 128 / 2k (the zeroed tile counter);
+  paged (16-key pages, seqused_k) at batch 16 with the block_table on the
+  host (the table and page lists copied) and on the device (the table
+  passed by value), and at batch 128 on the device (the table copied).
+
+Usage: test_graph_capture.py --lib LIBRT --artifacts DIR [--out DIR]
+Exit status 0 when every case passes; a hung replay ends the process
+(watchdog).
+"""
+
+import argparse
+import json
+import os
+import sys
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
+from test_runtime_launch import synchronize  # noqa: E402
+from test_sm90_attention import open_runtime, pinned_i32  # noqa: E402
+from sm90_bench import shuffled_pool  # noqa: E402
+
+D, HQ, HKV = 128, 32, 8
+
+
+def capture_case(run, stream, kern, q, k, v, meta):
+    """(passed, detail) of one call: eager, captured, replayed."""
+    out = torch.empty(q.shape, device="cuda", dtype=q.dtype)
+    lse = torch.empty(q.shape[0], HQ, q.shape[1], device="cuda", dtype=torch.float32)
+    run(kern, q, k, v, out, lse, deadline=30.0, **meta)
+    want_out, want_lse = out.clone(), lse.clone()
+    graph = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(graph, stream=stream):
+            run(kern, q, k, v, out, lse, deadline=0, **meta)
+    except Exception as e:  # noqa: BLE001 - reported as the case's failure
+        torch.cuda.synchronize()
+        return False, "capture failed: %s" % str(e)[:300]
+    # Reuse freed host memory, so that a replay reading a freed table would
+    # read other bytes.
+    churn = [bytearray(os.urandom(4096)) for _ in range(4000)]
+    del churn
+    out.fill_(float("nan"))
+    lse.fill_(float("nan"))
+    with torch.cuda.stream(stream):
+        graph.replay()
+        synchronize(30.0)
+    same = torch.equal(out, want_out) and torch.equal(lse, want_lse)
+    return same, "replay equals the eager call" if same else (
+        "replay differs: max |out - eager| %s, NaN %s" % (
+            (out.float() - want_out.float()).abs().nan_to_num(float("inf")).max().item(),
+            bool(out.isnan().any())))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--artifacts", required=True)
+    ap.add_argument("--out", default=".")
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    _, _, stream, kernel, run = open_runtime(a.lib, a.artifacts)
+    torch.manual_seed(0)
+    dense = kernel(D, "bf16", "bottom_right", HQ, HKV, None, 0, 0, None, True)
+    paged = kernel(D, "bf16", "bottom_right", HQ, HKV, None, 0, 0, None, True, False, True, 16)
+    results = {}
+    for b, sk in ((16, 8192), (1, 32768), (128, 2048)):
+        q = torch.randn(b, 1, HQ, D, device="cuda", dtype=torch.bfloat16)
+        k = torch.randn(b, sk, HKV, D, device="cuda", dtype=torch.bfloat16)
+        v = torch.randn_like(k)
+        cases = [("dense_b%d_k%d" % (b, sk), dense, k, v, {})]
+        if b != 1:
+            kp, vp, bt = shuffled_pool(k, v, 16)
+            used = pinned_i32([sk - 3] * b)
+            if b == 16:
+                cases.append(("paged16_host_block_table_b%d" % b, paged, kp, vp,
+                              dict(seqused_k=used, block_table=bt)))
+            cases.append(("paged16_device_block_table_b%d" % b, paged, kp, vp,
+                          dict(seqused_k=used, block_table=bt.cuda())))
+        for name, kern, kk, vv, meta in cases:
+            ok, detail = capture_case(run, stream, kern, q, kk, vv, meta)
+            results[name] = {"passed": ok, "detail": detail}
+            print("%s %s: %s" % ("PASS" if ok else "FAIL", name, detail), flush=True)
+    with open(os.path.join(a.out, "results.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    failed = [n for n, r in results.items() if not r["passed"]]
+    print("graph capture test: %s" % ("all passed" if not failed else
+                                      "FAILED: " + ", ".join(failed)), flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
