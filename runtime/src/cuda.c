@@ -4,7 +4,10 @@
  * builds and runs where no driver exists and answers FA_ERROR_NO_DRIVER.
  * Only the driver functions below are used (CUDA Driver API reference):
  * cuInit, cuDeviceGet, cuDeviceGetAttribute, cuDevicePrimaryCtxRetain,
- * cuCtxSetCurrent, cuModuleLoadData, cuModuleGetFunction,
+ * cuCtxGetCurrent, cuCtxGetDevice, cuCtxSetCurrent (the runtime's
+ * context, the one current at its first use, is made current around each
+ * call and the caller's restored), cuPointerGetAttribute (memory type and
+ * device of the call's pointers), cuModuleLoadData, cuModuleGetFunction,
  * cuFuncSetAttribute, cuLaunchKernel, cuGetErrorString, cuTensorMapEncodeTiled,
  * and for split-KV, the tile counter and the tile table cuMemAllocAsync /
  * cuMemFreeAsync (stream-ordered allocation, CUDA 11.2+), cuMemsetD32Async
@@ -64,12 +67,19 @@ typedef void *CUcontext, *CUmodule, *CUfunction, *CUstream;
 typedef struct cuda_api {
   void *lib;
   int num_sms;
+  /* The device this runtime drives and its context: the context current
+   * on the thread at the runtime's first CUDA use (a caller's current
+   * device, e.g. after cudaSetDevice / torch.cuda.set_device), else device
+   * 0's primary context. */
+  int device;
   CUcontext ctx;
   CUresult (*cuInit)(unsigned);
   CUresult (*cuDeviceGet)(CUdevice *, int);
   CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
   CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
   CUresult (*cuCtxSetCurrent)(CUcontext);
+  CUresult (*cuCtxGetCurrent)(CUcontext *);
+  CUresult (*cuCtxGetDevice)(CUdevice *);
   CUresult (*cuModuleLoadData)(CUmodule *, const void *);
   CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
   CUresult (*cuModuleUnload)(CUmodule);
@@ -108,6 +118,7 @@ enum {
   CUDA_ERROR_INVALID_VALUE = 1,
   CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2,
   CU_POINTER_ATTRIBUTE_IS_MANAGED = 8,
+  CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9,
   CU_MEMORYTYPE_DEVICE = 2
 };
 
@@ -121,6 +132,23 @@ static const char *cuError(cuda_api *api, CUresult r) {
   if (api->cuGetErrorString)
     api->cuGetErrorString(r, &s);
   return s ? s : "unknown CUDA error";
+}
+
+/* Makes the runtime's context current and returns the caller's (restored
+ * by leave_context), so that the runtime never changes the context a
+ * caller's thread has current. */
+static CUcontext enter_context(cuda_api *api) {
+  CUcontext prev = NULL;
+  if (api->cuCtxGetCurrent(&prev) != 0)
+    prev = NULL;
+  if (prev != api->ctx)
+    api->cuCtxSetCurrent(api->ctx);
+  return prev;
+}
+
+static void leave_context(cuda_api *api, CUcontext prev) {
+  if (prev != api->ctx)
+    api->cuCtxSetCurrent(prev);
 }
 
 static fa_status load_api(fa_runtime *rt, cuda_api **out) {
@@ -153,6 +181,8 @@ static fa_status load_api(fa_runtime *rt, cuda_api **out) {
   LOAD(cuDeviceGetAttribute, "cuDeviceGetAttribute");
   LOAD(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
   LOAD(cuCtxSetCurrent, "cuCtxSetCurrent");
+  LOAD(cuCtxGetCurrent, "cuCtxGetCurrent");
+  LOAD(cuCtxGetDevice, "cuCtxGetDevice");
   LOAD(cuModuleLoadData, "cuModuleLoadData");
   LOAD(cuModuleGetFunction, "cuModuleGetFunction");
   LOAD(cuModuleUnload, "cuModuleUnload");
@@ -168,17 +198,24 @@ static fa_status load_api(fa_runtime *rt, cuda_api **out) {
   *(void **)(&api->cuPointerGetAttribute) = dlsym(lib, "cuPointerGetAttribute");
   *(void **)(&api->cuStreamIsCapturing) = dlsym(lib, "cuStreamIsCapturing");
 #undef LOAD
-  CUdevice dev;
+  CUdevice dev = 0;
+  CUcontext current = NULL;
   CUresult r = api->cuInit(0);
   if (r == 0)
-    r = api->cuDeviceGet(&dev, 0);
+    r = api->cuCtxGetCurrent(&current);
+  if (r == 0 && current) {
+    api->ctx = current;
+    r = api->cuCtxGetDevice(&dev);
+  } else {
+    if (r == 0)
+      r = api->cuDeviceGet(&dev, 0);
+    if (r == 0)
+      r = api->cuDevicePrimaryCtxRetain(&api->ctx, dev);
+  }
+  api->device = dev;
   if (r == 0)
     r = api->cuDeviceGetAttribute(&api->num_sms,
                                   CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
-  if (r == 0)
-    r = api->cuDevicePrimaryCtxRetain(&api->ctx, dev);
-  if (r == 0)
-    r = api->cuCtxSetCurrent(api->ctx);
   if (r != 0) {
     fa_status st = fa_fail(rt, FA_ERROR_NO_DRIVER,
                            "CUDA driver present but unusable: %s", cuError(api, r));
@@ -199,22 +236,20 @@ fa_status fa_cuda_on_device(fa_runtime *rt, const void *ptr, bool *on_device) {
     return st;
   if (!api->cuPointerGetAttribute || !ptr)
     return FA_OK;
-  /* The primary context is current per thread (the query may come from a
-   * thread that has not launched yet). */
-  if (api->cuCtxSetCurrent(api->ctx) != 0)
-    return fa_fail(rt, FA_ERROR_CUDA, "cuCtxSetCurrent failed");
   /* Unregistered host memory is not known to the driver
    * (CUDA_ERROR_INVALID_VALUE): host memory. Any other error is reported. */
   unsigned type = 0, managed = 0;
+  CUcontext prev = enter_context(api);
   CUresult r = api->cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
                                           (uint64_t)(uintptr_t)ptr);
+  if (r == 0 && api->cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                           (uint64_t)(uintptr_t)ptr) != 0)
+    managed = 0;
+  leave_context(api, prev);
   if (r == CUDA_ERROR_INVALID_VALUE)
     return FA_OK;
   if (r != 0)
     return fa_fail(rt, FA_ERROR_CUDA, "cuPointerGetAttribute failed: %s", cuError(api, r));
-  if (api->cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED,
-                                 (uint64_t)(uintptr_t)ptr) != 0)
-    managed = 0;
   *on_device = type == CU_MEMORYTYPE_DEVICE && !managed;
   return FA_OK;
 }
@@ -501,16 +536,52 @@ static fa_status launch_one(fa_runtime *rt, cuda_api *api, fa_kernel *k,
   return FA_OK;
 }
 
+static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
+                                   const fa_tensor *const *tensors, int n,
+                                   const fa_attention_args *call, bool pages_on_device);
+
 fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
                          const fa_tensor *const *tensors, int n,
                          const fa_attention_args *call, bool pages_on_device) {
-  void *stream = call->stream;
   cuda_api *api;
   fa_status st = load_api(rt, &api);
-  /* The primary context is current per thread: set it on every launch. */
-  if (st == FA_OK && api->cuCtxSetCurrent(api->ctx) != 0)
-    st = fa_fail(rt, FA_ERROR_CUDA, "cuCtxSetCurrent failed");
-  if (st == FA_OK && !k->cu_function)
+  if (st != FA_OK)
+    return st;
+  /* The tensors must live on the runtime's device: a kernel of this
+   * runtime's context cannot read another device's memory (nothing is
+   * launched then). */
+  CUcontext prev = enter_context(api);
+  const void *extra[3] = {call->k_new.data, call->v_new.data,
+                          pages_on_device ? call->block_table.data : NULL};
+  const char *extra_names[3] = {"k_new", "v_new", "block_table"};
+  for (int i = 0; i < n + 3 && api->cuPointerGetAttribute; ++i) {
+    const void *ptr = i < n ? tensors[i]->data : extra[i - n];
+    int ordinal = -1;
+    if (ptr &&
+        api->cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                   (uint64_t)(uintptr_t)ptr) == 0 &&
+        ordinal != api->device) {
+      leave_context(api, prev);
+      return fa_fail(rt, FA_ERROR_INVALID_ARGUMENT,
+                     "'%s' is on device %d, this runtime drives device %d (the "
+                     "device current at its first CUDA use): use one runtime per device",
+                     i < n ? k->artifact.arg_names[i] : extra_names[i - n], ordinal,
+                     api->device);
+    }
+  }
+  /* The launch runs in the runtime's context; the caller's current context
+   * is restored after it. */
+  st = launch_in_context(rt, api, k, tensors, n, call, pages_on_device);
+  leave_context(api, prev);
+  return st;
+}
+
+static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
+                                   const fa_tensor *const *tensors, int n,
+                                   const fa_attention_args *call, bool pages_on_device) {
+  void *stream = call->stream;
+  fa_status st = FA_OK;
+  if (!k->cu_function)
     st = fa_cuda_load(rt, k);
   if (st != FA_OK)
     return st;
@@ -787,8 +858,11 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
 
 void fa_cuda_unload(fa_kernel *k) {
   cuda_api *api = (cuda_api *)k->cu_api;
-  if (api && k->cu_module)
+  if (api && k->cu_module) {
+    CUcontext prev = enter_context(api); /* the module's context */
     api->cuModuleUnload(k->cu_module);
+    leave_context(api, prev);
+  }
   k->cu_module = k->cu_function = k->cu_combine = k->cu_append = k->cu_dense = NULL;
   k->cu_packed = k->cu_dense_packed = NULL;
   k->cu_kv1 = k->cu_dense_kv1 = NULL;

@@ -20,6 +20,12 @@
  *             in the cache before the append)
  * - Threads: a fa_runtime (and its kernels) is not thread-safe; use one
  *   runtime per thread, or serialize calls on a shared one.
+ * - Devices: a runtime drives one GPU: the device whose context is current
+ *   on the calling thread at the runtime's first CUDA use (after
+ *   cudaSetDevice / torch.cuda.set_device), else device 0. An sm90 call
+ *   whose tensors live on another device fails with
+ *   FA_ERROR_INVALID_ARGUMENT and launches nothing: create one runtime per
+ *   device. Calls leave the thread's current context as they found it.
  * - CUDA graphs: an sm90 fa_attention_run may be captured (stream capture,
  *   e.g. torch.cuda.graph) once its kernel has run eagerly (the first
  *   launch loads the module). A replay repeats the captured call as
