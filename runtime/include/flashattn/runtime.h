@@ -254,7 +254,9 @@ fa_status fa_combine_host(const float *partial_out, const float *partial_lse,
  *---------------------------------------------------------------------------*/
 /* Loads libcuda.so.1 (dlopen) and initializes the driver. FA_ERROR_NO_DRIVER
  * when the library or a device is missing. Called by fa_attention_run for
- * sm90 kernels; exposed so that callers can probe. */
+ * sm90 kernels; exposed so that callers can probe. The first call binds the
+ * runtime to its device (the one current on the thread, else device 0);
+ * num_sms (may be NULL) receives that device's SM count. */
 fa_status fa_cuda_probe(fa_runtime *runtime, int32_t *num_sms);
 
 #ifdef __cplusplus
