@@ -73,10 +73,12 @@ typedef struct cuda_api {
    * 0's primary context. */
   int device;
   CUcontext ctx;
+  bool retained; /* ctx is device 0's primary context, retained here */
   CUresult (*cuInit)(unsigned);
   CUresult (*cuDeviceGet)(CUdevice *, int);
   CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
   CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+  CUresult (*cuDevicePrimaryCtxRelease)(CUdevice);
   CUresult (*cuCtxSetCurrent)(CUcontext);
   CUresult (*cuCtxGetCurrent)(CUcontext *);
   CUresult (*cuCtxGetDevice)(CUdevice *);
@@ -134,16 +136,18 @@ static const char *cuError(cuda_api *api, CUresult r) {
   return s ? s : "unknown CUDA error";
 }
 
-/* Makes the runtime's context current and returns the caller's (restored
- * by leave_context), so that the runtime never changes the context a
- * caller's thread has current. */
-static CUcontext enter_context(cuda_api *api) {
-  CUcontext prev = NULL;
-  if (api->cuCtxGetCurrent(&prev) != 0)
-    prev = NULL;
-  if (prev != api->ctx)
-    api->cuCtxSetCurrent(api->ctx);
-  return prev;
+/* Makes the runtime's context current and stores the caller's in *prev
+ * (restored by leave_context), so that the runtime never changes the
+ * context a caller's thread has current. Nonzero when the switch failed
+ * (nothing to restore then). */
+static CUresult enter_context(cuda_api *api, CUcontext *prev) {
+  *prev = NULL;
+  if (api->cuCtxGetCurrent(prev) != 0)
+    *prev = NULL;
+  CUresult r = *prev != api->ctx ? api->cuCtxSetCurrent(api->ctx) : 0;
+  if (r != 0)
+    *prev = api->ctx; /* leave_context does nothing */
+  return r;
 }
 
 static void leave_context(cuda_api *api, CUcontext prev) {
@@ -180,6 +184,7 @@ static fa_status load_api(fa_runtime *rt, cuda_api **out) {
   LOAD(cuDeviceGet, "cuDeviceGet");
   LOAD(cuDeviceGetAttribute, "cuDeviceGetAttribute");
   LOAD(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+  LOAD(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
   LOAD(cuCtxSetCurrent, "cuCtxSetCurrent");
   LOAD(cuCtxGetCurrent, "cuCtxGetCurrent");
   LOAD(cuCtxGetDevice, "cuCtxGetDevice");
@@ -211,6 +216,7 @@ static fa_status load_api(fa_runtime *rt, cuda_api **out) {
       r = api->cuDeviceGet(&dev, 0);
     if (r == 0)
       r = api->cuDevicePrimaryCtxRetain(&api->ctx, dev);
+    api->retained = r == 0;
   }
   api->device = dev;
   if (r == 0)
@@ -219,6 +225,8 @@ static fa_status load_api(fa_runtime *rt, cuda_api **out) {
   if (r != 0) {
     fa_status st = fa_fail(rt, FA_ERROR_NO_DRIVER,
                            "CUDA driver present but unusable: %s", cuError(api, r));
+    if (api->retained)
+      api->cuDevicePrimaryCtxRelease(dev);
     dlclose(lib);
     free(api);
     return st;
@@ -239,7 +247,9 @@ fa_status fa_cuda_on_device(fa_runtime *rt, const void *ptr, bool *on_device) {
   /* Unregistered host memory is not known to the driver
    * (CUDA_ERROR_INVALID_VALUE): host memory. Any other error is reported. */
   unsigned type = 0, managed = 0;
-  CUcontext prev = enter_context(api);
+  CUcontext prev;
+  if (enter_context(api, &prev) != 0)
+    return fa_fail(rt, FA_ERROR_CUDA, "cuCtxSetCurrent failed");
   CUresult r = api->cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
                                           (uint64_t)(uintptr_t)ptr);
   if (r == 0 && api->cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED,
@@ -550,16 +560,25 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
   /* The tensors must live on the runtime's device: a kernel of this
    * runtime's context cannot read another device's memory (nothing is
    * launched then). */
-  CUcontext prev = enter_context(api);
+  CUcontext prev;
+  if (enter_context(api, &prev) != 0)
+    return fa_fail(rt, FA_ERROR_CUDA, "cuCtxSetCurrent failed");
   const void *extra[3] = {call->k_new.data, call->v_new.data,
                           pages_on_device ? call->block_table.data : NULL};
   const char *extra_names[3] = {"k_new", "v_new", "block_table"};
   for (int i = 0; i < n + 3 && api->cuPointerGetAttribute; ++i) {
+    /* Device memory only: managed and host memory are reachable from any
+     * device (and report the device they were allocated from). */
     const void *ptr = i < n ? tensors[i]->data : extra[i - n];
+    uint64_t addr = (uint64_t)(uintptr_t)ptr;
+    unsigned type = 0, managed = 0;
     int ordinal = -1;
     if (ptr &&
-        api->cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-                                   (uint64_t)(uintptr_t)ptr) == 0 &&
+        api->cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, addr) == 0 &&
+        type == CU_MEMORYTYPE_DEVICE &&
+        api->cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, addr) == 0 &&
+        !managed &&
+        api->cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, addr) == 0 &&
         ordinal != api->device) {
       leave_context(api, prev);
       return fa_fail(rt, FA_ERROR_INVALID_ARGUMENT,
@@ -780,24 +799,26 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
    * graphs) the copy becomes a graph node that reads the host table at
    * every replay: the runtime keeps it until it is destroyed, and replays
    * copy the captured call's table. */
-  if (r == 0 && table_bytes)
-    r = api->cuMemcpyHtoDAsync(ws, table, (size_t)words * sizeof(int32_t), (CUstream)stream);
   int capture = 0;
   if (r == 0 && table_bytes && api->cuStreamIsCapturing &&
-      api->cuStreamIsCapturing((CUstream)stream, &capture) == 0 && capture != 0) {
-    if (api->num_held == api->cap_held) {
-      size_t cap = api->cap_held ? 2 * api->cap_held : 16;
-      void **grown = (void **)realloc(api->held, cap * sizeof(void *));
-      if (!grown) {
-        /* The graph would replay a freed table: fail the call (the
-         * capture then fails too). */
-        free(table);
-        api->cuMemFreeAsync(ws, (CUstream)stream);
-        return fa_fail(rt, FA_ERROR_OUT_OF_MEMORY, "out of memory");
-      }
-      api->held = grown;
-      api->cap_held = cap;
+      api->cuStreamIsCapturing((CUstream)stream, &capture) == 0 && capture != 0 &&
+      api->num_held == api->cap_held) {
+    /* Room to keep the table, before the copy node that will read it. */
+    size_t cap = api->cap_held ? 2 * api->cap_held : 16;
+    void **grown = (void **)realloc(api->held, cap * sizeof(void *));
+    if (!grown) {
+      free(table);
+      api->cuMemFreeAsync(ws, (CUstream)stream);
+      return fa_fail(rt, FA_ERROR_OUT_OF_MEMORY, "out of memory");
     }
+    api->held = grown;
+    api->cap_held = cap;
+  }
+  if (r == 0 && table_bytes)
+    r = api->cuMemcpyHtoDAsync(ws, table, (size_t)words * sizeof(int32_t), (CUstream)stream);
+  if (capture != 0 && table_bytes) {
+    /* Recorded (or its recording failed): kept either way, since a graph
+     * may still hold the copy node. */
     api->held[api->num_held++] = table;
     table = NULL;
   }
@@ -859,8 +880,9 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
 void fa_cuda_unload(fa_kernel *k) {
   cuda_api *api = (cuda_api *)k->cu_api;
   if (api && k->cu_module) {
-    CUcontext prev = enter_context(api); /* the module's context */
-    api->cuModuleUnload(k->cu_module);
+    CUcontext prev; /* in the module's context */
+    if (enter_context(api, &prev) == 0)
+      api->cuModuleUnload(k->cu_module);
     leave_context(api, prev);
   }
   k->cu_module = k->cu_function = k->cu_combine = k->cu_append = k->cu_dense = NULL;
@@ -875,6 +897,9 @@ void fa_cuda_release(fa_runtime *rt) {
   for (size_t i = 0; i < api->num_held; ++i)
     free(api->held[i]);
   free(api->held);
+  /* After the cache unloaded the modules (run.c). */
+  if (api->retained)
+    api->cuDevicePrimaryCtxRelease(api->device);
   dlclose(api->lib);
   free(api);
   rt->cuda = NULL;

@@ -25,14 +25,18 @@
  *   cudaSetDevice / torch.cuda.set_device), else device 0. An sm90 call
  *   whose tensors live on another device fails with
  *   FA_ERROR_INVALID_ARGUMENT and launches nothing: create one runtime per
- *   device. Calls leave the thread's current context as they found it.
+ *   device. Calls leave the thread's current context as they found it. A
+ *   context the runtime adopted (current at its first use) must outlive
+ *   it; device 0's primary context, when taken, is retained and released
+ *   by fa_runtime_destroy.
  * - CUDA graphs: an sm90 fa_attention_run may be captured (stream capture,
  *   e.g. torch.cuda.graph) once its kernel has run eagerly (the first
  *   launch loads the module). A replay repeats the captured call as
  *   captured: the host-read metadata (cu_seqlens, seqused_k,
  *   cache_seqlens, a host block_table) and the tile table built from it
  *   are those of capture time (the runtime keeps a copied table until it
- *   is destroyed); a device block_table is read at each replay.
+ *   is destroyed: destroy such graphs first); a device block_table is
+ *   read at each replay.
  * - Cache directory: created 0700; a directory or entry that is not owned by
  *   this user or is group/world-writable is not used (its code could have
  *   been planted by someone else): the cache then runs in memory only.
