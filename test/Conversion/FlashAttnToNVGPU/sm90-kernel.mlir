@@ -42,10 +42,14 @@
 // CHECK: gpu.module @fa_sm90_0_module
 // CHECK: llvm.mlir.global external @fa_sm90_0_smem() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<0 x i8>
 // CHECK: llvm.func @fa_sm90_0(%{{.*}}: !llvm.ptr<1>, {{.*}}, %{{.*}}: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>, nvvm.grid_constant}, %[[COUNTER:.*]]: !llvm.ptr<1>) attributes {nvvm.kernel, nvvm.maxntid = array<i32: 384, 1, 1>, nvvm.minctasm = 1 : i32}
-// mbarriers initialized by one thread: full_Q (1 arrival + TMA bytes),
+// Thread 0 prefetches the 4 tensor maps (q, k, v, out) from the parameter
+// space, then initializes the mbarriers: full_Q (1 arrival + TMA bytes),
 // empty_Q (the 256 consumer threads), then full / empty K and V per stage;
 // made visible to the async proxy.
-// CHECK: nvvm.mbarrier.init %{{.*}}, %c1_i32
+// CHECK-COUNT-4: nvvm.prefetch tensormap in_param_space, %arg{{[0-9]+}} : !llvm.ptr
+// CHECK-NEXT: arith.constant
+// CHECK-NEXT: llvm.getelementptr
+// CHECK-NEXT: nvvm.mbarrier.init %{{.*}}, %c1_i32
 // CHECK-NEXT: llvm.getelementptr
 // CHECK-NEXT: nvvm.mbarrier.init %{{.*}}, %c256_i32
 // CHECK-COUNT-8: nvvm.mbarrier.init
