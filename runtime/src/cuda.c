@@ -6,8 +6,8 @@
  * cuInit, cuDeviceGet, cuDeviceGetAttribute, cuDevicePrimaryCtxRetain,
  * cuCtxGetCurrent, cuCtxGetDevice, cuCtxSetCurrent (the runtime's
  * context, the one current at its first use, is made current around each
- * call and the caller's restored), cuPointerGetAttribute (memory type and
- * device of the call's pointers), cuModuleLoadData, cuModuleGetFunction,
+ * call and the caller's restored), cuPointerGetAttribute(s) (memory type
+ * and device of the call's pointers), cuModuleLoadData, cuModuleGetFunction,
  * cuFuncSetAttribute, cuLaunchKernel, cuGetErrorString, cuTensorMapEncodeTiled,
  * and for split-KV, the tile counter and the tile table cuMemAllocAsync /
  * cuMemFreeAsync (stream-ordered allocation, CUDA 11.2+), cuMemsetD32Async
@@ -96,6 +96,7 @@ typedef struct cuda_api {
   CUresult (*cuMemcpyHtoDAsync)(uint64_t, const void *, size_t, CUstream);
   CUresult (*cuPointerGetAttribute)(void *data, int attribute, uint64_t ptr);
   CUresult (*cuStreamIsCapturing)(CUstream, int *status);
+  CUresult (*cuPointerGetAttributes)(unsigned n, int *attributes, void **data, uint64_t ptr);
   /* Host tile tables copied by launches captured into CUDA graphs: each
    * replay copies from them again, so they live as long as the runtime. */
   void **held;
@@ -202,6 +203,7 @@ static fa_status load_api(fa_runtime *rt, cuda_api **out) {
   *(void **)(&api->cuMemcpyHtoDAsync) = dlsym(lib, "cuMemcpyHtoDAsync_v2");
   *(void **)(&api->cuPointerGetAttribute) = dlsym(lib, "cuPointerGetAttribute");
   *(void **)(&api->cuStreamIsCapturing) = dlsym(lib, "cuStreamIsCapturing");
+  *(void **)(&api->cuPointerGetAttributes) = dlsym(lib, "cuPointerGetAttributes");
 #undef LOAD
   CUdevice dev = 0;
   CUcontext current = NULL;
@@ -573,13 +575,21 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
     uint64_t addr = (uint64_t)(uintptr_t)ptr;
     unsigned type = 0, managed = 0;
     int ordinal = -1;
-    if (ptr &&
-        api->cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, addr) == 0 &&
-        type == CU_MEMORYTYPE_DEVICE &&
-        api->cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, addr) == 0 &&
-        !managed &&
-        api->cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, addr) == 0 &&
-        ordinal != api->device) {
+    bool known;
+    if (!ptr) {
+      known = false;
+    } else if (api->cuPointerGetAttributes) { /* one driver call */
+      int attrs[3] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                      CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
+      void *data[3] = {&type, &managed, &ordinal};
+      known = api->cuPointerGetAttributes(3, attrs, data, addr) == 0;
+    } else {
+      known = api->cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, addr) == 0 &&
+              api->cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, addr) == 0 &&
+              api->cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                         addr) == 0;
+    }
+    if (known && type == CU_MEMORYTYPE_DEVICE && !managed && ordinal != api->device) {
       leave_context(api, prev);
       return fa_fail(rt, FA_ERROR_INVALID_ARGUMENT,
                      "'%s' is on device %d, this runtime drives device %d (the "
