@@ -330,7 +330,8 @@ fa_status fa_artifact_parse(fa_runtime *rt, const void *bytes, size_t size,
     {
       double v = 0;
       if (cJSON_GetObjectItemCaseSensitive(meta, "tile_table_inline") &&
-          (!number(meta, "tile_table_inline", &v) || !(v >= 32 && v <= 3072) ||
+          (!number(meta, "tile_table_inline", &v) ||
+           !(v >= 32 && v <= FA_MAX_INLINE_TABLE_BYTES) ||
            v != (double)((int)v / 16 * 16) || !a->tile_table))
         goto fail;
       a->tile_table_inline = (int)v;

@@ -6,7 +6,7 @@
  * cuInit, cuDeviceGet, cuDeviceGetAttribute, cuDevicePrimaryCtxRetain,
  * cuCtxGetCurrent, cuCtxGetDevice, cuCtxSetCurrent (the runtime's
  * context, the one current at its first use, is made current around each
- * call and the caller's restored), cuPointerGetAttribute(s) (memory type
+ * call and the caller's restored), cuPointerGetAttribute (memory type
  * and device of the call's pointers), cuModuleLoadData, cuModuleGetFunction,
  * cuFuncSetAttribute, cuLaunchKernel, cuGetErrorString, cuTensorMapEncodeTiled,
  * and for split-KV, the tile counter and the tile table cuMemAllocAsync /
@@ -96,7 +96,6 @@ typedef struct cuda_api {
   CUresult (*cuMemcpyHtoDAsync)(uint64_t, const void *, size_t, CUstream);
   CUresult (*cuPointerGetAttribute)(void *data, int attribute, uint64_t ptr);
   CUresult (*cuStreamIsCapturing)(CUstream, int *status);
-  CUresult (*cuPointerGetAttributes)(unsigned n, int *attributes, void **data, uint64_t ptr);
   /* Host tile tables copied by launches captured into CUDA graphs: each
    * replay copies from them again, so they live as long as the runtime. */
   void **held;
@@ -156,6 +155,28 @@ static void leave_context(cuda_api *api, CUcontext prev) {
     api->cuCtxSetCurrent(prev);
 }
 
+/* Whether `ptr` is device memory (not managed: managed and host memory are
+ * reachable from the host and from any device), and then, with `ordinal`,
+ * its device. Unregistered host memory is not known to the driver
+ * (CUDA_ERROR_INVALID_VALUE): host memory. Returns any other driver error.
+ * In the runtime's context. */
+static CUresult device_memory(cuda_api *api, const void *ptr, bool *device, int *ordinal) {
+  uint64_t addr = (uint64_t)(uintptr_t)ptr;
+  unsigned type = 0, managed = 0;
+  *device = false;
+  CUresult r = api->cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, addr);
+  if (r == CUDA_ERROR_INVALID_VALUE)
+    return 0;
+  if (r != 0 || type != CU_MEMORYTYPE_DEVICE)
+    return r;
+  if (api->cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, addr) != 0)
+    managed = 0;
+  *device = !managed;
+  if (*device && ordinal)
+    r = api->cuPointerGetAttribute(ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, addr);
+  return r;
+}
+
 static fa_status load_api(fa_runtime *rt, cuda_api **out) {
   if (rt->cuda) {
     *out = (cuda_api *)rt->cuda;
@@ -203,7 +224,6 @@ static fa_status load_api(fa_runtime *rt, cuda_api **out) {
   *(void **)(&api->cuMemcpyHtoDAsync) = dlsym(lib, "cuMemcpyHtoDAsync_v2");
   *(void **)(&api->cuPointerGetAttribute) = dlsym(lib, "cuPointerGetAttribute");
   *(void **)(&api->cuStreamIsCapturing) = dlsym(lib, "cuStreamIsCapturing");
-  *(void **)(&api->cuPointerGetAttributes) = dlsym(lib, "cuPointerGetAttributes");
 #undef LOAD
   CUdevice dev = 0;
   CUcontext current = NULL;
@@ -246,23 +266,13 @@ fa_status fa_cuda_on_device(fa_runtime *rt, const void *ptr, bool *on_device) {
     return st;
   if (!api->cuPointerGetAttribute || !ptr)
     return FA_OK;
-  /* Unregistered host memory is not known to the driver
-   * (CUDA_ERROR_INVALID_VALUE): host memory. Any other error is reported. */
-  unsigned type = 0, managed = 0;
   CUcontext prev;
   if (enter_context(api, &prev) != 0)
     return fa_fail(rt, FA_ERROR_CUDA, "cuCtxSetCurrent failed");
-  CUresult r = api->cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                                          (uint64_t)(uintptr_t)ptr);
-  if (r == 0 && api->cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED,
-                                           (uint64_t)(uintptr_t)ptr) != 0)
-    managed = 0;
+  CUresult r = device_memory(api, ptr, on_device, NULL);
   leave_context(api, prev);
-  if (r == CUDA_ERROR_INVALID_VALUE)
-    return FA_OK;
   if (r != 0)
     return fa_fail(rt, FA_ERROR_CUDA, "cuPointerGetAttribute failed: %s", cuError(api, r));
-  *on_device = type == CU_MEMORYTYPE_DEVICE && !managed;
   return FA_OK;
 }
 
@@ -507,7 +517,7 @@ static fa_status launch_one(fa_runtime *rt, cuda_api *api, fa_kernel *k,
   /* Pointers, up to 5 dims each, 4 tensor maps, the tile counter, table,
    * its copy and page lists. */
   void *params[FA_MAX_ARGS * 6 + 8];
-  static const unsigned char no_table[3072];
+  static const unsigned char no_table[FA_MAX_INLINE_TABLE_BYTES];
   /* CUtensorMap: 128 bytes, 64-byte aligned. */
   _Alignas(64) unsigned char maps[4][128];
   int p = 0, d = 0;
@@ -569,27 +579,14 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
                           pages_on_device ? call->block_table.data : NULL};
   const char *extra_names[3] = {"k_new", "v_new", "block_table"};
   for (int i = 0; i < n + 3 && api->cuPointerGetAttribute; ++i) {
-    /* Device memory only: managed and host memory are reachable from any
-     * device (and report the device they were allocated from). */
+    /* Device memory only (managed and host memory report the device they
+     * were allocated from, but any device reaches them); a pointer the
+     * driver cannot place is left to the launch. */
     const void *ptr = i < n ? tensors[i]->data : extra[i - n];
-    uint64_t addr = (uint64_t)(uintptr_t)ptr;
-    unsigned type = 0, managed = 0;
+    bool device = false;
     int ordinal = -1;
-    bool known;
-    if (!ptr) {
-      known = false;
-    } else if (api->cuPointerGetAttributes) { /* one driver call */
-      int attrs[3] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
-                      CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
-      void *data[3] = {&type, &managed, &ordinal};
-      known = api->cuPointerGetAttributes(3, attrs, data, addr) == 0;
-    } else {
-      known = api->cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, addr) == 0 &&
-              api->cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, addr) == 0 &&
-              api->cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-                                         addr) == 0;
-    }
-    if (known && type == CU_MEMORYTYPE_DEVICE && !managed && ordinal != api->device) {
+    if (ptr && device_memory(api, ptr, &device, &ordinal) == 0 && device &&
+        ordinal != api->device) {
       leave_context(api, prev);
       return fa_fail(rt, FA_ERROR_INVALID_ARGUMENT,
                      "'%s' is on device %d, this runtime drives device %d (the "
@@ -749,7 +746,7 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
    * has no host-to-device copy before it (measured on the H200: the copy
    * and the wait for it cost about 2 us per decode call, docs/
    * BENCHMARKS.md). */
-  _Alignas(16) unsigned char inline_buf[3072];
+  _Alignas(16) unsigned char inline_buf[FA_MAX_INLINE_TABLE_BYTES];
   const void *inline_table = NULL;
   if (table && !append && (size_t)words * sizeof(int32_t) <=
                               (size_t)k->artifact.tile_table_inline &&

@@ -10,6 +10,9 @@
 #include <stdbool.h>
 
 #define FA_MAX_ARGS 13
+/* The largest "tile_table_inline" an artifact may declare (bytes): the
+ * size of the launch's buffer for the by-value tile table. */
+#define FA_MAX_INLINE_TABLE_BYTES 3072
 #define FA_ERROR_SIZE 512
 
 /* A tensor map of the metadata: the argument, the box in TMA order
