@@ -364,8 +364,12 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
       meta["kv1_dense_entry"] = compiled.dense + "_kv1";
     meta["kv1_tma"] = mapList(g / hp, false, 1);
   }
-  if (!compiled.combine.empty())
+  if (!compiled.combine.empty()) {
     meta["combine_entry"] = compiled.combine;
+    // The partial kernels also merge (Sm90KernelSpec::fusedCombine): they
+    // take out, lse and the merge counters after their other parameters.
+    meta["fused_combine"] = true;
+  }
   return packageArtifact(config, FA_ARTIFACT_CUBIN, meta,
                          (*cubin)->getBuffer(), artifact, error);
 }

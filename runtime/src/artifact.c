@@ -305,6 +305,10 @@ fa_status fa_artifact_parse(fa_runtime *rt, const void *bytes, size_t size,
   why = "bad dense_tile_counter (expected a boolean)";
   if (!opt_bool(meta, "dense_tile_counter", &a->dense_tile_counter))
     goto fail;
+  why = "bad fused_combine (expected a boolean, only with combine_entry)";
+  if (!opt_bool(meta, "fused_combine", &a->fused_combine) ||
+      (a->fused_combine && !a->combine_entry[0]))
+    goto fail;
   {
     const char *tiles[3] = {"block_m", "block_n", "pack_groups"};
     int *slots[3] = {&a->block_m, &a->block_n, &a->pack_groups};

@@ -100,6 +100,21 @@ typedef struct cuda_api {
    * replay copies from them again, so they live as long as the runtime. */
   void **held;
   size_t num_held, cap_held;
+  /* The fused split-KV merge's u32 counters (one per tile, zero between
+   * launches: each launch's merging units set theirs back to 0), one
+   * array per stream, since launches on one stream never overlap. A grown
+   * array's predecessor may still be read by pending launches: it is
+   * retired, and freed with the others at release. */
+  CUresult (*cuMemAlloc)(uint64_t *, size_t);
+  CUresult (*cuMemFree)(uint64_t);
+  struct {
+    void *stream;
+    uint64_t ptr;
+    size_t words;
+  } merge[FA_MAX_MERGE_STREAMS];
+  int num_merge;
+  uint64_t *retired;
+  size_t num_retired;
   CUresult (*cuTensorMapEncodeTiled)(void *map, int dtype, unsigned rank,
                                      void *global, const uint64_t *dims,
                                      const uint64_t *strides, const unsigned *box,
@@ -224,6 +239,8 @@ static fa_status load_api(fa_runtime *rt, cuda_api **out) {
   *(void **)(&api->cuMemcpyHtoDAsync) = dlsym(lib, "cuMemcpyHtoDAsync_v2");
   *(void **)(&api->cuPointerGetAttribute) = dlsym(lib, "cuPointerGetAttribute");
   *(void **)(&api->cuStreamIsCapturing) = dlsym(lib, "cuStreamIsCapturing");
+  *(void **)(&api->cuMemAlloc) = dlsym(lib, "cuMemAlloc_v2");
+  *(void **)(&api->cuMemFree) = dlsym(lib, "cuMemFree_v2");
 #undef LOAD
   CUdevice dev = 0;
   CUcontext current = NULL;
@@ -511,12 +528,13 @@ static fa_status launch_one(fa_runtime *rt, cuda_api *api, fa_kernel *k,
                             const char *const *names, int n, bool with_tma,
                             unsigned grid, unsigned smem, void *stream,
                             void *tile_counter, void *tile_table, void *page_table,
-                            const void *inline_table) {
+                            const void *inline_table, void *const *merge) {
   void *ptrs[FA_MAX_ARGS];
   int64_t dims[FA_MAX_ARGS * 5];
   /* Pointers, up to 5 dims each, 4 tensor maps, the tile counter, table,
-   * its copy and page lists. */
-  void *params[FA_MAX_ARGS * 6 + 8];
+   * its copy, page lists and the merge's 3 pointers. */
+  void *params[FA_MAX_ARGS * 6 + 11];
+  void *merge_ptrs[3];
   static const unsigned char no_table[FA_MAX_INLINE_TABLE_BYTES];
   /* CUtensorMap: 128 bytes, 64-byte aligned. */
   _Alignas(64) unsigned char maps[4][128];
@@ -546,6 +564,12 @@ static fa_status launch_one(fa_runtime *rt, cuda_api *api, fa_kernel *k,
   }
   if (page_table)
     params[p++] = &page_table;
+  /* A fused-combine partial kernel: out, lse, counters (null: no merge). */
+  if (merge)
+    for (int i = 0; i < 3; ++i) {
+      merge_ptrs[i] = merge[i];
+      params[p++] = &merge_ptrs[i];
+    }
   /* Non-attention entries: the combine takes 128 threads, the append 256. */
   unsigned block[3] = {function == k->cu_append ? 256u : 128u, 1, 1};
   if (with_tma)
@@ -561,6 +585,63 @@ static fa_status launch_one(fa_runtime *rt, cuda_api *api, fa_kernel *k,
 static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
                                    const fa_tensor *const *tensors, int n,
                                    const fa_attention_args *call, bool pages_on_device);
+
+/* The fused merge's counters for a launch of `tiles` tiles on `stream`:
+ * the stream's array, allocated (cuMemAlloc) and zeroed on the stream
+ * (cuMemsetD32Async) at its first use or when it must grow. *ctr = 0 when
+ * the fused merge cannot run there, and the caller launches the combine:
+ * under stream capture (a graph would keep this stream's array and could
+ * replay beside later calls on the stream), on the per-thread default
+ * stream (one handle for every thread's stream), past
+ * FA_MAX_MERGE_STREAMS streams, or without cuMemAlloc. */
+static fa_status merge_counters(fa_runtime *rt, cuda_api *api, void *stream,
+                                int64_t tiles, uint64_t *ctr) {
+  *ctr = 0;
+  int capture = 0;
+  if (!api->cuMemAlloc || !api->cuMemFree || !api->cuMemsetD32Async ||
+      !api->cuStreamIsCapturing || stream == (void *)(uintptr_t)2 /* CU_STREAM_PER_THREAD */ ||
+      api->cuStreamIsCapturing((CUstream)stream, &capture) != 0 || capture != 0)
+    return FA_OK;
+  int i = 0;
+  while (i < api->num_merge && api->merge[i].stream != stream)
+    ++i;
+  if (i == FA_MAX_MERGE_STREAMS)
+    return FA_OK;
+  size_t need = (size_t)tiles;
+  if (i < api->num_merge && api->merge[i].words >= need) {
+    *ctr = api->merge[i].ptr;
+    return FA_OK;
+  }
+  /* At least 4096 (16 KB), so that a stream's array rarely grows. */
+  size_t words = need < 4096 ? 4096 : need;
+  if (i < api->num_merge) {
+    uint64_t *grown =
+        (uint64_t *)realloc(api->retired, (api->num_retired + 1) * sizeof(uint64_t));
+    if (!grown)
+      return fa_fail(rt, FA_ERROR_OUT_OF_MEMORY, "out of memory");
+    api->retired = grown;
+  }
+  uint64_t ptr = 0;
+  CUresult r = api->cuMemAlloc(&ptr, words * sizeof(uint32_t));
+  if (r != 0)
+    return fa_fail(rt, FA_ERROR_OUT_OF_MEMORY, "merge counters of %zu bytes: %s",
+                   words * sizeof(uint32_t), cuError(api, r));
+  r = api->cuMemsetD32Async(ptr, 0, words, (CUstream)stream);
+  if (r != 0) {
+    api->cuMemFree(ptr);
+    return fa_fail(rt, FA_ERROR_CUDA, "zeroing the merge counters failed: %s",
+                   cuError(api, r));
+  }
+  if (i < api->num_merge)
+    api->retired[api->num_retired++] = api->merge[i].ptr;
+  else
+    api->num_merge++;
+  api->merge[i].stream = stream;
+  api->merge[i].ptr = ptr;
+  api->merge[i].words = words;
+  *ctr = ptr;
+  return FA_OK;
+}
 
 fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
                          const fa_tensor *const *tensors, int n,
@@ -731,6 +812,18 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
   /* One split and a dense entry: no partial results, no combine. */
   const bool use_dense = k->cu_combine && splits == 1 && k->cu_dense;
   void *combine = use_dense ? NULL : k->cu_combine;
+  /* The merge in the partial kernels where it can run (merge_counters),
+   * else the combine kernel after them. */
+  uint64_t merge_ctr = 0;
+  /* (It stores out 4 values, 8 bytes, at a time.) */
+  if (combine && k->artifact.fused_combine && tiles > 0 && out &&
+      (uintptr_t)out->data % 8 == 0) {
+    st = merge_counters(rt, api, stream, tiles, &merge_ctr);
+    if (st != FA_OK) {
+      free(table);
+      return st;
+    }
+  }
   void *attention = use_dense ? k->cu_dense : k->cu_function;
   /* Stream-ordered scratch: the tile table (in 256-byte units), the zeroed
    * tile counter of the dynamic scheduler (4 bytes, in 256; only with more
@@ -767,7 +860,8 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
     return launch_one(rt, api, k, attention, args, names, n, true, sms,
                       (unsigned)k->artifact.smem, stream,
                       takes_counter ? args[0].data : NULL, NULL,
-                      k->artifact.page_table ? call->block_table.data : NULL, inline_table);
+                      k->artifact.page_table ? call->block_table.data : NULL, inline_table,
+                      NULL);
   }
   if (!api->cuMemAllocAsync || !api->cuMemFreeAsync || !api->cuMemsetD32Async ||
       !api->cuMemcpyHtoDAsync) {
@@ -798,7 +892,7 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
     r = api->cuMemsetD32Async(ws + table_bytes, 0, 1, (CUstream)stream);
   /* Packed rows past cu_seqlens_q[B] belong to no tile: lse_s -inf makes
    * the combine write them as out 0, lse -inf (never unwritten memory). */
-  if (r == 0 && combine && vq)
+  if (r == 0 && combine && vq && !merge_ctr)
     r = api->cuMemsetD32Async(parts + out_bytes, 0xFF800000u,
                               (size_t)(splits * b * h * sq), (CUstream)stream);
   /* From pageable memory the copy is staged before the call returns, so
@@ -851,21 +945,24 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
                                               : sms * 8;
     if (chunks > 0)
       st = launch_one(rt, api, k, k->cu_append, rows, row_names, 4, false, grid, 0,
-                      stream, NULL, dtable, pages, NULL);
+                      stream, NULL, dtable, pages, NULL, NULL);
   }
   if (st == FA_OK && entries == 0 && k->artifact.tile_table) {
     /* Append only: no query rows to attend. */
   } else if (st == FA_OK && !combine) {
     st = launch_one(rt, api, k, attention, args, names, n, true, sms,
-                    (unsigned)k->artifact.smem, stream, counter, dtable, pages, inline_table);
+                    (unsigned)k->artifact.smem, stream, counter, dtable, pages, inline_table,
+                    NULL);
   } else if (st == FA_OK) {
     cu_tensor pout = {(void *)(uintptr_t)parts, 5, {splits, b, sq, h, dv}};
     cu_tensor plse = {(void *)(uintptr_t)(parts + out_bytes), 4, {splits, b, h, sq, 0}};
     cu_tensor first[5] = {from_fa(q), from_fa(kk), from_fa(v), pout, plse};
     const char *first_names[5] = {"q", "k", "v", "out", "lse"};
+    void *merge[3] = {out->data, lse ? lse->data : NULL, (void *)(uintptr_t)merge_ctr};
     st = launch_one(rt, api, k, attention, first, first_names, 5, true, sms,
-                    (unsigned)k->artifact.smem, stream, counter, dtable, pages, inline_table);
-    if (st == FA_OK) {
+                    (unsigned)k->artifact.smem, stream, counter, dtable, pages, inline_table,
+                    k->artifact.fused_combine ? merge : NULL);
+    if (st == FA_OK && !merge_ctr) {
       cu_tensor second[4] = {pout, plse, {out->data, 4, {b, sq, h, dv}}, {NULL, 0, {0}}};
       if (lse)
         second[3] = (cu_tensor){lse->data, 3, {b, h, sq}};
@@ -875,7 +972,7 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
       unsigned grid = blocks < (int64_t)sms * 16 ? (unsigned)(blocks > 0 ? blocks : 1)
                                                  : sms * 16;
       st = launch_one(rt, api, k, k->cu_combine, second, second_names,
-                      lse ? 4 : 3, false, grid, 0, stream, NULL, NULL, NULL, NULL);
+                      lse ? 4 : 3, false, grid, 0, stream, NULL, NULL, NULL, NULL, NULL);
     }
   }
   r = api->cuMemFreeAsync(ws, (CUstream)stream);
@@ -904,6 +1001,12 @@ void fa_cuda_release(fa_runtime *rt) {
   for (size_t i = 0; i < api->num_held; ++i)
     free(api->held[i]);
   free(api->held);
+  /* cuMemFree waits for the launches still reading them. */
+  for (int i = 0; i < api->num_merge; ++i)
+    api->cuMemFree(api->merge[i].ptr);
+  for (size_t i = 0; i < api->num_retired; ++i)
+    api->cuMemFree(api->retired[i]);
+  free(api->retired);
   /* After the cache unloaded the modules (run.c). */
   if (api->retained)
     api->cuDevicePrimaryCtxRelease(api->device);

@@ -13,6 +13,9 @@
 /* The largest "tile_table_inline" an artifact may declare (bytes): the
  * size of the launch's buffer for the by-value tile table. */
 #define FA_MAX_INLINE_TABLE_BYTES 3072
+/* Streams with their own fused-merge counter array per runtime (cuda.c);
+ * calls on more streams launch the combine kernel instead. */
+#define FA_MAX_MERGE_STREAMS 64
 #define FA_ERROR_SIZE 512
 
 /* A tensor map of the metadata: the argument, the box in TMA order
@@ -65,6 +68,10 @@ typedef struct fa_artifact {
   /* The dense entry takes the tile counter (its own schedule; the split
    * partial kernel may not). */
   bool dense_tile_counter;
+  /* Split-KV: the partial kernels also merge ("fused_combine"). They take
+   * the final out, lse (or null) and the u32 merge counters after their
+   * other parameters; null counters leave the merge to the combine. */
+  bool fused_combine;
   /* Tensor maps (TMA) the kernel takes after its pointer/dim parameters:
    * the argument, the box in TMA order (innermost first) and the swizzle in
    * bytes (0, 32, 64, 128). */

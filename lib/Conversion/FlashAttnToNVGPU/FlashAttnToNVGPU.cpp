@@ -307,14 +307,21 @@ struct AttentionToSm90Kernel : OpRewritePattern<AttentionOp> {
       name = "fa_sm90_" + std::to_string(n++);
     while (module.lookupSymbol(name + "_module"));
     spec->name = name;
+    // Split-KV: the flashattn.combine reading this op's partial results
+    // becomes a second kernel of the same module (one cubin, two entries),
+    // and is fused into the partial kernel too (the runtime launches it
+    // only where the fused merge cannot run).
+    CombineOp combine = spec->splitPartial ? findCombine(op) : CombineOp();
+    if (combine) {
+      spec->fusedCombine = true;
+      spec->mergeF16 =
+          cast<ShapedType>(combine.getOut().getType()).getElementType().isF16();
+    }
     std::string text = emitSm90AttentionKernel(*spec);
     // More entries of the same module go before its closing brace.
     auto splice = [&](const std::string &entries) {
       text = text.substr(0, text.rfind("}\n")) + entries + "}\n";
     };
-    // Split-KV: the flashattn.combine reading this op's partial results
-    // becomes a second kernel of the same module (one cubin, two entries).
-    CombineOp combine = spec->splitPartial ? findCombine(op) : CombineOp();
     if (combine) {
       Type outElem = cast<ShapedType>(combine.getOut().getType()).getElementType();
       Sm90CombineSpec cspec;
@@ -337,6 +344,7 @@ struct AttentionToSm90Kernel : OpRewritePattern<AttentionOp> {
     if (dense) {
       dspec.name = name + "_dense";
       dspec.splitPartial = false;
+      dspec.fusedCombine = false;
       dspec.heavyFirst = op.getPlanAttr().getSchedule() == Schedule::lpt;
       dspec.lse = static_cast<bool>(combine.getLse());
       addKernel(dspec);

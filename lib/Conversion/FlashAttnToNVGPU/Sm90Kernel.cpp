@@ -105,6 +105,90 @@ std::string join(const std::vector<std::string> &v) {
     s += (i ? ", " : "") + v[i];
   return s;
 }
+
+/// The split-KV merge of DESIGN.md section 1 for `V` consecutive values of
+/// one output row, over the `S` (i64) splits: m = max_s lse_s, w_s =
+/// exp(lse_s - m), out = sum w_s o_s / sum w_s, lse = m + log sum w_s;
+/// splits with lse_s = -inf weigh 0, and a row whose splits are all -inf
+/// is empty (out 0, lse -inf). One pass over the splits, U at a time,
+/// merged online (the running max m, sum w and sum w o rescaled by
+/// exp(m_old - m_new) when m grows, as the attention's own online softmax;
+/// Milakov & Gimelshein 2018): the loads of a step are issued together, so
+/// a decode merge (16 splits) waits one L2 round trip instead of one per
+/// split and pass. Split s + j past S reads split S - 1 and weighs nothing.
+/// `loadL(s)` and `loadO(s)` emit split s's lse and its V values (s: i64).
+/// Emits the normalized values into `out` and returns (empty row, lse).
+std::pair<std::string, std::string>
+emitMerge(Writer &w, const std::string &S, int V,
+          const std::function<std::string(const std::string &)> &loadL,
+          const std::function<std::vector<std::string>(const std::string &)> &loadO,
+          std::vector<std::string> &out) {
+  const int U = 16;
+  std::string z64 = w.i64(0), one64 = w.i64(1);
+  std::string negInf = w.op("arith.constant 0xFF800000 : f32");
+  std::string zeroF = w.f32(0.0);
+  std::string log2e = w.f32(1.4426950408889634), ln2 = w.f32(M_LN2);
+  std::string cU = w.i64(U), last = w.bin("arith.subi", S, one64, "i64");
+  // exp(x - m) as exp2((x - m) log2 e); a max of -inf (nothing seen yet, or
+  // an empty row) is taken as 0 so that no -inf - -inf appears.
+  auto ex2 = [&](const std::string &x, const std::string &m) {
+    std::string e = w.bin("arith.mulf", w.bin("arith.subf", x, m, "f32"), log2e, "f32");
+    return w.op("llvm.call_intrinsic \"llvm.nvvm.ex2.approx.ftz.f\"(" + e +
+                ") : (f32) -> f32");
+  };
+  std::string init = "%mg_m = " + negInf + ", %mg_w = " + zeroF;
+  std::string types = "f32, f32";
+  for (int c = 0; c < V; ++c) {
+    init += ", %mg_o" + std::to_string(c) + " = " + zeroF;
+    types += ", f32";
+  }
+  w.line("%mg:" + std::to_string(V + 2) + " = scf.for %mg_s = " + z64 + " to " + S +
+         " step " + cU + " iter_args(" + init + ") -> (" + types + ") : i64 {");
+  {
+    struct Part {
+      std::string l;
+      std::vector<std::string> o;
+    };
+    std::vector<Part> parts;
+    for (int j = 0; j < U; ++j) {
+      std::string sj = w.bin("arith.addi", "%mg_s", w.i64(j), "i64");
+      std::string ok = w.op("arith.cmpi ult, " + sj + ", " + S + " : i64");
+      sj = w.bin("arith.minui", sj, last, "i64");
+      std::string l = w.op("arith.select " + ok + ", " + loadL(sj) + ", " + negInf + " : f32");
+      parts.push_back({l, loadO(sj)});
+    }
+    std::string m = "%mg_m";
+    for (Part &p : parts)
+      m = w.bin("arith.maximumf", m, p.l, "f32");
+    std::string mSafe = w.op("arith.select " +
+                             w.op("arith.cmpf oeq, " + m + ", " + negInf + " : f32") + ", " +
+                             zeroF + ", " + m + " : f32");
+    std::string scale = ex2("%mg_m", mSafe);
+    std::string sw = w.bin("arith.mulf", "%mg_w", scale, "f32");
+    std::vector<std::string> so;
+    for (int c = 0; c < V; ++c)
+      so.push_back(w.bin("arith.mulf", "%mg_o" + std::to_string(c), scale, "f32"));
+    for (Part &p : parts) {
+      std::string wt = ex2(p.l, mSafe);
+      sw = w.bin("arith.addf", sw, wt, "f32");
+      for (int c = 0; c < V; ++c)
+        so[c] = w.op("llvm.intr.fma(" + wt + ", " + p.o[c] + ", " + so[c] +
+                     ") : (f32, f32, f32) -> f32");
+    }
+    w.line("scf.yield " + m + ", " + sw + ", " + join(so) + " : " + types);
+  }
+  w.line("}");
+  std::string empty = w.op("arith.cmpf oeq, %mg#0, " + negInf + " : f32");
+  std::string mSafe = w.op("arith.select " + empty + ", " + zeroF + ", %mg#0 : f32");
+  out.clear();
+  for (int c = 0; c < V; ++c) {
+    std::string val = w.bin("arith.divf", "%mg#" + std::to_string(c + 2), "%mg#1", "f32");
+    out.push_back(w.op("arith.select " + empty + ", " + zeroF + ", " + val + " : f32"));
+  }
+  std::string lg = w.op("llvm.call_intrinsic \"llvm.nvvm.lg2.approx.f\"(%mg#1) : (f32) -> f32");
+  std::string lv = w.bin("arith.addf", mSafe, w.bin("arith.mulf", lg, ln2, "f32"), "f32");
+  return {empty, w.op("arith.select " + empty + ", " + negInf + ", " + lv + " : f32")};
+}
 } // namespace
 
 /// Shared-memory layout (bytes from the 1024-aligned dynamic buffer): Q,
@@ -114,10 +198,11 @@ std::string join(const std::vector<std::string> &v) {
 namespace {
 struct Layout {
   int64_t qBytes, kvBytes, kOff, vOff, oOff, barOff, stages;
-  bool table;
+  bool table, fused;
   explicit Layout(const Sm90KernelSpec &k) {
     stages = k.stages;
     table = k.tileTable;
+    fused = k.splitPartial && k.fusedCombine;
     qBytes = 64 * k.consumers * k.headDim * 2;
     kvBytes = k.blockN * k.headDim * 2;
     kOff = qBytes;
@@ -137,7 +222,9 @@ struct Layout {
   /// Table mode: the barrier a V block reaching past its sequence lands on
   /// before the producer warp zeroes those rows.
   int64_t auxV() const { return barOff + 24 + 32 * stages; }
-  int64_t total() const { return auxV() + (table ? 8 : 0); }
+  /// Fused combine: whether this CTA's work unit finished its tile (i32).
+  int64_t mergeSlot() const { return auxV() + (table ? 8 : 0); }
+  int64_t total() const { return mergeSlot() + (fused ? 8 : 0); }
 };
 } // namespace
 
@@ -210,6 +297,11 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   // starts either way.
   if (k.pageSize)
     os << ", %page_table: !llvm.ptr<1>";
+  // Fused combine: the final out and lse, and the per-tile counters.
+  const bool fused = partial && k.fusedCombine;
+  if (fused)
+    os << ", %merge_out: !llvm.ptr<1>, %merge_lse: !llvm.ptr<1>, %merge_counters: "
+          "!llvm.ptr<1>";
   // One CTA per SM: e.g. with C = 2, 384 threads at 168 registers each, the
   // budget setmaxnreg redistributes (shared/SM90-KERNEL.md).
   os << ") attributes {nvvm.kernel, nvvm.maxntid = array<i32: " << threads
@@ -1905,6 +1997,128 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     }
     w.line("}");
   }
+  // Fused combine (Sm90KernelSpec::fusedCombine), after the tile's partial
+  // results are written: every consumer thread fences its stores at gpu
+  // scope (membar.gl, PTX ISA 9.7.13.4), the consumers meet at a named
+  // barrier, one thread counts the unit on the tile's counter (atom.add);
+  // the unit that brings it to S sets it back to 0 and, after a second
+  // fence, its consumers merge the tile's rows from every split's partial
+  // results (volatile loads: never a line of L1 filled before the other
+  // splits wrote it) into the final out and lse, 4 columns per thread and
+  // step. A null counter pointer: no merge (the combine kernel runs).
+  if (fused) {
+    std::string mc = "%merge_counters";
+    std::string nul = w.op("llvm.mlir.zero : !llvm.ptr<1>");
+    std::string on = w.op("llvm.icmp \"ne\" " + mc + ", " + nul + " : !llvm.ptr<1>");
+    w.line("scf.if " + on + " {");
+    w.line("nvvm.memory.barrier #nvvm.mem_scope<gpu>");
+    std::string mergeBar = w.i32(2 * C + 2), consumerThreads = w.i32(128 * C);
+    auto sync = [&]() {
+      w.line("nvvm.barrier id = " + mergeBar + " number_of_threads = " + consumerThreads);
+    };
+    sync();
+    std::string flag = at(L.mergeSlot());
+    std::string first = w.op("arith.cmpi eq, " + ctid + ", " + c0 + " : i32");
+    w.line("scf.if " + first + " {");
+    std::string unit = w.op("arith.extui " + w.bin("arith.divui", "%ctile", nsplit, "i32") +
+                            " : i32 to i64");
+    std::string cp = w.op("llvm.getelementptr " + mc + "[" + unit +
+                          "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i32");
+    std::string old = w.op("llvm.atomicrmw add " + cp + ", " + c1 + " monotonic : !llvm.ptr<1>, i32");
+    std::string lastUnit = w.op("arith.cmpi eq, " + old + ", " +
+                                w.bin("arith.subi", nsplit, c1, "i32") + " : i32");
+    w.line("scf.if " + lastUnit + " {");
+    w.line("llvm.store " + c0 + ", " + cp + " : i32, !llvm.ptr<1>");
+    w.line("}");
+    w.line("llvm.store " + w.op("arith.extui " + lastUnit + " : i1 to i32") + ", " + flag +
+           " : i32, !llvm.ptr<3>");
+    w.line("}");
+    sync();
+    std::string isLast = w.op("arith.cmpi ne, " +
+                              w.op("llvm.load " + flag + " : !llvm.ptr<3> -> i32") + ", " +
+                              c0 + " : i32");
+    w.line("scf.if " + isLast + " {");
+    w.line("nvvm.memory.barrier #nvvm.mem_scope<gpu>");
+    // The tile's rows: packed rows m0 .. m0 + rows of its sequence.
+    std::string rowsTot = packed ? w.bin("arith.muli", t.sq, cG, "i32") : t.sq;
+    std::string rowsHere =
+        w.bin("arith.maxsi",
+              w.bin("arith.minsi", cBM, w.bin("arith.subi", rowsTot, t.m0, "i32"), "i32"), c0,
+              "i32");
+    const int64_t Q4 = D / 4;
+    std::string units = w.bin("arith.muli", rowsHere, w.i32(Q4), "i32");
+    std::string S64 = "%od0";
+    // Elements of one split's out (B Sq H D) and rows of its lse (B H Sq).
+    std::string rowsL = w.bin("arith.muli", w.bin("arith.muli", "%od1", "%od2", "i64"),
+                              "%od3", "i64");
+    std::string totalO = w.bin("arith.muli", rowsL, w.i64(D), "i64");
+    w.line("scf.for %mu = " + ctid + " to " + units + " step " + consumerThreads + " : i32 {");
+    std::string rr = w.bin("arith.divui", "%mu", w.i32(Q4), "i32");
+    std::string col = w.bin("arith.muli", w.bin("arith.remui", "%mu", w.i32(Q4), "i32"), c4,
+                            "i32");
+    std::string r = w.bin("arith.addi", t.m0, rr, "i32");
+    std::string pos = plus(t.qRow, posOf(r));
+    auto ext = [&](const std::string &v) { return w.op("arith.extui " + v + " : i32 to i64"); };
+    std::string i64v = ext(pos), h64 = ext(headOf(r));
+    // lse row (b H + h) Sq + i; out element ((b Sq + i) H + h) D + col.
+    std::string lrow = w.bin("arith.addi",
+                             w.bin("arith.muli",
+                                   w.bin("arith.addi", w.bin("arith.muli", b64, hq64, "i64"),
+                                         h64, "i64"),
+                                   sq64, "i64"),
+                             i64v, "i64");
+    std::string e = w.bin("arith.addi",
+                          w.bin("arith.muli",
+                                w.bin("arith.addi",
+                                      w.bin("arith.muli",
+                                            w.bin("arith.addi",
+                                                  w.bin("arith.muli", b64, sq64, "i64"), i64v,
+                                                  "i64"),
+                                            hq64, "i64"),
+                                      h64, "i64"),
+                                w.i64(D), "i64"),
+                          ext(col), "i64");
+    auto lseAt = [&](const std::string &sj) {
+      std::string idx = w.bin("arith.addi", w.bin("arith.muli", sj, rowsL, "i64"), lrow, "i64");
+      std::string p = w.op("llvm.getelementptr %lse[" + idx +
+                           "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32");
+      return w.op("llvm.load volatile " + p + " : !llvm.ptr<1> -> f32");
+    };
+    auto outAt = [&](const std::string &sj) {
+      std::string idx = w.bin("arith.addi", w.bin("arith.muli", sj, totalO, "i64"), e, "i64");
+      std::string p = w.op("llvm.getelementptr %o[" + idx +
+                           "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32");
+      std::string v4 = w.op("llvm.load volatile " + p +
+                            " {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xf32>");
+      std::vector<std::string> vals;
+      for (int c = 0; c < 4; ++c)
+        vals.push_back(w.op("llvm.extractelement " + v4 + "[" + w.i32(c) +
+                            " : i32] : vector<4xf32>"));
+      return vals;
+    };
+    std::vector<std::string> vals;
+    std::string lv = emitMerge(w, S64, 4, lseAt, outAt, vals).second;
+    std::string vec = w.op("llvm.mlir.undef : vector<4xf32>");
+    for (int c = 0; c < 4; ++c)
+      vec = w.op("llvm.insertelement " + vals[c] + ", " + vec + "[" + w.i32(c) +
+                 " : i32] : vector<4xf32>");
+    std::string fet = k.mergeF16 ? "f16" : "bf16";
+    std::string tv = w.op("arith.truncf " + vec + " : vector<4xf32> to vector<4x" + fet + ">");
+    std::string op = w.op("llvm.getelementptr %merge_out[" + e +
+                          "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, " + fet);
+    w.line("llvm.store " + tv + ", " + op + " {alignment = 8 : i64} : vector<4x" + fet +
+           ">, !llvm.ptr<1>");
+    std::string lOn = w.op("llvm.icmp \"ne\" %merge_lse, " + nul + " : !llvm.ptr<1>");
+    std::string col0m = w.op("arith.cmpi eq, " + col + ", " + c0 + " : i32");
+    w.line("scf.if " + w.bin("arith.andi", lOn, col0m, "i1") + " {");
+    std::string lp = w.op("llvm.getelementptr %merge_lse[" + lrow +
+                          "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32");
+    w.line("llvm.store " + lv + ", " + lp + " : f32, !llvm.ptr<1>");
+    w.line("}");
+    w.line("}");
+    w.line("}");
+    w.line("}");
+  }
   w.line("scf.yield %cr#0, " + w.bin("arith.addi", "%ctc", c1, "i32") + " : i32, i32");
   w.line("}");
   if (k.tmaStore) {
@@ -1952,10 +2166,7 @@ std::string mlir::flashattn::emitSm90CombineKernel(const Sm90CombineSpec &k) {
                             w.bin("arith.muli", w.bin("arith.muli", B, Sq, "i64"), H, "i64"),
                             D, "i64");
   std::string rowsBHS = w.bin("arith.muli", w.bin("arith.muli", B, H, "i64"), Sq, "i64");
-  std::string z64 = w.i64(0), one64 = w.i64(1);
-  std::string negInf = w.op("arith.constant 0xFF800000 : f32");
-  std::string zeroF = w.f32(0.0);
-  std::string log2e = w.f32(1.4426950408889634), ln2 = w.f32(M_LN2);
+  std::string z64 = w.i64(0);
   w.line("scf.for %e = " + first + " to " + total + " step " + stride + " : i64 {");
   std::string d = w.bin("arith.remui", "%e", D, "i64");
   std::string r = w.bin("arith.divui", "%e", D, "i64");
@@ -1975,74 +2186,20 @@ std::string mlir::flashattn::emitSm90CombineKernel(const Sm90CombineSpec &k) {
                          "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32");
     return w.op("llvm.load " + p + " : !llvm.ptr<1> -> f32");
   };
-  // One pass over the splits, U at a time, merged online (the running max
-  // m, sum w and sum w o rescaled by exp(m_old - m_new) when m grows, as the
-  // attention's own online softmax; Milakov & Gimelshein 2018): the 2U
-  // loads of a step are issued together, so a decode launch's combine (16
-  // splits) waits one L2 round trip instead of one per split and pass.
-  // Split s + j past S reads split S - 1 and weighs nothing.
-  const int U = 16;
-  std::string cU = w.i64(U), last = w.bin("arith.subi", S, one64, "i64");
-  auto splitAt = [&](const std::string &s, int j) {
-    std::string sj = w.bin("arith.addi", s, w.i64(j), "i64");
-    return std::make_pair(w.op("arith.cmpi ult, " + sj + ", " + S + " : i64"),
-                          w.bin("arith.minui", sj, last, "i64"));
+  auto outAt = [&](const std::string &s) {
+    std::string oidx = w.bin("arith.addi", w.bin("arith.muli", s, total, "i64"), "%e", "i64");
+    std::string op = w.op("llvm.getelementptr %po[" + oidx +
+                          "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32");
+    return std::vector<std::string>{w.op("llvm.load " + op + " : !llvm.ptr<1> -> f32")};
   };
-  // exp(x - m) as exp2((x - m) log2 e); splits with lse_s = -inf weigh 0
-  // (DESIGN.md section 1), and a max of -inf (nothing seen yet, or an empty
-  // row) is taken as 0 so that no -inf - -inf appears.
-  auto ex2 = [&](const std::string &x, const std::string &m) {
-    std::string e = w.bin("arith.mulf", w.bin("arith.subf", x, m, "f32"), log2e, "f32");
-    return w.op("llvm.call_intrinsic \"llvm.nvvm.ex2.approx.ftz.f\"(" + e +
-                ") : (f32) -> f32");
-  };
-  w.line("%acc:3 = scf.for %s = " + z64 + " to " + S + " step " + cU + " iter_args(%m = " +
-         negInf + ", %sw = " + zeroF + ", %so = " + zeroF + ") -> (f32, f32, f32) : i64 {");
-  {
-    struct Part {
-      std::string ok, l, o;
-    };
-    std::vector<Part> v;
-    for (int j = 0; j < U; ++j) {
-      auto [ok, sj] = splitAt("%s", j);
-      std::string oidx = w.bin("arith.addi", w.bin("arith.muli", sj, total, "i64"), "%e", "i64");
-      std::string op = w.op("llvm.getelementptr %po[" + oidx +
-                            "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32");
-      std::string l = w.op("arith.select " + ok + ", " + lseAt(sj) + ", " + negInf + " : f32");
-      v.push_back({ok, l, w.op("llvm.load " + op + " : !llvm.ptr<1> -> f32")});
-    }
-    std::string m = "%m";
-    for (Part &p : v)
-      m = w.bin("arith.maximumf", m, p.l, "f32");
-    std::string mSafe = w.op("arith.select " +
-                             w.op("arith.cmpf oeq, " + m + ", " + negInf + " : f32") + ", " +
-                             zeroF + ", " + m + " : f32");
-    std::string scale = ex2("%m", mSafe);
-    std::string sw = w.bin("arith.mulf", "%sw", scale, "f32");
-    std::string so = w.bin("arith.mulf", "%so", scale, "f32");
-    for (Part &p : v) {
-      std::string wt = ex2(p.l, mSafe);
-      sw = w.bin("arith.addf", sw, wt, "f32");
-      so = w.op("llvm.intr.fma(" + wt + ", " + p.o + ", " + so +
-                ") : (f32, f32, f32) -> f32");
-    }
-    w.line("scf.yield " + m + ", " + sw + ", " + so + " : f32, f32, f32");
-  }
-  w.line("}");
-  // All splits -inf: an empty row (out 0, lse -inf).
-  std::string empty = w.op("arith.cmpf oeq, %acc#0, " + negInf + " : f32");
-  std::string mSafe = w.op("arith.select " + empty + ", " + zeroF + ", %acc#0 : f32");
-  std::string val = w.bin("arith.divf", "%acc#2", "%acc#1", "f32");
-  val = w.op("arith.select " + empty + ", " + zeroF + ", " + val + " : f32");
-  std::string tv = w.op("arith.truncf " + val + " : f32 to " + et);
+  std::vector<std::string> vals;
+  std::string lv = emitMerge(w, S, 1, lseAt, outAt, vals).second;
+  std::string tv = w.op("arith.truncf " + vals[0] + " : f32 to " + et);
   std::string optr = w.op("llvm.getelementptr %o[%e] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, " + et);
   w.line("llvm.store " + tv + ", " + optr + " : " + et + ", !llvm.ptr<1>");
   if (k.lse) {
     std::string d0 = w.op("arith.cmpi eq, " + d + ", " + z64 + " : i64");
     w.line("scf.if " + d0 + " {");
-    std::string lg = w.op("llvm.call_intrinsic \"llvm.nvvm.lg2.approx.f\"(%acc#1) : (f32) -> f32");
-    std::string lv = w.bin("arith.addf", mSafe, w.bin("arith.mulf", lg, ln2, "f32"), "f32");
-    lv = w.op("arith.select " + empty + ", " + negInf + ", " + lv + " : f32");
     // lse[b, h, i]: the same row index as partial_lse's within a split.
     std::string lp = w.op("llvm.getelementptr %lse[" + lrow +
                           "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32");

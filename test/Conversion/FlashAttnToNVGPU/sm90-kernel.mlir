@@ -361,15 +361,31 @@ func.func @f32(%q: memref<1x64x2x64xf32>, %k: memref<1x64x2x64xf32>, %v: memref<
 // CHECK-NEXT: arith.divui %[[TILE]], %[[S]]
 // The epilogue stores f32 pairs (no truncation) into the split's slice.
 // CHECK: llvm.store %{{.*}}, %{{.*}} : vector<2xf32>, !llvm.ptr<1>
+// The fused combine: a gpu-scope fence, the consumers' named barrier (id
+// 2 C + 2 = 6), one atomic count per tile on the counters (the kernel's
+// last parameter), which the last unit sets back to 0; that unit merges
+// the tile's rows, 4 columns a step, from the splits' partial results
+// (volatile loads) into the final out (bf16).
+// CHECK: nvvm.memory.barrier <gpu>
+// CHECK: nvvm.barrier id = %c6_i32 number_of_threads = %c256_i32
+// CHECK: %[[CP:.*]] = llvm.getelementptr %arg31[%{{.*}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i32
+// CHECK: llvm.atomicrmw add %[[CP]], %c1_i32 monotonic
+// CHECK: llvm.store %c0_i32, %[[CP]] : i32, !llvm.ptr<1>
+// CHECK: nvvm.memory.barrier <gpu>
+// CHECK: llvm.load volatile %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xf32>
+// CHECK: llvm.intr.fma
+// CHECK: arith.truncf %{{.*}} : vector<4xf32> to vector<4xbf16>
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 8 : i64} : vector<4xbf16>, !llvm.ptr<1>
 // CHECK: llvm.func @fa_sm90_0_combine(%{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i64
-// Pass 1: max of the splits' lse; pass 2: exp2-weighted sums; empty rows
-// (max = -inf) get out 0 and lse -inf.
+// One pass over the splits: the max of their lse, the exp2-weighted sums
+// rescaled as the max grows; empty rows (max = -inf) get out 0 and lse
+// -inf.
 // CHECK: arith.maximumf
 // CHECK: nvvm.ex2.approx.ftz.f
 // CHECK: llvm.intr.fma
-// CHECK: arith.truncf %{{.*}} : f32 to bf16
 // CHECK: nvvm.lg2.approx.f
 // CHECK: arith.select %{{.*}}, %cst{{.*}}, %{{.*}} : f32
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
 func.func @split(%q: memref<2x113x8x128xbf16>, %k: memref<2x1025x2x128xbf16>, %v: memref<2x1025x2x128xbf16>,
                  %o: memref<2x113x8x128xbf16>, %l: memref<2x8x113xf32>,
                  %po: memref<3x2x113x8x128xf32>, %pl: memref<3x2x8x113xf32>) {

@@ -137,6 +137,19 @@ struct Sm90KernelSpec {
   /// (s + 1) * ceil(nblk / S)). S is read from out's leading dimension at
   /// run time, so a runtime may pick it per launch.
   bool splitPartial = false;
+  /// With splitPartial: the combine fused into the partial kernel. The
+  /// kernel takes three more pointers after the others: the final out
+  /// [B, Sq, H, D] (bf16, or f16 with mergeF16), the final lse f32 [B, H,
+  /// Sq] (null: none) and u32 merge counters, one per tile (zero at launch;
+  /// null: no merge, the runtime launches the combine kernel). The work unit
+  /// that finishes a tile's last split (an atomic count per tile, after a
+  /// gpu-scope fence; the CUDA programming guide's last-block pattern, as
+  /// its threadFenceReduction sample) merges the tile's rows by the
+  /// combine's formula and sets the counter back to 0, so that a counter
+  /// array is zero again after every launch and serves the next one on the
+  /// same stream.
+  bool fusedCombine = false;
+  bool mergeF16 = false;
   /// Score / mask regions: the kernel calls @<name>_score(s, b, h, i, j) and
   /// @<name>_mask(b, h, i, j) (declared func.func private in the module) on
   /// every score; the conversion inlines the op's regions there.
@@ -187,7 +200,8 @@ constexpr int64_t kSm90InlineTableBytes = 2048;
 /// kSm90InlineTableBytes grid-constant byval parameter, then with pageSize
 /// the page lists as !llvm.ptr<1> (the i32 block_table [B, max_pages] in
 /// device memory, or the tile table holding copies of them; a tile's list
-/// starts at its entry's k position).
+/// starts at its entry's k position), then with splitPartial and
+/// fusedCombine the merge's out, lse and counters as !llvm.ptr<1>.
 /// Launch: sm90Threads threads, sm90SharedMemoryBytes of
 /// dynamic shared memory, any grid (a persistent loop over the tiles).
 std::string emitSm90AttentionKernel(const Sm90KernelSpec &spec);
