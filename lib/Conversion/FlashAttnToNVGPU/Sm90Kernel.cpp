@@ -1998,20 +1998,22 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     w.line("}");
   }
   // Fused combine (Sm90KernelSpec::fusedCombine), after the tile's partial
-  // results are written: every consumer thread fences its stores at gpu
-  // scope (membar.gl, PTX ISA 9.7.13.4), the consumers meet at a named
-  // barrier, one thread counts the unit on the tile's counter (atom.add);
-  // the unit that brings it to S sets it back to 0 and, after a second
-  // fence, its consumers merge the tile's rows from every split's partial
-  // results (volatile loads: never a line of L1 filled before the other
-  // splits wrote it) into the final out and lse, 4 columns per thread and
-  // step. A null counter pointer: no merge (the combine kernel runs).
+  // results are written: the consumers meet at a named barrier, then one
+  // thread counts the unit on the tile's counter with a gpu-scope acq_rel
+  // atomic (atom.acq_rel.gpu.add, PTX ISA 9.7.13.5; with the barrier's
+  // cumulativity it releases every consumer's stores, PTX ISA 8 "Memory
+  // Consistency Model", as CUTLASS's split-K semaphore arrives); the unit
+  // that brings the count to S sets it back to 0 and, after a second
+  // barrier (its acquire passed on the same way), its consumers merge the
+  // tile's rows from every split's partial results (volatile loads: never
+  // a line of L1 filled before the other splits wrote it) into the final
+  // out and lse, 4 columns per thread and step. A null counter pointer: no
+  // merge (the combine kernel runs).
   if (fused) {
     std::string mc = "%merge_counters";
     std::string nul = w.op("llvm.mlir.zero : !llvm.ptr<1>");
     std::string on = w.op("llvm.icmp \"ne\" " + mc + ", " + nul + " : !llvm.ptr<1>");
     w.line("scf.if " + on + " {");
-    w.line("nvvm.memory.barrier #nvvm.mem_scope<gpu>");
     std::string mergeBar = w.i32(2 * C + 2), consumerThreads = w.i32(128 * C);
     auto sync = [&]() {
       w.line("nvvm.barrier id = " + mergeBar + " number_of_threads = " + consumerThreads);
@@ -2024,7 +2026,11 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
                             " : i32 to i64");
     std::string cp = w.op("llvm.getelementptr " + mc + "[" + unit +
                           "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i32");
-    std::string old = w.op("llvm.atomicrmw add " + cp + ", " + c1 + " monotonic : !llvm.ptr<1>, i32");
+    // (LLVM 22's NVPTX back end drops an atomicrmw's ordering and scope:
+    // it prints a plain atom.global.add, hence the inline assembly.)
+    std::string old = w.op("llvm.inline_asm has_side_effects asm_dialect = att "
+                           "\"atom.acq_rel.gpu.global.add.u32 $0, [$1], 1;\", \"=r,l\" " +
+                           cp + " : (!llvm.ptr<1>) -> i32");
     std::string lastUnit = w.op("arith.cmpi eq, " + old + ", " +
                                 w.bin("arith.subi", nsplit, c1, "i32") + " : i32");
     w.line("scf.if " + lastUnit + " {");
@@ -2038,7 +2044,6 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
                               w.op("llvm.load " + flag + " : !llvm.ptr<3> -> i32") + ", " +
                               c0 + " : i32");
     w.line("scf.if " + isLast + " {");
-    w.line("nvvm.memory.barrier #nvvm.mem_scope<gpu>");
     // The tile's rows: packed rows m0 .. m0 + rows of its sequence.
     std::string rowsTot = packed ? w.bin("arith.muli", t.sq, cG, "i32") : t.sq;
     std::string rowsHere =

@@ -361,17 +361,16 @@ func.func @f32(%q: memref<1x64x2x64xf32>, %k: memref<1x64x2x64xf32>, %v: memref<
 // CHECK-NEXT: arith.divui %[[TILE]], %[[S]]
 // The epilogue stores f32 pairs (no truncation) into the split's slice.
 // CHECK: llvm.store %{{.*}}, %{{.*}} : vector<2xf32>, !llvm.ptr<1>
-// The fused combine: a gpu-scope fence, the consumers' named barrier (id
-// 2 C + 2 = 6), one atomic count per tile on the counters (the kernel's
-// last parameter), which the last unit sets back to 0; that unit merges
-// the tile's rows, 4 columns a step, from the splits' partial results
-// (volatile loads) into the final out (bf16).
-// CHECK: nvvm.memory.barrier <gpu>
+// The fused combine: the consumers' named barrier (id 2 C + 2 = 6), one
+// gpu-scope acq_rel atomic count per tile on the counters (the kernel's
+// last parameter), which the last unit sets back to 0; after a second
+// barrier that unit merges the tile's rows, 4 columns a step, from the
+// splits' partial results (volatile loads) into the final out (bf16).
 // CHECK: nvvm.barrier id = %c6_i32 number_of_threads = %c256_i32
 // CHECK: %[[CP:.*]] = llvm.getelementptr %arg31[%{{.*}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i32
-// CHECK: llvm.atomicrmw add %[[CP]], %c1_i32 monotonic
+// CHECK: llvm.inline_asm has_side_effects asm_dialect = att "atom.acq_rel.gpu.global.add.u32 $0, [$1], 1;", "=r,l" %[[CP]]
 // CHECK: llvm.store %c0_i32, %[[CP]] : i32, !llvm.ptr<1>
-// CHECK: nvvm.memory.barrier <gpu>
+// CHECK: nvvm.barrier id = %c6_i32 number_of_threads = %c256_i32
 // CHECK: llvm.load volatile %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xf32>
 // CHECK: llvm.intr.fma
 // CHECK: arith.truncf %{{.*}} : vector<4xf32> to vector<4xbf16>
