@@ -915,8 +915,18 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
     api->held = grown;
     api->cap_held = cap;
   }
-  if (r == 0 && table_bytes)
-    r = api->cuMemcpyHtoDAsync(ws, table, (size_t)words * sizeof(int32_t), (CUstream)stream);
+  /* In pieces of at most 64 KB: the driver stages a pageable copy that
+   * small and returns, while a larger one waits for the stream's earlier
+   * work (measured on the H200: a 68 KB table, batch 128 over 16-key
+   * pages, made every call wait about 1 ms for the previous kernels;
+   * docs/BENCHMARKS.md). */
+  for (size_t at = 0, bytes = table_bytes ? (size_t)words * sizeof(int32_t) : 0;
+       r == 0 && at < bytes;
+       at += FA_PAGEABLE_COPY_BYTES) {
+    size_t n = bytes - at < FA_PAGEABLE_COPY_BYTES ? bytes - at : FA_PAGEABLE_COPY_BYTES;
+    r = api->cuMemcpyHtoDAsync(ws + at, (const unsigned char *)table + at, n,
+                               (CUstream)stream);
+  }
   if (capture != 0 && table_bytes) {
     /* Recorded (or its recording failed): kept either way, since a graph
      * may still hold the copy node. */

@@ -16,6 +16,9 @@
 /* Streams with their own fused-merge counter array per runtime (cuda.c);
  * calls on more streams launch the combine kernel instead. */
 #define FA_MAX_MERGE_STREAMS 64
+/* The largest piece of a host-to-device copy of a pageable tile table
+ * (cuda.c): copies up to this size return once staged. */
+#define FA_PAGEABLE_COPY_BYTES ((size_t)65536)
 #define FA_ERROR_SIZE 512
 
 /* A tensor map of the metadata: the argument, the box in TMA order
