@@ -125,6 +125,28 @@ int main(void) {
                           "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"]}",
                           "a fifth cubin artifact", &k),
                FA_ERROR_CORRUPT_ARTIFACT, rt);
+  /* fused_combine: a boolean, and only beside a combine kernel (the
+   * fallback the runtime launches where the merge cannot run). */
+  {
+    const char *bad[] = {"\"combine_entry\":\"c\",\"fused_combine\":1",
+                         "\"fused_combine\":true"};
+    for (int i = 0; i < 2; ++i) {
+      char meta[256];
+      snprintf(meta, sizeof(meta),
+               "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],%s}", bad[i]);
+      c.num_splits = i == 0 ? 2 : 1;
+      CHECK_STATUS(load_cubin(rt, &c, meta, "a bad fused_combine", &k),
+                   FA_ERROR_CORRUPT_ARTIFACT, rt);
+      CHECK(strstr(fa_runtime_last_error(rt), "fused_combine") != NULL, "message: %s",
+            fa_runtime_last_error(rt));
+    }
+    c.num_splits = 2;
+    CHECK_STATUS(load_cubin(rt, &c,
+                            "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],"
+                            "\"combine_entry\":\"c\",\"fused_combine\":true}",
+                            "a fused_combine artifact", &k),
+                 FA_OK, rt);
+  }
   c.num_splits = 1;
 
   /* Bad values of the pack_gqa view and the tile counter are corrupt

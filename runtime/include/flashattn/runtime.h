@@ -37,6 +37,15 @@
  *   are those of capture time (the runtime keeps a copied table until it
  *   is destroyed: destroy such graphs first); a device block_table is
  *   read at each replay.
+ * - Split-KV on sm90: the partial kernel merges the splits itself (the
+ *   work unit that finishes a tile's last split), counting on a u32 array
+ *   the runtime keeps per stream (up to 64 streams; zero between calls,
+ *   freed by fa_runtime_destroy). Calls on one stream never overlap, so
+ *   they share it; a stream destroyed while its last call still runs must
+ *   not hand its handle to a new stream of the same runtime before that
+ *   call ends. Captured calls, calls on the per-thread default stream,
+ *   calls on a 65th stream and calls whose out is not 8-byte aligned
+ *   launch a separate combine kernel instead (same results).
  * - Cache directory: created 0700; a directory or entry that is not owned by
  *   this user or is group/world-writable is not used (its code could have
  *   been planted by someone else): the cache then runs in memory only.
