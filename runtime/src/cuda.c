@@ -107,6 +107,7 @@ typedef struct cuda_api {
    * retired, and freed with the others at release. */
   CUresult (*cuMemAlloc)(uint64_t *, size_t);
   CUresult (*cuMemFree)(uint64_t);
+  CUresult (*cuThreadExchangeStreamCaptureMode)(int *mode);
   struct {
     void *stream;
     uint64_t ptr;
@@ -241,6 +242,8 @@ static fa_status load_api(fa_runtime *rt, cuda_api **out) {
   *(void **)(&api->cuStreamIsCapturing) = dlsym(lib, "cuStreamIsCapturing");
   *(void **)(&api->cuMemAlloc) = dlsym(lib, "cuMemAlloc_v2");
   *(void **)(&api->cuMemFree) = dlsym(lib, "cuMemFree_v2");
+  *(void **)(&api->cuThreadExchangeStreamCaptureMode) =
+      dlsym(lib, "cuThreadExchangeStreamCaptureMode");
 #undef LOAD
   CUdevice dev = 0;
   CUcontext current = NULL;
@@ -587,50 +590,54 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
                                    const fa_attention_args *call, bool pages_on_device);
 
 /* The fused merge's counters for a launch of `tiles` tiles on `stream`:
- * the stream's array, allocated (cuMemAlloc) and zeroed on the stream
- * (cuMemsetD32Async) at its first use or when it must grow. *ctr = 0 when
- * the fused merge cannot run there, and the caller launches the combine:
- * under stream capture (a graph would keep this stream's array and could
- * replay beside later calls on the stream), on the per-thread default
- * stream (one handle for every thread's stream), past
- * FA_MAX_MERGE_STREAMS streams, or without cuMemAlloc. */
-static fa_status merge_counters(fa_runtime *rt, cuda_api *api, void *stream,
-                                int64_t tiles, uint64_t *ctr) {
-  *ctr = 0;
+ * the stream's array, allocated (cuMemAlloc, in relaxed capture mode so
+ * that another thread's global-mode stream capture is not disturbed) and
+ * zeroed on the stream (cuMemsetD32Async) at its first use or when it must
+ * grow (at least doubling). 0 when the fused merge cannot run there, and
+ * the caller launches the combine kernel: under stream capture (a graph
+ * would keep this stream's array and could replay beside later calls on
+ * the stream), on the per-thread default stream (one handle for every
+ * thread's stream), past FA_MAX_MERGE_STREAMS streams, without the driver
+ * functions, or when the allocation or the zeroing fails. */
+static uint64_t merge_counters(cuda_api *api, void *stream, int64_t tiles) {
   int capture = 0;
   if (!api->cuMemAlloc || !api->cuMemFree || !api->cuMemsetD32Async ||
       !api->cuStreamIsCapturing || stream == (void *)(uintptr_t)2 /* CU_STREAM_PER_THREAD */ ||
       api->cuStreamIsCapturing((CUstream)stream, &capture) != 0 || capture != 0)
-    return FA_OK;
+    return 0;
   int i = 0;
   while (i < api->num_merge && api->merge[i].stream != stream)
     ++i;
   if (i == FA_MAX_MERGE_STREAMS)
-    return FA_OK;
+    return 0;
   size_t need = (size_t)tiles;
-  if (i < api->num_merge && api->merge[i].words >= need) {
-    *ctr = api->merge[i].ptr;
-    return FA_OK;
-  }
-  /* At least 4096 (16 KB), so that a stream's array rarely grows. */
-  size_t words = need < 4096 ? 4096 : need;
-  if (i < api->num_merge) {
+  if (i < api->num_merge && api->merge[i].words >= need)
+    return api->merge[i].ptr;
+  size_t words = 4096;
+  if (i < api->num_merge && 2 * api->merge[i].words > words)
+    words = 2 * api->merge[i].words;
+  if (need > words)
+    words = need;
+  if (i < api->num_merge) { /* room to retire the old array */
     uint64_t *grown =
         (uint64_t *)realloc(api->retired, (api->num_retired + 1) * sizeof(uint64_t));
     if (!grown)
-      return fa_fail(rt, FA_ERROR_OUT_OF_MEMORY, "out of memory");
+      return 0;
     api->retired = grown;
   }
+  /* CU_STREAM_CAPTURE_MODE_RELAXED = 2 */
+  int mode = 2;
+  bool relaxed = api->cuThreadExchangeStreamCaptureMode &&
+                 api->cuThreadExchangeStreamCaptureMode(&mode) == 0;
   uint64_t ptr = 0;
   CUresult r = api->cuMemAlloc(&ptr, words * sizeof(uint32_t));
+  if (relaxed)
+    api->cuThreadExchangeStreamCaptureMode(&mode);
   if (r != 0)
-    return fa_fail(rt, FA_ERROR_OUT_OF_MEMORY, "merge counters of %zu bytes: %s",
-                   words * sizeof(uint32_t), cuError(api, r));
-  r = api->cuMemsetD32Async(ptr, 0, words, (CUstream)stream);
-  if (r != 0) {
+    return 0;
+  if (api->cuMemsetD32Async(ptr, 0, words, (CUstream)stream) != 0) {
     api->cuMemFree(ptr);
-    return fa_fail(rt, FA_ERROR_CUDA, "zeroing the merge counters failed: %s",
-                   cuError(api, r));
+    return 0;
   }
   if (i < api->num_merge)
     api->retired[api->num_retired++] = api->merge[i].ptr;
@@ -639,8 +646,7 @@ static fa_status merge_counters(fa_runtime *rt, cuda_api *api, void *stream,
   api->merge[i].stream = stream;
   api->merge[i].ptr = ptr;
   api->merge[i].words = words;
-  *ctr = ptr;
-  return FA_OK;
+  return ptr;
 }
 
 fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
@@ -817,13 +823,8 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
   uint64_t merge_ctr = 0;
   /* (It stores out 4 values, 8 bytes, at a time.) */
   if (combine && k->artifact.fused_combine && tiles > 0 && out &&
-      (uintptr_t)out->data % 8 == 0) {
-    st = merge_counters(rt, api, stream, tiles, &merge_ctr);
-    if (st != FA_OK) {
-      free(table);
-      return st;
-    }
-  }
+      (uintptr_t)out->data % 8 == 0)
+    merge_ctr = merge_counters(api, stream, tiles);
   void *attention = use_dense ? k->cu_dense : k->cu_function;
   /* Stream-ordered scratch: the tile table (in 256-byte units), the zeroed
    * tile counter of the dynamic scheduler (4 bytes, in 256; only with more
@@ -1011,11 +1012,16 @@ void fa_cuda_release(fa_runtime *rt) {
   for (size_t i = 0; i < api->num_held; ++i)
     free(api->held[i]);
   free(api->held);
-  /* cuMemFree waits for the launches still reading them. */
-  for (int i = 0; i < api->num_merge; ++i)
-    api->cuMemFree(api->merge[i].ptr);
-  for (size_t i = 0; i < api->num_retired; ++i)
-    api->cuMemFree(api->retired[i]);
+  /* In the runtime's context; cuMemFree waits for the launches still
+   * reading them. */
+  CUcontext prev;
+  if (api->num_merge + api->num_retired > 0 && enter_context(api, &prev) == 0) {
+    for (int i = 0; i < api->num_merge; ++i)
+      api->cuMemFree(api->merge[i].ptr);
+    for (size_t i = 0; i < api->num_retired; ++i)
+      api->cuMemFree(api->retired[i]);
+    leave_context(api, prev);
+  }
   free(api->retired);
   /* After the cache unloaded the modules (run.c). */
   if (api->retained)
