@@ -10,7 +10,9 @@ reference (DESIGN.md section 1's tolerance rule); then it passes device
 1's tensors to device 0's runtime, which must fail with
 FA_ERROR_INVALID_ARGUMENT naming the devices, launching nothing (out stays
 as it was), and checks that the calls left the thread's current device as
-they found it. With fewer than 2 GPUs it prints a skip line and exits 0.
+they found it; last, it destroys each runtime with the other device
+current (its split-KV merge counters must be freed on its own device).
+With fewer than 2 GPUs it prints a skip line and exits 0.
 
 Usage: test_multi_device.py --lib LIBRT --artifacts DIR [--out DIR]
 """
@@ -90,6 +92,23 @@ def main():
           bool((out == 7.0).all()) and torch.cuda.current_device() == 1)
     results["cross_device_refused"] = {"passed": ok, "message": msg}
     print("%s cross-device call refused: %s" % ("PASS" if ok else "FAIL", msg), flush=True)
+    # Each runtime destroyed while the other device is current: it unloads
+    # its modules and frees its split-KV merge counters in its own context
+    # and leaves the thread's device as it was (the bytes its device got
+    # back are reported, not checked: the driver's allocation granularity
+    # hides a 16 KB array).
+    for dev, other in ((0, 1), (1, 0)):
+        torch.cuda.synchronize(dev)
+        torch.cuda.set_device(other)
+        free_before = torch.cuda.mem_get_info(dev)[0]
+        lib, rt, _, _ = runtimes[dev]
+        lib.fa_runtime_destroy(rt)
+        free_after = torch.cuda.mem_get_info(dev)[0]
+        ok = torch.cuda.current_device() == other
+        results["destroy_runtime%d" % dev] = {"passed": ok,
+                                              "freed_bytes": free_after - free_before}
+        print("%s runtime of device %d destroyed with device %d current: %d bytes freed" % (
+            "PASS" if ok else "FAIL", dev, other, free_after - free_before), flush=True)
     with open(os.path.join(a.out, "results.json"), "w") as f:
         json.dump(results, f, indent=1)
     failed = [n for n, r in results.items() if not r["passed"]]
