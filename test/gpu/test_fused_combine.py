@@ -27,7 +27,6 @@ Exit status 0 when every case passes; a hung kernel ends the process
 
 import argparse
 import ctypes as C
-import json
 import os
 import sys
 import threading
@@ -36,7 +35,7 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from test_runtime_launch import Args, tensor  # noqa: E402
+from test_runtime_launch import Args, report, tensor  # noqa: E402
 from test_sm90_attention import FA_OK, check, naive, open_runtime, reference  # noqa: E402
 
 D, HQ, HKV = 128, 32, 8
@@ -161,12 +160,7 @@ def main():
         record("more_tiles_than_counters_call%d" % i, not nan and err <= 1e-3 and lerr <= 1e-5,
                "fused vs combine kernel: max |out| diff %.2e, lse diff %.2e%s" % (
                    err, lerr, ", NaN" if nan else ""))
-    with open(os.path.join(a.out, "results.json"), "w") as f:
-        json.dump(results, f, indent=1)
-    failed = [n for n, r in results.items() if not r["passed"]]
-    print("fused combine test: %s" % ("all passed" if not failed else
-                                      "FAILED: " + ", ".join(failed)), flush=True)
-    return 1 if failed else 0
+    return report(results, a.out, "fused combine test")
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ Exit status 0 when every case passes; a hung replay ends the process
 """
 
 import argparse
-import json
 import os
 import sys
 
@@ -31,7 +30,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
-from test_runtime_launch import synchronize  # noqa: E402
+from test_runtime_launch import report, synchronize  # noqa: E402
 from test_sm90_attention import open_runtime, pinned_i32  # noqa: E402
 from sm90_bench import shuffled_pool  # noqa: E402
 
@@ -96,12 +95,7 @@ def main():
             ok, detail = capture_case(run, stream, kern, q, kk, vv, meta)
             results[name] = {"passed": ok, "detail": detail}
             print("%s %s: %s" % ("PASS" if ok else "FAIL", name, detail), flush=True)
-    with open(os.path.join(a.out, "results.json"), "w") as f:
-        json.dump(results, f, indent=1)
-    failed = [n for n, r in results.items() if not r["passed"]]
-    print("graph capture test: %s" % ("all passed" if not failed else
-                                      "FAILED: " + ", ".join(failed)), flush=True)
-    return 1 if failed else 0
+    return report(results, a.out, "graph capture test")
 
 
 if __name__ == "__main__":

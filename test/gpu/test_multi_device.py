@@ -18,7 +18,6 @@ Usage: test_multi_device.py --lib LIBRT --artifacts DIR [--out DIR]
 """
 
 import argparse
-import json
 import os
 import sys
 
@@ -26,6 +25,7 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+from test_runtime_launch import report  # noqa: E402
 from test_sm90_attention import open_runtime  # noqa: E402
 
 D, HQ, HKV, SK = 128, 32, 8, 1024
@@ -109,12 +109,7 @@ def main():
                                               "freed_bytes": free_after - free_before}
         print("%s runtime of device %d destroyed with device %d current: %d bytes freed" % (
             "PASS" if ok else "FAIL", dev, other, free_after - free_before), flush=True)
-    with open(os.path.join(a.out, "results.json"), "w") as f:
-        json.dump(results, f, indent=1)
-    failed = [n for n, r in results.items() if not r["passed"]]
-    print("multi-device test: %s" % ("all passed" if not failed else
-                                     "FAILED: " + ", ".join(failed)), flush=True)
-    return 1 if failed else 0
+    return report(results, a.out, "multi-device test")
 
 
 if __name__ == "__main__":

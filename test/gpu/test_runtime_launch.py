@@ -84,6 +84,18 @@ def synchronize(deadline_s=30.0):
         time.sleep(0.001)
 
 
+def report(results, out_dir, title):
+    """Writes results ({name: {"passed": bool, ...}}) to out_dir/results.json,
+    prints "<title>: all passed" or the failed names, and returns the exit
+    status (1 when any failed)."""
+    with open(os.path.join(out_dir, "results.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    failed = [n for n, r in results.items() if not r["passed"]]
+    print("%s: %s" % (title, "all passed" if not failed else "FAILED: " + ", ".join(failed)),
+          flush=True)
+    return 1 if failed else 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)

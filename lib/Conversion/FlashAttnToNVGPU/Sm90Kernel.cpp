@@ -106,6 +106,16 @@ std::string join(const std::vector<std::string> &v) {
   return s;
 }
 
+/// The address of split `s`'s element `off` of a partial result: element
+/// s * stride + off (i64) of `type` at global pointer `base`.
+std::string splitElement(Writer &w, const std::string &base, const std::string &s,
+                         const std::string &stride, const std::string &off,
+                         const char *type) {
+  std::string idx = w.bin("arith.addi", w.bin("arith.muli", s, stride, "i64"), off, "i64");
+  return w.op("llvm.getelementptr " + base + "[" + idx +
+              "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, " + type);
+}
+
 /// The split-KV merge of DESIGN.md section 1 for `V` consecutive values of
 /// one output row, over the `S` (i64) splits: m = max_s lse_s, w_s =
 /// exp(lse_s - m), out = sum w_s o_s / sum w_s, lse = m + log sum w_s;
@@ -2084,16 +2094,11 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
                                 w.i64(D), "i64"),
                           ext(col), "i64");
     auto lseAt = [&](const std::string &sj) {
-      std::string idx = w.bin("arith.addi", w.bin("arith.muli", sj, rowsL, "i64"), lrow, "i64");
-      std::string p = w.op("llvm.getelementptr %lse[" + idx +
-                           "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32");
-      return w.op("llvm.load volatile " + p + " : !llvm.ptr<1> -> f32");
+      return w.op("llvm.load volatile " + splitElement(w, "%lse", sj, rowsL, lrow, "f32") +
+                  " : !llvm.ptr<1> -> f32");
     };
     auto outAt = [&](const std::string &sj) {
-      std::string idx = w.bin("arith.addi", w.bin("arith.muli", sj, totalO, "i64"), e, "i64");
-      std::string p = w.op("llvm.getelementptr %o[" + idx +
-                           "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32");
-      std::string v4 = w.op("llvm.load volatile " + p +
+      std::string v4 = w.op("llvm.load volatile " + splitElement(w, "%o", sj, totalO, e, "f32") +
                             " {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xf32>");
       std::vector<std::string> vals;
       for (int c = 0; c < 4; ++c)
@@ -2186,16 +2191,13 @@ std::string mlir::flashattn::emitSm90CombineKernel(const Sm90CombineSpec &k) {
                                  Sq, "i64"),
                            i, "i64");
   auto lseAt = [&](const std::string &s) {
-    std::string idx = w.bin("arith.addi", w.bin("arith.muli", s, rowsBHS, "i64"), lrow, "i64");
-    std::string p = w.op("llvm.getelementptr %pl[" + idx +
-                         "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32");
-    return w.op("llvm.load " + p + " : !llvm.ptr<1> -> f32");
+    return w.op("llvm.load " + splitElement(w, "%pl", s, rowsBHS, lrow, "f32") +
+                " : !llvm.ptr<1> -> f32");
   };
   auto outAt = [&](const std::string &s) {
-    std::string oidx = w.bin("arith.addi", w.bin("arith.muli", s, total, "i64"), "%e", "i64");
-    std::string op = w.op("llvm.getelementptr %po[" + oidx +
-                          "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32");
-    return std::vector<std::string>{w.op("llvm.load " + op + " : !llvm.ptr<1> -> f32")};
+    return std::vector<std::string>{w.op("llvm.load " +
+                                         splitElement(w, "%po", s, total, "%e", "f32") +
+                                         " : !llvm.ptr<1> -> f32")};
   };
   std::vector<std::string> vals;
   std::string lv = emitMerge(w, S, 1, lseAt, outAt, vals).second;
