@@ -106,6 +106,26 @@ std::string join(const std::vector<std::string> &v) {
   return s;
 }
 
+/// Index of lse[b, h, i] in a [B, H, Sq] array (i64 values).
+std::string lseIndex(Writer &w, const std::string &b, const std::string &h,
+                     const std::string &i, const std::string &H, const std::string &Sq) {
+  std::string x = w.bin("arith.muli", b, H, "i64");
+  x = w.bin("arith.addi", x, h, "i64");
+  x = w.bin("arith.muli", x, Sq, "i64");
+  return w.bin("arith.addi", x, i, "i64");
+}
+
+/// Element offset of out[b, i, h, 0] in a [B, Sq, H, D] array (i64 values).
+std::string outRowOffset(Writer &w, const std::string &b, const std::string &i,
+                         const std::string &h, const std::string &Sq, const std::string &H,
+                         int64_t D) {
+  std::string x = w.bin("arith.muli", b, Sq, "i64");
+  x = w.bin("arith.addi", x, i, "i64");
+  x = w.bin("arith.muli", x, H, "i64");
+  x = w.bin("arith.addi", x, h, "i64");
+  return w.bin("arith.muli", x, w.i64(D), "i64");
+}
+
 /// The address of split `s`'s element `off` of a partial result: element
 /// s * stride + off (i64) of `type` at global pointer `base`.
 std::string splitElement(Writer &w, const std::string &base, const std::string &s,
@@ -1962,11 +1982,7 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     // out[b, i, h, 0], then the pairs of this row.
     std::string base;
     if (!k.tmaStore) {
-      base = w.bin("arith.muli", b64, sq64, "i64");
-      base = w.bin("arith.addi", base, i64v, "i64");
-      base = w.bin("arith.muli", base, hq64, "i64");
-      base = w.bin("arith.addi", base, h64s[half], "i64");
-      base = w.bin("arith.muli", base, w.i64(D), "i64");
+      base = outRowOffset(w, b64, i64v, h64s[half], sq64, hq64, D);
       if (partial)
         base = w.bin("arith.addi", base, oSplit, "i64");
     }
@@ -1994,10 +2010,7 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
                               w.f32(M_LN2), "f32");
       val = w.op("arith.select " + empty + ", " + negInf + ", " + val + " : f32");
       // lse[b, h, i]
-      std::string li = w.bin("arith.muli", b64, hq64, "i64");
-      li = w.bin("arith.addi", li, h64s[half], "i64");
-      li = w.bin("arith.muli", li, sq64, "i64");
-      li = w.bin("arith.addi", li, i64v, "i64");
+      std::string li = lseIndex(w, b64, h64s[half], i64v, hq64, sq64);
       if (partial)
         li = w.bin("arith.addi", li, lSplit, "i64");
       std::string lp = w.op("llvm.getelementptr %lse[" + li +
@@ -2076,23 +2089,9 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     auto ext = [&](const std::string &v) { return w.op("arith.extui " + v + " : i32 to i64"); };
     std::string i64v = ext(pos), h64 = ext(headOf(r));
     // lse row (b H + h) Sq + i; out element ((b Sq + i) H + h) D + col.
-    std::string lrow = w.bin("arith.addi",
-                             w.bin("arith.muli",
-                                   w.bin("arith.addi", w.bin("arith.muli", b64, hq64, "i64"),
-                                         h64, "i64"),
-                                   sq64, "i64"),
-                             i64v, "i64");
-    std::string e = w.bin("arith.addi",
-                          w.bin("arith.muli",
-                                w.bin("arith.addi",
-                                      w.bin("arith.muli",
-                                            w.bin("arith.addi",
-                                                  w.bin("arith.muli", b64, sq64, "i64"), i64v,
-                                                  "i64"),
-                                            hq64, "i64"),
-                                      h64, "i64"),
-                                w.i64(D), "i64"),
-                          ext(col), "i64");
+    std::string lrow = lseIndex(w, b64, h64, i64v, hq64, sq64);
+    std::string e = outRowOffset(w, b64, i64v, h64, sq64, hq64, D);
+    e = w.bin("arith.addi", e, ext(col), "i64");
     auto lseAt = [&](const std::string &sj) {
       return w.op("llvm.load volatile " + splitElement(w, "%lse", sj, rowsL, lrow, "f32") +
                   " : !llvm.ptr<1> -> f32");
@@ -2185,11 +2184,7 @@ std::string mlir::flashattn::emitSm90CombineKernel(const Sm90CombineSpec &k) {
   std::string i = w.bin("arith.remui", bi, Sq, "i64");
   std::string b = w.bin("arith.divui", bi, Sq, "i64");
   // lse_s at partial_lse[s, b, h, i].
-  std::string lrow = w.bin("arith.addi",
-                           w.bin("arith.muli", w.bin("arith.addi",
-                                                     w.bin("arith.muli", b, H, "i64"), h, "i64"),
-                                 Sq, "i64"),
-                           i, "i64");
+  std::string lrow = lseIndex(w, b, h, i, H, Sq);
   auto lseAt = [&](const std::string &s) {
     return w.op("llvm.load " + splitElement(w, "%pl", s, rowsBHS, lrow, "f32") +
                 " : !llvm.ptr<1> -> f32");
