@@ -589,21 +589,29 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
                                    const fa_tensor *const *tensors, int n,
                                    const fa_attention_args *call, bool pages_on_device);
 
+/* Whether `stream` is capturing (CUDA graphs): 1, 0, or -1 when the driver
+ * cannot tell (cuStreamIsCapturing absent or failing). */
+static int stream_capturing(cuda_api *api, void *stream) {
+  int status = 0; /* CUstreamCaptureStatus: NONE 0, ACTIVE 1, INVALIDATED 2 */
+  if (!api->cuStreamIsCapturing || api->cuStreamIsCapturing((CUstream)stream, &status) != 0)
+    return -1;
+  return status != 0;
+}
+
 /* The fused merge's counters for a launch of `tiles` tiles on `stream`:
  * the stream's array, allocated (cuMemAlloc, in relaxed capture mode so
  * that another thread's global-mode stream capture is not disturbed) and
  * zeroed on the stream (cuMemsetD32Async) at its first use or when it must
  * grow (at least doubling). 0 when the fused merge cannot run there, and
- * the caller launches the combine kernel: under stream capture (a graph
+ * the caller launches the combine kernel: under stream capture (`capture`
+ * from stream_capturing; a graph
  * would keep this stream's array and could replay beside later calls on
  * the stream), on the per-thread default stream (one handle for every
  * thread's stream), past FA_MAX_MERGE_STREAMS streams, without the driver
  * functions, or when the allocation or the zeroing fails. */
-static uint64_t merge_counters(cuda_api *api, void *stream, int64_t tiles) {
-  int capture = 0;
-  if (!api->cuMemAlloc || !api->cuMemFree || !api->cuMemsetD32Async ||
-      !api->cuStreamIsCapturing || stream == (void *)(uintptr_t)2 /* CU_STREAM_PER_THREAD */ ||
-      api->cuStreamIsCapturing((CUstream)stream, &capture) != 0 || capture != 0)
+static uint64_t merge_counters(cuda_api *api, void *stream, int capture, int64_t tiles) {
+  if (!api->cuMemAlloc || !api->cuMemFree || !api->cuMemsetD32Async || capture != 0 ||
+      stream == (void *)(uintptr_t)2 /* CU_STREAM_PER_THREAD */)
     return 0;
   int i = 0;
   while (i < api->num_merge && api->merge[i].stream != stream)
@@ -818,13 +826,16 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
   /* One split and a dense entry: no partial results, no combine. */
   const bool use_dense = k->cu_combine && splits == 1 && k->cu_dense;
   void *combine = use_dense ? NULL : k->cu_combine;
+  /* Whether the stream is capturing, asked once where it matters: the
+   * fused merge and a copied tile table depend on it. */
+  const int capture = combine || table ? stream_capturing(api, stream) : 0;
   /* The merge in the partial kernels where it can run (merge_counters),
    * else the combine kernel after them. */
   uint64_t merge_ctr = 0;
   /* (It stores out 4 values, 8 bytes, at a time.) */
   if (combine && k->artifact.fused_combine && tiles > 0 && out &&
       (uintptr_t)out->data % 8 == 0)
-    merge_ctr = merge_counters(api, stream, tiles);
+    merge_ctr = merge_counters(api, stream, capture, tiles);
   void *attention = use_dense ? k->cu_dense : k->cu_function;
   /* Stream-ordered scratch: the tile table (in 256-byte units), the zeroed
    * tile counter of the dynamic scheduler (4 bytes, in 256; only with more
@@ -901,10 +912,8 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
    * graphs) the copy becomes a graph node that reads the host table at
    * every replay: the runtime keeps it until it is destroyed, and replays
    * copy the captured call's table. */
-  int capture = 0;
-  if (r == 0 && table_bytes && api->cuStreamIsCapturing &&
-      api->cuStreamIsCapturing((CUstream)stream, &capture) == 0 && capture != 0 &&
-      api->num_held == api->cap_held) {
+  const bool hold = table_bytes && capture > 0;
+  if (r == 0 && hold && api->num_held == api->cap_held) {
     /* Room to keep the table, before the copy node that will read it. */
     size_t cap = api->cap_held ? 2 * api->cap_held : 16;
     void **grown = (void **)realloc(api->held, cap * sizeof(void *));
@@ -924,11 +933,11 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
   for (size_t at = 0, bytes = table_bytes ? (size_t)words * sizeof(int32_t) : 0;
        r == 0 && at < bytes;
        at += FA_PAGEABLE_COPY_BYTES) {
-    size_t n = bytes - at < FA_PAGEABLE_COPY_BYTES ? bytes - at : FA_PAGEABLE_COPY_BYTES;
-    r = api->cuMemcpyHtoDAsync(ws + at, (const unsigned char *)table + at, n,
+    size_t piece = bytes - at < FA_PAGEABLE_COPY_BYTES ? bytes - at : FA_PAGEABLE_COPY_BYTES;
+    r = api->cuMemcpyHtoDAsync(ws + at, (const unsigned char *)table + at, piece,
                                (CUstream)stream);
   }
-  if (capture != 0 && table_bytes) {
+  if (hold) {
     /* Recorded (or its recording failed): kept either way, since a graph
      * may still hold the copy node. */
     api->held[api->num_held++] = table;
