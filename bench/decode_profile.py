@@ -16,7 +16,6 @@ the call). It writes DIR/profile.json.
 Usage: decode_profile.py --lib LIBRT --artifacts DIR [--out DIR]
 """
 
-import argparse
 import json
 import os
 import sys
@@ -27,7 +26,7 @@ from torch.profiler import ProfilerActivity, profile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "test", "gpu"))
-from test_sm90_attention import open_runtime, pinned_i32  # noqa: E402
+from test_sm90_attention import open_runtime, pinned_i32, script_args  # noqa: E402
 from sm90_bench import shuffled_pool  # noqa: E402  (this directory)
 
 SHAPES = ((1, 32768), (16, 8192), (128, 2048))
@@ -55,11 +54,7 @@ def calls(prof):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--lib", required=True)
-    ap.add_argument("--artifacts", required=True)
-    ap.add_argument("--out", default=".")
-    a = ap.parse_args()
+    a = script_args()
     from torch.nn.attention import SDPBackend, sdpa_kernel
     lib, rt, stream, kernel, run = open_runtime(a.lib, a.artifacts)
     hq, hkv, d, ps = 32, 8, 128, 16

@@ -19,7 +19,6 @@ DIR/host_overhead.json.
 Usage: host_overhead.py --lib LIBRT --artifacts DIR [--out DIR]
 """
 
-import argparse
 import json
 import os
 import sys
@@ -32,7 +31,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "test", "gpu"))
 sys.path.insert(0, HERE)
 from test_runtime_launch import synchronize  # noqa: E402
-from test_sm90_attention import open_runtime, pinned_i32  # noqa: E402
+from test_sm90_attention import open_runtime, pinned_i32, script_args  # noqa: E402
 from sm90_bench import shuffled_pool  # noqa: E402
 
 D, HQ, HKV = 128, 32, 8
@@ -58,12 +57,7 @@ def host_us(f, stream):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--lib", required=True)
-    ap.add_argument("--artifacts", required=True)
-    ap.add_argument("--out", default=".")
-    a = ap.parse_args()
-    os.makedirs(a.out, exist_ok=True)
+    a = script_args()
     _, _, stream, kernel, run = open_runtime(a.lib, a.artifacts)
     from torch.nn.attention import SDPBackend, sdpa_kernel
     dense = kernel(D, "bf16", "bottom_right", HQ, HKV, None, 0, 0, None, True)

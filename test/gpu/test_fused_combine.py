@@ -25,7 +25,6 @@ Exit status 0 when every case passes; a hung kernel ends the process
 (watchdog).
 """
 
-import argparse
 import ctypes as C
 import os
 import sys
@@ -36,7 +35,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from test_runtime_launch import Args, report, tensor  # noqa: E402
-from test_sm90_attention import FA_OK, check, naive, open_runtime, reference  # noqa: E402
+from test_sm90_attention import FA_OK, check, naive, open_runtime, reference, script_args  # noqa: E402
 
 D, HQ, HKV = 128, 32, 8
 PER_THREAD_STREAM = 2  # CU_STREAM_PER_THREAD
@@ -78,12 +77,7 @@ def decode_inputs(b, sq, sk, seed):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--lib", required=True)
-    ap.add_argument("--artifacts", required=True)
-    ap.add_argument("--out", default=".")
-    a = ap.parse_args()
-    os.makedirs(a.out, exist_ok=True)
+    a = script_args()
     lib, rt, stream, kernel, _ = open_runtime(a.lib, a.artifacts)
     decode = kernel(D, "bf16", "bottom_right", HQ, HKV, None, 0, 0, None, True)
     results = {}

@@ -21,7 +21,6 @@ Exit status 0 when every case passes; a hung replay ends the process
 (watchdog).
 """
 
-import argparse
 import os
 import sys
 
@@ -31,7 +30,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
 from test_runtime_launch import report, synchronize  # noqa: E402
-from test_sm90_attention import open_runtime, pinned_i32  # noqa: E402
+from test_sm90_attention import open_runtime, pinned_i32, script_args  # noqa: E402
 from sm90_bench import shuffled_pool  # noqa: E402
 
 D, HQ, HKV = 128, 32, 8
@@ -67,12 +66,7 @@ def capture_case(run, stream, kern, q, k, v, meta):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--lib", required=True)
-    ap.add_argument("--artifacts", required=True)
-    ap.add_argument("--out", default=".")
-    a = ap.parse_args()
-    os.makedirs(a.out, exist_ok=True)
+    a = script_args()
     _, _, stream, kernel, run = open_runtime(a.lib, a.artifacts)
     torch.manual_seed(0)
     dense = kernel(D, "bf16", "bottom_right", HQ, HKV, None, 0, 0, None, True)

@@ -17,7 +17,6 @@ With fewer than 2 GPUs it prints a skip line and exits 0.
 Usage: test_multi_device.py --lib LIBRT --artifacts DIR [--out DIR]
 """
 
-import argparse
 import os
 import sys
 
@@ -26,7 +25,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from test_runtime_launch import report  # noqa: E402
-from test_sm90_attention import open_runtime  # noqa: E402
+from test_sm90_attention import open_runtime, script_args  # noqa: E402
 
 D, HQ, HKV, SK = 128, 32, 8, 1024
 
@@ -49,12 +48,7 @@ def reference(q, k, v):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--lib", required=True)
-    ap.add_argument("--artifacts", required=True)
-    ap.add_argument("--out", default=".")
-    a = ap.parse_args()
-    os.makedirs(a.out, exist_ok=True)
+    a = script_args()
     if torch.cuda.device_count() < 2:
         print("multi-device test: skipped (%d GPU)" % torch.cuda.device_count())
         return 0

@@ -268,6 +268,19 @@ def naive(q, k, v, causal, window=None, softcap=0, regions=None):
     return (p.float() @ vv.float()).to(q.dtype).transpose(1, 2)
 
 
+def script_args():
+    """The command line of the GPU scripts that open the runtime on a
+    directory of artifacts: --lib LIBRT --artifacts DIR [--out DIR]; the
+    output directory is created."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--artifacts", required=True)
+    ap.add_argument("--out", default=".")
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    return a
+
+
 def open_runtime(lib_path, artifacts, stream=None):
     """The runtime (ctypes), a stream (`stream` or a new one), kernel(config)
     -> loaded artifact, and run(kernel, q, k, v, out, lse, deadline)
