@@ -440,6 +440,10 @@ int64_t fa_num_splits_heuristic(const fa_kernel *k, int64_t batch, int64_t sq,
   return fa_num_splits_for(dense_tiles(k, batch, sq, hq), (sk + bn - 1) / bn, sms);
 }
 
+unsigned fa_launch_grid(int64_t units, unsigned sms) {
+  return units > 0 && units < (int64_t)sms ? (unsigned)units : sms;
+}
+
 int64_t fa_num_splits_for(int64_t tiles, int64_t blocks, int64_t sms) {
   if (tiles <= 0 || blocks <= 0 || sms <= 0 || 10 * tiles >= 8 * sms)
     return 1;
@@ -823,6 +827,7 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
     h = out->shape[orank - 2];
     dv = out->shape[orank - 1];
   }
+  unsigned grid = fa_launch_grid(tiles * splits, sms);
   /* One split and a dense entry: no partial results, no combine. */
   const bool use_dense = k->cu_combine && splits == 1 && k->cu_dense;
   void *combine = use_dense ? NULL : k->cu_combine;
@@ -869,7 +874,7 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
   size_t ws_bytes = counter_bytes + table_bytes + out_bytes + lse_bytes;
   if (!ws_bytes) { /* q's address stands for a counter the kernel never reads */
     free(table);
-    return launch_one(rt, api, k, attention, args, names, n, true, sms,
+    return launch_one(rt, api, k, attention, args, names, n, true, grid,
                       (unsigned)k->artifact.smem, stream,
                       takes_counter ? args[0].data : NULL, NULL,
                       k->artifact.page_table ? call->block_table.data : NULL, inline_table,
@@ -970,7 +975,7 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
   if (st == FA_OK && entries == 0 && k->artifact.tile_table) {
     /* Append only: no query rows to attend. */
   } else if (st == FA_OK && !combine) {
-    st = launch_one(rt, api, k, attention, args, names, n, true, sms,
+    st = launch_one(rt, api, k, attention, args, names, n, true, grid,
                     (unsigned)k->artifact.smem, stream, counter, dtable, pages, inline_table,
                     NULL);
   } else if (st == FA_OK) {
@@ -979,7 +984,7 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
     cu_tensor first[5] = {from_fa(q), from_fa(kk), from_fa(v), pout, plse};
     const char *first_names[5] = {"q", "k", "v", "out", "lse"};
     void *merge[3] = {out->data, lse ? lse->data : NULL, (void *)(uintptr_t)merge_ctr};
-    st = launch_one(rt, api, k, attention, first, first_names, 5, true, sms,
+    st = launch_one(rt, api, k, attention, first, first_names, 5, true, grid,
                     (unsigned)k->artifact.smem, stream, counter, dtable, pages, inline_table,
                     k->artifact.fused_combine ? merge : NULL);
     if (st == FA_OK && !merge_ctr) {

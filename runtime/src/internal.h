@@ -188,6 +188,14 @@ int64_t fa_num_splits_heuristic(const fa_kernel *k, int64_t batch, int64_t sq,
 /* The same rule on `tiles` (tiles per split) and `blocks` (key blocks of the
  * longest sequence): varlen / seqused_k count them from the tile table. */
 int64_t fa_num_splits_for(int64_t tiles, int64_t blocks, int64_t sms);
+/* The persistent kernels' grid for `units` work units (tiles x splits; 0
+ * when unknown) on `sms` SMs: one CTA per SM, or one per unit when there
+ * are fewer. Each unit is then some CTA's first, and the kernels, whose
+ * loops start at blockIdx and stop past the last unit, need no more CTAs.
+ * Measured on the H200 against a full grid whose extra CTAs find no unit:
+ * 0.6-1.1% faster at decode batch 16 / 8k and batch 1 / 128k
+ * (docs/BENCHMARKS.md, session 9). */
+unsigned fa_launch_grid(int64_t units, unsigned sms);
 fa_dtype fa_tma_dtype(const fa_kernel *k, int i);
 /* Checks that `t` can be described by the artifact's tensor map `i` (PTX
  * ISA / CUDA driver: cuTensorMapEncodeTiled requirements). */

@@ -18,6 +18,8 @@
 /* Internal (runtime/src/internal.h): the launch-time split heuristic. */
 int64_t fa_num_splits_heuristic(const fa_kernel *k, int64_t batch,
                                 int64_t sq, int64_t hq, int64_t sk, int64_t sms);
+/* Internal (runtime/src/cuda.c): the persistent kernels' grid. */
+unsigned fa_launch_grid(int64_t units, unsigned sms);
 /* Internal (runtime/src/schedule.c): the varlen tile table. */
 fa_status fa_sm90_tile_table(fa_runtime *rt, const fa_kernel *k,
                              const fa_attention_args *args, bool pages_on_device,
@@ -274,6 +276,11 @@ int main(void) {
     CHECK(fa_num_splits_heuristic(k, 16, 1, 32, 8192, 132) == 1, "b=16");
     CHECK(fa_num_splits_heuristic(k, 1, 1, 32, 300, 132) <= 3, "3 key blocks");
     CHECK(fa_num_splits_heuristic(k, 1, 1, 32, 0, 132) == 1, "no keys");
+    /* The grid: one CTA per unit below the SM count, else one per SM. */
+    CHECK(fa_launch_grid(128, 132) == 128, "128 units: %u CTAs", fa_launch_grid(128, 132));
+    CHECK(fa_launch_grid(132, 132) == 132 && fa_launch_grid(1024, 132) == 132,
+          "a full grid past the SM count");
+    CHECK(fa_launch_grid(0, 132) == 132, "units unknown: one CTA per SM");
   }
   c.num_splits = 1;
   c.num_q_heads = c.num_kv_heads = 2;
