@@ -917,9 +917,12 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
    * graphs) the copy becomes a graph node that reads the host table at
    * every replay: the runtime keeps it until it is destroyed, and replays
    * copy the captured call's table. */
-  const bool hold = table_bytes && capture > 0;
-  if (r == 0 && hold && api->num_held == api->cap_held) {
-    /* Room to keep the table, before the copy node that will read it. */
+  /* (A capture status the driver could not tell counts as capturing: the
+   * table is then kept, never freed under a copy node that reads it.) */
+  const bool hold = table_bytes && capture != 0;
+  if (hold && api->num_held == api->cap_held) {
+    /* Room to keep the table, before the copy node that will read it (even
+     * when a step above failed: the table is kept below either way). */
     size_t cap = api->cap_held ? 2 * api->cap_held : 16;
     void **grown = (void **)realloc(api->held, cap * sizeof(void *));
     if (!grown) {

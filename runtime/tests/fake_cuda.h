@@ -1,0 +1,39 @@
+/*===- fake_cuda.h - the stand-in libcuda's state (tests only) -----------===*
+ *
+ * Shared between fake_cuda.c (built as libfake_cuda.so, loaded by the runtime
+ * through FLASHATTN_LIBCUDA) and test_launch.c, which opens the same library
+ * and reads `fake_state` through dlsym.
+ *
+ *===----------------------------------------------------------------------===*/
+#ifndef FLASHATTN_RUNTIME_TESTS_FAKE_CUDA_H
+#define FLASHATTN_RUNTIME_TESTS_FAKE_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define FAKE_NAME_BYTES 128
+#define FAKE_MAX_LAUNCHES 256
+
+/* One recorded cuLaunchKernel. */
+typedef struct fake_launch {
+  char name[FAKE_NAME_BYTES];
+  unsigned grid, block, smem;
+  void *stream;
+} fake_launch;
+
+typedef struct fake_cuda_state {
+  int num_sms;
+  /* [device_lo, device_hi): addresses cuPointerGetAttribute calls device
+   * memory of device 0 (besides the blocks the fake allocated). */
+  uint64_t device_lo, device_hi;
+  void *capturing_stream;  /* cuStreamIsCapturing answers ACTIVE for it */
+  int capture_mode;        /* cuThreadExchangeStreamCaptureMode's */
+  int fail_memset_at;      /* the cuMemsetD32Async (0-based) that fails; -1 none */
+  int fail_launch_at;      /* the cuLaunchKernel (0-based) that fails; -1 none */
+  int num_memsets, num_launches_total, num_copies;
+  int num_allocs, num_frees, num_async_allocs, num_async_frees;
+  fake_launch launches[FAKE_MAX_LAUNCHES]; /* since the test last cleared it */
+  int num_launches;
+} fake_cuda_state;
+
+#endif

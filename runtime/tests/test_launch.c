@@ -1,0 +1,297 @@
+/*===- test_launch.c - the sm90 launch path over a stand-in driver --------===*
+ *
+ * Runs real sm90 artifacts (compiled here by fa-compile; skipped, 77, where
+ * ptxas is missing) through fa_attention_run against libfake_cuda.so
+ * (fake_cuda.c), which records launches instead of running them, and checks
+ * what the runtime asks of the driver (runtime/src/cuda.c):
+ *   - the grid: one CTA per work unit below the SM count, one per SM above
+ *     (fa_launch_grid); the tile counter zeroed only when the kernel takes
+ *     more units than CTAs;
+ *   - the split-KV merge fused into the partial kernel (one launch, a
+ *     counter array allocated and zeroed once per stream), and the separate
+ *     combine kernel where the fused merge cannot run: a capturing stream,
+ *     the per-thread default stream, a 65th stream;
+ *   - failing driver calls: a failing cuMemsetD32Async under stream capture
+ *     with a copied tile table (the runtime keeps that table for the graph)
+ *     and a failing cuLaunchKernel answer FA_ERROR_CUDA with a message, and
+ *     the next call runs.
+ * Tensors live at addresses the fake calls device memory; nothing reads them.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdbool.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "fake_cuda.h"
+
+static fake_cuda_state *fake;
+static uint64_t next_device = 0x100000000000ull;
+
+/* A tensor at fresh fake device addresses (256-byte aligned). */
+static fa_tensor device_tensor(int32_t rank, int64_t d0, int64_t d1, int64_t d2, int64_t d3,
+                               int64_t elem_bytes) {
+  fa_tensor t = {(void *)(uintptr_t)next_device, rank, {d0, d1, d2, d3}};
+  int64_t n = elem_bytes;
+  for (int i = 0; i < rank; ++i)
+    n *= t.shape[i];
+  next_device += ((uint64_t)n + 255) / 256 * 256 + 256;
+  return t;
+}
+
+static fa_tensor host_i32(int32_t *data, int64_t n) {
+  fa_tensor t = {data, 1, {n, 0, 0, 0}};
+  return t;
+}
+
+/* fa-compile ARGS -o PATH; 77 (skip) when ptxas is missing, 1 on another
+ * failure, 0 when the artifact was written. */
+static int compile(const char *dir, const char *name, const char *args, char *path,
+                   size_t size) {
+  snprintf(path, size, "%s/%s.faa", dir, name);
+  char cmd[1024], log[512];
+  snprintf(log, sizeof(log), "%s/%s.log", dir, name);
+  snprintf(cmd, sizeof(cmd), "'%s' --target sm90 %s -o '%s' > '%s' 2>&1", FA_TEST_FA_COMPILE,
+           args, path, log);
+  if (system(cmd) == 0)
+    return 0;
+  char text[4096] = {0};
+  FILE *f = fopen(log, "r");
+  if (f) {
+    size_t got = fread(text, 1, sizeof(text) - 1, f);
+    text[got] = 0;
+    fclose(f);
+  }
+  if (strstr(text, "ptxas not found")) {
+    printf("skipped: %s", text);
+    return 77;
+  }
+  fprintf(stderr, "fa-compile %s failed:\n%s\n", args, text);
+  return 1;
+}
+
+static void clear_launches(void) { fake->num_launches = 0; }
+
+/* Decode tensors: q [b, 1, 32, 128] bf16, k / v [b, keys, 8, 128], lse [b, 32, 1]. */
+static fa_attention_args decode_args(int64_t b, int64_t keys, void *stream) {
+  fa_attention_args a = {0};
+  a.struct_size = sizeof(a);
+  a.q = device_tensor(4, b, 1, 32, 128, 2);
+  a.k = device_tensor(4, b, keys, 8, 128, 2);
+  a.v = device_tensor(4, b, keys, 8, 128, 2);
+  a.out = device_tensor(4, b, 1, 32, 128, 2);
+  a.lse = device_tensor(3, b, 32, 1, 0, 4);
+  a.stream = stream;
+  return a;
+}
+
+static bool launched(int i, const char *name, unsigned grid) {
+  return i < fake->num_launches && !strcmp(fake->launches[i].name, name) &&
+         fake->launches[i].grid == grid;
+}
+
+static void print_launches(void) {
+  for (int i = 0; i < fake->num_launches; ++i)
+    fprintf(stderr, "  launch %d: %s grid %u block %u stream %p\n", i, fake->launches[i].name,
+            fake->launches[i].grid, fake->launches[i].block, fake->launches[i].stream);
+}
+
+int main(void) {
+  char dir[] = "/tmp/fa_test_launch_XXXXXX";
+  if (!mkdtemp(dir)) {
+    perror("mkdtemp");
+    return 1;
+  }
+  char decode_path[512], varlen_path[512];
+  int rc = compile(dir, "decode",
+                   "--lse --d 128 --dtype bf16 --causal bottom_right --hq 32 --hkv 8 "
+                   "--pack-gqa 1 --num-splits 0",
+                   decode_path, sizeof(decode_path));
+  if (rc == 0)
+    rc = compile(dir, "varlen",
+                 "--lse --d 64 --dtype f16 --causal none --hq 1 --hkv 1 --num-splits 0 "
+                 "--varlen-q --varlen-k --seqused-k",
+                 varlen_path, sizeof(varlen_path));
+  if (rc != 0)
+    return rc;
+
+  setenv("FLASHATTN_LIBCUDA", FA_TEST_FAKE_CUDA, 1);
+  void *lib = dlopen(FA_TEST_FAKE_CUDA, RTLD_NOW | RTLD_LOCAL);
+  CHECK(lib != NULL, "dlopen %s: %s", FA_TEST_FAKE_CUDA, dlerror());
+  if (!lib)
+    return 1;
+  fake = (fake_cuda_state *)dlsym(lib, "fake_state");
+  fake->device_lo = next_device;
+  fake->device_hi = next_device + (1ull << 44);
+
+  fa_runtime_options opts = {0};
+  opts.struct_size = sizeof(opts);
+  opts.disable_disk_cache = 1;
+  opts.compiler_library = "";
+  fa_runtime *rt = NULL;
+  CHECK_STATUS(fa_runtime_create(&opts, &rt), FA_OK, rt);
+  fa_kernel *dec = NULL, *var = NULL;
+  CHECK_STATUS(fa_kernel_load_artifact_file(rt, decode_path, &dec), FA_OK, rt);
+  CHECK_STATUS(fa_kernel_load_artifact_file(rt, varlen_path, &var), FA_OK, rt);
+  if (!dec || !var)
+    return 1;
+  void *s1 = (void *)(uintptr_t)0x5001;
+
+  /* Batch 16 / 8k: 128 tiles of one split, fewer than the 132 SMs: the dense
+   * entry on 128 CTAs, nothing zeroed (the counter is never read). */
+  {
+    fa_attention_args a = decode_args(16, 8192, s1);
+    clear_launches();
+    int memsets = fake->num_memsets;
+    CHECK_STATUS(fa_attention_run(rt, dec, &a), FA_OK, rt);
+    CHECK(fake->num_launches == 1 && launched(0, "fa_sm90_0_dense", 128) &&
+              fake->launches[0].block == 384,
+          "batch 16 / 8k: want fa_sm90_0_dense on 128 CTAs of 384 threads");
+    CHECK(fake->num_memsets == memsets, "batch 16: %d memsets", fake->num_memsets - memsets);
+    if (g_failures)
+      print_launches();
+  }
+  /* Batch 64 / 4k: 512 tiles, more than the SMs: 132 CTAs and the dynamic
+   * scheduler's counter zeroed on the stream. */
+  {
+    fa_attention_args a = decode_args(64, 4096, s1);
+    clear_launches();
+    int memsets = fake->num_memsets;
+    CHECK_STATUS(fa_attention_run(rt, dec, &a), FA_OK, rt);
+    CHECK(fake->num_launches == 1 && launched(0, "fa_sm90_0_dense", 132),
+          "batch 64 / 4k: want fa_sm90_0_dense on 132 CTAs");
+    CHECK(fake->num_memsets == memsets + 1, "batch 64: %d memsets (the tile counter)",
+          fake->num_memsets - memsets);
+  }
+  /* Batch 1 / 32k: 16 splits of 8 kv heads, 128 units: the partial kernel
+   * alone (the merge fused) on 128 CTAs; the stream's counter array is
+   * allocated and zeroed at its first use only. */
+  {
+    fa_attention_args a = decode_args(1, 32768, s1);
+    int allocs = fake->num_allocs, memsets = fake->num_memsets;
+    for (int call = 0; call < 2; ++call) {
+      clear_launches();
+      CHECK_STATUS(fa_attention_run(rt, dec, &a), FA_OK, rt);
+      CHECK(fake->num_launches == 1 && launched(0, "fa_sm90_0", 128),
+            "batch 1 / 32k call %d: want fa_sm90_0 alone on 128 CTAs", call);
+    }
+    CHECK(fake->num_allocs == allocs + 1, "counter arrays allocated: %d",
+          fake->num_allocs - allocs);
+    CHECK(fake->num_memsets == memsets + 1, "counter zeroings: %d",
+          fake->num_memsets - memsets);
+    if (g_failures)
+      print_launches();
+  }
+  /* Where the fused merge cannot run, the combine kernel follows: a
+   * capturing stream (no counter array allocated), the per-thread default
+   * stream. */
+  {
+    void *cap = (void *)(uintptr_t)0x5002;
+    fake->capturing_stream = cap;
+    void *streams[2] = {cap, (void *)(uintptr_t)2 /* CU_STREAM_PER_THREAD */};
+    for (int i = 0; i < 2; ++i) {
+      fa_attention_args a = decode_args(1, 32768, streams[i]);
+      int allocs = fake->num_allocs;
+      clear_launches();
+      CHECK_STATUS(fa_attention_run(rt, dec, &a), FA_OK, rt);
+      CHECK(fake->num_launches == 2 && launched(0, "fa_sm90_0", 128) &&
+                !strcmp(fake->launches[1].name, "fa_sm90_0_combine"),
+            "stream %p: want fa_sm90_0 then fa_sm90_0_combine", streams[i]);
+      CHECK(fake->num_allocs == allocs, "stream %p: a counter array was allocated",
+            streams[i]);
+    }
+    fake->capturing_stream = NULL;
+  }
+  /* Counter arrays for 64 streams (s1 holds the first), then the combine
+   * kernel on a 65th. */
+  {
+    int allocs = fake->num_allocs;
+    for (int i = 1; i <= 64; ++i) {
+      fa_attention_args a = decode_args(1, 32768, (void *)(uintptr_t)(0x6000 + i));
+      clear_launches();
+      CHECK_STATUS(fa_attention_run(rt, dec, &a), FA_OK, rt);
+      int want = i < 64 ? 1 : 2;
+      CHECK(fake->num_launches == want, "stream %d of 65: %d launches, want %d", i + 1,
+            fake->num_launches, want);
+    }
+    CHECK(fake->num_allocs == allocs + 63, "counter arrays for streams 2-64: %d",
+          fake->num_allocs - allocs);
+  }
+  /* Varlen split-KV under capture with a copied tile table (70 sequences
+   * need more than the kernels' inline parameter; one head, so that 70
+   * tiles are split): the first memset (the
+   * partial lse's -inf) fails. The call answers FA_ERROR_CUDA and the
+   * runtime keeps the table (a graph may still hold the copy); the next
+   * call runs. */
+  {
+    enum { B = 70 };
+    static int32_t cu_q[B + 1], cu_k[B + 1], used[B];
+    for (int b = 0; b <= B; ++b) {
+      cu_q[b] = b;         /* one query per sequence */
+      cu_k[b] = 1000 * b;
+    }
+    for (int b = 0; b < B; ++b)
+      used[b] = 900 + b;
+    void *cap = (void *)(uintptr_t)0x5003;
+    fake->capturing_stream = cap;
+    for (int call = 0; call < 2; ++call) {
+      fa_attention_args a = {0};
+      a.struct_size = sizeof(a);
+      a.q = device_tensor(3, B, 1, 64, 0, 2);
+      a.k = device_tensor(3, 1000 * B, 1, 64, 0, 2);
+      a.v = device_tensor(3, 1000 * B, 1, 64, 0, 2);
+      a.out = device_tensor(3, B, 1, 64, 0, 2);
+      a.lse = device_tensor(2, 1, B, 0, 0, 4);
+      a.cu_seqlens_q = host_i32(cu_q, B + 1);
+      a.cu_seqlens_k = host_i32(cu_k, B + 1);
+      a.seqused_k = host_i32(used, B);
+      a.stream = cap;
+      fake->fail_memset_at = call == 0 ? fake->num_memsets : -1;
+      clear_launches();
+      fa_status st = fa_attention_run(rt, var, &a);
+      if (call == 0) {
+        CHECK(st == FA_ERROR_CUDA && fake->num_launches == 0,
+              "failing memset under capture: %s, %d launches", fa_status_string(st),
+              fake->num_launches);
+        CHECK(strstr(fa_runtime_last_error(rt), "preparing the launch failed") != NULL,
+              "message: %s", fa_runtime_last_error(rt));
+      } else {
+        CHECK_STATUS(st, FA_OK, rt);
+        CHECK(fake->num_launches == 2, "varlen under capture: %d launches, want 2",
+              fake->num_launches);
+      }
+    }
+    fake->capturing_stream = NULL;
+    CHECK(fake->num_async_allocs == fake->num_async_frees,
+          "stream-ordered scratch: %d allocations, %d frees", fake->num_async_allocs,
+          fake->num_async_frees);
+  }
+  /* A failing launch: FA_ERROR_CUDA with the driver's message; then a call
+   * that runs. */
+  {
+    fa_attention_args a = decode_args(16, 8192, s1);
+    fake->fail_launch_at = fake->num_launches_total;
+    CHECK_STATUS(fa_attention_run(rt, dec, &a), FA_ERROR_CUDA, rt);
+    CHECK(strstr(fa_runtime_last_error(rt), "cuLaunchKernel failed") != NULL,
+          "message: %s", fa_runtime_last_error(rt));
+    fake->fail_launch_at = -1;
+    CHECK_STATUS(fa_attention_run(rt, dec, &a), FA_OK, rt);
+  }
+
+  int allocs = fake->num_allocs;
+  fa_runtime_destroy(rt);
+  CHECK(fake->num_frees == allocs, "counter arrays: %d allocated, %d freed", allocs,
+        fake->num_frees);
+  char cmd[600];
+  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+  if (system(cmd) != 0)
+    fprintf(stderr, "could not remove %s\n", dir);
+  if (g_failures) {
+    fprintf(stderr, "%d check(s) failed\n", g_failures);
+    return 1;
+  }
+  printf("launch path over the stand-in driver: all checks passed\n");
+  return 0;
+}
