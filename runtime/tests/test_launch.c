@@ -104,7 +104,7 @@ int main(void) {
     perror("mkdtemp");
     return 1;
   }
-  char decode_path[512], varlen_path[512];
+  char decode_path[512], varlen_path[512], paged_path[512];
   int rc = compile(dir, "decode",
                    "--lse --d 128 --dtype bf16 --causal bottom_right --hq 32 --hkv 8 "
                    "--pack-gqa 1 --num-splits 0",
@@ -114,6 +114,11 @@ int main(void) {
                  "--lse --d 64 --dtype f16 --causal none --hq 1 --hkv 1 --num-splits 0 "
                  "--varlen-q --varlen-k --seqused-k",
                  varlen_path, sizeof(varlen_path));
+  if (rc == 0)
+    rc = compile(dir, "paged",
+                 "--lse --d 128 --dtype bf16 --causal bottom_right --hq 32 --hkv 8 "
+                 "--pack-gqa 1 --num-splits 0 --seqused-k --page-size 16",
+                 paged_path, sizeof(paged_path));
   if (rc != 0)
     return rc;
 
@@ -132,10 +137,11 @@ int main(void) {
   opts.compiler_library = "";
   fa_runtime *rt = NULL;
   CHECK_STATUS(fa_runtime_create(&opts, &rt), FA_OK, rt);
-  fa_kernel *dec = NULL, *var = NULL;
+  fa_kernel *dec = NULL, *var = NULL, *pag = NULL;
   CHECK_STATUS(fa_kernel_load_artifact_file(rt, decode_path, &dec), FA_OK, rt);
   CHECK_STATUS(fa_kernel_load_artifact_file(rt, varlen_path, &var), FA_OK, rt);
-  if (!dec || !var)
+  CHECK_STATUS(fa_kernel_load_artifact_file(rt, paged_path, &pag), FA_OK, rt);
+  if (!dec || !var || !pag)
     return 1;
   void *s1 = (void *)(uintptr_t)0x5001;
 
@@ -267,6 +273,39 @@ int main(void) {
     CHECK(fake->num_async_allocs == fake->num_async_frees,
           "stream-ordered scratch: %d allocations, %d frees", fake->num_async_allocs,
           fake->num_async_frees);
+  }
+  /* Paged decode over 16-key pages, batch 128 / 2048 keys. A host
+   * block_table: its page lists travel with the tile table, 66 KB, copied
+   * in pieces of at most 64 KB (2 copies). The same table in device memory:
+   * only the tile entries are copied (1 copy), the kernels read the
+   * block_table where it is. */
+  {
+    enum { B = 128, KEYS = 2048, PAGES = KEYS / 16 };
+    static int32_t bt[B * PAGES], used[B];
+    for (int i = 0; i < B * PAGES; ++i)
+      bt[i] = (i * 7919) % (B * PAGES); /* a permutation of the pool */
+    for (int b = 0; b < B; ++b)
+      used[b] = KEYS;
+    for (int on_device = 0; on_device < 2; ++on_device) {
+      fa_attention_args a = decode_args(B, KEYS, s1);
+      a.k = device_tensor(4, B * PAGES, 16, 8, 128, 2);
+      a.v = device_tensor(4, B * PAGES, 16, 8, 128, 2);
+      a.seqused_k = host_i32(used, B);
+      a.block_table = (fa_tensor){bt, 2, {B, PAGES, 0, 0}};
+      if (on_device) {
+        /* The same values at a device address (the fake reads nothing). */
+        a.block_table.data = device_tensor(2, B, PAGES, 0, 0, 4).data;
+      }
+      int copies = fake->num_copies;
+      clear_launches();
+      CHECK_STATUS(fa_attention_run(rt, pag, &a), FA_OK, rt);
+      int want = on_device ? 1 : 2;
+      CHECK(fake->num_copies == copies + want, "paged, %s block_table: %d copies, want %d",
+            on_device ? "device" : "host", fake->num_copies - copies, want);
+      CHECK(fake->num_launches == 1 && fake->launches[0].grid == 132,
+            "paged batch 128: %d launches, grid %u", fake->num_launches,
+            fake->num_launches ? fake->launches[0].grid : 0);
+    }
   }
   /* A failing launch: FA_ERROR_CUDA with the driver's message; then a call
    * that runs. */
