@@ -21,7 +21,8 @@ launched through libflashattn_rt (ctypes), exactly as a runtime user would.
 Usage (on the device, after test/gpu/prepare.sh and build_sm90_artifacts.sh
 here): sm90_bench.py --lib LIBRT --artifacts DIR [--out DIR]
     [--variant NAME=DIR[@LIB] ...] [--head-dims 64,128] [--masks none,bottom_right]
-    [--seqlens 512,1024] [--decode | --varlen]
+    [--seqlens 512,1024] [--decode [--graphs] | --varlen]
+(--graphs: each decode call captured into a CUDA graph, replays timed.)
 It writes DIR/bench.json; test/gpu/test_sm90_attention.py runs the same
 benchmark after its correctness cases. A --variant is a second artifact
 directory (the same configs compiled another way, e.g. fa-compile --block-n)
@@ -184,8 +185,20 @@ def shuffled_pool(k, v, ps):
     return kp, vp, inv.reshape(b, sk // ps).to(torch.int32).pin_memory()
 
 
+def as_graph(f, stream):
+    """f captured into a CUDA graph on `stream` (after one eager call, which
+    loads the kernels): a function replaying it."""
+    with torch.cuda.stream(stream):
+        f()
+        synchronize(60.0)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=stream):
+        f()
+    return graph.replay
+
+
 def decode_benchmark(kernel, run, stream, sms=132, pages=(16, 64), variants=(),
-                     shapes=DECODE_SHAPES):
+                     shapes=DECODE_SHAPES, graphs=False):
     """Decode (one query token, 32 query / 8 kv heads, head_dim 128, bf16;
     shared/PERF.md's rows): ours = pack_gqa + split-KV partial kernel + the
     combine kernel (both timed) from the automatic-num_splits artifact (the
@@ -195,7 +208,9 @@ def decode_benchmark(kernel, run, stream, sms=132, pages=(16, 64), variants=(),
     automatic num_splits) in pinned host memory (its page lists copied per
     call), paged<P>_dev the same with the block_table in device memory,
     paged<P>_seq with the pages in order (the block_table an arange).
-    Bandwidth = K+V bytes / time. Rows of {batch, keys, splits,
+    With `graphs` every call (ours, cuDNN's, the variants') is captured
+    into a CUDA graph once and the replays are timed, as serving runtimes
+    run decode. Bandwidth = K+V bytes / time. Rows of {batch, keys, splits,
     us{ours,cudnn,paged<P>,paged<P>_dev,paged<P>_seq}, tbps{...},
     ratio_vs_cudnn, paged_vs_dense{P}, paged_dev_vs_dense{P},
     paged_seq_vs_dense{P}}."""
@@ -273,6 +288,8 @@ def decode_benchmark(kernel, run, stream, sms=132, pages=(16, 64), variants=(),
                        vr=vrun):
                 vr(vk, q, k, v, out, lse, deadline=0)
             fns[vname] = vdense
+        if graphs:
+            fns = {n: as_graph(f, stream) for n, f in fns.items()}
         med = median_times(fns, stream)
         kv_bytes = 2 * b * sk * hkv * d * 2
         tbps = {n: kv_bytes / (m * 1e-3) / 1e12 for n, m in med.items()}
@@ -441,6 +458,8 @@ def main():
     ap.add_argument("--decode-shapes", default=None,
                     help="with --decode: BATCHxKEYS,... instead of shared/PERF.md's rows "
                          "(e.g. 16x8192 to profile one shape)")
+    ap.add_argument("--graphs", action="store_true",
+                    help="with --decode: time replays of each call captured into a CUDA graph")
     ap.add_argument("--varlen", action="store_true",
                     help="the varlen prefill benchmark instead")
     ap.add_argument("--gqa", action="store_true",
@@ -458,7 +477,8 @@ def main():
     if a.decode or a.varlen or a.gqa:
         shapes = (tuple(tuple(int(x) for x in sh.split("x")) for sh in a.decode_shapes.split(","))
                   if a.decode_shapes else DECODE_SHAPES)
-        rows = (decode_benchmark(kernel, run, stream, variants=variants, shapes=shapes)
+        rows = (decode_benchmark(kernel, run, stream, variants=variants, shapes=shapes,
+                                 graphs=a.graphs)
                 if a.decode
                 else varlen_benchmark(kernel, run, stream, variants=variants) if a.varlen
                 else gqa_benchmark(kernel, run, stream))

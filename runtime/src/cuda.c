@@ -12,7 +12,11 @@
  * and for split-KV, the tile counter and the tile table cuMemAllocAsync /
  * cuMemFreeAsync (stream-ordered allocation, CUDA 11.2+), cuMemsetD32Async
  * and cuMemcpyHtoDAsync, and cuStreamIsCapturing (a table copied under
- * stream capture is kept for the graph's replays).
+ * stream capture is kept for the graph's replays); for the fused split-KV
+ * merge's counters cuMemAlloc / cuMemFree, cuThreadExchangeStreamCaptureMode
+ * and, for captured launches, cuStreamCreate / cuStreamSynchronize /
+ * cuStreamDestroy (a stream of the runtime's own that zeroes their chunks
+ * outside the capture).
  *
  * Launch ABI of a cubin artifact: the kernel takes one device pointer per
  * argument in the metadata's "args" order followed by one int64 per
@@ -116,6 +120,19 @@ typedef struct cuda_api {
   int num_merge;
   uint64_t *retired;
   size_t num_retired;
+  /* Counters of launches captured into CUDA graphs: each captured launch
+   * its own slice of a chunk (zeroed once, on `zero_stream`, a stream of
+   * the runtime's own that no capture sees), kept until the runtime is
+   * destroyed. A replay leaves its slice at zero like any launch. */
+  struct captured_chunk {
+    uint64_t ptr;
+    size_t words, used;
+  } *captured;
+  size_t num_captured;
+  CUstream zero_stream;
+  CUresult (*cuStreamCreate)(CUstream *, unsigned);
+  CUresult (*cuStreamDestroy)(CUstream);
+  CUresult (*cuStreamSynchronize)(CUstream);
   CUresult (*cuTensorMapEncodeTiled)(void *map, int dtype, unsigned rank,
                                      void *global, const uint64_t *dims,
                                      const uint64_t *strides, const unsigned *box,
@@ -244,6 +261,9 @@ static fa_status load_api(fa_runtime *rt, cuda_api **out) {
   *(void **)(&api->cuMemFree) = dlsym(lib, "cuMemFree_v2");
   *(void **)(&api->cuThreadExchangeStreamCaptureMode) =
       dlsym(lib, "cuThreadExchangeStreamCaptureMode");
+  *(void **)(&api->cuStreamCreate) = dlsym(lib, "cuStreamCreate");
+  *(void **)(&api->cuStreamDestroy) = dlsym(lib, "cuStreamDestroy_v2");
+  *(void **)(&api->cuStreamSynchronize) = dlsym(lib, "cuStreamSynchronize");
 #undef LOAD
   CUdevice dev = 0;
   CUcontext current = NULL;
@@ -606,15 +626,74 @@ static int stream_capturing(cuda_api *api, void *stream) {
  * the stream's array, allocated (cuMemAlloc, in relaxed capture mode so
  * that another thread's global-mode stream capture is not disturbed) and
  * zeroed on the stream (cuMemsetD32Async) at its first use or when it must
- * grow (at least doubling). 0 when the fused merge cannot run there, and
- * the caller launches the combine kernel: under stream capture (`capture`
- * from stream_capturing; a graph
- * would keep this stream's array and could replay beside later calls on
- * the stream), on the per-thread default stream (one handle for every
- * thread's stream), past FA_MAX_MERGE_STREAMS streams, without the driver
- * functions, or when the allocation or the zeroing fails. */
+ * grow (at least doubling). Under stream capture (`capture` from
+ * stream_capturing) the launch's own slice instead (captured_counters: a
+ * graph may replay beside later calls on the stream). 0 when the fused
+ * merge cannot run there, and the caller launches the combine kernel: a
+ * capture status the driver cannot tell, the per-thread default stream
+ * (one handle for every thread's stream), past FA_MAX_MERGE_STREAMS
+ * streams, without the driver functions, or when the allocation or the
+ * zeroing fails. */
+/* The counters of a launch being captured (CUDA graphs): a slice of
+ * `tiles` words (rounded up to 256 bytes) no other launch uses, from
+ * chunks of at least 64 KB allocated (cuMemAlloc, relaxed capture mode)
+ * and zeroed on the runtime's own non-blocking stream, outside the capture,
+ * at their first use. Every replay of the captured launch leaves its slice
+ * at zero for the next. Replays of one executable graph run in order
+ * (cuGraphLaunch); two executable graphs instantiated from one capture
+ * would share the slices and must not run at the same time (runtime.h).
+ * 0 when a driver call fails: the combine kernel runs instead. */
+static uint64_t captured_counters(cuda_api *api, int64_t tiles) {
+  if (!api->cuStreamCreate || !api->cuStreamSynchronize || !api->cuStreamDestroy)
+    return 0;
+  size_t need = ((size_t)tiles + 63) / 64 * 64;
+  if (api->num_captured) {
+    struct captured_chunk *c = &api->captured[api->num_captured - 1];
+    if (c->words - c->used >= need) {
+      uint64_t ptr = c->ptr + c->used * sizeof(uint32_t);
+      c->used += need;
+      return ptr;
+    }
+  }
+  struct captured_chunk *grown = (struct captured_chunk *)realloc(
+      api->captured, (api->num_captured + 1) * sizeof(*grown));
+  if (!grown)
+    return 0;
+  api->captured = grown;
+  size_t words = need > 16384 ? need : 16384;
+  /* CU_STREAM_CAPTURE_MODE_RELAXED = 2 */
+  int mode = 2;
+  bool relaxed = api->cuThreadExchangeStreamCaptureMode &&
+                 api->cuThreadExchangeStreamCaptureMode(&mode) == 0;
+  uint64_t ptr = 0;
+  CUresult r = 0;
+  if (!api->zero_stream)
+    r = api->cuStreamCreate(&api->zero_stream, 1 /* CU_STREAM_NON_BLOCKING */);
+  if (r == 0)
+    r = api->cuMemAlloc(&ptr, words * sizeof(uint32_t));
+  if (r == 0) {
+    r = api->cuMemsetD32Async(ptr, 0, words, api->zero_stream);
+    if (r == 0)
+      r = api->cuStreamSynchronize(api->zero_stream);
+    if (r != 0) {
+      api->cuMemFree(ptr);
+      ptr = 0;
+    }
+  }
+  if (relaxed)
+    api->cuThreadExchangeStreamCaptureMode(&mode);
+  if (r != 0)
+    return 0;
+  api->captured[api->num_captured++] = (struct captured_chunk){ptr, words, need};
+  return ptr;
+}
+
 static uint64_t merge_counters(cuda_api *api, void *stream, int capture, int64_t tiles) {
-  if (!api->cuMemAlloc || !api->cuMemFree || !api->cuMemsetD32Async || capture != 0 ||
+  if (!api->cuMemAlloc || !api->cuMemFree || !api->cuMemsetD32Async)
+    return 0;
+  if (capture > 0)
+    return captured_counters(api, tiles);
+  if (capture != 0 ||
       stream == (void *)(uintptr_t)2 /* CU_STREAM_PER_THREAD */)
     return 0;
   int i = 0;
@@ -1032,14 +1111,21 @@ void fa_cuda_release(fa_runtime *rt) {
   /* In the runtime's context; cuMemFree waits for the launches still
    * reading them. */
   CUcontext prev;
-  if (api->num_merge + api->num_retired > 0 && enter_context(api, &prev) == 0) {
-    for (int i = 0; i < api->num_merge; ++i)
-      api->cuMemFree(api->merge[i].ptr);
-    for (size_t i = 0; i < api->num_retired; ++i)
-      api->cuMemFree(api->retired[i]);
-    leave_context(api, prev);
+  if (api->num_merge + api->num_retired + api->num_captured > 0 || api->zero_stream) {
+    if (enter_context(api, &prev) == 0) {
+      for (int i = 0; i < api->num_merge; ++i)
+        api->cuMemFree(api->merge[i].ptr);
+      for (size_t i = 0; i < api->num_retired; ++i)
+        api->cuMemFree(api->retired[i]);
+      for (size_t i = 0; i < api->num_captured; ++i)
+        api->cuMemFree(api->captured[i].ptr);
+      if (api->zero_stream)
+        api->cuStreamDestroy(api->zero_stream);
+      leave_context(api, prev);
+    }
   }
   free(api->retired);
+  free(api->captured);
   /* After the cache unloaded the modules (run.c). */
   if (api->retained)
     api->cuDevicePrimaryCtxRelease(api->device);

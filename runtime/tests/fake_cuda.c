@@ -196,3 +196,16 @@ CUresult cuThreadExchangeStreamCaptureMode(int *mode) {
   *mode = previous;
   return OK;
 }
+static char zero_stream_handle;
+CUresult cuStreamCreate(void **stream, unsigned flags) {
+  (void)flags;
+  fake_state.num_streams_created++;
+  *stream = &zero_stream_handle;
+  return OK;
+}
+CUresult cuStreamDestroy_v2(void *stream) {
+  (void)stream;
+  fake_state.num_streams_destroyed++;
+  return OK;
+}
+CUresult cuStreamSynchronize(void *stream) { (void)stream; return OK; }

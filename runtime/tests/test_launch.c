@@ -8,9 +8,10 @@
  *     (fa_launch_grid); the tile counter zeroed only when the kernel takes
  *     more units than CTAs;
  *   - the split-KV merge fused into the partial kernel (one launch, a
- *     counter array allocated and zeroed once per stream), and the separate
- *     combine kernel where the fused merge cannot run: a capturing stream,
- *     the per-thread default stream, a 65th stream;
+ *     counter array allocated and zeroed once per stream; under stream
+ *     capture a slice of its own, from a chunk zeroed once), and the
+ *     separate combine kernel where the fused merge cannot run: the
+ *     per-thread default stream, a 65th stream;
  *   - failing driver calls: a failing cuMemsetD32Async under stream capture
  *     with a copied tile table (the runtime keeps that table for the graph)
  *     and a failing cuLaunchKernel answer FA_ERROR_CUDA with a message, and
@@ -190,25 +191,39 @@ int main(void) {
     if (g_failures)
       print_launches();
   }
-  /* Where the fused merge cannot run, the combine kernel follows: a
-   * capturing stream (no counter array allocated), the per-thread default
-   * stream. */
+  /* A capturing stream: the fused merge on the launch's own counters, a
+   * slice of a chunk allocated and zeroed (on the runtime's own stream) at
+   * the first captured call only; never the combine kernel. */
   {
     void *cap = (void *)(uintptr_t)0x5002;
     fake->capturing_stream = cap;
-    void *streams[2] = {cap, (void *)(uintptr_t)2 /* CU_STREAM_PER_THREAD */};
-    for (int i = 0; i < 2; ++i) {
-      fa_attention_args a = decode_args(1, 32768, streams[i]);
-      int allocs = fake->num_allocs;
+    int allocs = fake->num_allocs, memsets = fake->num_memsets;
+    for (int call = 0; call < 3; ++call) {
+      fa_attention_args a = decode_args(1, 32768, cap);
       clear_launches();
       CHECK_STATUS(fa_attention_run(rt, dec, &a), FA_OK, rt);
-      CHECK(fake->num_launches == 2 && launched(0, "fa_sm90_0", 128) &&
-                !strcmp(fake->launches[1].name, "fa_sm90_0_combine"),
-            "stream %p: want fa_sm90_0 then fa_sm90_0_combine", streams[i]);
-      CHECK(fake->num_allocs == allocs, "stream %p: a counter array was allocated",
-            streams[i]);
+      CHECK(fake->num_launches == 1 && launched(0, "fa_sm90_0", 128),
+            "captured call %d: want fa_sm90_0 alone on 128 CTAs", call);
     }
+    CHECK(fake->num_allocs == allocs + 1 && fake->num_memsets == memsets + 1 &&
+              fake->num_streams_created == 1,
+          "captured calls: %d chunks allocated, %d zeroed, %d streams created",
+          fake->num_allocs - allocs, fake->num_memsets - memsets,
+          fake->num_streams_created);
     fake->capturing_stream = NULL;
+  }
+  /* The per-thread default stream (one handle for every thread's stream):
+   * the combine kernel follows, no counter array. */
+  {
+    void *per_thread = (void *)(uintptr_t)2; /* CU_STREAM_PER_THREAD */
+    fa_attention_args a = decode_args(1, 32768, per_thread);
+    int allocs = fake->num_allocs;
+    clear_launches();
+    CHECK_STATUS(fa_attention_run(rt, dec, &a), FA_OK, rt);
+    CHECK(fake->num_launches == 2 && launched(0, "fa_sm90_0", 128) &&
+              !strcmp(fake->launches[1].name, "fa_sm90_0_combine"),
+          "per-thread stream: want fa_sm90_0 then fa_sm90_0_combine");
+    CHECK(fake->num_allocs == allocs, "per-thread stream: a counter array was allocated");
   }
   /* Counter arrays for 64 streams (s1 holds the first), then the combine
    * kernel on a 65th. */
@@ -227,7 +242,8 @@ int main(void) {
   }
   /* Varlen split-KV under capture with a copied tile table (70 sequences
    * need more than the kernels' inline parameter; one head, so that 70
-   * tiles are split): the first memset (the
+   * tiles are split) and an out that sends it to the combine kernel: the
+   * first memset (the
    * partial lse's -inf) fails. The call answers FA_ERROR_CUDA and the
    * runtime keeps the table (a graph may still hold the copy); the next
    * call runs. */
@@ -249,6 +265,9 @@ int main(void) {
       a.k = device_tensor(3, 1000 * B, 1, 64, 0, 2);
       a.v = device_tensor(3, 1000 * B, 1, 64, 0, 2);
       a.out = device_tensor(3, B, 1, 64, 0, 2);
+      /* Not 8-byte aligned: the combine kernel, and before it the memset
+       * of the partial lse to -inf. */
+      a.out.data = (char *)a.out.data + 2;
       a.lse = device_tensor(2, 1, B, 0, 0, 4);
       a.cu_seqlens_q = host_i32(cu_q, B + 1);
       a.cu_seqlens_k = host_i32(cu_k, B + 1);
@@ -323,6 +342,9 @@ int main(void) {
   fa_runtime_destroy(rt);
   CHECK(fake->num_frees == allocs, "counter arrays: %d allocated, %d freed", allocs,
         fake->num_frees);
+  CHECK(fake->num_streams_destroyed == fake->num_streams_created,
+        "streams: %d created, %d destroyed", fake->num_streams_created,
+        fake->num_streams_destroyed);
   char cmd[600];
   snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
   if (system(cmd) != 0)

@@ -11,10 +11,18 @@ replayed, and out and lse must equal the eager call's bit for bit. Decode
 shapes (32 query / 8 kv heads, head_dim 128, bf16, pack_gqa, automatic
 num_splits):
   dense batch 16 / 8k (no scratch), batch 1 / 32k (split-KV: partial
-  results and the combine), batch 128 / 2k (the zeroed tile counter);
+  results and the merge fused into the partial kernel, on the captured
+  call's own counters), batch 128 / 2k (the zeroed tile counter);
   paged (16-key pages, seqused_k) at batch 16 with the block_table on the
   host (the table and page lists copied) and on the device (the table
   passed by value), and at batch 128 on the device (the table copied).
+
+And the fused merge's counters across replays: the batch 1 / 32k call is
+captured once and replayed three times, on the capture stream and on
+another one, each replay followed by eager calls of other inputs on both
+streams (which count on the streams' own arrays); every replay must equal
+the captured inputs' eager result and every eager call its own, bit for
+bit (a counter left nonzero, or shared, would skip or misplace a merge).
 
 Usage: test_graph_capture.py --lib LIBRT --artifacts DIR [--out DIR]
 Exit status 0 when every case passes; a hung replay ends the process
@@ -29,6 +37,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
+from test_fused_combine import call  # noqa: E402
 from test_runtime_launch import report, synchronize  # noqa: E402
 from test_sm90_attention import open_runtime, pinned_i32, script_args  # noqa: E402
 from sm90_bench import shuffled_pool  # noqa: E402
@@ -65,9 +74,46 @@ def capture_case(run, stream, kern, q, k, v, meta):
             bool(out.isnan().any())))
 
 
+def replays_case(lib, rt, run, stream, kern):
+    """(passed, detail): one captured split-KV call replayed three times,
+    interleaved with eager calls of other inputs on two streams."""
+    b, sk = 1, 32768
+    q1, q2 = (torch.randn(b, 1, HQ, D, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    k = torch.randn(b, sk, HKV, D, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn_like(k)
+
+    def buffers():
+        return (torch.empty_like(q1),
+                torch.empty(b, HQ, 1, device="cuda", dtype=torch.float32))
+    ref1, ref2, cap, same, other_out = (buffers() for _ in range(5))
+    run(kern, q1, k, v, *ref1)
+    run(kern, q2, k, v, *ref2)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=stream):
+        run(kern, q1, k, v, *cap, deadline=0)
+    other = torch.cuda.Stream()
+    for i in range(3):
+        for t in cap + same + other_out:
+            t.fill_(float("nan"))
+        torch.cuda.synchronize()
+        replay_stream = stream if i != 1 else other
+        with torch.cuda.stream(replay_stream):
+            graph.replay()
+        # Eager calls queued behind the replay on its stream and beside it
+        # on the other.
+        run(kern, q2, k, v, *same, deadline=0)
+        call(lib, rt, kern, q2, k, v, *other_out, other.cuda_stream)
+        synchronize(30.0)
+        for name, got, want in (("replay", cap, ref1), ("eager, capture stream", same, ref2),
+                                ("eager, other stream", other_out, ref2)):
+            if not (torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])):
+                return False, "round %d: %s differs from its eager reference" % (i, name)
+    return True, "3 replays and 6 eager calls equal their references"
+
+
 def main():
     a = script_args()
-    _, _, stream, kernel, run = open_runtime(a.lib, a.artifacts)
+    lib, rt, stream, kernel, run = open_runtime(a.lib, a.artifacts)
     torch.manual_seed(0)
     dense = kernel(D, "bf16", "bottom_right", HQ, HKV, None, 0, 0, None, True)
     paged = kernel(D, "bf16", "bottom_right", HQ, HKV, None, 0, 0, None, True, False, True, 16)
@@ -89,6 +135,9 @@ def main():
             ok, detail = capture_case(run, stream, kern, q, kk, vv, meta)
             results[name] = {"passed": ok, "detail": detail}
             print("%s %s: %s" % ("PASS" if ok else "FAIL", name, detail), flush=True)
+    ok, detail = replays_case(lib, rt, run, stream, dense)
+    results["fused_merge_replays"] = {"passed": ok, "detail": detail}
+    print("%s fused_merge_replays: %s" % ("PASS" if ok else "FAIL", detail), flush=True)
     return report(results, a.out, "graph capture test")
 
 

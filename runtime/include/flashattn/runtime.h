@@ -43,9 +43,14 @@
  *   freed by fa_runtime_destroy). Calls on one stream never overlap, so
  *   they share it; a stream destroyed while its last call still runs must
  *   not hand its handle to a new stream of the same runtime before that
- *   call ends. Captured calls, calls on the per-thread default stream,
- *   calls on a 65th stream and calls whose out is not 8-byte aligned
- *   launch a separate combine kernel instead (same results).
+ *   call ends. A captured call counts on a slice of its own (kept, like a
+ *   copied table, until the runtime is destroyed), which each replay
+ *   leaves at zero: replays of one executable graph run in order, but two
+ *   executable graphs instantiated from the same capture share the
+ *   slices and must not run at the same time. Calls on the per-thread
+ *   default stream, calls on a 65th stream, calls whose out is not 8-byte
+ *   aligned and captured calls where the driver cannot tell the capture
+ *   status launch a separate combine kernel instead (same results).
  * - Cache directory: created 0700; a directory or entry that is not owned by
  *   this user or is group/world-writable is not used (its code could have
  *   been planted by someone else): the cache then runs in memory only.
