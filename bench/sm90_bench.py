@@ -207,7 +207,10 @@ def decode_benchmark(kernel, run, stream, sms=132, pages=(16, 64), variants=(),
     pool of P-key pages addressed through a shuffled block_table (seqused_k,
     automatic num_splits) in pinned host memory (its page lists copied per
     call), paged<P>_dev the same with the block_table in device memory,
-    paged<P>_seq with the pages in order (the block_table an arange).
+    paged<P>_seq with the pages in order (the block_table an arange),
+    paged<P>_changed with a host block_table that differs at every call (so
+    the runtime copies it each time, where paged<P> finds it in the
+    stream's mirror after the first call).
     With `graphs` every call (ours, cuDNN's, the variants') is captured
     into a CUDA graph once and the replays are timed, as serving runtimes
     run decode. Bandwidth = K+V bytes / time. Rows of {batch, keys, splits,
@@ -272,6 +275,19 @@ def decode_benchmark(kernel, run, stream, sms=132, pages=(16, 64), variants=(),
                           bt=torch.arange(n, dtype=torch.int32, device="cuda").reshape(b, -1)):
                 run(kern_p, q, kp, vp, out, lse, deadline=0, seqused_k=used, block_table=bt)
             fns["paged%d_seq" % ps] = paged_seq
+
+            # A host block_table that changes at every call (two of its
+            # entries swapped, another pair each time): the runtime's
+            # per-stream mirrors never hold it, so each call copies it. The
+            # output is not meaningful (pages out of order); the work is the
+            # same.
+            def paged_changed(kern_p=kern_p, kp=kp, vp=vp, bt=bt.clone().pin_memory(),
+                              step=[0]):
+                step[0] = step[0] % (bt.shape[1] - 1) + 1
+                first, other = bt[0, 0].item(), bt[0, step[0]].item()
+                bt[0, 0], bt[0, step[0]] = other, first
+                run(kern_p, q, kp, vp, out, lse, deadline=0, seqused_k=used, block_table=bt)
+            fns["paged%d_changed" % ps] = paged_changed
             for vname, vkernel, vrun in variants:
                 def vpaged(vk=vkernel(d, "bf16", "bottom_right", hq, hkv, None, 0, 0, None,
                                       True, False, True, ps), vr=vrun, kp=kp, vp=vp, bt=bt):
@@ -301,6 +317,8 @@ def decode_benchmark(kernel, run, stream, sms=132, pages=(16, 64), variants=(),
                                       for ps in pages},
                "paged_seq_vs_dense": {ps: med["ours"] / med["paged%d_seq" % ps]
                                       for ps in pages},
+               "paged_changed_vs_dense": {ps: med["ours"] / med["paged%d_changed" % ps]
+                                          for ps in pages},
                "auto_pack_vs_packed": med["ours"] / med["auto_pack"]}
         rows.append(row)
         print("decode b=%-4d keys=%-6d splits %-2d ours %7.1f us %5.2f TB/s  cudnn %7.1f us "
@@ -308,9 +326,10 @@ def decode_benchmark(kernel, run, stream, sms=132, pages=(16, 64), variants=(),
                   b, sk, splits, row["us"]["ours"], tbps["ours"], row["us"]["cudnn"],
                   tbps["cudnn"], row["ratio_vs_cudnn"],
                   "".join("  paged%d %7.1f us (paged/dense %.2f, device block_table %.2f, "
-                          "in order %.2f)" % (
+                          "in order %.2f, changed each call %.2f)" % (
                               ps, row["us"]["paged%d" % ps], row["paged_vs_dense"][ps],
-                              row["paged_dev_vs_dense"][ps], row["paged_seq_vs_dense"][ps])
+                              row["paged_dev_vs_dense"][ps], row["paged_seq_vs_dense"][ps],
+                              row["paged_changed_vs_dense"][ps])
                           for ps in pages)
                   + "  auto_pack %7.1f us (/packed %.2f)" % (row["us"]["auto_pack"],
                                                               row["auto_pack_vs_packed"])),

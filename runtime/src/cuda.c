@@ -64,6 +64,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <xxhash.h>
+
 typedef int CUresult;
 typedef int CUdevice;
 typedef void *CUcontext, *CUmodule, *CUfunction, *CUstream;
@@ -116,6 +118,17 @@ typedef struct cuda_api {
     void *stream;
     uint64_t ptr;
     size_t words;
+    /* Device mirrors of the last host block_tables calls on this stream
+     * passed (block_table_mirror): address and capacity, the size and
+     * XXH3-128 of the contents held (valid when bytes > 0), and the call
+     * count at their last use (the least recent is refilled). */
+    struct table_mirror {
+      uint64_t ptr;
+      size_t cap, bytes;
+      XXH128_hash_t hash;
+      uint64_t used;
+    } mirror[FA_MIRRORS_PER_STREAM];
+    uint64_t calls;
   } merge[FA_MAX_MERGE_STREAMS];
   int num_merge;
   uint64_t *retired;
@@ -634,6 +647,32 @@ static int stream_capturing(cuda_api *api, void *stream) {
  * (one handle for every thread's stream), past FA_MAX_MERGE_STREAMS
  * streams, without the driver functions, or when the allocation or the
  * zeroing fails. */
+/* The slot of `stream` in the per-stream table (merge[]), made when the
+ * stream has none and there is room; -1 past FA_MAX_MERGE_STREAMS. */
+static int stream_slot(cuda_api *api, void *stream) {
+  int i = 0;
+  while (i < api->num_merge && api->merge[i].stream != stream)
+    ++i;
+  if (i == FA_MAX_MERGE_STREAMS)
+    return -1;
+  if (i == api->num_merge) {
+    memset(&api->merge[i], 0, sizeof(api->merge[i]));
+    api->merge[i].stream = stream;
+    api->num_merge++;
+  }
+  return i;
+}
+
+/* Room for one more retired device buffer (false: out of memory). */
+static bool room_to_retire(cuda_api *api) {
+  uint64_t *grown =
+      (uint64_t *)realloc(api->retired, (api->num_retired + 1) * sizeof(uint64_t));
+  if (!grown)
+    return false;
+  api->retired = grown;
+  return true;
+}
+
 /* The counters of a launch being captured (CUDA graphs): a slice of
  * `tiles` words (rounded up to 256 bytes) no other launch uses, from
  * chunks of at least 64 KB allocated (cuMemAlloc, relaxed capture mode)
@@ -696,26 +735,19 @@ static uint64_t merge_counters(cuda_api *api, void *stream, int capture, int64_t
   if (capture != 0 ||
       stream == (void *)(uintptr_t)2 /* CU_STREAM_PER_THREAD */)
     return 0;
-  int i = 0;
-  while (i < api->num_merge && api->merge[i].stream != stream)
-    ++i;
-  if (i == FA_MAX_MERGE_STREAMS)
+  int i = stream_slot(api, stream);
+  if (i < 0)
     return 0;
   size_t need = (size_t)tiles;
-  if (i < api->num_merge && api->merge[i].words >= need)
+  if (api->merge[i].words >= need)
     return api->merge[i].ptr;
   size_t words = 4096;
-  if (i < api->num_merge && 2 * api->merge[i].words > words)
+  if (2 * api->merge[i].words > words)
     words = 2 * api->merge[i].words;
   if (need > words)
     words = need;
-  if (i < api->num_merge) { /* room to retire the old array */
-    uint64_t *grown =
-        (uint64_t *)realloc(api->retired, (api->num_retired + 1) * sizeof(uint64_t));
-    if (!grown)
-      return 0;
-    api->retired = grown;
-  }
+  if (!room_to_retire(api))
+    return 0;
   /* CU_STREAM_CAPTURE_MODE_RELAXED = 2 */
   int mode = 2;
   bool relaxed = api->cuThreadExchangeStreamCaptureMode &&
@@ -730,14 +762,77 @@ static uint64_t merge_counters(cuda_api *api, void *stream, int capture, int64_t
     api->cuMemFree(ptr);
     return 0;
   }
-  if (i < api->num_merge)
+  if (api->merge[i].ptr)
     api->retired[api->num_retired++] = api->merge[i].ptr;
-  else
-    api->num_merge++;
-  api->merge[i].stream = stream;
   api->merge[i].ptr = ptr;
   api->merge[i].words = words;
   return ptr;
+}
+
+/* A host block_table's device mirror on `stream` (neither capturing nor the
+ * per-thread default stream): one of the stream's FA_MIRRORS_PER_STREAM
+ * buffers. A buffer holding a table of the same size and XXH3-128 is used
+ * as it is; otherwise the least recently used buffer is refilled, through
+ * a pageable copy of the runtime's (so that the caller may change its
+ * table once the call returns). The kernels then read it as a device
+ * block_table. Calls on one stream run in order, so a refill lands after
+ * the kernels that read the buffer's previous contents. A grown buffer's
+ * predecessor is retired (freed at release). 0 when the stream has no
+ * slot or a driver call fails: the caller copies the page lists with the
+ * tile table instead. Decode steps pass the same block_table to every
+ * layer until a sequence takes a new page: most calls copy nothing. */
+static uint64_t block_table_mirror(cuda_api *api, void *stream, const fa_tensor *bt) {
+  size_t bytes = (size_t)(bt->shape[0] * bt->shape[1]) * sizeof(int32_t);
+  if (!api->cuMemAlloc || !api->cuMemFree || !api->cuMemcpyHtoDAsync || !bytes ||
+      stream == (void *)(uintptr_t)2 /* CU_STREAM_PER_THREAD */)
+    return 0;
+  int i = stream_slot(api, stream);
+  if (i < 0)
+    return 0;
+  uint64_t now = ++api->merge[i].calls;
+  XXH128_hash_t hash = XXH3_128bits(bt->data, bytes);
+  struct table_mirror *m = NULL;
+  for (int j = 0; j < FA_MIRRORS_PER_STREAM; ++j) {
+    struct table_mirror *c = &api->merge[i].mirror[j];
+    if (c->bytes == bytes && XXH128_isEqual(hash, c->hash)) {
+      c->used = now;
+      return c->ptr;
+    }
+    if (!m || c->used < m->used)
+      m = c;
+  }
+  if (m->cap < bytes) {
+    if (!room_to_retire(api))
+      return 0;
+    size_t cap = 2 * m->cap > bytes ? 2 * m->cap : bytes;
+    uint64_t ptr = 0;
+    if (api->cuMemAlloc(&ptr, cap) != 0)
+      return 0;
+    if (m->ptr)
+      api->retired[api->num_retired++] = m->ptr;
+    m->ptr = ptr;
+    m->cap = cap;
+  }
+  void *staged = malloc(bytes);
+  if (!staged)
+    return 0;
+  memcpy(staged, bt->data, bytes);
+  /* Invalid until the copy is enqueued: a failed copy leaves no stale
+   * match behind. */
+  m->bytes = 0;
+  CUresult r = 0;
+  for (size_t at = 0; r == 0 && at < bytes; at += FA_PAGEABLE_COPY_BYTES) {
+    size_t piece = bytes - at < FA_PAGEABLE_COPY_BYTES ? bytes - at : FA_PAGEABLE_COPY_BYTES;
+    r = api->cuMemcpyHtoDAsync(m->ptr + at, (unsigned char *)staged + at, piece,
+                               (CUstream)stream);
+  }
+  free(staged);
+  if (r != 0)
+    return 0;
+  m->bytes = bytes;
+  m->hash = hash;
+  m->used = now;
+  return m->ptr;
 }
 
 fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
@@ -771,6 +866,21 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
                      "device current at its first CUDA use): use one runtime per device",
                      i < n ? k->artifact.arg_names[i] : extra_names[i - n], ordinal,
                      api->device);
+    }
+  }
+  /* A host block_table (checked by run.c): read by the kernels from the
+   * stream's device mirror when there is one (block_table_mirror; not
+   * under stream capture, whose replays repeat the call as captured). */
+  fa_attention_args mirrored;
+  if ((k->artifact.config.flags & FA_PAGED) && k->artifact.page_table && !pages_on_device &&
+      call->block_table.data && call->block_table.rank == 2 &&
+      stream_capturing(api, call->stream) == 0) {
+    uint64_t mirror = block_table_mirror(api, call->stream, &call->block_table);
+    if (mirror) {
+      mirrored = *call;
+      mirrored.block_table.data = (void *)(uintptr_t)mirror;
+      call = &mirrored;
+      pages_on_device = true;
     }
   }
   /* The launch runs in the runtime's context; the caller's current context
@@ -1113,8 +1223,13 @@ void fa_cuda_release(fa_runtime *rt) {
   CUcontext prev;
   if (api->num_merge + api->num_retired + api->num_captured > 0 || api->zero_stream) {
     if (enter_context(api, &prev) == 0) {
-      for (int i = 0; i < api->num_merge; ++i)
-        api->cuMemFree(api->merge[i].ptr);
+      for (int i = 0; i < api->num_merge; ++i) {
+        if (api->merge[i].ptr)
+          api->cuMemFree(api->merge[i].ptr);
+        for (int j = 0; j < FA_MIRRORS_PER_STREAM; ++j)
+          if (api->merge[i].mirror[j].ptr)
+            api->cuMemFree(api->merge[i].mirror[j].ptr);
+      }
       for (size_t i = 0; i < api->num_retired; ++i)
         api->cuMemFree(api->retired[i]);
       for (size_t i = 0; i < api->num_captured; ++i)

@@ -16,6 +16,11 @@
 /* Streams with their own fused-merge counter array per runtime (cuda.c);
  * calls on more streams launch the combine kernel instead. */
 #define FA_MAX_MERGE_STREAMS 64
+/* Device mirrors of host block_tables kept per stream (cuda.c,
+ * block_table_mirror): a decode step's layers share one table; a few more
+ * serve calls that alternate between tables (e.g. a draft and a target
+ * model) without a copy each. */
+#define FA_MIRRORS_PER_STREAM 4
 /* The largest piece of a host-to-device copy of a pageable tile table
  * (cuda.c): copies up to this size return once staged. */
 #define FA_PAGEABLE_COPY_BYTES ((size_t)65536)

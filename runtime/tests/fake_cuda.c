@@ -172,6 +172,7 @@ CUresult cuMemsetD32Async(uint64_t p, unsigned value, size_t count, void *stream
 CUresult cuMemcpyHtoDAsync_v2(uint64_t dst, const void *src, size_t bytes, void *stream) {
   (void)stream;
   fake_state.num_copies++;
+  fake_state.copied_bytes += bytes;
   memcpy((void *)(uintptr_t)dst, src, bytes);
   return OK;
 }

@@ -31,6 +31,7 @@ typedef struct fake_cuda_state {
   int fail_memset_at;      /* the cuMemsetD32Async (0-based) that fails; -1 none */
   int fail_launch_at;      /* the cuLaunchKernel (0-based) that fails; -1 none */
   int num_memsets, num_launches_total, num_copies;
+  size_t copied_bytes;
   int num_allocs, num_frees, num_async_allocs, num_async_frees;
   int num_streams_created, num_streams_destroyed;
   fake_launch launches[FAKE_MAX_LAUNCHES]; /* since the test last cleared it */

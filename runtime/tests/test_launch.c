@@ -7,6 +7,9 @@
  *   - the grid: one CTA per work unit below the SM count, one per SM above
  *     (fa_launch_grid); the tile counter zeroed only when the kernel takes
  *     more units than CTAs;
+ *   - a host block_table's per-stream device mirrors (4, least recently
+ *     used refilled), copied only when the table is not among them (not
+ *     under capture), and the tile table's copies;
  *   - the split-KV merge fused into the partial kernel (one launch, a
  *     counter array allocated and zeroed once per stream; under stream
  *     capture a slice of its own, from a chunk zeroed once), and the
@@ -293,11 +296,13 @@ int main(void) {
           "stream-ordered scratch: %d allocations, %d frees", fake->num_async_allocs,
           fake->num_async_frees);
   }
-  /* Paged decode over 16-key pages, batch 128 / 2048 keys. A host
-   * block_table: its page lists travel with the tile table, 66 KB, copied
-   * in pieces of at most 64 KB (2 copies). The same table in device memory:
-   * only the tile entries are copied (1 copy), the kernels read the
-   * block_table where it is. */
+  /* Paged decode over 16-key pages, batch 128 / 2048 keys; the tile
+   * entries (4 KB) do not fit the kernels' parameter and are copied each
+   * call. A host block_table (64 KB): copied into the stream's device
+   * mirror at the first call, not again while its contents stay the same,
+   * again after one entry changed; on a capturing stream (no mirror) its
+   * page lists travel with the tile table (68 KB, in two pieces). A device
+   * block_table: only the entries are copied. */
   {
     enum { B = 128, KEYS = 2048, PAGES = KEYS / 16 };
     static int32_t bt[B * PAGES], used[B];
@@ -305,25 +310,76 @@ int main(void) {
       bt[i] = (i * 7919) % (B * PAGES); /* a permutation of the pool */
     for (int b = 0; b < B; ++b)
       used[b] = KEYS;
-    for (int on_device = 0; on_device < 2; ++on_device) {
+    const size_t entries = 32 * (B + 1), mirror = sizeof(bt);
+    struct {
+      const char *what;
+      int device, change, capture;
+      int copies;
+      size_t bytes;
+    } steps[] = {
+        {"host, first call", 0, 0, 0, 2, mirror + entries},
+        {"host, same table", 0, 0, 0, 1, entries},
+        {"host, same table again", 0, 0, 0, 1, entries},
+        {"host, one entry changed", 0, 1, 0, 2, mirror + entries},
+        {"host, under capture", 0, 0, 1, 2, mirror + entries},
+        {"device", 1, 0, 0, 1, entries},
+    };
+    for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); ++i) {
       fa_attention_args a = decode_args(B, KEYS, s1);
       a.k = device_tensor(4, B * PAGES, 16, 8, 128, 2);
       a.v = device_tensor(4, B * PAGES, 16, 8, 128, 2);
       a.seqused_k = host_i32(used, B);
       a.block_table = (fa_tensor){bt, 2, {B, PAGES, 0, 0}};
-      if (on_device) {
-        /* The same values at a device address (the fake reads nothing). */
-        a.block_table.data = device_tensor(2, B, PAGES, 0, 0, 4).data;
+      if (steps[i].change) {
+        int32_t t = bt[0];
+        bt[0] = bt[1];
+        bt[1] = t;
       }
+      if (steps[i].device) /* the same values at a device address */
+        a.block_table.data = device_tensor(2, B, PAGES, 0, 0, 4).data;
+      fake->capturing_stream = steps[i].capture ? s1 : NULL;
+      int copies = fake->num_copies;
+      size_t bytes = fake->copied_bytes;
+      clear_launches();
+      CHECK_STATUS(fa_attention_run(rt, pag, &a), FA_OK, rt);
+      CHECK(fake->num_copies - copies == steps[i].copies &&
+                fake->copied_bytes - bytes == steps[i].bytes,
+            "paged, %s: %d copies of %zu bytes, want %d of %zu", steps[i].what,
+            fake->num_copies - copies, fake->copied_bytes - bytes, steps[i].copies,
+            steps[i].bytes);
+      CHECK(fake->num_launches == 1 && fake->launches[0].grid == 132,
+            "paged batch 128, %s: %d launches, grid %u", steps[i].what, fake->num_launches,
+            fake->num_launches ? fake->launches[0].grid : 0);
+    }
+    fake->capturing_stream = NULL;
+  }
+  /* Batch 16 / 8k over host block_tables: the tile entries fit the
+   * kernels' parameter, so once a mirror holds a table a call copies
+   * nothing. Two tables in turn (calls 0-3), then 4 new ones: the stream
+   * keeps 4 mirrors, the least recently used is refilled (call 8 takes
+   * table 0 again after it was dropped). */
+  {
+    enum { B = 16, KEYS = 8192, PAGES = KEYS / 16 };
+    static int32_t bt[6][B * PAGES], used[B];
+    for (int t = 0; t < 6; ++t)
+      for (int i = 0; i < B * PAGES; ++i)
+        bt[t][i] = (i * 7919 + 13 * t) % (B * PAGES);
+    for (int b = 0; b < B; ++b)
+      used[b] = KEYS - 3;
+    const int order[] = {0, 1, 0, 1, 2, 3, 4, 5, 0, 5};
+    const int copies_want[] = {1, 1, 0, 0, 1, 1, 1, 1, 1, 0};
+    for (int call = 0; call < 10; ++call) {
+      fa_attention_args a = decode_args(B, KEYS, s1);
+      a.k = device_tensor(4, B * PAGES, 16, 8, 128, 2);
+      a.v = device_tensor(4, B * PAGES, 16, 8, 128, 2);
+      a.seqused_k = host_i32(used, B);
+      a.block_table = (fa_tensor){bt[order[call]], 2, {B, PAGES, 0, 0}};
       int copies = fake->num_copies;
       clear_launches();
       CHECK_STATUS(fa_attention_run(rt, pag, &a), FA_OK, rt);
-      int want = on_device ? 1 : 2;
-      CHECK(fake->num_copies == copies + want, "paged, %s block_table: %d copies, want %d",
-            on_device ? "device" : "host", fake->num_copies - copies, want);
-      CHECK(fake->num_launches == 1 && fake->launches[0].grid == 132,
-            "paged batch 128: %d launches, grid %u", fake->num_launches,
-            fake->num_launches ? fake->launches[0].grid : 0);
+      CHECK(fake->num_copies - copies == copies_want[call],
+            "paged batch 16, call %d (table %d): %d copies, want %d", call, order[call],
+            fake->num_copies - copies, copies_want[call]);
     }
   }
   /* A failing launch: FA_ERROR_CUDA with the driver's message; then a call

@@ -234,7 +234,14 @@ typedef struct fa_attention_args {
  * the append starts) and copies that to the device on the call's stream,
  * so the values must be final when the call is made (synchronize first if
  * the stream is still writing them). A host-readable block_table is
- * checked and its page lists are copied with the table; a block_table in
+ * checked and copied into a device mirror of the call's stream, which the
+ * kernels read; the copy is skipped when one of the stream's last 4
+ * tables had the same contents (XXH3-128), as decode layers and steps
+ * pass the same table until a sequence takes a new page. The caller may
+ * change its table once the call returns (the runtime copies from a
+ * buffer of its own). Under stream capture, on the per-thread default
+ * stream and past 64 streams the page lists are copied with the tile
+ * table at every call instead. A block_table in
  * device memory (cudaMalloc, as FlashAttention's callers pass it) is read
  * by the kernels where it is, on the stream, and is not checked: a page
  * index outside the pool reads zeros and an append to it is dropped (no

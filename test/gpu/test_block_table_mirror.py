@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""A host block_table read through the runtime's per-stream device mirror
+(run on the H200).
+
+The runtime copies a host block_table into a device buffer of the call's
+stream, and only when the table's contents changed since the stream's last
+call (runtime/src/cuda.c, block_table_mirror). What this checks, on decode
+over 16-key pages (32 query / 8 kv heads, head_dim 128, bf16, pack_gqa,
+seqused_k, automatic num_splits) at batch 16 / 8k and batch 1 / 32k (split):
+  - a sequence of calls on one stream, each over a pool with its pages in
+    another order: the host table is overwritten in place right after a call
+    returns (before its kernel ran: nothing is synchronized), the next call
+    passes the same pointer; a call repeating the previous table (the
+    mirror is reused) follows. Every call's out and lse must equal, bit for
+    bit, the same call made with a device block_table (the kernels' own
+    path), whose values are the ones the call was made with;
+  - two streams, each with its own table and pool, called alternately
+    without synchronization: each stream's calls equal their references.
+Out and lse are poisoned (NaN) before every call.
+
+Usage: test_block_table_mirror.py --lib LIBRT --artifacts DIR [--out DIR]
+Exit status 0 when every case passes; a hung kernel ends the process.
+"""
+
+import ctypes as C
+import os
+import sys
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
+from test_fused_combine import device_sync  # noqa: E402
+from test_runtime_launch import Args, report, tensor  # noqa: E402
+from test_sm90_attention import FA_OK, open_runtime, pinned_i32, script_args  # noqa: E402
+from sm90_bench import shuffled_pool  # noqa: E402
+
+D, HQ, HKV, PS = 128, 32, 8, 16
+
+
+def paged_call(lib, rt, kern, q, kp, vp, out, lse, used, bt, stream_handle):
+    """One paged fa_attention_run on `stream_handle` (not synchronized)."""
+    args = Args()
+    args.struct_size = C.sizeof(Args)
+    args.q, args.k, args.v, args.out, args.lse = (tensor(q), tensor(kp), tensor(vp),
+                                                  tensor(out), tensor(lse))
+    args.seqused_k = tensor(used)
+    args.block_table = tensor(bt)
+    args.stream = stream_handle
+    st = lib.fa_attention_run(rt, kern, C.byref(args))
+    if st != FA_OK:
+        raise RuntimeError(lib.fa_runtime_last_error(rt).decode())
+
+
+def buffers(q):
+    return (torch.full_like(q, float("nan")),
+            torch.full((q.shape[0], HQ, q.shape[1]), float("nan"), device="cuda"))
+
+
+def main():
+    a = script_args()
+    lib, rt, stream, kernel, _ = open_runtime(a.lib, a.artifacts)
+    kern = kernel(D, "bf16", "bottom_right", HQ, HKV, None, 0, 0, None, True, False, True, PS)
+    torch.manual_seed(0)
+    results = {}
+    for b, sk in ((16, 8192), (1, 32768)):
+        q = torch.randn(b, 1, HQ, D, device="cuda", dtype=torch.bfloat16)
+        k = torch.randn(b, sk, HKV, D, device="cuda", dtype=torch.bfloat16)
+        v = torch.randn_like(k)
+        used = pinned_i32([sk - 5] * b)
+        # Pools with their pages in 4 orders; rounds use orders 0, 1, 1, 2, 3.
+        pools = [shuffled_pool(k, v, PS) for _ in range(4)]
+        rounds = (0, 1, 1, 2, 3)
+        # Every buffer and device table made (on torch's stream) and
+        # finished before the calls, which run on other streams unsynchronized.
+        dev_tables = [bt.cuda() for _, _, bt in pools]
+        ref_bufs = [buffers(q) for _ in pools]
+        one_bufs = [buffers(q) for _ in rounds]
+        two_bufs = [buffers(q) for _ in range(6)]
+        table = pools[rounds[0]][2].clone().pin_memory()
+        tables = [pools[2][2].clone().pin_memory(), pools[3][2].clone().pin_memory()]
+        other = torch.cuda.Stream()
+        torch.cuda.synchronize()
+        # References: each pool through a device block_table.
+        for (kp, vp, _), bt, (out, lse) in zip(pools, dev_tables, ref_bufs):
+            paged_call(lib, rt, kern, q, kp, vp, out, lse, used, bt, stream.cuda_stream)
+        device_sync()
+        # One stream, one host table overwritten in place right after each
+        # call returned (its kernel may not have run yet).
+        for r, (out, lse) in zip(rounds, one_bufs):
+            table.copy_(pools[r][2])
+            paged_call(lib, rt, kern, q, pools[r][0], pools[r][1], out, lse, used, table,
+                       stream.cuda_stream)
+        device_sync()
+        bad = [i for i, (r, (o, l)) in enumerate(zip(rounds, one_bufs))
+               if not (torch.equal(o, ref_bufs[r][0]) and torch.equal(l, ref_bufs[r][1]))]
+        name = "one_stream_b%d_k%d" % (b, sk)
+        results[name] = {"passed": not bad,
+                         "detail": "calls %s differ from their references" % bad if bad
+                         else "5 calls over 4 page orders equal their references"}
+        # Two streams, alternating, each with its own table.
+        handles = [stream.cuda_stream, other.cuda_stream]
+        orders = []
+        for i, (out, lse) in enumerate(two_bufs):
+            s = i % 2
+            order = (2, 3)[s] if i < 4 else (0, 1)[s]
+            tables[s].copy_(pools[order][2])
+            paged_call(lib, rt, kern, q, pools[order][0], pools[order][1], out, lse, used,
+                       tables[s], handles[s])
+            orders.append(order)
+        device_sync()
+        bad = [i for i, (r, (o, l)) in enumerate(zip(orders, two_bufs))
+               if not (torch.equal(o, ref_bufs[r][0]) and torch.equal(l, ref_bufs[r][1]))]
+        name = "two_streams_b%d_k%d" % (b, sk)
+        results[name] = {"passed": not bad,
+                         "detail": "calls %s differ from their references" % bad if bad
+                         else "6 alternating calls equal their references"}
+    for name, r in results.items():
+        print("%s %s: %s" % ("PASS" if r["passed"] else "FAIL", name, r["detail"]), flush=True)
+    return report(results, a.out, "block_table mirror test")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
