@@ -37,13 +37,15 @@
  *   are those of capture time (the runtime keeps a copied table until it
  *   is destroyed: destroy such graphs first); a device block_table is
  *   read at each replay.
+ * - Per-stream state: the runtime keeps, per stream handle (up to 64),
+ *   the fused split-KV merge's counters and the device mirrors of host
+ *   block_tables (both freed by fa_runtime_destroy). Calls on one stream
+ *   never overlap, so they share them; a stream destroyed while its last
+ *   call still runs must not hand its handle to a new stream of the same
+ *   runtime before that call ends.
  * - Split-KV on sm90: the partial kernel merges the splits itself (the
- *   work unit that finishes a tile's last split), counting on a u32 array
- *   the runtime keeps per stream (up to 64 streams; zero between calls,
- *   freed by fa_runtime_destroy). Calls on one stream never overlap, so
- *   they share it; a stream destroyed while its last call still runs must
- *   not hand its handle to a new stream of the same runtime before that
- *   call ends. A captured call counts on a slice of its own (kept, like a
+ *   work unit that finishes a tile's last split), counting on the
+ *   stream's u32 array (zero between calls). A captured call counts on a slice of its own (kept, like a
  *   copied table, until the runtime is destroyed), which each replay
  *   leaves at zero: replays of one executable graph run in order, but two
  *   executable graphs instantiated from the same capture share the
