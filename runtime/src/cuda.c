@@ -769,6 +769,24 @@ static uint64_t merge_counters(cuda_api *api, void *stream, int capture, int64_t
   return ptr;
 }
 
+/* A host-to-device copy from pageable memory on `stream`, in pieces of at
+ * most FA_PAGEABLE_COPY_BYTES: the driver stages a pageable copy that
+ * small and returns, while a larger one waits for the stream's earlier
+ * work (measured on the H200: a 68 KB table, batch 128 over 16-key pages,
+ * made every call wait about 1 ms for the previous kernels; docs/
+ * BENCHMARKS.md). Outside stream capture the source may be reused once
+ * this returns; a captured copy reads it at every replay. */
+static CUresult copy_pageable(cuda_api *api, uint64_t dst, const void *src, size_t bytes,
+                              void *stream) {
+  CUresult r = 0;
+  for (size_t at = 0; r == 0 && at < bytes; at += FA_PAGEABLE_COPY_BYTES) {
+    size_t piece = bytes - at < FA_PAGEABLE_COPY_BYTES ? bytes - at : FA_PAGEABLE_COPY_BYTES;
+    r = api->cuMemcpyHtoDAsync(dst + at, (const unsigned char *)src + at, piece,
+                               (CUstream)stream);
+  }
+  return r;
+}
+
 /* A host block_table's device mirror on `stream` (neither capturing nor the
  * per-thread default stream): one of the stream's FA_MIRRORS_PER_STREAM
  * buffers. A buffer holding a table of the same size and XXH3-128 is used
@@ -820,12 +838,7 @@ static uint64_t block_table_mirror(cuda_api *api, void *stream, const fa_tensor 
   /* Invalid until the copy is enqueued: a failed copy leaves no stale
    * match behind. */
   m->bytes = 0;
-  CUresult r = 0;
-  for (size_t at = 0; r == 0 && at < bytes; at += FA_PAGEABLE_COPY_BYTES) {
-    size_t piece = bytes - at < FA_PAGEABLE_COPY_BYTES ? bytes - at : FA_PAGEABLE_COPY_BYTES;
-    r = api->cuMemcpyHtoDAsync(m->ptr + at, (unsigned char *)staged + at, piece,
-                               (CUstream)stream);
-  }
+  CUresult r = copy_pageable(api, m->ptr, staged, bytes, stream);
   free(staged);
   if (r != 0)
     return 0;
@@ -1122,18 +1135,8 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
     api->held = grown;
     api->cap_held = cap;
   }
-  /* In pieces of at most 64 KB: the driver stages a pageable copy that
-   * small and returns, while a larger one waits for the stream's earlier
-   * work (measured on the H200: a 68 KB table, batch 128 over 16-key
-   * pages, made every call wait about 1 ms for the previous kernels;
-   * docs/BENCHMARKS.md). */
-  for (size_t at = 0, bytes = table_bytes ? (size_t)words * sizeof(int32_t) : 0;
-       r == 0 && at < bytes;
-       at += FA_PAGEABLE_COPY_BYTES) {
-    size_t piece = bytes - at < FA_PAGEABLE_COPY_BYTES ? bytes - at : FA_PAGEABLE_COPY_BYTES;
-    r = api->cuMemcpyHtoDAsync(ws + at, (const unsigned char *)table + at, piece,
-                               (CUstream)stream);
-  }
+  if (r == 0 && table_bytes)
+    r = copy_pageable(api, ws, table, (size_t)words * sizeof(int32_t), stream);
   if (hold) {
     /* Recorded (or its recording failed): kept either way, since a graph
      * may still hold the copy node. */

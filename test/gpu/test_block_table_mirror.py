@@ -58,6 +58,16 @@ def buffers(q):
             torch.full((q.shape[0], HQ, q.shape[1]), float("nan"), device="cuda"))
 
 
+def compare(orders, got, refs, what):
+    """{passed, detail}: call i (page order orders[i]) against refs[order],
+    out and lse bit for bit."""
+    bad = [i for i, (r, (o, l)) in enumerate(zip(orders, got))
+           if not (torch.equal(o, refs[r][0]) and torch.equal(l, refs[r][1]))]
+    return {"passed": not bad,
+            "detail": "calls %s differ from their references" % bad if bad
+            else "%s equal their references" % what}
+
+
 def main():
     a = script_args()
     lib, rt, stream, kernel, _ = open_runtime(a.lib, a.artifacts)
@@ -93,12 +103,8 @@ def main():
             paged_call(lib, rt, kern, q, pools[r][0], pools[r][1], out, lse, used, table,
                        stream.cuda_stream)
         device_sync()
-        bad = [i for i, (r, (o, l)) in enumerate(zip(rounds, one_bufs))
-               if not (torch.equal(o, ref_bufs[r][0]) and torch.equal(l, ref_bufs[r][1]))]
-        name = "one_stream_b%d_k%d" % (b, sk)
-        results[name] = {"passed": not bad,
-                         "detail": "calls %s differ from their references" % bad if bad
-                         else "5 calls over 4 page orders equal their references"}
+        results["one_stream_b%d_k%d" % (b, sk)] = compare(
+            rounds, one_bufs, ref_bufs, "5 calls over 4 page orders")
         # Two streams, alternating, each with its own table.
         handles = [stream.cuda_stream, other.cuda_stream]
         orders = []
@@ -110,12 +116,8 @@ def main():
                        tables[s], handles[s])
             orders.append(order)
         device_sync()
-        bad = [i for i, (r, (o, l)) in enumerate(zip(orders, two_bufs))
-               if not (torch.equal(o, ref_bufs[r][0]) and torch.equal(l, ref_bufs[r][1]))]
-        name = "two_streams_b%d_k%d" % (b, sk)
-        results[name] = {"passed": not bad,
-                         "detail": "calls %s differ from their references" % bad if bad
-                         else "6 alternating calls equal their references"}
+        results["two_streams_b%d_k%d" % (b, sk)] = compare(
+            orders, two_bufs, ref_bufs, "6 alternating calls")
     for name, r in results.items():
         print("%s %s: %s" % ("PASS" if r["passed"] else "FAIL", name, r["detail"]), flush=True)
     return report(results, a.out, "block_table mirror test")
