@@ -39,7 +39,8 @@
  *   read at each replay.
  * - Per-stream state: the runtime keeps, per stream handle (up to 64),
  *   the fused split-KV merge's counters and the device mirrors of host
- *   block_tables (both freed by fa_runtime_destroy). Calls on one stream
+ *   block_tables (up to 4 tables' size of device memory per stream; both
+ *   freed by fa_runtime_destroy). Calls on one stream
  *   never overlap, so they share them; a stream destroyed while its last
  *   call still runs must not hand its handle to a new stream of the same
  *   runtime before that call ends.
