@@ -339,6 +339,36 @@ fa_status fa_cuda_probe(fa_runtime *runtime, int32_t *num_sms) {
   return st;
 }
 
+fa_status fa_cuda_release_stream(fa_runtime *runtime, void *stream) {
+  if (!runtime)
+    return FA_ERROR_INVALID_ARGUMENT;
+  cuda_api *api = (cuda_api *)runtime->cuda;
+  if (!api)
+    return FA_OK;
+  int i = 0;
+  while (i < api->num_merge && api->merge[i].stream != stream)
+    ++i;
+  if (i == api->num_merge)
+    return FA_OK;
+  CUcontext prev;
+  if (enter_context(api, &prev) != 0)
+    return fa_fail(runtime, FA_ERROR_CUDA, "cuCtxSetCurrent failed");
+  /* cuMemFree waits for the device work still using the buffers. */
+  CUresult r = 0;
+  if (api->merge[i].ptr)
+    r = api->cuMemFree(api->merge[i].ptr);
+  for (int j = 0; j < FA_MIRRORS_PER_STREAM; ++j)
+    if (api->merge[i].mirror[j].ptr) {
+      CUresult rj = api->cuMemFree(api->merge[i].mirror[j].ptr);
+      r = r ? r : rj;
+    }
+  leave_context(api, prev);
+  api->merge[i] = api->merge[--api->num_merge];
+  if (r != 0)
+    return fa_fail(runtime, FA_ERROR_CUDA, "cuMemFree failed: %s", cuError(api, r));
+  return FA_OK;
+}
+
 fa_status fa_cuda_load(fa_runtime *rt, fa_kernel *k) {
   cuda_api *api;
   fa_status st = load_api(rt, &api);

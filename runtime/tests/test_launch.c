@@ -14,7 +14,8 @@
  *     counter array allocated and zeroed once per stream; under stream
  *     capture a slice of its own, from a chunk zeroed once), and the
  *     separate combine kernel where the fused merge cannot run: the
- *     per-thread default stream, a 65th stream;
+ *     per-thread default stream, a 65th stream (until
+ *     fa_cuda_release_stream gives a slot back);
  *   - failing driver calls: a failing cuMemsetD32Async under stream capture
  *     with a copied tile table (the runtime keeps that table for the graph)
  *     and a failing cuLaunchKernel answer FA_ERROR_CUDA with a message, and
@@ -242,6 +243,19 @@ int main(void) {
     }
     CHECK(fake->num_allocs == allocs + 63, "counter arrays for streams 2-64: %d",
           fake->num_allocs - allocs);
+    /* fa_cuda_release_stream frees a stream's counters and its slot: the
+     * 65th stream then gets one (the fused merge, one launch). A stream
+     * the runtime keeps nothing for is FA_OK. */
+    int frees = fake->num_frees;
+    CHECK_STATUS(fa_cuda_release_stream(rt, (void *)(uintptr_t)0x6001), FA_OK, rt);
+    CHECK(fake->num_frees == frees + 1, "release: %d frees", fake->num_frees - frees);
+    CHECK_STATUS(fa_cuda_release_stream(rt, (void *)(uintptr_t)0x6001), FA_OK, rt);
+    CHECK_STATUS(fa_cuda_release_stream(NULL, s1), FA_ERROR_INVALID_ARGUMENT, rt);
+    fa_attention_args a = decode_args(1, 32768, (void *)(uintptr_t)(0x6000 + 64));
+    clear_launches();
+    CHECK_STATUS(fa_attention_run(rt, dec, &a), FA_OK, rt);
+    CHECK(fake->num_launches == 1, "the 65th stream after a release: %d launches",
+          fake->num_launches);
   }
   /* Varlen split-KV under capture with a copied tile table (70 sequences
    * need more than the kernels' inline parameter; one head, so that 70

@@ -15,7 +15,9 @@ seqused_k, automatic num_splits) at batch 16 / 8k and batch 1 / 32k (split):
     bit, the same call made with a device block_table (the kernels' own
     path), whose values are the ones the call was made with;
   - two streams, each with its own table and pool, called alternately
-    without synchronization: each stream's calls equal their references.
+    without synchronization: each stream's calls equal their references;
+  - fa_cuda_release_stream on the second stream, then a call there: it
+    equals its reference.
 Out and lse are poisoned (NaN) before every call.
 
 Usage: test_block_table_mirror.py --lib LIBRT --artifacts DIR [--out DIR]
@@ -65,7 +67,7 @@ def compare(orders, got, refs, what):
            if not (torch.equal(o, refs[r][0]) and torch.equal(l, refs[r][1]))]
     return {"passed": not bad,
             "detail": "calls %s differ from their references" % bad if bad
-            else "%s equal their references" % what}
+            else "%s: equal to the references" % what}
 
 
 def main():
@@ -118,6 +120,19 @@ def main():
         device_sync()
         results["two_streams_b%d_k%d" % (b, sk)] = compare(
             orders, two_bufs, ref_bufs, "6 alternating calls")
+        # The other stream's state given back (fa_cuda_release_stream),
+        # then a call there again: it starts afresh.
+        lib.fa_cuda_release_stream.argtypes = [C.c_void_p, C.c_void_p]
+        st = lib.fa_cuda_release_stream(rt, other.cuda_stream)
+        out, lse = buffers(q)
+        torch.cuda.synchronize()
+        paged_call(lib, rt, kern, q, pools[1][0], pools[1][1], out, lse, used, tables[1],
+                   other.cuda_stream)
+        device_sync()
+        results["released_stream_b%d_k%d" % (b, sk)] = (
+            {"passed": False, "detail": "fa_cuda_release_stream returned %d" % st}
+            if st != FA_OK else compare([1], [(out, lse)], ref_bufs,
+                                        "one call after the stream's release"))
     for name, r in results.items():
         print("%s %s: %s" % ("PASS" if r["passed"] else "FAIL", name, r["detail"]), flush=True)
     return report(results, a.out, "block_table mirror test")

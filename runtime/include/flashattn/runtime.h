@@ -43,7 +43,8 @@
  *   freed by fa_runtime_destroy). Calls on one stream
  *   never overlap, so they share them; a stream destroyed while its last
  *   call still runs must not hand its handle to a new stream of the same
- *   runtime before that call ends.
+ *   runtime before that call ends. fa_cuda_release_stream gives a
+ *   stream's state back (before destroying the stream, or to make room).
  * - Split-KV on sm90: the partial kernel merges the splits itself (the
  *   work unit that finishes a tile's last split), counting on the
  *   stream's u32 array (zero between calls). A captured call counts on a slice of its own (kept, like a
@@ -286,6 +287,16 @@ fa_status fa_combine_host(const float *partial_out, const float *partial_lse,
  * runtime to its device (the one current on the thread, else device 0);
  * num_sms (may be NULL) receives that device's SM count. */
 fa_status fa_cuda_probe(fa_runtime *runtime, int32_t *num_sms);
+
+/* Frees what the runtime keeps for `stream` (a CUstream: the fused split-KV
+ * merge's counters and the device mirrors of host block_tables) and its
+ * slot among the 64, for a caller about to destroy the stream or done
+ * with it. The stream's calls should have finished (cuMemFree waits for
+ * the device work still using the buffers). A later call on the stream
+ * starts afresh. FA_OK also when the runtime keeps nothing for the stream
+ * or has not loaded the driver; FA_ERROR_CUDA when a free fails (the slot
+ * is released either way). */
+fa_status fa_cuda_release_stream(fa_runtime *runtime, void *stream);
 
 #ifdef __cplusplus
 }
