@@ -201,6 +201,22 @@ static void leave_context(cuda_api *api, CUcontext prev) {
     api->cuCtxSetCurrent(prev);
 }
 
+/* Relaxed stream-capture mode on this thread (cuThreadExchangeStreamCaptureMode,
+ * CU_STREAM_CAPTURE_MODE_RELAXED = 2) around the calls that a capture in
+ * global mode, this thread's or another's, forbids: cuMemAlloc, cuMemFree,
+ * cuStreamSynchronize. Returns whether the switch took; relaxed_leave
+ * restores the previous mode. */
+static bool relaxed_enter(cuda_api *api, int *mode) {
+  *mode = 2;
+  return api->cuThreadExchangeStreamCaptureMode &&
+         api->cuThreadExchangeStreamCaptureMode(mode) == 0;
+}
+
+static void relaxed_leave(cuda_api *api, bool entered, int mode) {
+  if (entered)
+    api->cuThreadExchangeStreamCaptureMode(&mode);
+}
+
 /* Whether `ptr` is device memory (not managed: managed and host memory are
  * reachable from the host and from any device), and then, with `ordinal`,
  * its device. Unregistered host memory is not known to the driver
@@ -353,8 +369,15 @@ fa_status fa_cuda_release_stream(fa_runtime *runtime, void *stream) {
   CUcontext prev;
   if (enter_context(api, &prev) != 0)
     return fa_fail(runtime, FA_ERROR_CUDA, "cuCtxSetCurrent failed");
-  /* cuMemFree waits for the device work still using the buffers. */
-  CUresult r = 0;
+  int mode;
+  bool relaxed = relaxed_enter(api, &mode);
+  /* The stream's work that may still read the buffers, finished first. */
+  CUresult r = api->cuStreamSynchronize ? api->cuStreamSynchronize((CUstream)stream) : 0;
+  if (r != 0) {
+    relaxed_leave(api, relaxed, mode);
+    leave_context(api, prev);
+    return fa_fail(runtime, FA_ERROR_CUDA, "cuStreamSynchronize failed: %s", cuError(api, r));
+  }
   if (api->merge[i].ptr)
     r = api->cuMemFree(api->merge[i].ptr);
   for (int j = 0; j < FA_MIRRORS_PER_STREAM; ++j)
@@ -362,6 +385,7 @@ fa_status fa_cuda_release_stream(fa_runtime *runtime, void *stream) {
       CUresult rj = api->cuMemFree(api->merge[i].mirror[j].ptr);
       r = r ? r : rj;
     }
+  relaxed_leave(api, relaxed, mode);
   leave_context(api, prev);
   api->merge[i] = api->merge[--api->num_merge];
   if (r != 0)
@@ -730,10 +754,12 @@ static uint64_t captured_counters(cuda_api *api, int64_t tiles) {
     return 0;
   api->captured = grown;
   size_t words = need > 16384 ? need : 16384;
-  /* CU_STREAM_CAPTURE_MODE_RELAXED = 2 */
-  int mode = 2;
-  bool relaxed = api->cuThreadExchangeStreamCaptureMode &&
-                 api->cuThreadExchangeStreamCaptureMode(&mode) == 0;
+  /* This thread's stream is capturing: without relaxed mode the calls
+   * below would invalidate the capture. */
+  int mode;
+  bool relaxed = relaxed_enter(api, &mode);
+  if (!relaxed)
+    return 0;
   uint64_t ptr = 0;
   CUresult r = 0;
   if (!api->zero_stream)
@@ -749,8 +775,7 @@ static uint64_t captured_counters(cuda_api *api, int64_t tiles) {
       ptr = 0;
     }
   }
-  if (relaxed)
-    api->cuThreadExchangeStreamCaptureMode(&mode);
+  relaxed_leave(api, relaxed, mode);
   if (r != 0)
     return 0;
   api->captured[api->num_captured++] = (struct captured_chunk){ptr, words, need};
@@ -778,14 +803,11 @@ static uint64_t merge_counters(cuda_api *api, void *stream, int capture, int64_t
     words = need;
   if (!room_to_retire(api))
     return 0;
-  /* CU_STREAM_CAPTURE_MODE_RELAXED = 2 */
-  int mode = 2;
-  bool relaxed = api->cuThreadExchangeStreamCaptureMode &&
-                 api->cuThreadExchangeStreamCaptureMode(&mode) == 0;
+  int mode;
+  bool relaxed = relaxed_enter(api, &mode);
   uint64_t ptr = 0;
   CUresult r = api->cuMemAlloc(&ptr, words * sizeof(uint32_t));
-  if (relaxed)
-    api->cuThreadExchangeStreamCaptureMode(&mode);
+  relaxed_leave(api, relaxed, mode);
   if (r != 0)
     return 0;
   if (api->cuMemsetD32Async(ptr, 0, words, (CUstream)stream) != 0) {
@@ -804,8 +826,12 @@ static uint64_t merge_counters(cuda_api *api, void *stream, int capture, int64_t
  * small and returns, while a larger one waits for the stream's earlier
  * work (measured on the H200: a 68 KB table, batch 128 over 16-key pages,
  * made every call wait about 1 ms for the previous kernels; docs/
- * BENCHMARKS.md). Outside stream capture the source may be reused once
- * this returns; a captured copy reads it at every replay. */
+ * BENCHMARKS.md). Outside stream capture the source is taken to be
+ * consumed when this returns: the driver API's "API synchronization
+ * behavior" section has a pageable host-to-device copy stage the buffer
+ * (or synchronize) before returning, which is what the H200 machines here
+ * do; a system whose copy engines read pageable memory in place (HMM, ATS)
+ * is not covered. A captured copy reads the source at every replay. */
 static CUresult copy_pageable(cuda_api *api, uint64_t dst, const void *src, size_t bytes,
                               void *stream) {
   CUresult r = 0;
@@ -849,25 +875,29 @@ static uint64_t block_table_mirror(cuda_api *api, void *stream, const fa_tensor 
     if (!m || c->used < m->used)
       m = c;
   }
+  /* Invalid from here until its new contents are enqueued: a step that
+   * fails below leaves no stale match behind. */
+  m->bytes = 0;
+  void *staged = malloc(bytes);
+  if (!staged)
+    return 0;
+  memcpy(staged, bt->data, bytes);
   if (m->cap < bytes) {
-    if (!room_to_retire(api))
-      return 0;
     size_t cap = 2 * m->cap > bytes ? 2 * m->cap : bytes;
     uint64_t ptr = 0;
-    if (api->cuMemAlloc(&ptr, cap) != 0)
+    int mode;
+    bool relaxed = relaxed_enter(api, &mode);
+    CUresult ra = room_to_retire(api) ? api->cuMemAlloc(&ptr, cap) : 1;
+    relaxed_leave(api, relaxed, mode);
+    if (ra != 0) {
+      free(staged);
       return 0;
+    }
     if (m->ptr)
       api->retired[api->num_retired++] = m->ptr;
     m->ptr = ptr;
     m->cap = cap;
   }
-  void *staged = malloc(bytes);
-  if (!staged)
-    return 0;
-  memcpy(staged, bt->data, bytes);
-  /* Invalid until the copy is enqueued: a failed copy leaves no stale
-   * match behind. */
-  m->bytes = 0;
   CUresult r = copy_pageable(api, m->ptr, staged, bytes, stream);
   free(staged);
   if (r != 0)

@@ -214,6 +214,8 @@ int main(void) {
           "captured calls: %d chunks allocated, %d zeroed, %d streams created",
           fake->num_allocs - allocs, fake->num_memsets - memsets,
           fake->num_streams_created);
+    CHECK(fake->capture_mode == 0, "capture mode left at %d, not restored",
+          fake->capture_mode);
     fake->capturing_stream = NULL;
   }
   /* The per-thread default stream (one handle for every thread's stream):
@@ -395,6 +397,29 @@ int main(void) {
             "paged batch 16, call %d (table %d): %d copies, want %d", call, order[call],
             fake->num_copies - copies, copies_want[call]);
     }
+  }
+  /* Releasing s1, which holds counters and block_table mirrors: they are
+   * freed, and the next paged call there fills a mirror again. */
+  {
+    int frees = fake->num_frees;
+    CHECK_STATUS(fa_cuda_release_stream(rt, s1), FA_OK, rt);
+    CHECK(fake->num_frees >= frees + 2, "release of s1: %d frees", fake->num_frees - frees);
+    CHECK(fake->capture_mode == 0, "capture mode left at %d", fake->capture_mode);
+    enum { B = 16, KEYS = 8192, PAGES = KEYS / 16 };
+    static int32_t bt[B * PAGES], used[B];
+    for (int i = 0; i < B * PAGES; ++i)
+      bt[i] = i;
+    for (int b = 0; b < B; ++b)
+      used[b] = KEYS;
+    fa_attention_args a = decode_args(B, KEYS, s1);
+    a.k = device_tensor(4, B * PAGES, 16, 8, 128, 2);
+    a.v = device_tensor(4, B * PAGES, 16, 8, 128, 2);
+    a.seqused_k = host_i32(used, B);
+    a.block_table = (fa_tensor){bt, 2, {B, PAGES, 0, 0}};
+    int copies = fake->num_copies;
+    CHECK_STATUS(fa_attention_run(rt, pag, &a), FA_OK, rt);
+    CHECK(fake->num_copies == copies + 1, "after the release: %d copies",
+          fake->num_copies - copies);
   }
   /* A failing launch: FA_ERROR_CUDA with the driver's message; then a call
    * that runs. */

@@ -291,11 +291,11 @@ fa_status fa_cuda_probe(fa_runtime *runtime, int32_t *num_sms);
 /* Frees what the runtime keeps for `stream` (a CUstream: the fused split-KV
  * merge's counters and the device mirrors of host block_tables) and its
  * slot among the 64, for a caller about to destroy the stream or done
- * with it. The stream's calls should have finished (cuMemFree waits for
- * the device work still using the buffers). A later call on the stream
+ * with it. It synchronizes the stream first. A later call on the stream
  * starts afresh. FA_OK also when the runtime keeps nothing for the stream
- * or has not loaded the driver; FA_ERROR_CUDA when a free fails (the slot
- * is released either way). */
+ * or has not loaded the driver; FA_ERROR_CUDA when the synchronization
+ * fails (nothing freed) or a free fails (the slot is released). Buffers
+ * the stream outgrew are freed by fa_runtime_destroy. */
 fa_status fa_cuda_release_stream(fa_runtime *runtime, void *stream);
 
 #ifdef __cplusplus
