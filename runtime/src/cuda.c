@@ -106,14 +106,15 @@ typedef struct cuda_api {
    * replay copies from them again, so they live as long as the runtime. */
   void **held;
   size_t num_held, cap_held;
-  /* The fused split-KV merge's u32 counters (one per tile, zero between
-   * launches: each launch's merging units set theirs back to 0), one
-   * array per stream, since launches on one stream never overlap. A grown
-   * array's predecessor may still be read by pending launches: it is
-   * retired, and freed with the others at release. */
   CUresult (*cuMemAlloc)(uint64_t *, size_t);
   CUresult (*cuMemFree)(uint64_t);
   CUresult (*cuThreadExchangeStreamCaptureMode)(int *mode);
+  /* Per-stream state (launches on one stream never overlap), one slot per
+   * stream handle: the fused split-KV merge's u32 counters (`ptr`, `words`:
+   * one per tile, zero between launches, since each launch's merging units
+   * set theirs back to 0) and the block_table mirrors. A grown buffer's
+   * predecessor may still be read by pending launches: it is retired, and
+   * freed with the others at release. */
   struct {
     void *stream;
     uint64_t ptr;
@@ -129,8 +130,8 @@ typedef struct cuda_api {
       uint64_t used;
     } mirror[FA_MIRRORS_PER_STREAM];
     uint64_t calls;
-  } merge[FA_MAX_MERGE_STREAMS];
-  int num_merge;
+  } streams[FA_MAX_STREAMS];
+  int num_streams;
   uint64_t *retired;
   size_t num_retired;
   /* Counters of launches captured into CUDA graphs: each captured launch
@@ -353,44 +354,6 @@ fa_status fa_cuda_probe(fa_runtime *runtime, int32_t *num_sms) {
   if (st == FA_OK && num_sms)
     *num_sms = api->num_sms;
   return st;
-}
-
-fa_status fa_cuda_release_stream(fa_runtime *runtime, void *stream) {
-  if (!runtime)
-    return FA_ERROR_INVALID_ARGUMENT;
-  cuda_api *api = (cuda_api *)runtime->cuda;
-  if (!api)
-    return FA_OK;
-  int i = 0;
-  while (i < api->num_merge && api->merge[i].stream != stream)
-    ++i;
-  if (i == api->num_merge)
-    return FA_OK;
-  CUcontext prev;
-  if (enter_context(api, &prev) != 0)
-    return fa_fail(runtime, FA_ERROR_CUDA, "cuCtxSetCurrent failed");
-  int mode;
-  bool relaxed = relaxed_enter(api, &mode);
-  /* The stream's work that may still read the buffers, finished first. */
-  CUresult r = api->cuStreamSynchronize ? api->cuStreamSynchronize((CUstream)stream) : 0;
-  if (r != 0) {
-    relaxed_leave(api, relaxed, mode);
-    leave_context(api, prev);
-    return fa_fail(runtime, FA_ERROR_CUDA, "cuStreamSynchronize failed: %s", cuError(api, r));
-  }
-  if (api->merge[i].ptr)
-    r = api->cuMemFree(api->merge[i].ptr);
-  for (int j = 0; j < FA_MIRRORS_PER_STREAM; ++j)
-    if (api->merge[i].mirror[j].ptr) {
-      CUresult rj = api->cuMemFree(api->merge[i].mirror[j].ptr);
-      r = r ? r : rj;
-    }
-  relaxed_leave(api, relaxed, mode);
-  leave_context(api, prev);
-  api->merge[i] = api->merge[--api->num_merge];
-  if (r != 0)
-    return fa_fail(runtime, FA_ERROR_CUDA, "cuMemFree failed: %s", cuError(api, r));
-  return FA_OK;
 }
 
 fa_status fa_cuda_load(fa_runtime *rt, fa_kernel *k) {
@@ -689,31 +652,39 @@ static int stream_capturing(cuda_api *api, void *stream) {
   return status != 0;
 }
 
-/* The fused merge's counters for a launch of `tiles` tiles on `stream`:
- * the stream's array, allocated (cuMemAlloc, in relaxed capture mode so
- * that another thread's global-mode stream capture is not disturbed) and
- * zeroed on the stream (cuMemsetD32Async) at its first use or when it must
- * grow (at least doubling). Under stream capture (`capture` from
- * stream_capturing) the launch's own slice instead (captured_counters: a
- * graph may replay beside later calls on the stream). 0 when the fused
- * merge cannot run there, and the caller launches the combine kernel: a
- * capture status the driver cannot tell, the per-thread default stream
- * (one handle for every thread's stream), past FA_MAX_MERGE_STREAMS
- * streams, without the driver functions, or when the allocation or the
- * zeroing fails. */
-/* The slot of `stream` in the per-stream table (merge[]), made when the
- * stream has none and there is room; -1 past FA_MAX_MERGE_STREAMS. */
+/* The slot of `stream` in the per-stream table (streams[]), or -1. */
+static int find_slot(const cuda_api *api, void *stream) {
+  for (int i = 0; i < api->num_streams; ++i)
+    if (api->streams[i].stream == stream)
+      return i;
+  return -1;
+}
+
+/* Frees slot i's counters and mirrors (in the runtime's context); the
+ * first failure, or 0. */
+static CUresult free_slot(cuda_api *api, int i) {
+  CUresult r = 0, ri;
+  if (api->streams[i].ptr && (ri = api->cuMemFree(api->streams[i].ptr)) != 0)
+    r = ri;
+  for (int j = 0; j < FA_MIRRORS_PER_STREAM; ++j)
+    if (api->streams[i].mirror[j].ptr &&
+        (ri = api->cuMemFree(api->streams[i].mirror[j].ptr)) != 0 && r == 0)
+      r = ri;
+  return r;
+}
+
+/* The slot of `stream`, made when the stream has none and there is room;
+ * -1 past FA_MAX_STREAMS. */
 static int stream_slot(cuda_api *api, void *stream) {
-  int i = 0;
-  while (i < api->num_merge && api->merge[i].stream != stream)
-    ++i;
-  if (i == FA_MAX_MERGE_STREAMS)
+  int i = find_slot(api, stream);
+  if (i >= 0)
+    return i;
+  i = api->num_streams;
+  if (i == FA_MAX_STREAMS)
     return -1;
-  if (i == api->num_merge) {
-    memset(&api->merge[i], 0, sizeof(api->merge[i]));
-    api->merge[i].stream = stream;
-    api->num_merge++;
-  }
+  memset(&api->streams[i], 0, sizeof(api->streams[i]));
+  api->streams[i].stream = stream;
+  api->num_streams++;
   return i;
 }
 
@@ -782,6 +753,18 @@ static uint64_t captured_counters(cuda_api *api, int64_t tiles) {
   return ptr;
 }
 
+/* The fused merge's counters for a launch of `tiles` tiles on `stream`:
+ * the stream's array, allocated (cuMemAlloc, in relaxed capture mode so
+ * that another thread's global-mode stream capture is not disturbed) and
+ * zeroed on the stream (cuMemsetD32Async) at its first use or when it must
+ * grow (at least doubling). Under stream capture (`capture` from
+ * stream_capturing) the launch's own slice instead (captured_counters: a
+ * graph may replay beside later calls on the stream). 0 when the fused
+ * merge cannot run there, and the caller launches the combine kernel: a
+ * capture status the driver cannot tell, the per-thread default stream
+ * (one handle for every thread's stream), past FA_MAX_STREAMS
+ * streams, without the driver functions, or when the allocation or the
+ * zeroing fails. */
 static uint64_t merge_counters(cuda_api *api, void *stream, int capture, int64_t tiles) {
   if (!api->cuMemAlloc || !api->cuMemFree || !api->cuMemsetD32Async)
     return 0;
@@ -794,11 +777,11 @@ static uint64_t merge_counters(cuda_api *api, void *stream, int capture, int64_t
   if (i < 0)
     return 0;
   size_t need = (size_t)tiles;
-  if (api->merge[i].words >= need)
-    return api->merge[i].ptr;
+  if (api->streams[i].words >= need)
+    return api->streams[i].ptr;
   size_t words = 4096;
-  if (2 * api->merge[i].words > words)
-    words = 2 * api->merge[i].words;
+  if (2 * api->streams[i].words > words)
+    words = 2 * api->streams[i].words;
   if (need > words)
     words = need;
   if (!room_to_retire(api))
@@ -814,10 +797,10 @@ static uint64_t merge_counters(cuda_api *api, void *stream, int capture, int64_t
     api->cuMemFree(ptr);
     return 0;
   }
-  if (api->merge[i].ptr)
-    api->retired[api->num_retired++] = api->merge[i].ptr;
-  api->merge[i].ptr = ptr;
-  api->merge[i].words = words;
+  if (api->streams[i].ptr)
+    api->retired[api->num_retired++] = api->streams[i].ptr;
+  api->streams[i].ptr = ptr;
+  api->streams[i].words = words;
   return ptr;
 }
 
@@ -863,11 +846,11 @@ static uint64_t block_table_mirror(cuda_api *api, void *stream, const fa_tensor 
   int i = stream_slot(api, stream);
   if (i < 0)
     return 0;
-  uint64_t now = ++api->merge[i].calls;
+  uint64_t now = ++api->streams[i].calls;
   XXH128_hash_t hash = XXH3_128bits(bt->data, bytes);
   struct table_mirror *m = NULL;
   for (int j = 0; j < FA_MIRRORS_PER_STREAM; ++j) {
-    struct table_mirror *c = &api->merge[i].mirror[j];
+    struct table_mirror *c = &api->streams[i].mirror[j];
     if (c->bytes == bytes && XXH128_isEqual(hash, c->hash)) {
       c->used = now;
       return c->ptr;
@@ -939,21 +922,6 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
                      "device current at its first CUDA use): use one runtime per device",
                      i < n ? k->artifact.arg_names[i] : extra_names[i - n], ordinal,
                      api->device);
-    }
-  }
-  /* A host block_table (checked by run.c): read by the kernels from the
-   * stream's device mirror when there is one (block_table_mirror; not
-   * under stream capture, whose replays repeat the call as captured). */
-  fa_attention_args mirrored;
-  if ((k->artifact.config.flags & FA_PAGED) && k->artifact.page_table && !pages_on_device &&
-      call->block_table.data && call->block_table.rank == 2 &&
-      stream_capturing(api, call->stream) == 0) {
-    uint64_t mirror = block_table_mirror(api, call->stream, &call->block_table);
-    if (mirror) {
-      mirrored = *call;
-      mirrored.block_table.data = (void *)(uintptr_t)mirror;
-      call = &mirrored;
-      pages_on_device = true;
     }
   }
   /* The launch runs in the runtime's context; the caller's current context
@@ -1030,6 +998,25 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
     }
   }
   const bool append = k->cu_append != NULL;
+  /* Whether the stream is capturing, asked once where it matters: the
+   * block_table mirror, the fused merge and a copied tile table depend on
+   * it. */
+  const int capture =
+      k->artifact.tile_table || k->cu_combine ? stream_capturing(api, stream) : 0;
+  /* A host block_table (checked by run.c): read by the kernels from the
+   * stream's device mirror when there is one (block_table_mirror; not
+   * under stream capture, whose replays repeat the call as captured). */
+  fa_attention_args mirrored;
+  if ((k->artifact.config.flags & FA_PAGED) && k->artifact.page_table && !pages_on_device &&
+      call->block_table.data && call->block_table.rank == 2 && capture == 0) {
+    uint64_t mirror = block_table_mirror(api, stream, &call->block_table);
+    if (mirror) {
+      mirrored = *call;
+      mirrored.block_table.data = (void *)(uintptr_t)mirror;
+      call = &mirrored;
+      pages_on_device = true;
+    }
+  }
   /* The tile table (varlen, seqused_k, paged, append), built on the host. */
   int32_t *table = NULL;
   int64_t entries = 0, words = 0;
@@ -1093,9 +1080,6 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
   /* One split and a dense entry: no partial results, no combine. */
   const bool use_dense = k->cu_combine && splits == 1 && k->cu_dense;
   void *combine = use_dense ? NULL : k->cu_combine;
-  /* Whether the stream is capturing, asked once where it matters: the
-   * fused merge and a copied tile table depend on it. */
-  const int capture = combine || table ? stream_capturing(api, stream) : 0;
   /* The merge in the partial kernels where it can run (merge_counters),
    * else the combine kernel after them. */
   uint64_t merge_ctr = 0;
@@ -1274,6 +1258,36 @@ void fa_cuda_unload(fa_kernel *k) {
   k->cu_kv1 = k->cu_dense_kv1 = NULL;
 }
 
+fa_status fa_cuda_release_stream(fa_runtime *runtime, void *stream) {
+  if (!runtime)
+    return FA_ERROR_INVALID_ARGUMENT;
+  cuda_api *api = (cuda_api *)runtime->cuda;
+  if (!api)
+    return FA_OK;
+  int i = find_slot(api, stream);
+  if (i < 0)
+    return FA_OK;
+  CUcontext prev;
+  if (enter_context(api, &prev) != 0)
+    return fa_fail(runtime, FA_ERROR_CUDA, "cuCtxSetCurrent failed");
+  int mode;
+  bool relaxed = relaxed_enter(api, &mode);
+  /* The stream's work that may still read the buffers, finished first. */
+  CUresult r = api->cuStreamSynchronize ? api->cuStreamSynchronize((CUstream)stream) : 0;
+  if (r != 0) {
+    relaxed_leave(api, relaxed, mode);
+    leave_context(api, prev);
+    return fa_fail(runtime, FA_ERROR_CUDA, "cuStreamSynchronize failed: %s", cuError(api, r));
+  }
+  r = free_slot(api, i);
+  relaxed_leave(api, relaxed, mode);
+  leave_context(api, prev);
+  api->streams[i] = api->streams[--api->num_streams];
+  if (r != 0)
+    return fa_fail(runtime, FA_ERROR_CUDA, "cuMemFree failed: %s", cuError(api, r));
+  return FA_OK;
+}
+
 void fa_cuda_release(fa_runtime *rt) {
   cuda_api *api = (cuda_api *)rt->cuda;
   if (!api)
@@ -1284,15 +1298,10 @@ void fa_cuda_release(fa_runtime *rt) {
   /* In the runtime's context; cuMemFree waits for the launches still
    * reading them. */
   CUcontext prev;
-  if (api->num_merge + api->num_retired + api->num_captured > 0 || api->zero_stream) {
+  if (api->num_streams + api->num_retired + api->num_captured > 0 || api->zero_stream) {
     if (enter_context(api, &prev) == 0) {
-      for (int i = 0; i < api->num_merge; ++i) {
-        if (api->merge[i].ptr)
-          api->cuMemFree(api->merge[i].ptr);
-        for (int j = 0; j < FA_MIRRORS_PER_STREAM; ++j)
-          if (api->merge[i].mirror[j].ptr)
-            api->cuMemFree(api->merge[i].mirror[j].ptr);
-      }
+      for (int i = 0; i < api->num_streams; ++i)
+        free_slot(api, i);
       for (size_t i = 0; i < api->num_retired; ++i)
         api->cuMemFree(api->retired[i]);
       for (size_t i = 0; i < api->num_captured; ++i)

@@ -13,9 +13,10 @@
 /* The largest "tile_table_inline" an artifact may declare (bytes): the
  * size of the launch's buffer for the by-value tile table. */
 #define FA_MAX_INLINE_TABLE_BYTES 3072
-/* Streams with their own fused-merge counter array per runtime (cuda.c);
- * calls on more streams launch the combine kernel instead. */
-#define FA_MAX_MERGE_STREAMS 64
+/* Streams with state of their own per runtime (cuda.c: the fused merge's
+ * counters, the block_table mirrors); calls on more streams launch the
+ * combine kernel and copy their page lists instead. */
+#define FA_MAX_STREAMS 64
 /* Device mirrors of host block_tables kept per stream (cuda.c,
  * block_table_mirror): a decode step's layers share one table; a few more
  * serve calls that alternate between tables (e.g. a draft and a target

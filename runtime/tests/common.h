@@ -209,4 +209,16 @@ static inline fa_attention_args empty_args(void) {
   return a;
 }
 
+/* A runtime with no disk cache and no compiler library (the test loads its
+ * artifacts itself); NULL, counted as a failure, when creation fails. */
+static inline fa_runtime *artifact_only_runtime(void) {
+  fa_runtime_options opts = {0};
+  opts.struct_size = sizeof(opts);
+  opts.disable_disk_cache = 1;
+  opts.compiler_library = "";
+  fa_runtime *rt = NULL;
+  CHECK_STATUS(fa_runtime_create(&opts, &rt), FA_OK, rt);
+  return rt;
+}
+
 #endif

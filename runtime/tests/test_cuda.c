@@ -42,12 +42,7 @@ static fa_status load_cubin(fa_runtime *rt, const fa_attention_config *c, const 
 }
 
 int main(void) {
-  fa_runtime_options opts = {0};
-  opts.struct_size = sizeof(opts);
-  opts.disable_disk_cache = 1;
-  opts.compiler_library = "";
-  fa_runtime *rt = NULL;
-  CHECK_STATUS(fa_runtime_create(&opts, &rt), FA_OK, rt);
+  fa_runtime *rt = artifact_only_runtime();
 
   setenv("FLASHATTN_LIBCUDA", "/nonexistent/libcuda.so.1", 1);
   int32_t sms = -1;

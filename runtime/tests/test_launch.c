@@ -136,12 +136,7 @@ int main(void) {
   fake->device_lo = next_device;
   fake->device_hi = next_device + (1ull << 44);
 
-  fa_runtime_options opts = {0};
-  opts.struct_size = sizeof(opts);
-  opts.disable_disk_cache = 1;
-  opts.compiler_library = "";
-  fa_runtime *rt = NULL;
-  CHECK_STATUS(fa_runtime_create(&opts, &rt), FA_OK, rt);
+  fa_runtime *rt = artifact_only_runtime();
   fa_kernel *dec = NULL, *var = NULL, *pag = NULL;
   CHECK_STATUS(fa_kernel_load_artifact_file(rt, decode_path, &dec), FA_OK, rt);
   CHECK_STATUS(fa_kernel_load_artifact_file(rt, varlen_path, &var), FA_OK, rt);

@@ -33,8 +33,8 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
-from test_fused_combine import device_sync  # noqa: E402
-from test_runtime_launch import Args, report, tensor  # noqa: E402
+from test_fused_combine import call, device_sync  # noqa: E402
+from test_runtime_launch import report  # noqa: E402
 from test_sm90_attention import FA_OK, open_runtime, pinned_i32, script_args  # noqa: E402
 from sm90_bench import shuffled_pool  # noqa: E402
 
@@ -43,16 +43,7 @@ D, HQ, HKV, PS = 128, 32, 8, 16
 
 def paged_call(lib, rt, kern, q, kp, vp, out, lse, used, bt, stream_handle):
     """One paged fa_attention_run on `stream_handle` (not synchronized)."""
-    args = Args()
-    args.struct_size = C.sizeof(Args)
-    args.q, args.k, args.v, args.out, args.lse = (tensor(q), tensor(kp), tensor(vp),
-                                                  tensor(out), tensor(lse))
-    args.seqused_k = tensor(used)
-    args.block_table = tensor(bt)
-    args.stream = stream_handle
-    st = lib.fa_attention_run(rt, kern, C.byref(args))
-    if st != FA_OK:
-        raise RuntimeError(lib.fa_runtime_last_error(rt).decode())
+    call(lib, rt, kern, q, kp, vp, out, lse, stream_handle, seqused_k=used, block_table=bt)
 
 
 def buffers(q):

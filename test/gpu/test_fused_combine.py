@@ -34,7 +34,7 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from test_runtime_launch import Args, report, tensor  # noqa: E402
+from test_runtime_launch import attention_args, report  # noqa: E402
 from test_sm90_attention import FA_OK, check, naive, open_runtime, reference, script_args  # noqa: E402
 
 D, HQ, HKV = 128, 32, 8
@@ -50,13 +50,10 @@ def device_sync(deadline_s=60.0):
     timer.cancel()
 
 
-def call(lib, rt, kern, q, k, v, out, lse, stream_handle):
-    """One fa_attention_run on `stream_handle` (not synchronized)."""
-    args = Args()
-    args.struct_size = C.sizeof(Args)
-    args.q, args.k, args.v, args.out, args.lse = (tensor(q), tensor(k), tensor(v),
-                                                  tensor(out), tensor(lse))
-    args.stream = stream_handle
+def call(lib, rt, kern, q, k, v, out, lse, stream_handle, **meta):
+    """One fa_attention_run on `stream_handle` (not synchronized); meta:
+    further fa_attention_args tensors (seqused_k, block_table, ...)."""
+    args = attention_args(q, k, v, out, lse, stream_handle, **meta)
     st = lib.fa_attention_run(rt, kern, C.byref(args))
     if st != FA_OK:
         raise RuntimeError(lib.fa_runtime_last_error(rt).decode())

@@ -72,6 +72,20 @@ def tensor(t):
     return x
 
 
+def attention_args(q, k, v, out, lse, stream_handle, **meta):
+    """fa_attention_args over torch tensors (lse may be None); meta: further
+    fields by name (cu_seqlens_q, seqused_k, block_table, ...)."""
+    args = Args()
+    args.struct_size = C.sizeof(Args)
+    args.q, args.k, args.v, args.out = tensor(q), tensor(k), tensor(v), tensor(out)
+    if lse is not None:
+        args.lse = tensor(lse)
+    for name, t in meta.items():
+        setattr(args, name, tensor(t))
+    args.stream = stream_handle
+    return args
+
+
 def synchronize(deadline_s=30.0):
     """torch.cuda.synchronize with a deadline: a hung kernel fails the test."""
     ev = torch.cuda.Event()
@@ -152,10 +166,7 @@ def main():
     stream = torch.cuda.Stream()
 
     def run(k, q, out):
-        args = Args()
-        args.struct_size = C.sizeof(Args)
-        args.q, args.k, args.v, args.out = tensor(q), tensor(kv), tensor(kv), tensor(out)
-        args.stream = stream.cuda_stream
+        args = attention_args(q, kv, kv, out, None, stream.cuda_stream)
         with torch.cuda.stream(stream):
             st = rt_lib.fa_attention_run(rt, k, C.byref(args))
             synchronize()

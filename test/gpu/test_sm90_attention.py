@@ -26,7 +26,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_runtime_launch import Args, Options, synchronize, tensor  # noqa: E402
+from test_runtime_launch import Options, attention_args, synchronize  # noqa: E402
 
 FA_OK = 0
 
@@ -310,13 +310,7 @@ def open_runtime(lib_path, artifacts, stream=None):
         """meta: cu_seqlens_q, cu_seqlens_k, seqused_k, block_table,
         cache_seqlens as host-readable (pinned CPU) int32 tensors, k_new and
         v_new as device tensors."""
-        args = Args()
-        args.struct_size = C.sizeof(Args)
-        args.q, args.k, args.v, args.out, args.lse = (tensor(q), tensor(kk), tensor(v),
-                                                      tensor(out), tensor(lse))
-        for name, t in meta.items():
-            setattr(args, name, tensor(t))
-        args.stream = stream.cuda_stream
+        args = attention_args(q, kk, v, out, lse, stream.cuda_stream, **meta)
         with torch.cuda.stream(stream):
             st = lib.fa_attention_run(rt, k, C.byref(args))
             if deadline:
