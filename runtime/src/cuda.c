@@ -16,7 +16,9 @@
  * merge's counters cuMemAlloc / cuMemFree, cuThreadExchangeStreamCaptureMode
  * and, for captured launches, cuStreamCreate / cuStreamSynchronize /
  * cuStreamDestroy (a stream of the runtime's own that zeroes their chunks
- * outside the capture).
+ * outside the capture) and cuStreamGetCaptureInfo_v2 / cuUserObjectCreate /
+ * cuGraphRetainUserObject / cuUserObjectRelease (what captured nodes read
+ * is handed to the capture's graph: graph_owned).
  *
  * Launch ABI of a cubin artifact: the kernel takes one device pointer per
  * argument in the metadata's "args" order followed by one int64 per
@@ -60,6 +62,7 @@
 
 #include <dlfcn.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,8 +105,9 @@ typedef struct cuda_api {
   CUresult (*cuMemcpyHtoDAsync)(uint64_t, const void *, size_t, CUstream);
   CUresult (*cuPointerGetAttribute)(void *data, int attribute, uint64_t ptr);
   CUresult (*cuStreamIsCapturing)(CUstream, int *status);
-  /* Host tile tables copied by launches captured into CUDA graphs: each
-   * replay copies from them again, so they live as long as the runtime. */
+  /* Host tile tables copied by launches captured into CUDA graphs that
+   * could not be handed to their graph (give_to_graph): each replay copies
+   * from them again, so they live as long as the runtime. */
   void **held;
   size_t num_held, cap_held;
   CUresult (*cuMemAlloc)(uint64_t *, size_t);
@@ -136,14 +140,32 @@ typedef struct cuda_api {
   size_t num_retired;
   /* Counters of launches captured into CUDA graphs: each captured launch
    * its own slice of a chunk (zeroed once, on `zero_stream`, a stream of
-   * the runtime's own that no capture sees), kept until the runtime is
-   * destroyed. A replay leaves its slice at zero like any launch. */
+   * the runtime's own that no capture sees). A replay leaves its slice at
+   * zero like any launch. The chunks live until the runtime is destroyed;
+   * a slice whose graphs are all destroyed comes back (graph_refs) and is
+   * reused, still zero, by a later capture (`spare`). */
   struct captured_chunk {
     uint64_t ptr;
     size_t words, used;
   } *captured;
   size_t num_captured;
+  struct spare_slice {
+    uint64_t ptr;
+    size_t words;
+  } *spare;
+  size_t num_spare, cap_spare;
   CUstream zero_stream;
+  /* What captured calls hand to their graphs (graph_owned), shared with
+   * the destructors the driver runs on its own thread; NULL until the
+   * first hand-over. */
+  struct graph_refs *graphs;
+  CUresult (*cuStreamGetCaptureInfo)(CUstream, int *status, uint64_t *id, void **graph,
+                                     const void **deps, size_t *num_deps);
+  CUresult (*cuUserObjectCreate)(void **object, void *ptr, void (*destroy)(void *),
+                                 unsigned refs, unsigned flags);
+  CUresult (*cuUserObjectRelease)(void *object, unsigned count);
+  CUresult (*cuGraphRetainUserObject)(void *graph, void *object, unsigned count,
+                                      unsigned flags);
   CUresult (*cuStreamCreate)(CUstream *, unsigned);
   CUresult (*cuStreamDestroy)(CUstream);
   CUresult (*cuStreamSynchronize)(CUstream);
@@ -294,6 +316,11 @@ static fa_status load_api(fa_runtime *rt, cuda_api **out) {
   *(void **)(&api->cuStreamCreate) = dlsym(lib, "cuStreamCreate");
   *(void **)(&api->cuStreamDestroy) = dlsym(lib, "cuStreamDestroy_v2");
   *(void **)(&api->cuStreamSynchronize) = dlsym(lib, "cuStreamSynchronize");
+  /* CUDA 11.3+ (the _v2 signature: status, id, graph, dependencies). */
+  *(void **)(&api->cuStreamGetCaptureInfo) = dlsym(lib, "cuStreamGetCaptureInfo_v2");
+  *(void **)(&api->cuUserObjectCreate) = dlsym(lib, "cuUserObjectCreate");
+  *(void **)(&api->cuUserObjectRelease) = dlsym(lib, "cuUserObjectRelease");
+  *(void **)(&api->cuGraphRetainUserObject) = dlsym(lib, "cuGraphRetainUserObject");
 #undef LOAD
   CUdevice dev = 0;
   CUcontext current = NULL;
@@ -698,6 +725,160 @@ static bool room_to_retire(cuda_api *api) {
   return true;
 }
 
+/* Resources of captured calls handed to their CUDA graphs as user objects
+ * (CUDA Driver API, Graph Management: cuUserObjectCreate and
+ * cuGraphRetainUserObject; CUDA C++ Programming Guide, "CUDA User
+ * Objects"). The capture's graph holds the reference, and so does every
+ * executable graph instantiated from it; once the last is destroyed the
+ * driver runs graph_released on an internal thread, after the launches
+ * still pending on those graphs have completed. graph_released makes no
+ * CUDA call (the driver forbids it there): it frees the host tile table a
+ * copy node read, and gives the merge counters' slice back through
+ * `back`, for the runtime to reuse at its next capture (take_back). After
+ * the runtime is destroyed (alive false) it drops the slice: its chunk was
+ * freed with the runtime. */
+typedef struct graph_owned {
+  struct graph_refs *owner;
+  void *table;    /* a copied host tile table, or NULL */
+  uint64_t slice; /* the fused merge's counters, or 0 */
+  size_t words;
+  struct graph_owned *next;
+} graph_owned;
+
+typedef struct graph_refs {
+  pthread_mutex_t lock; /* over the fields below */
+  int refs;             /* the runtime's, plus one per graph_owned alive */
+  bool alive;           /* the runtime is not destroyed */
+  graph_owned *back;    /* slices of destroyed graphs, not yet taken back */
+} graph_refs;
+
+static void graph_released(void *p) {
+  graph_owned *o = (graph_owned *)p;
+  graph_refs *g = o->owner;
+  free(o->table);
+  pthread_mutex_lock(&g->lock);
+  bool keep = g->alive && o->slice;
+  if (keep) {
+    o->next = g->back;
+    g->back = o;
+  }
+  bool last = --g->refs == 0;
+  pthread_mutex_unlock(&g->lock);
+  if (!keep)
+    free(o);
+  if (last) {
+    pthread_mutex_destroy(&g->lock);
+    free(g);
+  }
+}
+
+/* Drops the runtime's reference to `g` (at release): graph_owned records
+ * released later free their tables and drop their slices. */
+static void drop_graph_refs(graph_refs *g) {
+  pthread_mutex_lock(&g->lock);
+  g->alive = false;
+  graph_owned *o = g->back;
+  g->back = NULL;
+  bool last = --g->refs == 0;
+  pthread_mutex_unlock(&g->lock);
+  while (o) {
+    graph_owned *next = o->next;
+    free(o);
+    o = next;
+  }
+  if (last) {
+    pthread_mutex_destroy(&g->lock);
+    free(g);
+  }
+}
+
+/* The slices destroyed graphs gave back, into api->spare (a slice with no
+ * room to go is left unused: it stays inside its chunk). */
+static void take_back(cuda_api *api) {
+  graph_refs *g = api->graphs;
+  if (!g)
+    return;
+  pthread_mutex_lock(&g->lock);
+  graph_owned *o = g->back;
+  g->back = NULL;
+  pthread_mutex_unlock(&g->lock);
+  while (o) {
+    graph_owned *next = o->next;
+    if (api->num_spare == api->cap_spare) {
+      size_t cap = api->cap_spare ? 2 * api->cap_spare : 16;
+      struct spare_slice *grown =
+          (struct spare_slice *)realloc(api->spare, cap * sizeof(*grown));
+      if (grown) {
+        api->spare = grown;
+        api->cap_spare = cap;
+      }
+    }
+    if (api->num_spare < api->cap_spare)
+      api->spare[api->num_spare++] = (struct spare_slice){o->slice, o->words};
+    free(o);
+    o = next;
+  }
+}
+
+/* Hands a captured call's copied host table (or NULL) and counter slice
+ * (or 0; `words` long) to the graph `stream` is capturing into: they live
+ * as long as that graph and its executable graphs. False when the driver
+ * lacks user objects (CUDA 11.3+), the capture is not active, or a call
+ * fails: nothing was handed over, and the caller keeps both for the
+ * runtime's lifetime. */
+static bool give_to_graph(cuda_api *api, void *stream, void *table, uint64_t slice,
+                          size_t words) {
+  if (!api->cuStreamGetCaptureInfo || !api->cuUserObjectCreate ||
+      !api->cuUserObjectRelease || !api->cuGraphRetainUserObject)
+    return false;
+  int status = 0; /* CU_STREAM_CAPTURE_STATUS_ACTIVE = 1 */
+  void *graph = NULL;
+  if (api->cuStreamGetCaptureInfo((CUstream)stream, &status, NULL, &graph, NULL, NULL) != 0 ||
+      status != 1 || !graph)
+    return false;
+  if (!api->graphs) {
+    graph_refs *g = (graph_refs *)calloc(1, sizeof(*g));
+    if (!g)
+      return false;
+    if (pthread_mutex_init(&g->lock, NULL) != 0) {
+      free(g);
+      return false;
+    }
+    g->refs = 1;
+    g->alive = true;
+    api->graphs = g;
+  }
+  graph_owned *o = (graph_owned *)malloc(sizeof(*o));
+  if (!o)
+    return false;
+  *o = (graph_owned){api->graphs, table, slice, words, NULL};
+  pthread_mutex_lock(&api->graphs->lock);
+  api->graphs->refs++;
+  pthread_mutex_unlock(&api->graphs->lock);
+  void *object = NULL;
+  int mode;
+  bool relaxed = relaxed_enter(api, &mode);
+  CUresult r = api->cuUserObjectCreate(&object, o, graph_released, 1,
+                                       1 /* CU_USER_OBJECT_NO_DESTRUCTOR_SYNC */);
+  if (r != 0) {
+    relaxed_leave(api, relaxed, mode);
+    o->table = NULL;
+    o->slice = 0;
+    graph_released(o);
+    return false;
+  }
+  r = api->cuGraphRetainUserObject(graph, object, 1, 1 /* CU_GRAPH_USER_OBJECT_MOVE */);
+  if (r != 0) {
+    /* Not the graph's: the release below runs graph_released, which must
+     * then free nothing a graph node may read. */
+    o->table = NULL;
+    o->slice = 0;
+    api->cuUserObjectRelease(object, 1);
+  }
+  relaxed_leave(api, relaxed, mode);
+  return r == 0;
+}
+
 /* The counters of a launch being captured (CUDA graphs): a slice of
  * `tiles` words (rounded up to 256 bytes) no other launch uses, from
  * chunks of at least 64 KB allocated (cuMemAlloc, relaxed capture mode)
@@ -707,10 +888,24 @@ static bool room_to_retire(cuda_api *api) {
  * (cuGraphLaunch); two executable graphs instantiated from one capture
  * would share the slices and must not run at the same time (runtime.h).
  * 0 when a driver call fails: the combine kernel runs instead. */
-static uint64_t captured_counters(cuda_api *api, int64_t tiles) {
+static uint64_t captured_counters(cuda_api *api, int64_t tiles, size_t *words_out) {
   if (!api->cuStreamCreate || !api->cuStreamSynchronize || !api->cuStreamDestroy)
     return 0;
   size_t need = ((size_t)tiles + 63) / 64 * 64;
+  /* The smallest slice destroyed graphs gave back that holds `need`. */
+  take_back(api);
+  size_t best = api->num_spare;
+  for (size_t i = 0; i < api->num_spare; ++i)
+    if (api->spare[i].words >= need &&
+        (best == api->num_spare || api->spare[i].words < api->spare[best].words))
+      best = i;
+  if (best < api->num_spare) {
+    uint64_t ptr = api->spare[best].ptr;
+    *words_out = api->spare[best].words;
+    api->spare[best] = api->spare[--api->num_spare];
+    return ptr;
+  }
+  *words_out = need;
   if (api->num_captured) {
     struct captured_chunk *c = &api->captured[api->num_captured - 1];
     if (c->words - c->used >= need) {
@@ -765,11 +960,13 @@ static uint64_t captured_counters(cuda_api *api, int64_t tiles) {
  * (one handle for every thread's stream), past FA_MAX_STREAMS
  * streams, without the driver functions, or when the allocation or the
  * zeroing fails. */
-static uint64_t merge_counters(cuda_api *api, void *stream, int capture, int64_t tiles) {
+static uint64_t merge_counters(cuda_api *api, void *stream, int capture, int64_t tiles,
+                               size_t *slice_words) {
+  *slice_words = 0;
   if (!api->cuMemAlloc || !api->cuMemFree || !api->cuMemsetD32Async)
     return 0;
   if (capture > 0)
-    return captured_counters(api, tiles);
+    return captured_counters(api, tiles, slice_words);
   if (capture != 0 ||
       stream == (void *)(uintptr_t)2 /* CU_STREAM_PER_THREAD */)
     return 0;
@@ -1083,10 +1280,11 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
   /* The merge in the partial kernels where it can run (merge_counters),
    * else the combine kernel after them. */
   uint64_t merge_ctr = 0;
+  size_t slice_words = 0; /* merge_ctr's length when it is a captured slice */
   /* (It stores out 4 values, 8 bytes, at a time.) */
   if (combine && k->artifact.fused_combine && tiles > 0 && out &&
       (uintptr_t)out->data % 8 == 0)
-    merge_ctr = merge_counters(api, stream, capture, tiles);
+    merge_ctr = merge_counters(api, stream, capture, tiles, &slice_words);
   void *attention = use_dense ? k->cu_dense : k->cu_function;
   /* Stream-ordered scratch: the tile table (in 256-byte units), the zeroed
    * tile counter of the dynamic scheduler (4 bytes, in 256; only with more
@@ -1161,8 +1359,9 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
   /* From pageable memory the copy is staged before the call returns, so
    * the host table can be freed right after. Under stream capture (CUDA
    * graphs) the copy becomes a graph node that reads the host table at
-   * every replay: the runtime keeps it until it is destroyed, and replays
-   * copy the captured call's table. */
+   * every replay: the table then lives as long as the graph (give_to_graph,
+   * below) or else the runtime, and replays copy the captured call's
+   * table. */
   /* (A capture status the driver could not tell counts as capturing: the
    * table is then kept, never freed under a copy node that reads it.) */
   const bool hold = table_bytes && capture != 0;
@@ -1181,12 +1380,11 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
   }
   if (r == 0 && table_bytes)
     r = copy_pageable(api, ws, table, (size_t)words * sizeof(int32_t), stream);
-  if (hold) {
-    /* Recorded (or its recording failed): kept either way, since a graph
-     * may still hold the copy node. */
-    api->held[api->num_held++] = table;
+  /* Recorded (or its recording failed): kept either way, since a graph
+   * may still hold the copy node; handed to the graph below. */
+  void *kept = hold ? table : NULL;
+  if (hold)
     table = NULL;
-  }
   free(table);
   if (r != 0)
     st = fa_fail(rt, FA_ERROR_CUDA, "preparing the launch failed: %s", cuError(api, r));
@@ -1239,6 +1437,12 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
                       lse ? 4 : 3, false, grid, 0, stream, NULL, NULL, NULL, NULL, NULL);
     }
   }
+  /* What the captured nodes read lives as long as their graph; where it
+   * cannot be handed over, as long as the runtime (the table in `held`,
+   * room made above; the slice in its chunk). */
+  if ((kept || slice_words) &&
+      !give_to_graph(api, stream, kept, slice_words ? merge_ctr : 0, slice_words) && kept)
+    api->held[api->num_held++] = kept;
   r = api->cuMemFreeAsync(ws, (CUstream)stream);
   if (st == FA_OK && r != 0)
     st = fa_fail(rt, FA_ERROR_CUDA, "cuMemFreeAsync failed: %s", cuError(api, r));
@@ -1313,6 +1517,9 @@ void fa_cuda_release(fa_runtime *rt) {
   }
   free(api->retired);
   free(api->captured);
+  free(api->spare);
+  if (api->graphs)
+    drop_graph_refs(api->graphs);
   /* After the cache unloaded the modules (run.c). */
   if (api->retained)
     api->cuDevicePrimaryCtxRelease(api->device);

@@ -6,7 +6,9 @@
  * marks an address range the test's tensors live in), copies and memsets
  * done on the host at once, modules whose functions are their names, and
  * kernel launches recorded (function name, grid, block, shared memory,
- * stream) instead of run. The test (test_launch.c) opens the same library
+ * stream) instead of run, and CUDA user objects whose references the
+ * capture's graph keeps until the test destroys it (fake_graph_destroy).
+ * The test (test_launch.c) opens the same library
  * (FLASHATTN_LIBCUDA) and reads or steers `fake_state`: which stream is
  * capturing, which call fails.
  *
@@ -210,3 +212,79 @@ CUresult cuStreamDestroy_v2(void *stream) {
   return OK;
 }
 CUresult cuStreamSynchronize(void *stream) { (void)stream; return OK; }
+
+/* Graphs and user objects: the capturing stream records into one graph
+ * (`capture_graph`) whose user-object references are kept here until
+ * fake_graph_destroy runs their destructors, as the driver does when a
+ * graph and its executable graphs are gone. */
+static char capture_graph;
+typedef struct user_object {
+  void *ptr;
+  void (*destroy)(void *);
+  unsigned refs;
+  int in_graph;
+} user_object;
+static user_object objects[4096];
+static int num_objects;
+
+CUresult cuStreamGetCaptureInfo_v2(void *stream, int *status, uint64_t *id, void **graph,
+                                   const void **deps, size_t *num_deps) {
+  int capturing = stream && stream == fake_state.capturing_stream;
+  *status = capturing ? 1 : 0;
+  if (id)
+    *id = capturing ? 1 : 0;
+  if (graph)
+    *graph = capturing ? &capture_graph : NULL;
+  if (deps)
+    *deps = NULL;
+  if (num_deps)
+    *num_deps = 0;
+  return OK;
+}
+
+static void unref(user_object *o, unsigned count) {
+  if (o->refs < count)
+    return;
+  o->refs -= count;
+  if (o->refs == 0 && o->destroy) {
+    o->destroy(o->ptr);
+    o->destroy = NULL;
+    fake_state.num_destroyed++;
+  }
+}
+
+/* The user-object entry points, absent (dlsym finds them only in the
+ * library) is not something a test can switch at run time: they fail
+ * instead while no_user_objects is set. */
+CUresult cuUserObjectCreate(void **object, void *ptr, void (*destroy)(void *), unsigned refs,
+                            unsigned flags) {
+  if (fake_state.no_user_objects || flags != 1 || refs == 0 || num_objects == 4096)
+    return INVALID_VALUE;
+  objects[num_objects] = (user_object){ptr, destroy, refs, 0};
+  *object = &objects[num_objects++];
+  fake_state.num_user_objects++;
+  return OK;
+}
+CUresult cuUserObjectRelease(void *object, unsigned count) {
+  unref((user_object *)object, count);
+  return OK;
+}
+CUresult cuGraphRetainUserObject(void *graph, void *object, unsigned count, unsigned flags) {
+  if (graph != &capture_graph || fake_state.fail_retain)
+    return INVALID_VALUE;
+  user_object *o = (user_object *)object;
+  if (flags != 1) /* CU_GRAPH_USER_OBJECT_MOVE: the caller's references */
+    o->refs += count;
+  o->in_graph += count;
+  fake_state.num_retained++;
+  return OK;
+}
+
+void fake_graph_destroy(void) {
+  for (int i = 0; i < num_objects; ++i)
+    if (objects[i].in_graph) {
+      unsigned n = (unsigned)objects[i].in_graph;
+      objects[i].in_graph = 0;
+      unref(&objects[i], n);
+    }
+}

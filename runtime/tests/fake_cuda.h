@@ -34,8 +34,19 @@ typedef struct fake_cuda_state {
   size_t copied_bytes;
   int num_allocs, num_frees, num_async_allocs, num_async_frees;
   int num_streams_created, num_streams_destroyed;
+  /* CUDA user objects (cuUserObjectCreate): created, retained by the
+   * capture's graph, destroyed (their destructor run); the
+   * cuGraphRetainUserObject calls fail while fail_retain is set, and none
+   * of the user-object entry points exists while no_user_objects is set. */
+  int num_user_objects, num_retained, num_destroyed;
+  int fail_retain, no_user_objects;
   fake_launch launches[FAKE_MAX_LAUNCHES]; /* since the test last cleared it */
   int num_launches;
 } fake_cuda_state;
+
+/* The graph the capturing stream records into is destroyed: the
+ * destructors of the user objects it holds run (exported by the fake as
+ * `fake_graph_destroy`, found by the test through dlsym). */
+typedef void (*fake_graph_destroy_fn)(void);
 
 #endif

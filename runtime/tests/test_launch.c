@@ -12,7 +12,9 @@
  *     under capture), and the tile table's copies;
  *   - the split-KV merge fused into the partial kernel (one launch, a
  *     counter array allocated and zeroed once per stream; under stream
- *     capture a slice of its own, from a chunk zeroed once), and the
+ *     capture a slice of its own, from a chunk zeroed once, handed to the
+ *     capture's graph as a user object and reused once the graph is
+ *     destroyed, also after a graph outlives the runtime), and the
  *     separate combine kernel where the fused merge cannot run: the
  *     per-thread default stream, a 65th stream (until
  *     fa_cuda_release_stream gives a slot back);
@@ -33,6 +35,7 @@
 #include "fake_cuda.h"
 
 static fake_cuda_state *fake;
+static fake_graph_destroy_fn fake_graph_destroy;
 static uint64_t next_device = 0x100000000000ull;
 
 /* A tensor at fresh fake device addresses (256-byte aligned). */
@@ -133,6 +136,7 @@ int main(void) {
   if (!lib)
     return 1;
   fake = (fake_cuda_state *)dlsym(lib, "fake_state");
+  fake_graph_destroy = (fake_graph_destroy_fn)dlsym(lib, "fake_graph_destroy");
   fake->device_lo = next_device;
   fake->device_hi = next_device + (1ull << 44);
 
@@ -211,6 +215,57 @@ int main(void) {
           fake->num_streams_created);
     CHECK(fake->capture_mode == 0, "capture mode left at %d, not restored",
           fake->capture_mode);
+    fake->capturing_stream = NULL;
+  }
+  /* Graph lifetimes: a captured call hands its counter slice (and a copied
+   * table) to the capture's graph as a user object; once the graph is
+   * destroyed the slice comes back and a later capture reuses it. Five
+   * rounds of 300 captured calls (64 words each, 256 slices a chunk), each
+   * ending with the graph destroyed, take at most two chunks; without the
+   * hand-over they would take six. Then, with cuGraphRetainUserObject
+   * failing, the calls still run (the slices stay the runtime's), and
+   * every user object made was destroyed. */
+  {
+    void *cap = (void *)(uintptr_t)0x5004;
+    fake_graph_destroy(); /* the three calls above */
+    fake->capturing_stream = cap;
+    int allocs = fake->num_allocs;
+    fa_attention_args a = decode_args(1, 32768, cap);
+    for (int round = 0; round < 5; ++round) {
+      for (int call = 0; call < 300; ++call) {
+        clear_launches();
+        CHECK_STATUS(fa_attention_run(rt, dec, &a), FA_OK, rt);
+        CHECK(fake->num_launches == 1 && launched(0, "fa_sm90_0", 128),
+              "round %d, captured call %d: want fa_sm90_0 alone", round, call);
+      }
+      fake_graph_destroy();
+    }
+    CHECK(fake->num_allocs - allocs <= 2,
+          "1500 captured calls in 5 destroyed graphs: %d chunks allocated",
+          fake->num_allocs - allocs);
+    CHECK(fake->num_retained == fake->num_user_objects &&
+              fake->num_destroyed == fake->num_user_objects,
+          "user objects: %d made, %d retained by the graph, %d destroyed",
+          fake->num_user_objects, fake->num_retained, fake->num_destroyed);
+    fake->fail_retain = 1;
+    allocs = fake->num_allocs;
+    for (int call = 0; call < 600; ++call) {
+      clear_launches();
+      CHECK_STATUS(fa_attention_run(rt, dec, &a), FA_OK, rt);
+    }
+    /* (The first ~300 reuse the slices given back above.) */
+    CHECK(fake->num_allocs - allocs >= 1,
+          "600 calls whose graph would not take their slices: %d chunks allocated",
+          fake->num_allocs - allocs);
+    CHECK(fake->num_destroyed == fake->num_user_objects,
+          "user objects the graph refused: %d made, %d destroyed", fake->num_user_objects,
+          fake->num_destroyed);
+    fake->fail_retain = 0;
+    fake->no_user_objects = 1;
+    clear_launches();
+    CHECK_STATUS(fa_attention_run(rt, dec, &a), FA_OK, rt);
+    CHECK(fake->num_launches == 1, "no user objects: %d launches", fake->num_launches);
+    fake->no_user_objects = 0;
     fake->capturing_stream = NULL;
   }
   /* The per-thread default stream (one handle for every thread's stream):
@@ -428,8 +483,43 @@ int main(void) {
     CHECK_STATUS(fa_attention_run(rt, dec, &a), FA_OK, rt);
   }
 
+  /* A graph that outlives the runtime: its copied table (varlen, 70
+   * sequences) and slice are released after fa_runtime_destroy, which must
+   * then free nothing twice (run under ASan) and touch nothing freed. */
+  {
+    enum { B = 70 };
+    static int32_t cu_q[B + 1], cu_k[B + 1], used[B];
+    for (int b = 0; b <= B; ++b) {
+      cu_q[b] = b;
+      cu_k[b] = 1000 * b;
+    }
+    for (int b = 0; b < B; ++b)
+      used[b] = 1000;
+    void *cap = (void *)(uintptr_t)0x5005;
+    fake->capturing_stream = cap;
+    fa_attention_args a = {0};
+    a.struct_size = sizeof(a);
+    a.q = device_tensor(3, B, 1, 64, 0, 2);
+    a.k = device_tensor(3, 1000 * B, 1, 64, 0, 2);
+    a.v = device_tensor(3, 1000 * B, 1, 64, 0, 2);
+    a.out = device_tensor(3, B, 1, 64, 0, 2);
+    a.lse = device_tensor(2, 1, B, 0, 0, 4);
+    a.cu_seqlens_q = host_i32(cu_q, B + 1);
+    a.cu_seqlens_k = host_i32(cu_k, B + 1);
+    a.seqused_k = host_i32(used, B);
+    a.stream = cap;
+    int made = fake->num_user_objects;
+    CHECK_STATUS(fa_attention_run(rt, var, &a), FA_OK, rt);
+    CHECK(fake->num_user_objects == made + 1, "varlen under capture: %d user objects",
+          fake->num_user_objects - made);
+    fake->capturing_stream = NULL;
+  }
+
   int allocs = fake->num_allocs;
   fa_runtime_destroy(rt);
+  fake_graph_destroy();
+  CHECK(fake->num_destroyed == fake->num_user_objects,
+        "user objects: %d made, %d destroyed", fake->num_user_objects, fake->num_destroyed);
   CHECK(fake->num_frees == allocs, "counter arrays: %d allocated, %d freed", allocs,
         fake->num_frees);
   CHECK(fake->num_streams_destroyed == fake->num_streams_created,

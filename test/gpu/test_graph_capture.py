@@ -24,13 +24,21 @@ streams (which count on the streams' own arrays); every replay must equal
 the captured inputs' eager result and every eager call its own, bit for
 bit (a counter left nonzero, or shared, would skip or misplace a merge).
 
+And the graphs' ownership of what captured calls read (lifetimes_case):
+re-captured calls reuse the counter slices of destroyed graphs, whose
+replays stay bit-equal, and 400 captured-and-destroyed graphs leave the
+device's free memory where it was.
+
 Usage: test_graph_capture.py --lib LIBRT --artifacts DIR [--out DIR]
 Exit status 0 when every case passes; a hung replay ends the process
 (watchdog).
 """
 
+import ctypes as C
+import gc
 import os
 import sys
+import time
 
 import torch
 
@@ -111,6 +119,73 @@ def replays_case(lib, rt, run, stream, kern):
     return True, "3 replays and 6 eager calls equal their references"
 
 
+def lifetimes_case(run, stream, dense, big):
+    """(passed, detail): what a captured call reads belongs to its graph.
+    - 40 rounds: the batch 1 / 32k split call (q alternating between two
+      inputs) captured into a new graph, replayed, compared with its eager
+      result bit for bit, and the graph destroyed. A later capture reuses
+      the counter slice a destroyed graph gave back, which must be zero
+      (a slice left nonzero, or given back while a replay still ran, would
+      skip or repeat a merge).
+    - 400 graphs of a call with 8192 tiles (head_dim 64, 4 splits: 32 KB of
+      counters each) captured and destroyed: the device's free memory
+      (graph memory trimmed) may fall by at most 4 MB; slices kept for the
+      runtime's lifetime would take 400 x 32 KB = 12.8 MB."""
+    b, sk = 1, 32768
+    qs = [torch.randn(b, 1, HQ, D, device="cuda", dtype=torch.bfloat16) for _ in range(2)]
+    k = torch.randn(b, sk, HKV, D, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn_like(k)
+
+    def buffers():
+        return (torch.empty_like(qs[0]),
+                torch.empty(b, HQ, 1, device="cuda", dtype=torch.float32))
+    refs = [buffers() for _ in qs]
+    for q, ref in zip(qs, refs):
+        run(dense, q, k, v, *ref)
+    got = buffers()
+    for i in range(40):
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=stream):
+            run(dense, qs[i % 2], k, v, *got, deadline=0)
+        for t in got:
+            t.fill_(float("nan"))
+        with torch.cuda.stream(stream):
+            graph.replay()
+        synchronize(30.0)
+        if not (torch.equal(got[0], refs[i % 2][0]) and torch.equal(got[1], refs[i % 2][1])):
+            return False, "round %d: the replay differs from its eager result" % i
+        del graph
+    g = torch.Generator(device="cuda").manual_seed(7)
+    bq = torch.randn(8, 32768, 4, 64, device="cuda", dtype=torch.float16, generator=g)
+    bo = torch.empty_like(bq)
+    bl = torch.empty(8, 4, 32768, device="cuda", dtype=torch.float32)
+    run(big, bq, bq, bq, bo, bl)  # loads the module, outside any capture
+    cuda = C.CDLL("libcuda.so.1")
+    device = C.c_int(torch.cuda.current_device())
+
+    def free_bytes():
+        gc.collect()
+        torch.cuda.synchronize()
+        time.sleep(0.2)  # the driver's thread runs the user objects' destructors
+        cuda.cuDeviceGraphMemTrim(device)
+        torch.cuda.empty_cache()
+        return torch.cuda.mem_get_info()[0]
+
+    def captures(n):
+        for _ in range(n):
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, stream=stream):
+                run(big, bq, bq, bq, bo, bl, deadline=0)
+            del graph
+    captures(4)
+    before = free_bytes()
+    captures(400)
+    drop = before - free_bytes()
+    detail = "40 replays equal; 400 graphs of 8192 tiles: free memory fell by %.1f MB" % (
+        drop / 2**20)
+    return drop <= 4 * 2**20, detail
+
+
 def main():
     a = script_args()
     lib, rt, stream, kernel, run = open_runtime(a.lib, a.artifacts)
@@ -138,6 +213,10 @@ def main():
     ok, detail = replays_case(lib, rt, run, stream, dense)
     results["fused_merge_replays"] = {"passed": ok, "detail": detail}
     print("%s fused_merge_replays: %s" % ("PASS" if ok else "FAIL", detail), flush=True)
+    big = kernel(64, "f16", "none", 4, 4, None, 0, 4)
+    ok, detail = lifetimes_case(run, stream, dense, big)
+    results["graph_lifetimes"] = {"passed": ok, "detail": detail}
+    print("%s graph_lifetimes: %s" % ("PASS" if ok else "FAIL", detail), flush=True)
     return report(results, a.out, "graph capture test")
 
 

@@ -34,9 +34,14 @@
  *   launch loads the module). A replay repeats the captured call as
  *   captured: the host-read metadata (cu_seqlens, seqused_k,
  *   cache_seqlens, a host block_table) and the tile table built from it
- *   are those of capture time (the runtime keeps a copied table until it
- *   is destroyed: destroy such graphs first); a device block_table is
- *   read at each replay.
+ *   are those of capture time; a device block_table is read at each
+ *   replay. What the captured nodes read belongs to the capture's graph
+ *   (a CUDA user object, CUDA 11.3+ drivers): a copied host table is
+ *   freed, and a merge counter slice (below) reused, once that graph and
+ *   the executable graphs made from it are destroyed and their launches
+ *   done. Without user objects both are kept until fa_runtime_destroy.
+ *   Destroy a runtime after the graphs that replay its calls (its modules
+ *   and counters go with it).
  * - Per-stream state: the runtime keeps, per stream handle (up to 64),
  *   the fused split-KV merge's counters and the device mirrors of host
  *   block_tables (up to 4 tables' size of device memory per stream; both
@@ -47,8 +52,8 @@
  *   stream's state back (before destroying the stream, or to make room).
  * - Split-KV on sm90: the partial kernel merges the splits itself (the
  *   work unit that finishes a tile's last split), counting on the
- *   stream's u32 array (zero between calls). A captured call counts on a slice of its own (kept, like a
- *   copied table, until the runtime is destroyed), which each replay
+ *   stream's u32 array (zero between calls). A captured call counts on a slice of its own (its
+ *   graph's, as above), which each replay
  *   leaves at zero: replays of one executable graph run in order, but two
  *   executable graphs instantiated from the same capture share the
  *   slices and must not run at the same time. Calls on the per-thread
