@@ -54,6 +54,11 @@ def call(lib, rt, kern, q, k, v, out, lse, stream_handle, **meta):
     """One fa_attention_run on `stream_handle` (not synchronized); meta:
     further fa_attention_args tensors (seqused_k, block_table, ...)."""
     args = attention_args(q, k, v, out, lse, stream_handle, **meta)
+    # A stream of PyTorch's (non-blocking) waits for the caller's stream,
+    # where the inputs and the poisoned outputs were made; the legacy and
+    # per-thread default streams (handles 0-2) are ordered with it already.
+    if stream_handle not in (None, 0, 1, 2):
+        torch.cuda.ExternalStream(stream_handle).wait_stream(torch.cuda.current_stream())
     st = lib.fa_attention_run(rt, kern, C.byref(args))
     if st != FA_OK:
         raise RuntimeError(lib.fa_runtime_last_error(rt).decode())

@@ -167,6 +167,7 @@ def main():
 
     def run(k, q, out):
         args = attention_args(q, kv, kv, out, None, stream.cuda_stream)
+        stream.wait_stream(torch.cuda.current_stream())  # inputs made there
         with torch.cuda.stream(stream):
             st = rt_lib.fa_attention_run(rt, k, C.byref(args))
             synchronize()

@@ -311,6 +311,13 @@ def open_runtime(lib_path, artifacts, stream=None):
         cache_seqlens as host-readable (pinned CPU) int32 tensors, k_new and
         v_new as device tensors."""
         args = attention_args(q, kk, v, out, lse, stream.cuda_stream, **meta)
+        # `stream` is one of PyTorch's non-blocking streams: it waits for
+        # the caller's stream, where the inputs and the poisoned outputs
+        # were made (a no-op when they are the same stream, e.g. under
+        # capture or in the benchmark).
+        caller = torch.cuda.current_stream()
+        if caller != stream:
+            stream.wait_stream(caller)
         with torch.cuda.stream(stream):
             st = lib.fa_attention_run(rt, k, C.byref(args))
             if deadline:
