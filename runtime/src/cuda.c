@@ -792,8 +792,22 @@ static void drop_graph_refs(graph_refs *g) {
   }
 }
 
-/* The slices destroyed graphs gave back, into api->spare (a slice with no
- * room to go is left unused: it stays inside its chunk). */
+/* A counter slice no graph holds, into api->spare for a later capture (a
+ * slice with no room to go is left unused: it stays inside its chunk). */
+static void spare_slice(cuda_api *api, uint64_t ptr, size_t words) {
+  if (api->num_spare == api->cap_spare) {
+    size_t cap = api->cap_spare ? 2 * api->cap_spare : 16;
+    struct spare_slice *grown =
+        (struct spare_slice *)realloc(api->spare, cap * sizeof(*grown));
+    if (!grown)
+      return;
+    api->spare = grown;
+    api->cap_spare = cap;
+  }
+  api->spare[api->num_spare++] = (struct spare_slice){ptr, words};
+}
+
+/* The slices destroyed graphs gave back, into api->spare. */
 static void take_back(cuda_api *api) {
   graph_refs *g = api->graphs;
   if (!g)
@@ -804,17 +818,7 @@ static void take_back(cuda_api *api) {
   pthread_mutex_unlock(&g->lock);
   while (o) {
     graph_owned *next = o->next;
-    if (api->num_spare == api->cap_spare) {
-      size_t cap = api->cap_spare ? 2 * api->cap_spare : 16;
-      struct spare_slice *grown =
-          (struct spare_slice *)realloc(api->spare, cap * sizeof(*grown));
-      if (grown) {
-        api->spare = grown;
-        api->cap_spare = cap;
-      }
-    }
-    if (api->num_spare < api->cap_spare)
-      api->spare[api->num_spare++] = (struct spare_slice){o->slice, o->words};
+    spare_slice(api, o->slice, o->words);
     free(o);
     o = next;
   }
@@ -879,20 +883,43 @@ static bool give_to_graph(cuda_api *api, void *stream, void *table, uint64_t sli
   return r == 0;
 }
 
+/* Zeroes `words` u32 at `ptr` on the runtime's own non-blocking stream
+ * (made at first use) and waits for it: outside any capture, in relaxed
+ * capture mode (this thread's stream is capturing). */
+static CUresult zero_now(cuda_api *api, uint64_t ptr, size_t words) {
+  int mode;
+  bool relaxed = relaxed_enter(api, &mode);
+  if (!relaxed)
+    return 1;
+  CUresult r = 0;
+  if (!api->zero_stream)
+    r = api->cuStreamCreate(&api->zero_stream, 1 /* CU_STREAM_NON_BLOCKING */);
+  if (r == 0)
+    r = api->cuMemsetD32Async(ptr, 0, words, api->zero_stream);
+  if (r == 0)
+    r = api->cuStreamSynchronize(api->zero_stream);
+  relaxed_leave(api, relaxed, mode);
+  return r;
+}
+
 /* The counters of a launch being captured (CUDA graphs): a slice of
- * `tiles` words (rounded up to 256 bytes) no other launch uses, from
- * chunks of at least 64 KB allocated (cuMemAlloc, relaxed capture mode)
- * and zeroed on the runtime's own non-blocking stream, outside the capture,
- * at their first use. Every replay of the captured launch leaves its slice
- * at zero for the next. Replays of one executable graph run in order
- * (cuGraphLaunch); two executable graphs instantiated from one capture
- * would share the slices and must not run at the same time (runtime.h).
- * 0 when a driver call fails: the combine kernel runs instead. */
+ * `tiles` words (rounded up to 256 bytes) no other launch uses. It is
+ * the smallest slice destroyed graphs gave back that fits (take_back),
+ * else carved from chunks of at least 64 KB allocated (cuMemAlloc, relaxed
+ * capture mode); either way zeroed on the runtime's own non-blocking
+ * stream, outside the capture (zero_now: a chunk at its allocation, a
+ * given-back slice again before its reuse, so that a graph that broke the
+ * rule below cannot spoil later captures). Every replay of the captured
+ * launch leaves its slice at zero for the next. Replays of one executable
+ * graph run in order (cuGraphLaunch); executable graphs made from one
+ * capture (instantiated twice, cloned, embedded as child graphs) share
+ * the slices and must not run at the same time (runtime.h). *words_out is
+ * the slice's length. 0 when a driver call fails: the combine kernel runs
+ * instead. */
 static uint64_t captured_counters(cuda_api *api, int64_t tiles, size_t *words_out) {
   if (!api->cuStreamCreate || !api->cuStreamSynchronize || !api->cuStreamDestroy)
     return 0;
   size_t need = ((size_t)tiles + 63) / 64 * 64;
-  /* The smallest slice destroyed graphs gave back that holds `need`. */
   take_back(api);
   size_t best = api->num_spare;
   for (size_t i = 0; i < api->num_spare; ++i)
@@ -900,17 +927,19 @@ static uint64_t captured_counters(cuda_api *api, int64_t tiles, size_t *words_ou
         (best == api->num_spare || api->spare[i].words < api->spare[best].words))
       best = i;
   if (best < api->num_spare) {
-    uint64_t ptr = api->spare[best].ptr;
-    *words_out = api->spare[best].words;
+    struct spare_slice reuse = api->spare[best];
+    if (zero_now(api, reuse.ptr, reuse.words) != 0)
+      return 0; /* left in spare */
     api->spare[best] = api->spare[--api->num_spare];
-    return ptr;
+    *words_out = reuse.words;
+    return reuse.ptr;
   }
-  *words_out = need;
   if (api->num_captured) {
     struct captured_chunk *c = &api->captured[api->num_captured - 1];
     if (c->words - c->used >= need) {
       uint64_t ptr = c->ptr + c->used * sizeof(uint32_t);
       c->used += need;
+      *words_out = need;
       return ptr;
     }
   }
@@ -927,24 +956,18 @@ static uint64_t captured_counters(cuda_api *api, int64_t tiles, size_t *words_ou
   if (!relaxed)
     return 0;
   uint64_t ptr = 0;
-  CUresult r = 0;
-  if (!api->zero_stream)
-    r = api->cuStreamCreate(&api->zero_stream, 1 /* CU_STREAM_NON_BLOCKING */);
-  if (r == 0)
-    r = api->cuMemAlloc(&ptr, words * sizeof(uint32_t));
-  if (r == 0) {
-    r = api->cuMemsetD32Async(ptr, 0, words, api->zero_stream);
-    if (r == 0)
-      r = api->cuStreamSynchronize(api->zero_stream);
-    if (r != 0) {
-      api->cuMemFree(ptr);
-      ptr = 0;
-    }
-  }
+  CUresult r = api->cuMemAlloc(&ptr, words * sizeof(uint32_t));
   relaxed_leave(api, relaxed, mode);
   if (r != 0)
     return 0;
+  if (zero_now(api, ptr, words) != 0) {
+    relaxed = relaxed_enter(api, &mode);
+    api->cuMemFree(ptr);
+    relaxed_leave(api, relaxed, mode);
+    return 0;
+  }
   api->captured[api->num_captured++] = (struct captured_chunk){ptr, words, need};
+  *words_out = need;
   return ptr;
 }
 
@@ -1316,6 +1339,11 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
   size_t out_bytes = combine ? (size_t)(splits * b * sq * h * dv) * 4 : 0;
   size_t lse_bytes = combine ? (size_t)(splits * b * h * sq) * 4 : 0;
   size_t ws_bytes = counter_bytes + table_bytes + out_bytes + lse_bytes;
+  /* A captured slice that no node came to read (a return below, before
+   * the launches): still zero, back to the spare ones. */
+  if (slice_words && (!ws_bytes || !api->cuMemAllocAsync || !api->cuMemFreeAsync ||
+                      !api->cuMemsetD32Async || !api->cuMemcpyHtoDAsync))
+    spare_slice(api, merge_ctr, slice_words);
   if (!ws_bytes) { /* q's address stands for a counter the kernel never reads */
     free(table);
     return launch_one(rt, api, k, attention, args, names, n, true, grid,
@@ -1335,6 +1363,8 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
   CUresult r = api->cuMemAllocAsync(&ws, ws_bytes, (CUstream)stream);
   if (r != 0) {
     free(table);
+    if (slice_words)
+      spare_slice(api, merge_ctr, slice_words);
     return fa_fail(rt, FA_ERROR_OUT_OF_MEMORY, "launch scratch of %zu bytes: %s",
                    ws_bytes, cuError(api, r));
   }
@@ -1373,6 +1403,8 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
     if (!grown) {
       free(table);
       api->cuMemFreeAsync(ws, (CUstream)stream);
+      if (slice_words)
+        spare_slice(api, merge_ctr, slice_words);
       return fa_fail(rt, FA_ERROR_OUT_OF_MEMORY, "out of memory");
     }
     api->held = grown;

@@ -249,16 +249,14 @@ static void unref(user_object *o, unsigned count) {
   if (o->refs == 0 && o->destroy) {
     o->destroy(o->ptr);
     o->destroy = NULL;
+    o->ptr = NULL; /* what the destructor leaked is then unreachable (LSan) */
     fake_state.num_destroyed++;
   }
 }
 
-/* The user-object entry points, absent (dlsym finds them only in the
- * library) is not something a test can switch at run time: they fail
- * instead while no_user_objects is set. */
 CUresult cuUserObjectCreate(void **object, void *ptr, void (*destroy)(void *), unsigned refs,
                             unsigned flags) {
-  if (fake_state.no_user_objects || flags != 1 || refs == 0 || num_objects == 4096)
+  if (fake_state.fail_create || flags != 1 || refs == 0 || num_objects == 4096)
     return INVALID_VALUE;
   objects[num_objects] = (user_object){ptr, destroy, refs, 0};
   *object = &objects[num_objects++];

@@ -35,11 +35,11 @@ typedef struct fake_cuda_state {
   int num_allocs, num_frees, num_async_allocs, num_async_frees;
   int num_streams_created, num_streams_destroyed;
   /* CUDA user objects (cuUserObjectCreate): created, retained by the
-   * capture's graph, destroyed (their destructor run); the
-   * cuGraphRetainUserObject calls fail while fail_retain is set, and none
-   * of the user-object entry points exists while no_user_objects is set. */
+   * capture's graph, destroyed (their destructor run); cuUserObjectCreate
+   * fails while fail_create is set, cuGraphRetainUserObject while
+   * fail_retain is set. */
   int num_user_objects, num_retained, num_destroyed;
-  int fail_retain, no_user_objects;
+  int fail_create, fail_retain;
   fake_launch launches[FAKE_MAX_LAUNCHES]; /* since the test last cleared it */
   int num_launches;
 } fake_cuda_state;

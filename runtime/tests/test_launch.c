@@ -13,8 +13,11 @@
  *   - the split-KV merge fused into the partial kernel (one launch, a
  *     counter array allocated and zeroed once per stream; under stream
  *     capture a slice of its own, from a chunk zeroed once, handed to the
- *     capture's graph as a user object and reused once the graph is
- *     destroyed, also after a graph outlives the runtime), and the
+ *     capture's graph as a user object and reused, zeroed again and
+ *     smallest fit first, once the graph is destroyed; a refused hand-over
+ *     keeps a copied table in the runtime; a graph may outlive the
+ *     runtime: runtime.launch_asan runs this test under ASan, LSan and
+ *     UBSan), and the
  *     separate combine kernel where the fused merge cannot run: the
  *     per-thread default stream, a 65th stream (until
  *     fa_cuda_release_stream gives a slot back);
@@ -91,6 +94,32 @@ static fa_attention_args decode_args(int64_t b, int64_t keys, void *stream) {
   a.v = device_tensor(4, b, keys, 8, 128, 2);
   a.out = device_tensor(4, b, 1, 32, 128, 2);
   a.lse = device_tensor(3, b, 32, 1, 0, 4);
+  a.stream = stream;
+  return a;
+}
+
+/* Varlen: 70 sequences of one query and 1000 keys (seqused_k 1000), one
+ * head of 64: a tile table too large for the kernels' inline parameter,
+ * copied to the device (and kept for the graph under capture). */
+static fa_attention_args varlen_args(void *stream) {
+  enum { B = 70 };
+  static int32_t cu_q[B + 1], cu_k[B + 1], used[B];
+  for (int b = 0; b <= B; ++b) {
+    cu_q[b] = b;
+    cu_k[b] = 1000 * b;
+  }
+  for (int b = 0; b < B; ++b)
+    used[b] = 1000;
+  fa_attention_args a = {0};
+  a.struct_size = sizeof(a);
+  a.q = device_tensor(3, B, 1, 64, 0, 2);
+  a.k = device_tensor(3, 1000 * B, 1, 64, 0, 2);
+  a.v = device_tensor(3, 1000 * B, 1, 64, 0, 2);
+  a.out = device_tensor(3, B, 1, 64, 0, 2);
+  a.lse = device_tensor(2, 1, B, 0, 0, 4);
+  a.cu_seqlens_q = (fa_tensor){cu_q, 1, {B + 1, 0, 0, 0}};
+  a.cu_seqlens_k = (fa_tensor){cu_k, 1, {B + 1, 0, 0, 0}};
+  a.seqused_k = (fa_tensor){used, 1, {B, 0, 0, 0}};
   a.stream = stream;
   return a;
 }
@@ -261,11 +290,57 @@ int main(void) {
           "user objects the graph refused: %d made, %d destroyed", fake->num_user_objects,
           fake->num_destroyed);
     fake->fail_retain = 0;
-    fake->no_user_objects = 1;
+    fake->fail_create = 1;
     clear_launches();
     CHECK_STATUS(fa_attention_run(rt, dec, &a), FA_OK, rt);
-    CHECK(fake->num_launches == 1, "no user objects: %d launches", fake->num_launches);
-    fake->no_user_objects = 0;
+    CHECK(fake->num_launches == 1, "cuUserObjectCreate failing: %d launches",
+          fake->num_launches);
+    fake->fail_create = 0;
+    fake_graph_destroy();
+    fake->capturing_stream = NULL;
+  }
+  /* Smallest fit, and re-zeroed reuse, on a runtime of its own: a 64-word
+   * and a 128-word slice given back (batch 1 and batch 10 over 32k keys:
+   * 8 and 80 tiles, split; the destroyed graph gives the 128-word one back
+   * first). Then batch 1 takes the 64-word slice and batch 10 the other,
+   * each zeroed again first (two memsets); nothing is carved or
+   * allocated. */
+  {
+    void *cap = (void *)(uintptr_t)0x5007;
+    fa_runtime *rt2 = artifact_only_runtime();
+    fa_kernel *dec2 = NULL;
+    CHECK_STATUS(fa_kernel_load_artifact_file(rt2, decode_path, &dec2), FA_OK, rt2);
+    fa_attention_args a1 = decode_args(1, 32768, cap), a10 = decode_args(10, 32768, cap);
+    fake->capturing_stream = cap;
+    CHECK_STATUS(fa_attention_run(rt2, dec2, &a1), FA_OK, rt2);
+    CHECK_STATUS(fa_attention_run(rt2, dec2, &a10), FA_OK, rt2);
+    fake_graph_destroy();
+    int allocs = fake->num_allocs, memsets = fake->num_memsets;
+    clear_launches();
+    CHECK_STATUS(fa_attention_run(rt2, dec2, &a1), FA_OK, rt2);
+    CHECK_STATUS(fa_attention_run(rt2, dec2, &a10), FA_OK, rt2);
+    CHECK(fake->num_launches == 2 && launched(0, "fa_sm90_0", 128),
+          "batch 1 and 10 under capture: want two fused launches");
+    CHECK(fake->num_memsets - memsets == 2 && fake->num_allocs == allocs,
+          "reused slices: %d zeroed (want 2), %d chunks allocated (want 0)",
+          fake->num_memsets - memsets, fake->num_allocs - allocs);
+    fake_graph_destroy();
+    fake->capturing_stream = NULL;
+    fa_runtime_destroy(rt2);
+  }
+  /* A refused hand-over with a copied table (varlen, 70 sequences): the
+   * runtime keeps the table (freed at its release, once: ASan). */
+  {
+    void *cap = (void *)(uintptr_t)0x5006;
+    fake->capturing_stream = cap;
+    fake->fail_retain = 1;
+    fa_attention_args a = varlen_args(cap);
+    int made = fake->num_user_objects;
+    CHECK_STATUS(fa_attention_run(rt, var, &a), FA_OK, rt);
+    CHECK(fake->num_user_objects == made + 1 && fake->num_destroyed == fake->num_user_objects,
+          "refused varlen hand-over: %d user objects made, %d of %d destroyed",
+          fake->num_user_objects - made, fake->num_destroyed, fake->num_user_objects);
+    fake->fail_retain = 0;
     fake->capturing_stream = NULL;
   }
   /* The per-thread default stream (one handle for every thread's stream):
@@ -483,34 +558,20 @@ int main(void) {
     CHECK_STATUS(fa_attention_run(rt, dec, &a), FA_OK, rt);
   }
 
-  /* A graph that outlives the runtime: its copied table (varlen, 70
-   * sequences) and slice are released after fa_runtime_destroy, which must
-   * then free nothing twice (run under ASan) and touch nothing freed. */
+  /* A graph that outlives the runtime: a copied table (varlen, 70
+   * sequences) and a counter slice (decode) are released after
+   * fa_runtime_destroy, which must then free nothing twice (run under
+   * ASan), touch nothing freed and leak no record (LSan: the stand-in
+   * forgets its pointers once a destructor ran). */
   {
-    enum { B = 70 };
-    static int32_t cu_q[B + 1], cu_k[B + 1], used[B];
-    for (int b = 0; b <= B; ++b) {
-      cu_q[b] = b;
-      cu_k[b] = 1000 * b;
-    }
-    for (int b = 0; b < B; ++b)
-      used[b] = 1000;
     void *cap = (void *)(uintptr_t)0x5005;
     fake->capturing_stream = cap;
-    fa_attention_args a = {0};
-    a.struct_size = sizeof(a);
-    a.q = device_tensor(3, B, 1, 64, 0, 2);
-    a.k = device_tensor(3, 1000 * B, 1, 64, 0, 2);
-    a.v = device_tensor(3, 1000 * B, 1, 64, 0, 2);
-    a.out = device_tensor(3, B, 1, 64, 0, 2);
-    a.lse = device_tensor(2, 1, B, 0, 0, 4);
-    a.cu_seqlens_q = host_i32(cu_q, B + 1);
-    a.cu_seqlens_k = host_i32(cu_k, B + 1);
-    a.seqused_k = host_i32(used, B);
-    a.stream = cap;
+    fa_attention_args a = varlen_args(cap);
+    fa_attention_args d = decode_args(1, 32768, cap);
     int made = fake->num_user_objects;
     CHECK_STATUS(fa_attention_run(rt, var, &a), FA_OK, rt);
-    CHECK(fake->num_user_objects == made + 1, "varlen under capture: %d user objects",
+    CHECK_STATUS(fa_attention_run(rt, dec, &d), FA_OK, rt);
+    CHECK(fake->num_user_objects == made + 2, "varlen and decode under capture: %d user objects",
           fake->num_user_objects - made);
     fake->capturing_stream = NULL;
   }

@@ -39,9 +39,12 @@
  *   (a CUDA user object, CUDA 11.3+ drivers): a copied host table is
  *   freed, and a merge counter slice (below) reused, once that graph and
  *   the executable graphs made from it are destroyed and their launches
- *   done. Without user objects both are kept until fa_runtime_destroy.
- *   Destroy a runtime after the graphs that replay its calls (its modules
- *   and counters go with it).
+ *   done. Where that hand-over is not possible (no user objects in the
+ *   driver, the capture no longer active, a failing call) both are kept
+ *   until fa_runtime_destroy. Destroy a runtime after the graphs that
+ *   replay its calls (its modules and counters go with it), and keep
+ *   libflashattn_rt loaded while such graphs exist (the driver calls the
+ *   runtime's destructor when they go).
  * - Per-stream state: the runtime keeps, per stream handle (up to 64),
  *   the fused split-KV merge's counters and the device mirrors of host
  *   block_tables (up to 4 tables' size of device memory per stream; both
@@ -52,11 +55,13 @@
  *   stream's state back (before destroying the stream, or to make room).
  * - Split-KV on sm90: the partial kernel merges the splits itself (the
  *   work unit that finishes a tile's last split), counting on the
- *   stream's u32 array (zero between calls). A captured call counts on a slice of its own (its
- *   graph's, as above), which each replay
- *   leaves at zero: replays of one executable graph run in order, but two
- *   executable graphs instantiated from the same capture share the
- *   slices and must not run at the same time. Calls on the per-thread
+ *   stream's u32 array (zero between calls). A captured call counts on
+ *   a slice of its own (its graph's, as above; zeroed again before it is
+ *   reused), which each replay leaves at zero. Replays of one executable
+ *   graph run in order, but executable graphs made from the same capture
+ *   (instantiated twice, cloned, embedded as child graphs) share the
+ *   slices and must not run at the same time: their merges would then be
+ *   wrong. Calls on the per-thread
  *   default stream, calls on a 65th stream, calls whose out is not 8-byte
  *   aligned and captured calls where the driver cannot tell the capture
  *   status launch a separate combine kernel instead (same results).
