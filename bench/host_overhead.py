@@ -12,8 +12,9 @@ host memory (tile table and page lists built and copied), and paged16 batch
 host then issues N = 12 calls back to back, and the host time per call is
 the wall time of that loop / N (ctypes and the Python call included for
 ours, the PyTorch dispatch for cuDNN). Medians of 9 rounds. N stays below
-the runtime's 16 pinned staging buffers: past them a call waits for the
-oldest copy, which a longer loop behind the spin would count as host time. Writes
+the runtime's ring of 32 pinned staging blocks (FA_PINNED_BLOCKS): past
+them a call waits for the oldest copy, which a longer loop behind the spin
+would count as host time. Writes
 DIR/host_overhead.json.
 
 Usage: host_overhead.py --lib LIBRT --artifacts DIR [--out DIR]
@@ -35,7 +36,7 @@ from test_sm90_attention import open_runtime, pinned_i32, script_args  # noqa: E
 from sm90_bench import shuffled_pool  # noqa: E402
 
 D, HQ, HKV = 128, 32, 8
-# Fewer calls than the runtime's 16 pinned staging buffers, so that a
+# Fewer calls than the runtime's 32 pinned staging blocks, so that a
 # bounded run-ahead is not mistaken for a synchronizing copy.
 N = 12
 ROUNDS = 9

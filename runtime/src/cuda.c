@@ -166,6 +166,22 @@ typedef struct cuda_api {
   CUresult (*cuUserObjectRelease)(void *object, unsigned count);
   CUresult (*cuGraphRetainUserObject)(void *graph, void *object, unsigned count,
                                       unsigned flags);
+  /* Pinned staging of host-to-device copies outside capture (staged_copy):
+   * blocks of page-locked memory, each with the event recorded after the
+   * copy that last read it. */
+  struct pinned_block {
+    void *host;
+    size_t cap;
+    void *done; /* CUevent */
+    bool pending; /* `done` recorded and maybe not reached */
+  } pinned[FA_PINNED_BLOCKS];
+  int next_pinned; /* the ring's next block */
+  CUresult (*cuMemHostAlloc)(void **, size_t, unsigned);
+  CUresult (*cuMemFreeHost)(void *);
+  CUresult (*cuEventCreate)(void **, unsigned);
+  CUresult (*cuEventDestroy)(void *);
+  CUresult (*cuEventRecord)(void *, CUstream);
+  CUresult (*cuEventSynchronize)(void *);
   CUresult (*cuStreamCreate)(CUstream *, unsigned);
   CUresult (*cuStreamDestroy)(CUstream);
   CUresult (*cuStreamSynchronize)(CUstream);
@@ -321,6 +337,12 @@ static fa_status load_api(fa_runtime *rt, cuda_api **out) {
   *(void **)(&api->cuUserObjectCreate) = dlsym(lib, "cuUserObjectCreate");
   *(void **)(&api->cuUserObjectRelease) = dlsym(lib, "cuUserObjectRelease");
   *(void **)(&api->cuGraphRetainUserObject) = dlsym(lib, "cuGraphRetainUserObject");
+  *(void **)(&api->cuMemHostAlloc) = dlsym(lib, "cuMemHostAlloc");
+  *(void **)(&api->cuMemFreeHost) = dlsym(lib, "cuMemFreeHost");
+  *(void **)(&api->cuEventCreate) = dlsym(lib, "cuEventCreate");
+  *(void **)(&api->cuEventDestroy) = dlsym(lib, "cuEventDestroy_v2");
+  *(void **)(&api->cuEventRecord) = dlsym(lib, "cuEventRecord");
+  *(void **)(&api->cuEventSynchronize) = dlsym(lib, "cuEventSynchronize");
 #undef LOAD
   CUdevice dev = 0;
   CUcontext current = NULL;
@@ -1029,12 +1051,14 @@ static uint64_t merge_counters(cuda_api *api, void *stream, int capture, int64_t
  * small and returns, while a larger one waits for the stream's earlier
  * work (measured on the H200: a 68 KB table, batch 128 over 16-key pages,
  * made every call wait about 1 ms for the previous kernels; docs/
- * BENCHMARKS.md). Outside stream capture the source is taken to be
- * consumed when this returns: the driver API's "API synchronization
- * behavior" section has a pageable host-to-device copy stage the buffer
- * (or synchronize) before returning, which is what the H200 machines here
- * do; a system whose copy engines read pageable memory in place (HMM, ATS)
- * is not covered. A captured copy reads the source at every replay. */
+ * BENCHMARKS.md). Used for captured copies (which read the source, kept
+ * for the graph, at every replay) and where pinned staging is unavailable
+ * (staged_copy's fallback). There, outside capture, the source is taken to
+ * be consumed when this returns: the driver API's "API synchronization
+ * behavior" section has a pageable host-to-device copy staged (or the
+ * stream synchronized) before returning, which is what the H200 machines
+ * here do, though a system whose copy engines read pageable memory in
+ * place (HMM, ATS) may not. */
 static CUresult copy_pageable(cuda_api *api, uint64_t dst, const void *src, size_t bytes,
                               void *stream) {
   CUresult r = 0;
@@ -1042,6 +1066,62 @@ static CUresult copy_pageable(cuda_api *api, uint64_t dst, const void *src, size
     size_t piece = bytes - at < FA_PAGEABLE_COPY_BYTES ? bytes - at : FA_PAGEABLE_COPY_BYTES;
     r = api->cuMemcpyHtoDAsync(dst + at, (const unsigned char *)src + at, piece,
                                (CUstream)stream);
+  }
+  return r;
+}
+
+/* A host-to-device copy of `bytes` from `src` on `stream`, outside stream
+ * capture, through page-locked memory of the runtime's: `src` is copied
+ * into a pinned block before this returns, and the block is not reused
+ * until the event recorded after its copy is reached. So the caller may
+ * free or change `src` at once on any system, including those whose copy
+ * engines read pageable memory in place (HMM, ATS), where the driver
+ * API's "API synchronization behavior" does not promise a staged pageable
+ * copy; and the copy never waits for the stream's earlier work. The
+ * blocks form a ring of FA_PINNED_BLOCKS, made at first use (at least 16
+ * KB, grown when a table needs more): each call takes the next one, the
+ * least recently used, and waits for its event (cuEventSynchronize) only
+ * when the host has run that many copies ahead of the GPU. Falls back to
+ * copy_pageable when the driver lacks the calls or pinned memory cannot be
+ * had. The driver calls that a global-mode capture on another thread
+ * forbids run in relaxed mode. */
+static CUresult staged_copy(cuda_api *api, uint64_t dst, const void *src, size_t bytes,
+                            void *stream) {
+  if (!api->cuMemHostAlloc || !api->cuMemFreeHost || !api->cuEventCreate ||
+      !api->cuEventDestroy || !api->cuEventRecord || !api->cuEventSynchronize)
+    return copy_pageable(api, dst, src, bytes, stream);
+  struct pinned_block *b = &api->pinned[api->next_pinned];
+  int mode;
+  bool relaxed = relaxed_enter(api, &mode);
+  CUresult r = b->pending ? api->cuEventSynchronize(b->done) : 0;
+  if (r == 0)
+    b->pending = false;
+  if (r == 0 && !b->done)
+    r = api->cuEventCreate(&b->done, 2 /* CU_EVENT_DISABLE_TIMING */);
+  if (r == 0 && b->cap < bytes) {
+    size_t cap = bytes < 16384 ? 16384 : bytes;
+    void *host = NULL;
+    r = api->cuMemHostAlloc(&host, cap, 0);
+    if (r == 0) {
+      if (b->host)
+        api->cuMemFreeHost(b->host);
+      b->host = host;
+      b->cap = cap;
+    }
+  }
+  relaxed_leave(api, relaxed, mode);
+  if (r != 0)
+    return copy_pageable(api, dst, src, bytes, stream);
+  api->next_pinned = (api->next_pinned + 1) % FA_PINNED_BLOCKS;
+  memcpy(b->host, src, bytes);
+  r = api->cuMemcpyHtoDAsync(dst, b->host, bytes, (CUstream)stream);
+  if (r == 0 && api->cuEventRecord(b->done, (CUstream)stream) == 0) {
+    b->pending = true;
+  } else if (r == 0) {
+    /* No event to wait on later: wait for the copy now. */
+    relaxed = relaxed_enter(api, &mode);
+    r = api->cuStreamSynchronize ? api->cuStreamSynchronize((CUstream)stream) : 1;
+    relaxed_leave(api, relaxed, mode);
   }
   return r;
 }
@@ -1081,10 +1161,6 @@ static uint64_t block_table_mirror(cuda_api *api, void *stream, const fa_tensor 
   /* Invalid from here until its new contents are enqueued: a step that
    * fails below leaves no stale match behind. */
   m->bytes = 0;
-  void *staged = malloc(bytes);
-  if (!staged)
-    return 0;
-  memcpy(staged, bt->data, bytes);
   if (m->cap < bytes) {
     size_t cap = 2 * m->cap > bytes ? 2 * m->cap : bytes;
     uint64_t ptr = 0;
@@ -1092,17 +1168,14 @@ static uint64_t block_table_mirror(cuda_api *api, void *stream, const fa_tensor 
     bool relaxed = relaxed_enter(api, &mode);
     CUresult ra = room_to_retire(api) ? api->cuMemAlloc(&ptr, cap) : 1;
     relaxed_leave(api, relaxed, mode);
-    if (ra != 0) {
-      free(staged);
+    if (ra != 0)
       return 0;
-    }
     if (m->ptr)
       api->retired[api->num_retired++] = m->ptr;
     m->ptr = ptr;
     m->cap = cap;
   }
-  CUresult r = copy_pageable(api, m->ptr, staged, bytes, stream);
-  free(staged);
+  CUresult r = staged_copy(api, m->ptr, bt->data, bytes, stream);
   if (r != 0)
     return 0;
   m->bytes = bytes;
@@ -1410,8 +1483,12 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
     api->held = grown;
     api->cap_held = cap;
   }
+  /* Eager calls copy through pinned staging (staged_copy); a captured
+   * copy reads the kept table at each replay. */
   if (r == 0 && table_bytes)
-    r = copy_pageable(api, ws, table, (size_t)words * sizeof(int32_t), stream);
+    r = capture == 0
+            ? staged_copy(api, ws, table, (size_t)words * sizeof(int32_t), stream)
+            : copy_pageable(api, ws, table, (size_t)words * sizeof(int32_t), stream);
   /* Recorded (or its recording failed): kept either way, since a graph
    * may still hold the copy node; handed to the graph below. */
   void *kept = hold ? table : NULL;
@@ -1534,8 +1611,17 @@ void fa_cuda_release(fa_runtime *rt) {
   /* In the runtime's context; cuMemFree waits for the launches still
    * reading them. */
   CUcontext prev;
-  if (api->num_streams + api->num_retired + api->num_captured > 0 || api->zero_stream) {
+  if (api->num_streams + api->num_retired + api->num_captured > 0 || api->zero_stream ||
+      api->pinned[0].done) {
     if (enter_context(api, &prev) == 0) {
+      for (int i = 0; i < FA_PINNED_BLOCKS; ++i) {
+        if (api->pinned[i].pending) /* its copy may still read it */
+          api->cuEventSynchronize(api->pinned[i].done);
+        if (api->pinned[i].done)
+          api->cuEventDestroy(api->pinned[i].done);
+        if (api->pinned[i].host)
+          api->cuMemFreeHost(api->pinned[i].host);
+      }
       for (int i = 0; i < api->num_streams; ++i)
         free_slot(api, i);
       for (size_t i = 0; i < api->num_retired; ++i)

@@ -22,9 +22,14 @@
  * serve calls that alternate between tables (e.g. a draft and a target
  * model) without a copy each. */
 #define FA_MIRRORS_PER_STREAM 4
-/* The largest piece of a host-to-device copy of a pageable tile table
- * (cuda.c): copies up to this size return once staged. */
+/* The largest piece of a host-to-device copy from pageable memory
+ * (cuda.c, copy_pageable: captured copies, and eager ones where pinned
+ * staging is unavailable): copies up to this size return once staged. */
 #define FA_PAGEABLE_COPY_BYTES ((size_t)65536)
+/* Page-locked staging blocks for eager host-to-device copies (cuda.c,
+ * staged_copy): a ring of this many, each at least 16 KB; a call waits
+ * for a block only when the host runs this many copies ahead of the GPU. */
+#define FA_PINNED_BLOCKS 32
 #define FA_ERROR_SIZE 512
 
 /* A tensor map of the metadata: the argument, the box in TMA order

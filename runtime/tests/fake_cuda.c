@@ -171,9 +171,64 @@ CUresult cuMemsetD32Async(uint64_t p, unsigned value, size_t count, void *stream
     w[i] = value;
   return OK;
 }
+/* Page-locked host blocks handed out by cuMemHostAlloc. */
+static block pinned[64];
+static int num_pinned;
+
+static int in_pinned(const void *p) {
+  for (int i = 0; i < num_pinned; ++i)
+    if ((uintptr_t)p >= pinned[i].at && (uintptr_t)p < pinned[i].at + pinned[i].bytes)
+      return 1;
+  return 0;
+}
+
+CUresult cuMemHostAlloc(void **p, size_t bytes, unsigned flags) {
+  (void)flags;
+  if (fake_state.fail_host_alloc || num_pinned == 64)
+    return OUT_OF_MEMORY;
+  *p = malloc(bytes ? bytes : 1);
+  if (!*p)
+    return OUT_OF_MEMORY;
+  pinned[num_pinned++] = (block){(uintptr_t)*p, bytes};
+  fake_state.num_host_allocs++;
+  return OK;
+}
+CUresult cuMemFreeHost(void *p) {
+  for (int i = 0; i < num_pinned; ++i)
+    if (pinned[i].at == (uintptr_t)p) {
+      pinned[i] = pinned[--num_pinned];
+      break;
+    }
+  free(p);
+  fake_state.num_host_frees++;
+  return OK;
+}
+static char event_handles[256];
+static int num_events;
+CUresult cuEventCreate(void **event, unsigned flags) {
+  (void)flags;
+  if (num_events == 256)
+    return OUT_OF_MEMORY;
+  *event = &event_handles[num_events++];
+  return OK;
+}
+CUresult cuEventDestroy_v2(void *event) { (void)event; return OK; }
+CUresult cuEventRecord(void *event, void *stream) {
+  (void)event; (void)stream;
+  fake_state.num_event_records++;
+  return OK;
+}
+CUresult cuEventSynchronize(void *event) {
+  (void)event;
+  fake_state.num_event_syncs++;
+  return OK;
+}
+
 CUresult cuMemcpyHtoDAsync_v2(uint64_t dst, const void *src, size_t bytes, void *stream) {
   (void)stream;
   fake_state.num_copies++;
+  if (in_pinned(src))
+    fake_state.num_pinned_copies++;
   fake_state.copied_bytes += bytes;
   memcpy((void *)(uintptr_t)dst, src, bytes);
   return OK;

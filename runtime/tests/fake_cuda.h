@@ -40,6 +40,12 @@ typedef struct fake_cuda_state {
    * fail_retain is set. */
   int num_user_objects, num_retained, num_destroyed;
   int fail_create, fail_retain;
+  /* Page-locked memory and events: cuMemHostAlloc calls (failing while
+   * fail_host_alloc is set) and frees, host-to-device copies whose source
+   * lies in such memory, event records and waits. */
+  int num_host_allocs, num_host_frees, num_pinned_copies;
+  int num_event_records, num_event_syncs;
+  int fail_host_alloc;
   fake_launch launches[FAKE_MAX_LAUNCHES]; /* since the test last cleared it */
   int num_launches;
 } fake_cuda_state;

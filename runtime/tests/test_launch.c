@@ -558,6 +558,78 @@ int main(void) {
     CHECK_STATUS(fa_attention_run(rt, dec, &a), FA_OK, rt);
   }
 
+  /* Eager host-to-device copies go through the runtime's page-locked
+   * blocks (staged_copy), so a caller may change its table at once even
+   * where copy engines read pageable memory in place: on a runtime of its
+   * own, varlen calls (a copied tile table) and a paged call with a host
+   * block_table (its mirror's refill) copy from pinned memory and record an
+   * event. The blocks form a ring of FA_PINNED_BLOCKS (32), made at first
+   * use; a block is reused after a wait for its event. Without pinned
+   * memory the copy is a pageable one; under capture it reads the table
+   * kept for the graph. */
+  {
+    void *st = (void *)(uintptr_t)0x5008;
+    fa_runtime *rt3 = artifact_only_runtime();
+    fa_kernel *var3 = NULL;
+    CHECK_STATUS(fa_kernel_load_artifact_file(rt3, varlen_path, &var3), FA_OK, rt3);
+    fa_attention_args a = varlen_args(st);
+    int allocs = fake->num_host_allocs, pinned = fake->num_pinned_copies,
+        records = fake->num_event_records, syncs = fake->num_event_syncs;
+    for (int call = 0; call < 5; ++call)
+      CHECK_STATUS(fa_attention_run(rt3, var3, &a), FA_OK, rt3);
+    CHECK(fake->num_pinned_copies - pinned == 5 && fake->num_event_records - records == 5 &&
+              fake->num_host_allocs - allocs == 5 && fake->num_event_syncs == syncs,
+          "5 eager varlen calls: %d pinned copies, %d events recorded, %d blocks made, "
+          "%d waits (want 5, 5, 5, 0)",
+          fake->num_pinned_copies - pinned, fake->num_event_records - records,
+          fake->num_host_allocs - allocs, fake->num_event_syncs - syncs);
+    for (int call = 0; call < 40; ++call)
+      CHECK_STATUS(fa_attention_run(rt3, var3, &a), FA_OK, rt3);
+    CHECK(fake->num_host_allocs - allocs == 32 && fake->num_event_syncs - syncs == 13,
+          "45 calls: %d blocks made (want 32), %d waits for a block's last copy (want 13)",
+          fake->num_host_allocs - allocs, fake->num_event_syncs - syncs);
+    /* The paged kernel with a host block_table: the mirror's refill. */
+    fa_kernel *pag3 = NULL;
+    CHECK_STATUS(fa_kernel_load_artifact_file(rt3, paged_path, &pag3), FA_OK, rt3);
+    enum { B = 16, KEYS = 8192, PAGES = KEYS / 16 };
+    static int32_t bt[B * PAGES], used[B];
+    for (int i = 0; i < B * PAGES; ++i)
+      bt[i] = i;
+    for (int b = 0; b < B; ++b)
+      used[b] = KEYS;
+    fa_attention_args p = decode_args(B, KEYS, st);
+    p.k = device_tensor(4, B * PAGES, 16, 8, 128, 2);
+    p.v = device_tensor(4, B * PAGES, 16, 8, 128, 2);
+    p.seqused_k = host_i32(used, B);
+    p.block_table = (fa_tensor){bt, 2, {B, PAGES, 0, 0}};
+    pinned = fake->num_pinned_copies;
+    int copies = fake->num_copies;
+    CHECK_STATUS(fa_attention_run(rt3, pag3, &p), FA_OK, rt3);
+    CHECK(fake->num_copies - copies == 1 && fake->num_pinned_copies - pinned == 1,
+          "paged call with a host block_table: %d copies, %d from pinned memory (want 1, 1)",
+          fake->num_copies - copies, fake->num_pinned_copies - pinned);
+    fa_runtime_destroy(rt3);
+    /* No pinned memory: a pageable copy, and the call runs. */
+    fa_runtime *rt4 = artifact_only_runtime();
+    fa_kernel *var4 = NULL;
+    CHECK_STATUS(fa_kernel_load_artifact_file(rt4, varlen_path, &var4), FA_OK, rt4);
+    fake->fail_host_alloc = 1;
+    pinned = fake->num_pinned_copies;
+    copies = fake->num_copies;
+    CHECK_STATUS(fa_attention_run(rt4, var4, &a), FA_OK, rt4);
+    CHECK(fake->num_copies - copies == 1 && fake->num_pinned_copies == pinned,
+          "without pinned memory: %d copies, %d pinned (want 1, 0)",
+          fake->num_copies - copies, fake->num_pinned_copies - pinned);
+    fake->fail_host_alloc = 0;
+    /* Under capture: the kept table, not a pinned block. */
+    fake->capturing_stream = st;
+    pinned = fake->num_pinned_copies;
+    CHECK_STATUS(fa_attention_run(rt4, var4, &a), FA_OK, rt4);
+    CHECK(fake->num_pinned_copies == pinned, "captured copy from a pinned block");
+    fake->capturing_stream = NULL;
+    fa_runtime_destroy(rt4);
+    fake_graph_destroy();
+  }
   /* A graph that outlives the runtime: a copied table (varlen, 70
    * sequences) and a counter slice (decode) are released after
    * fa_runtime_destroy, which must then free nothing twice (run under
@@ -581,6 +653,8 @@ int main(void) {
   fake_graph_destroy();
   CHECK(fake->num_destroyed == fake->num_user_objects,
         "user objects: %d made, %d destroyed", fake->num_user_objects, fake->num_destroyed);
+  CHECK(fake->num_host_frees == fake->num_host_allocs, "pinned blocks: %d made, %d freed",
+        fake->num_host_allocs, fake->num_host_frees);
   CHECK(fake->num_frees == allocs, "counter arrays: %d allocated, %d freed", allocs,
         fake->num_frees);
   CHECK(fake->num_streams_destroyed == fake->num_streams_created,
