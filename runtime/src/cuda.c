@@ -76,6 +76,10 @@ typedef void *CUcontext, *CUmodule, *CUfunction, *CUstream;
 typedef struct cuda_api {
   void *lib;
   int num_sms;
+  /* The device reads pageable host memory coherently (HMM, ATS:
+   * CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS): eager host-to-device
+   * copies then go through pinned staging (staged_copy). */
+  int pageable_access;
   /* The device this runtime drives and its context: the context current
    * on the thread at the runtime's first CUDA use (a caller's current
    * device, e.g. after cudaSetDevice / torch.cuda.set_device), else device
@@ -175,12 +179,13 @@ typedef struct cuda_api {
     void *done; /* CUevent */
     bool pending; /* `done` recorded and maybe not reached */
   } pinned[FA_PINNED_BLOCKS];
-  int next_pinned; /* the ring's next block */
+  int num_pinned, next_pinned; /* blocks made; the next to try */
   CUresult (*cuMemHostAlloc)(void **, size_t, unsigned);
   CUresult (*cuMemFreeHost)(void *);
   CUresult (*cuEventCreate)(void **, unsigned);
   CUresult (*cuEventDestroy)(void *);
   CUresult (*cuEventRecord)(void *, CUstream);
+  CUresult (*cuEventQuery)(void *);
   CUresult (*cuEventSynchronize)(void *);
   CUresult (*cuStreamCreate)(CUstream *, unsigned);
   CUresult (*cuStreamDestroy)(CUstream);
@@ -211,6 +216,7 @@ enum {
 
 enum {
   CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
+  CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS = 88,
   CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 };
 
@@ -342,6 +348,7 @@ static fa_status load_api(fa_runtime *rt, cuda_api **out) {
   *(void **)(&api->cuEventCreate) = dlsym(lib, "cuEventCreate");
   *(void **)(&api->cuEventDestroy) = dlsym(lib, "cuEventDestroy_v2");
   *(void **)(&api->cuEventRecord) = dlsym(lib, "cuEventRecord");
+  *(void **)(&api->cuEventQuery) = dlsym(lib, "cuEventQuery");
   *(void **)(&api->cuEventSynchronize) = dlsym(lib, "cuEventSynchronize");
 #undef LOAD
   CUdevice dev = 0;
@@ -363,6 +370,10 @@ static fa_status load_api(fa_runtime *rt, cuda_api **out) {
   if (r == 0)
     r = api->cuDeviceGetAttribute(&api->num_sms,
                                   CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+  /* HMM / ATS systems (staged_copy); unknown counts as no. */
+  if (r == 0 && api->cuDeviceGetAttribute(&api->pageable_access,
+                                          CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS, dev) != 0)
+    api->pageable_access = 0;
   if (r != 0) {
     fa_status st = fa_fail(rt, FA_ERROR_NO_DRIVER,
                            "CUDA driver present but unusable: %s", cuError(api, r));
@@ -1071,33 +1082,54 @@ static CUresult copy_pageable(cuda_api *api, uint64_t dst, const void *src, size
 }
 
 /* A host-to-device copy of `bytes` from `src` on `stream`, outside stream
- * capture, through page-locked memory of the runtime's: `src` is copied
- * into a pinned block before this returns, and the block is not reused
- * until the event recorded after its copy is reached. So the caller may
- * free or change `src` at once on any system, including those whose copy
- * engines read pageable memory in place (HMM, ATS), where the driver
- * API's "API synchronization behavior" does not promise a staged pageable
- * copy; and the copy never waits for the stream's earlier work. The
- * blocks form a ring of FA_PINNED_BLOCKS, made at first use (at least 16
- * KB, grown when a table needs more): each call takes the next one, the
- * least recently used, and waits for its event (cuEventSynchronize) only
- * when the host has run that many copies ahead of the GPU. Falls back to
- * copy_pageable when the driver lacks the calls or pinned memory cannot be
- * had. The driver calls that a global-mode capture on another thread
- * forbids run in relaxed mode. */
+ * capture, after which the caller may free or change `src` at once.
+ * - Where the device reads pageable memory itself (HMM, ATS:
+ *   api->pageable_access), the driver need not stage a pageable copy (the
+ *   driver API's "API synchronization behavior": it stages "if pageable
+ *   memory must first be staged to pinned memory"), so a pageable copy
+ *   might read `src` after this returns. There `src` is copied into a
+ *   page-locked block of the runtime's, which is not reused until the
+ *   event recorded after its copy is reached. The blocks (at least 16 KB,
+ *   grown when a table needs more) are taken in turn: the next one is
+ *   reused once its last copy is done (cuEventQuery), else another block
+ *   is made, up to FA_PINNED_BLOCKS, past which the call waits for it
+ *   (cuEventSynchronize). A GPU that keeps up reuses one block (making a
+ *   block per call, cuMemHostAlloc, costs tens of microseconds).
+ * - Elsewhere (the H200 machines here) copy_pageable, for `src` in
+ *   pageable memory: the driver stages a small pageable copy into its
+ *   command stream, which the kernel waits for less than for a
+ *   copy-engine read of pinned memory (measured on the H200: decode with
+ *   a host block_table that changes every call, 0.94-0.96 of dense with
+ *   pageable copies, 0.81-0.92 from pinned memory; docs/BENCHMARKS.md).
+ * Falls back to copy_pageable when the driver lacks the calls or pinned
+ * memory cannot be had. The driver calls that a global-mode capture on
+ * another thread forbids run in relaxed mode. */
 static CUresult staged_copy(cuda_api *api, uint64_t dst, const void *src, size_t bytes,
                             void *stream) {
-  if (!api->cuMemHostAlloc || !api->cuMemFreeHost || !api->cuEventCreate ||
-      !api->cuEventDestroy || !api->cuEventRecord || !api->cuEventSynchronize)
+  if (!api->pageable_access || !api->cuMemHostAlloc || !api->cuMemFreeHost || !api->cuEventCreate ||
+      !api->cuEventDestroy || !api->cuEventRecord || !api->cuEventQuery ||
+      !api->cuEventSynchronize)
     return copy_pageable(api, dst, src, bytes, stream);
-  struct pinned_block *b = &api->pinned[api->next_pinned];
   int mode;
   bool relaxed = relaxed_enter(api, &mode);
-  CUresult r = b->pending ? api->cuEventSynchronize(b->done) : 0;
-  if (r == 0)
+  CUresult r = 0;
+  struct pinned_block *b = api->num_pinned ? &api->pinned[api->next_pinned] : NULL;
+  if (b && b->pending && api->cuEventQuery(b->done) == 0)
     b->pending = false;
-  if (r == 0 && !b->done)
-    r = api->cuEventCreate(&b->done, 2 /* CU_EVENT_DISABLE_TIMING */);
+  if ((!b || b->pending) && api->num_pinned < FA_PINNED_BLOCKS) {
+    /* A new block: none yet, or the next one's copy still runs. */
+    struct pinned_block fresh = {NULL, 0, NULL, false};
+    r = api->cuEventCreate(&fresh.done, 2 /* CU_EVENT_DISABLE_TIMING */);
+    if (r == 0) {
+      api->pinned[api->num_pinned] = fresh;
+      b = &api->pinned[api->num_pinned++];
+    }
+  } else if (b->pending) {
+    /* FA_PINNED_BLOCKS copies in flight: wait for the next one's. */
+    r = api->cuEventSynchronize(b->done);
+    if (r == 0)
+      b->pending = false;
+  }
   if (r == 0 && b->cap < bytes) {
     size_t cap = bytes < 16384 ? 16384 : bytes;
     void *host = NULL;
@@ -1110,9 +1142,9 @@ static CUresult staged_copy(cuda_api *api, uint64_t dst, const void *src, size_t
     }
   }
   relaxed_leave(api, relaxed, mode);
-  if (r != 0)
+  if (r != 0 || !b->host)
     return copy_pageable(api, dst, src, bytes, stream);
-  api->next_pinned = (api->next_pinned + 1) % FA_PINNED_BLOCKS;
+  api->next_pinned = (int)(b - api->pinned + 1) % api->num_pinned;
   memcpy(b->host, src, bytes);
   r = api->cuMemcpyHtoDAsync(dst, b->host, bytes, (CUstream)stream);
   if (r == 0 && api->cuEventRecord(b->done, (CUstream)stream) == 0) {
@@ -1175,7 +1207,24 @@ static uint64_t block_table_mirror(cuda_api *api, void *stream, const fa_tensor 
     m->ptr = ptr;
     m->cap = cap;
   }
-  CUresult r = staged_copy(api, m->ptr, bt->data, bytes, stream);
+  CUresult r;
+  if (api->pageable_access) {
+    r = staged_copy(api, m->ptr, bt->data, bytes, stream);
+  } else {
+    /* Through a pageable copy of the runtime's even when the caller's
+     * table is pinned: the driver stages a small pageable copy into its
+     * command stream, which the kernel waits for less than for a
+     * copy-engine read of pinned memory (measured on the H200, decode
+     * with a host block_table that changes every call: 0.94-0.96 of dense
+     * this way, 0.81-0.92 copying from the caller's pinned table;
+     * docs/BENCHMARKS.md). */
+    void *staged = malloc(bytes);
+    if (!staged)
+      return 0;
+    memcpy(staged, bt->data, bytes);
+    r = copy_pageable(api, m->ptr, staged, bytes, stream);
+    free(staged);
+  }
   if (r != 0)
     return 0;
   m->bytes = bytes;
@@ -1611,10 +1660,10 @@ void fa_cuda_release(fa_runtime *rt) {
   /* In the runtime's context; cuMemFree waits for the launches still
    * reading them. */
   CUcontext prev;
-  if (api->num_streams + api->num_retired + api->num_captured > 0 || api->zero_stream ||
-      api->pinned[0].done) {
+  if (api->num_streams + api->num_retired + api->num_captured + api->num_pinned > 0 ||
+      api->zero_stream) {
     if (enter_context(api, &prev) == 0) {
-      for (int i = 0; i < FA_PINNED_BLOCKS; ++i) {
+      for (int i = 0; i < api->num_pinned; ++i) {
         if (api->pinned[i].pending) /* its copy may still read it */
           api->cuEventSynchronize(api->pinned[i].done);
         if (api->pinned[i].done)

@@ -70,7 +70,7 @@ CUresult cuInit(unsigned flags) { (void)flags; return OK; }
 CUresult cuDeviceGet(int *dev, int ordinal) { *dev = ordinal; return OK; }
 CUresult cuDeviceGetAttribute(int *v, int attr, int dev) {
   (void)dev;
-  *v = attr == 16 ? fake_state.num_sms : 0;
+  *v = attr == 16 ? fake_state.num_sms : attr == 88 ? fake_state.pageable_access : 0;
   return OK;
 }
 CUresult cuDevicePrimaryCtxRetain(void **ctx, int dev) { (void)dev; *ctx = &primary_ctx; return OK; }
@@ -217,6 +217,10 @@ CUresult cuEventRecord(void *event, void *stream) {
   (void)event; (void)stream;
   fake_state.num_event_records++;
   return OK;
+}
+CUresult cuEventQuery(void *event) {
+  (void)event;
+  return fake_state.events_pending ? 600 /* CUDA_ERROR_NOT_READY */ : OK;
 }
 CUresult cuEventSynchronize(void *event) {
   (void)event;

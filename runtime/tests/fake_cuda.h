@@ -23,6 +23,7 @@ typedef struct fake_launch {
 
 typedef struct fake_cuda_state {
   int num_sms;
+  int pageable_access; /* CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS (HMM, ATS) */
   /* [device_lo, device_hi): addresses cuPointerGetAttribute calls device
    * memory of device 0 (besides the blocks the fake allocated). */
   uint64_t device_lo, device_hi;
@@ -42,10 +43,11 @@ typedef struct fake_cuda_state {
   int fail_create, fail_retain;
   /* Page-locked memory and events: cuMemHostAlloc calls (failing while
    * fail_host_alloc is set) and frees, host-to-device copies whose source
-   * lies in such memory, event records and waits. */
+   * lies in such memory, event records and waits; cuEventQuery answers
+   * CUDA_ERROR_NOT_READY while events_pending is set. */
   int num_host_allocs, num_host_frees, num_pinned_copies;
   int num_event_records, num_event_syncs;
-  int fail_host_alloc;
+  int fail_host_alloc, events_pending;
   fake_launch launches[FAKE_MAX_LAUNCHES]; /* since the test last cleared it */
   int num_launches;
 } fake_cuda_state;
