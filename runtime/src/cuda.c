@@ -18,7 +18,12 @@
  * cuStreamDestroy (a stream of the runtime's own that zeroes their chunks
  * outside the capture) and cuStreamGetCaptureInfo_v2 / cuUserObjectCreate /
  * cuGraphRetainUserObject / cuUserObjectRelease (what captured nodes read
- * is handed to the capture's graph: graph_owned).
+ * is handed to the capture's graph: graph_owned); on devices that read
+ * pageable memory themselves (cuDeviceGetAttribute
+ * CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS), cuMemHostAlloc /
+ * cuMemFreeHost / cuEventCreate / cuEventRecord / cuEventQuery /
+ * cuEventSynchronize / cuEventDestroy for the pinned staging of eager
+ * host-to-device copies (staged_copy).
  *
  * Launch ABI of a cubin artifact: the kernel takes one device pointer per
  * argument in the metadata's "args" order followed by one int64 per
