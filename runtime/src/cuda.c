@@ -254,8 +254,9 @@ static void leave_context(cuda_api *api, CUcontext prev) {
 /* Relaxed stream-capture mode on this thread (cuThreadExchangeStreamCaptureMode,
  * CU_STREAM_CAPTURE_MODE_RELAXED = 2) around the calls that a capture in
  * global mode, this thread's or another's, forbids: cuMemAlloc, cuMemFree,
- * cuStreamSynchronize. Returns whether the switch took; relaxed_leave
- * restores the previous mode. */
+ * cuStreamSynchronize, and the pinned staging's cuMemHostAlloc,
+ * cuMemFreeHost, cuEventCreate, cuEventQuery, cuEventSynchronize. Returns
+ * whether the switch took; relaxed_leave restores the previous mode. */
 static bool relaxed_enter(cuda_api *api, int *mode) {
   *mode = 2;
   return api->cuThreadExchangeStreamCaptureMode &&
@@ -375,10 +376,14 @@ static fa_status load_api(fa_runtime *rt, cuda_api **out) {
   if (r == 0)
     r = api->cuDeviceGetAttribute(&api->num_sms,
                                   CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
-  /* HMM / ATS systems (staged_copy); unknown counts as no. */
+  /* HMM / ATS systems (staged_copy); unknown counts as no.
+   * FLASHATTN_PINNED_STAGING=1 or 0 overrides the device's answer. */
   if (r == 0 && api->cuDeviceGetAttribute(&api->pageable_access,
                                           CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS, dev) != 0)
     api->pageable_access = 0;
+  const char *staging = getenv("FLASHATTN_PINNED_STAGING");
+  if (staging && (!strcmp(staging, "0") || !strcmp(staging, "1")))
+    api->pageable_access = staging[0] == '1';
   if (r != 0) {
     fa_status st = fa_fail(rt, FA_ERROR_NO_DRIVER,
                            "CUDA driver present but unusable: %s", cuError(api, r));
@@ -1094,10 +1099,11 @@ static CUresult copy_pageable(cuda_api *api, uint64_t dst, const void *src, size
  *   memory must first be staged to pinned memory"), so a pageable copy
  *   might read `src` after this returns. There `src` is copied into a
  *   page-locked block of the runtime's, which is not reused until the
- *   event recorded after its copy is reached. The blocks (at least 16 KB,
- *   grown when a table needs more) are taken in turn: the next one is
- *   reused once its last copy is done (cuEventQuery), else another block
- *   is made, up to FA_PINNED_BLOCKS, past which the call waits for it
+ *   event recorded after its copy is reached. A call takes the first idle
+ *   block from the one after the last used (cuEventQuery: copies on
+ *   several streams finish out of order); with none idle it makes one, up
+ *   to FA_PINNED_BLOCKS (at least 16 KB each, grown twofold when a table
+ *   needs more), past which it waits for the next block's copy
  *   (cuEventSynchronize). A GPU that keeps up reuses one block (making a
  *   block per call, cuMemHostAlloc, costs tens of microseconds).
  * - Elsewhere (the H200 machines here) copy_pageable, for `src` in
@@ -1106,69 +1112,95 @@ static CUresult copy_pageable(cuda_api *api, uint64_t dst, const void *src, size
  *   copy-engine read of pinned memory (measured on the H200: decode with
  *   a host block_table that changes every call, 0.94-0.96 of dense with
  *   pageable copies, 0.81-0.92 from pinned memory; docs/BENCHMARKS.md).
- * Falls back to copy_pageable when the driver lacks the calls or pinned
- * memory cannot be had. The driver calls that a global-mode capture on
- * another thread forbids run in relaxed mode. */
+ *   Without the driver calls or pinned memory there: copy_pageable, then
+ *   a wait for the stream (cuStreamSynchronize).
+ * The driver calls that a global-mode capture on another thread forbids
+ * run in relaxed mode. */
 static CUresult staged_copy(cuda_api *api, uint64_t dst, const void *src, size_t bytes,
                             void *stream) {
-  if (!api->pageable_access || !api->cuMemHostAlloc || !api->cuMemFreeHost || !api->cuEventCreate ||
-      !api->cuEventDestroy || !api->cuEventRecord || !api->cuEventQuery ||
-      !api->cuEventSynchronize)
+  if (!api->pageable_access)
     return copy_pageable(api, dst, src, bytes, stream);
+  CUresult r = 1;
+  struct pinned_block *b = NULL;
   int mode;
   bool relaxed = relaxed_enter(api, &mode);
-  CUresult r = 0;
-  struct pinned_block *b = api->num_pinned ? &api->pinned[api->next_pinned] : NULL;
-  if (b && b->pending && api->cuEventQuery(b->done) == 0)
-    b->pending = false;
-  if ((!b || b->pending) && api->num_pinned < FA_PINNED_BLOCKS) {
-    /* A new block: none yet, or the next one's copy still runs. */
-    struct pinned_block fresh = {NULL, 0, NULL, false};
-    r = api->cuEventCreate(&fresh.done, 2 /* CU_EVENT_DISABLE_TIMING */);
-    if (r == 0) {
-      api->pinned[api->num_pinned] = fresh;
-      b = &api->pinned[api->num_pinned++];
+  if (api->cuMemHostAlloc && api->cuMemFreeHost && api->cuEventCreate && api->cuEventDestroy &&
+      api->cuEventRecord && api->cuEventQuery && api->cuEventSynchronize) {
+    /* An idle block, from the next one on (copies on several streams
+     * finish out of order). */
+    for (int i = 0; i < api->num_pinned && !b; ++i) {
+      struct pinned_block *c = &api->pinned[(api->next_pinned + i) % api->num_pinned];
+      if (c->pending && api->cuEventQuery(c->done) == 0)
+        c->pending = false;
+      if (!c->pending)
+        b = c;
     }
-  } else if (b->pending) {
-    /* FA_PINNED_BLOCKS copies in flight: wait for the next one's. */
-    r = api->cuEventSynchronize(b->done);
-    if (r == 0)
-      b->pending = false;
-  }
-  if (r == 0 && b->cap < bytes) {
-    size_t cap = bytes < 16384 ? 16384 : bytes;
-    void *host = NULL;
-    r = api->cuMemHostAlloc(&host, cap, 0);
-    if (r == 0) {
-      if (b->host)
+    r = 0;
+    if (!b && api->num_pinned < FA_PINNED_BLOCKS) {
+      /* None idle: a new block, committed once it has memory and an
+       * event. */
+      struct pinned_block fresh = {NULL, bytes < 16384 ? 16384 : bytes, NULL, false};
+      r = api->cuMemHostAlloc(&fresh.host, fresh.cap, 0);
+      if (r == 0 && (r = api->cuEventCreate(&fresh.done, 2 /* DISABLE_TIMING */)) != 0)
+        api->cuMemFreeHost(fresh.host);
+      if (r == 0) {
+        api->pinned[api->num_pinned] = fresh;
+        b = &api->pinned[api->num_pinned++];
+      }
+    } else if (!b) {
+      /* FA_PINNED_BLOCKS copies in flight: wait for the next one's. */
+      b = &api->pinned[api->next_pinned];
+      r = api->cuEventSynchronize(b->done);
+      if (r == 0)
+        b->pending = false;
+    }
+    if (r == 0 && b->cap < bytes) {
+      /* Grown at least twofold, so that tables that grow a little at a
+       * time do not reallocate every call. */
+      size_t cap = 2 * b->cap > bytes ? 2 * b->cap : bytes;
+      void *host = NULL;
+      r = api->cuMemHostAlloc(&host, cap, 0);
+      if (r == 0) {
         api->cuMemFreeHost(b->host);
-      b->host = host;
-      b->cap = cap;
+        b->host = host;
+        b->cap = cap;
+      }
     }
   }
-  relaxed_leave(api, relaxed, mode);
-  if (r != 0 || !b->host)
-    return copy_pageable(api, dst, src, bytes, stream);
+  if (r != 0) {
+    /* No pinned block: a pageable copy, waited for before returning, since
+     * on this device the driver may read `src` after the call. */
+    r = copy_pageable(api, dst, src, bytes, stream);
+    if (r == 0)
+      r = api->cuStreamSynchronize ? api->cuStreamSynchronize((CUstream)stream) : 1;
+    relaxed_leave(api, relaxed, mode);
+    return r;
+  }
   api->next_pinned = (int)(b - api->pinned + 1) % api->num_pinned;
   memcpy(b->host, src, bytes);
   r = api->cuMemcpyHtoDAsync(dst, b->host, bytes, (CUstream)stream);
   if (r == 0 && api->cuEventRecord(b->done, (CUstream)stream) == 0) {
     b->pending = true;
   } else if (r == 0) {
-    /* No event to wait on later: wait for the copy now. */
-    relaxed = relaxed_enter(api, &mode);
+    /* No event to wait on later: wait for the copy now; if even that
+     * fails, the block is given up (its memory left to the copy). */
     r = api->cuStreamSynchronize ? api->cuStreamSynchronize((CUstream)stream) : 1;
-    relaxed_leave(api, relaxed, mode);
+    if (r != 0) {
+      b->host = NULL;
+      b->cap = 0;
+    }
   }
+  relaxed_leave(api, relaxed, mode);
   return r;
 }
 
 /* A host block_table's device mirror on `stream` (neither capturing nor the
  * per-thread default stream): one of the stream's FA_MIRRORS_PER_STREAM
  * buffers. A buffer holding a table of the same size and XXH3-128 is used
- * as it is; otherwise the least recently used buffer is refilled, through
- * a pageable copy of the runtime's (so that the caller may change its
- * table once the call returns). The kernels then read it as a device
+ * as it is; otherwise the least recently used buffer is refilled from a
+ * copy of the runtime's (pageable, or on HMM/ATS devices through
+ * staged_copy's pinned blocks), so that the caller may change its table
+ * once the call returns. The kernels then read it as a device
  * block_table. Calls on one stream run in order, so a refill lands after
  * the kernels that read the buffer's previous contents. A grown buffer's
  * predecessor is retired (freed at release). 0 when the stream has no
@@ -1513,8 +1545,9 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
   if (r == 0 && combine && vq && !merge_ctr)
     r = api->cuMemsetD32Async(parts + out_bytes, 0xFF800000u,
                               (size_t)(splits * b * h * sq), (CUstream)stream);
-  /* From pageable memory the copy is staged before the call returns, so
-   * the host table can be freed right after. Under stream capture (CUDA
+  /* Eagerly the table is consumed when the copy returns (staged_copy:
+   * staged by the driver, or through pinned staging on HMM/ATS devices),
+   * so it can be freed right after. Under stream capture (CUDA
    * graphs) the copy becomes a graph node that reads the host table at
    * every replay: the table then lives as long as the graph (give_to_graph,
    * below) or else the runtime, and replays copy the captured call's
@@ -1537,8 +1570,8 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
     api->held = grown;
     api->cap_held = cap;
   }
-  /* Eager calls copy through pinned staging (staged_copy); a captured
-   * copy reads the kept table at each replay. */
+  /* Eager calls: staged_copy; a captured copy reads the kept table at
+   * each replay. */
   if (r == 0 && table_bytes)
     r = capture == 0
             ? staged_copy(api, ws, table, (size_t)words * sizeof(int32_t), stream)

@@ -26,10 +26,10 @@
  * (cuda.c, copy_pageable: captured copies, and eager ones where pinned
  * staging is unavailable): copies up to this size return once staged. */
 #define FA_PAGEABLE_COPY_BYTES ((size_t)65536)
-/* Page-locked staging blocks for eager host-to-device copies (cuda.c,
- * staged_copy): at most this many, each at least 16 KB, made when the
- * next one is still being copied from; a call waits for a block only when
- * the host runs this many copies ahead of the GPU. */
+/* Page-locked staging blocks for eager host-to-device copies on HMM/ATS
+ * devices (cuda.c, staged_copy): at most this many, each at least 16 KB,
+ * made when none is idle; a call waits for a block only when this many
+ * copies are in flight. */
 #define FA_PINNED_BLOCKS 32
 #define FA_ERROR_SIZE 512
 

@@ -270,7 +270,11 @@ CUresult cuStreamDestroy_v2(void *stream) {
   fake_state.num_streams_destroyed++;
   return OK;
 }
-CUresult cuStreamSynchronize(void *stream) { (void)stream; return OK; }
+CUresult cuStreamSynchronize(void *stream) {
+  (void)stream;
+  fake_state.num_stream_syncs++;
+  return OK;
+}
 
 /* Graphs and user objects: the capturing stream records into one graph
  * (`capture_graph`) whose user-object references are kept here until

@@ -46,7 +46,7 @@ typedef struct fake_cuda_state {
    * lies in such memory, event records and waits; cuEventQuery answers
    * CUDA_ERROR_NOT_READY while events_pending is set. */
   int num_host_allocs, num_host_frees, num_pinned_copies;
-  int num_event_records, num_event_syncs;
+  int num_event_records, num_event_syncs, num_stream_syncs;
   int fail_host_alloc, events_pending;
   fake_launch launches[FAKE_MAX_LAUNCHES]; /* since the test last cleared it */
   int num_launches;

@@ -253,7 +253,10 @@ typedef struct fa_attention_args {
  * tables had the same contents (XXH3-128), as decode layers and steps
  * pass the same table until a sequence takes a new page. The caller may
  * change its table once the call returns (the runtime copies from a
- * buffer of its own). Under stream capture, on the per-thread default
+ * buffer of its own: pageable, or page-locked on devices that read
+ * pageable memory themselves, HMM/ATS, where the driver may read a
+ * pageable source after the copy call returns; FLASHATTN_PINNED_STAGING=1
+ * or 0 forces the choice). Under stream capture, on the per-thread default
  * stream and past 64 streams the page lists are copied with the tile
  * table at every call instead. A block_table in
  * device memory (cudaMalloc, as FlashAttention's callers pass it) is read
