@@ -124,6 +124,24 @@ static fa_attention_args varlen_args(void *stream) {
   return a;
 }
 
+/* Paged decode over 16-key pages, batch 16 / 8k keys (seqused_k 8192):
+ * k / v [B * 512, 16, 8, 128] bf16, the host block_table [16, 512] the
+ * pages in order. */
+static fa_attention_args paged16_args(void *stream) {
+  enum { B = 16, KEYS = 8192, PAGES = KEYS / 16 };
+  static int32_t bt[B * PAGES], used[B];
+  for (int i = 0; i < B * PAGES; ++i)
+    bt[i] = i;
+  for (int b = 0; b < B; ++b)
+    used[b] = KEYS;
+  fa_attention_args a = decode_args(B, KEYS, stream);
+  a.k = device_tensor(4, B * PAGES, 16, 8, 128, 2);
+  a.v = device_tensor(4, B * PAGES, 16, 8, 128, 2);
+  a.seqused_k = host_i32(used, B);
+  a.block_table = (fa_tensor){bt, 2, {B, PAGES, 0, 0}};
+  return a;
+}
+
 static bool launched(int i, const char *name, unsigned grid) {
   return i < fake->num_launches && !strcmp(fake->launches[i].name, name) &&
          fake->launches[i].grid == grid;
@@ -392,31 +410,13 @@ int main(void) {
    * runtime keeps the table (a graph may still hold the copy); the next
    * call runs. */
   {
-    enum { B = 70 };
-    static int32_t cu_q[B + 1], cu_k[B + 1], used[B];
-    for (int b = 0; b <= B; ++b) {
-      cu_q[b] = b;         /* one query per sequence */
-      cu_k[b] = 1000 * b;
-    }
-    for (int b = 0; b < B; ++b)
-      used[b] = 900 + b;
     void *cap = (void *)(uintptr_t)0x5003;
     fake->capturing_stream = cap;
     for (int call = 0; call < 2; ++call) {
-      fa_attention_args a = {0};
-      a.struct_size = sizeof(a);
-      a.q = device_tensor(3, B, 1, 64, 0, 2);
-      a.k = device_tensor(3, 1000 * B, 1, 64, 0, 2);
-      a.v = device_tensor(3, 1000 * B, 1, 64, 0, 2);
-      a.out = device_tensor(3, B, 1, 64, 0, 2);
+      fa_attention_args a = varlen_args(cap);
       /* Not 8-byte aligned: the combine kernel, and before it the memset
        * of the partial lse to -inf. */
       a.out.data = (char *)a.out.data + 2;
-      a.lse = device_tensor(2, 1, B, 0, 0, 4);
-      a.cu_seqlens_q = host_i32(cu_q, B + 1);
-      a.cu_seqlens_k = host_i32(cu_k, B + 1);
-      a.seqused_k = host_i32(used, B);
-      a.stream = cap;
       fake->fail_memset_at = call == 0 ? fake->num_memsets : -1;
       clear_launches();
       fa_status st = fa_attention_run(rt, var, &a);
@@ -530,17 +530,7 @@ int main(void) {
     CHECK_STATUS(fa_cuda_release_stream(rt, s1), FA_OK, rt);
     CHECK(fake->num_frees >= frees + 2, "release of s1: %d frees", fake->num_frees - frees);
     CHECK(fake->capture_mode == 0, "capture mode left at %d", fake->capture_mode);
-    enum { B = 16, KEYS = 8192, PAGES = KEYS / 16 };
-    static int32_t bt[B * PAGES], used[B];
-    for (int i = 0; i < B * PAGES; ++i)
-      bt[i] = i;
-    for (int b = 0; b < B; ++b)
-      used[b] = KEYS;
-    fa_attention_args a = decode_args(B, KEYS, s1);
-    a.k = device_tensor(4, B * PAGES, 16, 8, 128, 2);
-    a.v = device_tensor(4, B * PAGES, 16, 8, 128, 2);
-    a.seqused_k = host_i32(used, B);
-    a.block_table = (fa_tensor){bt, 2, {B, PAGES, 0, 0}};
+    fa_attention_args a = paged16_args(s1);
     int copies = fake->num_copies;
     CHECK_STATUS(fa_attention_run(rt, pag, &a), FA_OK, rt);
     CHECK(fake->num_copies == copies + 1, "after the release: %d copies",
@@ -596,17 +586,7 @@ int main(void) {
     /* The paged kernel with a host block_table: the mirror's refill. */
     fa_kernel *pag3 = NULL;
     CHECK_STATUS(fa_kernel_load_artifact_file(rt3, paged_path, &pag3), FA_OK, rt3);
-    enum { B = 16, KEYS = 8192, PAGES = KEYS / 16 };
-    static int32_t bt[B * PAGES], used[B];
-    for (int i = 0; i < B * PAGES; ++i)
-      bt[i] = i;
-    for (int b = 0; b < B; ++b)
-      used[b] = KEYS;
-    fa_attention_args p = decode_args(B, KEYS, st);
-    p.k = device_tensor(4, B * PAGES, 16, 8, 128, 2);
-    p.v = device_tensor(4, B * PAGES, 16, 8, 128, 2);
-    p.seqused_k = host_i32(used, B);
-    p.block_table = (fa_tensor){bt, 2, {B, PAGES, 0, 0}};
+    fa_attention_args p = paged16_args(st);
     pinned = fake->num_pinned_copies;
     int copies = fake->num_copies;
     CHECK_STATUS(fa_attention_run(rt3, pag3, &p), FA_OK, rt3);
