@@ -23,7 +23,9 @@ here): sm90_bench.py --lib LIBRT --artifacts DIR [--out DIR]
     [--variant NAME=DIR[@LIB] ...] [--head-dims 64,128] [--masks none,bottom_right]
     [--seqlens 512,1024] [--decode [--graphs] | --varlen]
 (--graphs: each decode call captured into a CUDA graph, replays timed.)
-It writes DIR/bench.json; test/gpu/test_sm90_attention.py runs the same
+It writes DIR/bench.json (decode.json, varlen.json, gqa.json), whose first
+row names the GPU (name and UUID: the lent H200s differ by a few percent in
+the ratios, so compare results per machine); test/gpu/test_sm90_attention.py runs the same
 benchmark after its correctness cases. A --variant is a second artifact
 directory (the same configs compiled another way, e.g. fa-compile --block-n)
 timed in the same interleaved loop: an A/B measurement of one compiler
@@ -510,6 +512,14 @@ def main():
         name = "bench.json"
     for l, r in runtimes:
         l.fa_runtime_destroy(r)
+    # Which GPU ran it: the lent machines differ by a few percent in the
+    # ratios (docs/BENCHMARKS.md, session 10), so results are compared per
+    # machine.
+    props = torch.cuda.get_device_properties(0)
+    rows.insert(0, {"device": {"name": props.name, "uuid": str(getattr(props, "uuid", "")),
+                               "torch": torch.__version__,
+                               "cuda": torch.version.cuda}})
+    print("device: %s %s" % (props.name, rows[0]["device"]["uuid"]), flush=True)
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, name), "w") as f:
         json.dump(rows, f, indent=1)
