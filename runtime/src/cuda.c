@@ -867,29 +867,38 @@ static void take_back(cuda_api *api) {
   }
 }
 
+/* What give_to_graph did with a captured call's table and slice. */
+enum { KEPT_BY_CALLER = 0, HANDED_TO_GRAPH = 1, NEVER_RUN = 2 };
+
 /* Hands a captured call's copied host table (or NULL) and counter slice
  * (or 0; `words` long) to the graph `stream` is capturing into: they live
- * as long as that graph and its executable graphs. False when the driver
- * lacks user objects (CUDA 11.3+), the capture is not active, or a call
- * fails: nothing was handed over, and the caller keeps both for the
- * runtime's lifetime. */
-static bool give_to_graph(cuda_api *api, void *stream, void *table, uint64_t slice,
-                          size_t words) {
+ * as long as that graph and its executable graphs (HANDED_TO_GRAPH).
+ * NEVER_RUN when the capture is invalidated (CU_STREAM_CAPTURE_STATUS_
+ * INVALIDATED: its end returns no graph, so no recorded node ever runs):
+ * the caller may free the table and reuse the slice at once.
+ * KEPT_BY_CALLER when the driver lacks user objects (CUDA 11.3+), the
+ * stream is not capturing, or a call fails: nothing was handed over, and
+ * the caller keeps both for the runtime's lifetime. */
+static int give_to_graph(cuda_api *api, void *stream, void *table, uint64_t slice,
+                         size_t words) {
   if (!api->cuStreamGetCaptureInfo || !api->cuUserObjectCreate ||
       !api->cuUserObjectRelease || !api->cuGraphRetainUserObject)
-    return false;
-  int status = 0; /* CU_STREAM_CAPTURE_STATUS_ACTIVE = 1 */
+    return KEPT_BY_CALLER;
+  int status = 0; /* CU_STREAM_CAPTURE_STATUS_ACTIVE = 1, _INVALIDATED = 2 */
   void *graph = NULL;
-  if (api->cuStreamGetCaptureInfo((CUstream)stream, &status, NULL, &graph, NULL, NULL) != 0 ||
-      status != 1 || !graph)
-    return false;
+  if (api->cuStreamGetCaptureInfo((CUstream)stream, &status, NULL, &graph, NULL, NULL) != 0)
+    return KEPT_BY_CALLER;
+  if (status == 2)
+    return NEVER_RUN;
+  if (status != 1 || !graph)
+    return KEPT_BY_CALLER;
   if (!api->graphs) {
     graph_refs *g = (graph_refs *)calloc(1, sizeof(*g));
     if (!g)
-      return false;
+      return KEPT_BY_CALLER;
     if (pthread_mutex_init(&g->lock, NULL) != 0) {
       free(g);
-      return false;
+      return KEPT_BY_CALLER;
     }
     g->refs = 1;
     g->alive = true;
@@ -897,7 +906,7 @@ static bool give_to_graph(cuda_api *api, void *stream, void *table, uint64_t sli
   }
   graph_owned *o = (graph_owned *)malloc(sizeof(*o));
   if (!o)
-    return false;
+    return KEPT_BY_CALLER;
   *o = (graph_owned){api->graphs, table, slice, words, NULL};
   pthread_mutex_lock(&api->graphs->lock);
   api->graphs->refs++;
@@ -912,7 +921,7 @@ static bool give_to_graph(cuda_api *api, void *stream, void *table, uint64_t sli
     o->table = NULL;
     o->slice = 0;
     graph_released(o);
-    return false;
+    return KEPT_BY_CALLER;
   }
   r = api->cuGraphRetainUserObject(graph, object, 1, 1 /* CU_GRAPH_USER_OBJECT_MOVE */);
   if (r != 0) {
@@ -923,7 +932,7 @@ static bool give_to_graph(cuda_api *api, void *stream, void *table, uint64_t sli
     api->cuUserObjectRelease(object, 1);
   }
   relaxed_leave(api, relaxed, mode);
-  return r == 0;
+  return r == 0 ? HANDED_TO_GRAPH : KEPT_BY_CALLER;
 }
 
 /* Zeroes `words` u32 at `ptr` on the runtime's own non-blocking stream
@@ -1635,10 +1644,18 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
   }
   /* What the captured nodes read lives as long as their graph; where it
    * cannot be handed over, as long as the runtime (the table in `held`,
-   * room made above; the slice in its chunk). */
-  if ((kept || slice_words) &&
-      !give_to_graph(api, stream, kept, slice_words ? merge_ctr : 0, slice_words) && kept)
-    api->held[api->num_held++] = kept;
+   * room made above; the slice in its chunk); an invalidated capture's
+   * nodes never run, so both are free at once. */
+  if (kept || slice_words) {
+    int fate = give_to_graph(api, stream, kept, slice_words ? merge_ctr : 0, slice_words);
+    if (fate == NEVER_RUN) {
+      free(kept);
+      if (slice_words)
+        spare_slice(api, merge_ctr, slice_words);
+    } else if (fate == KEPT_BY_CALLER && kept) {
+      api->held[api->num_held++] = kept;
+    }
+  }
   r = api->cuMemFreeAsync(ws, (CUstream)stream);
   if (st == FA_OK && r != 0)
     st = fa_fail(rt, FA_ERROR_CUDA, "cuMemFreeAsync failed: %s", cuError(api, r));

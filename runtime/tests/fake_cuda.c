@@ -248,8 +248,13 @@ CUresult cuPointerGetAttribute(void *data, int attr, uint64_t p) {
     *(int *)data = 0;
   return OK;
 }
+static int capture_status(void *stream) {
+  if (!stream || stream != fake_state.capturing_stream)
+    return 0;
+  return fake_state.capture_invalidated ? 2 : 1;
+}
 CUresult cuStreamIsCapturing(void *stream, int *status) {
-  *status = stream && stream == fake_state.capturing_stream ? 1 : 0;
+  *status = capture_status(stream);
   return OK;
 }
 CUresult cuThreadExchangeStreamCaptureMode(int *mode) {
@@ -292,8 +297,8 @@ static int num_objects;
 
 CUresult cuStreamGetCaptureInfo_v2(void *stream, int *status, uint64_t *id, void **graph,
                                    const void **deps, size_t *num_deps) {
-  int capturing = stream && stream == fake_state.capturing_stream;
-  *status = capturing ? 1 : 0;
+  *status = capture_status(stream);
+  int capturing = *status == 1;
   if (id)
     *id = capturing ? 1 : 0;
   if (graph)

@@ -28,6 +28,7 @@ typedef struct fake_cuda_state {
    * memory of device 0 (besides the blocks the fake allocated). */
   uint64_t device_lo, device_hi;
   void *capturing_stream;  /* cuStreamIsCapturing answers ACTIVE for it */
+  int capture_invalidated; /* ... or INVALIDATED while this is set */
   int capture_mode;        /* cuThreadExchangeStreamCaptureMode's */
   int fail_memset_at;      /* the cuMemsetD32Async (0-based) that fails; -1 none */
   int fail_launch_at;      /* the cuLaunchKernel (0-based) that fails; -1 none */

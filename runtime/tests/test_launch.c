@@ -346,6 +346,35 @@ int main(void) {
     fake->capturing_stream = NULL;
     fa_runtime_destroy(rt2);
   }
+  /* An invalidated capture (its end gives no graph, so nothing recorded
+   * runs): the call's slice goes back at once, and the next capture reuses
+   * it (zeroed again: one memset, nothing carved); its copied table is
+   * freed (ASan). On a runtime of its own. */
+  {
+    void *cap = (void *)(uintptr_t)0x5009;
+    fa_runtime *rt6 = artifact_only_runtime();
+    fa_kernel *dec6 = NULL, *var6 = NULL;
+    CHECK_STATUS(fa_kernel_load_artifact_file(rt6, decode_path, &dec6), FA_OK, rt6);
+    CHECK_STATUS(fa_kernel_load_artifact_file(rt6, varlen_path, &var6), FA_OK, rt6);
+    fa_attention_args d = decode_args(1, 32768, cap), v = varlen_args(cap);
+    fake->capturing_stream = cap;
+    fake->capture_invalidated = 1;
+    int made = fake->num_user_objects;
+    CHECK_STATUS(fa_attention_run(rt6, dec6, &d), FA_OK, rt6);
+    CHECK_STATUS(fa_attention_run(rt6, var6, &v), FA_OK, rt6);
+    CHECK(fake->num_user_objects == made, "invalidated capture: %d user objects made",
+          fake->num_user_objects - made);
+    fake->capture_invalidated = 0;
+    int memsets = fake->num_memsets, allocs = fake->num_allocs;
+    CHECK_STATUS(fa_attention_run(rt6, dec6, &d), FA_OK, rt6);
+    CHECK(fake->num_memsets - memsets == 1 && fake->num_allocs == allocs,
+          "capture after an invalidated one: %d zeroed (want 1: the slice given back), "
+          "%d chunks allocated",
+          fake->num_memsets - memsets, fake->num_allocs - allocs);
+    fake_graph_destroy();
+    fake->capturing_stream = NULL;
+    fa_runtime_destroy(rt6);
+  }
   /* A refused hand-over with a copied table (varlen, 70 sequences): the
    * runtime keeps the table (freed at its release, once: ASan). */
   {
