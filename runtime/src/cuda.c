@@ -81,10 +81,11 @@ typedef void *CUcontext, *CUmodule, *CUfunction, *CUstream;
 typedef struct cuda_api {
   void *lib;
   int num_sms;
-  /* The device reads pageable host memory coherently (HMM, ATS:
-   * CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS): eager host-to-device
-   * copies then go through pinned staging (staged_copy). */
-  int pageable_access;
+  /* Eager host-to-device copies go through pinned staging (staged_copy):
+   * the device reads pageable host memory coherently (HMM, ATS:
+   * CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS), or
+   * FLASHATTN_PINNED_STAGING says so. */
+  int pinned_staging;
   /* The device this runtime drives and its context: the context current
    * on the thread at the runtime's first CUDA use (a caller's current
    * device, e.g. after cudaSetDevice / torch.cuda.set_device), else device
@@ -152,7 +153,7 @@ typedef struct cuda_api {
    * the runtime's own that no capture sees). A replay leaves its slice at
    * zero like any launch. The chunks live until the runtime is destroyed;
    * a slice whose graphs are all destroyed comes back (graph_refs) and is
-   * reused, still zero, by a later capture (`spare`). */
+   * reused, zeroed again, by a later capture (`spare`). */
   struct captured_chunk {
     uint64_t ptr;
     size_t words, used;
@@ -378,12 +379,13 @@ static fa_status load_api(fa_runtime *rt, cuda_api **out) {
                                   CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
   /* HMM / ATS systems (staged_copy); unknown counts as no.
    * FLASHATTN_PINNED_STAGING=1 or 0 overrides the device's answer. */
-  if (r == 0 && api->cuDeviceGetAttribute(&api->pageable_access,
-                                          CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS, dev) != 0)
-    api->pageable_access = 0;
+  if (r == 0 && api->cuDeviceGetAttribute(&api->pinned_staging,
+                                          CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS,
+                                          dev) != 0)
+    api->pinned_staging = 0;
   const char *staging = getenv("FLASHATTN_PINNED_STAGING");
   if (staging && (!strcmp(staging, "0") || !strcmp(staging, "1")))
-    api->pageable_access = staging[0] == '1';
+    api->pinned_staging = staging[0] == '1';
   if (r != 0) {
     fa_status st = fa_fail(rt, FA_ERROR_NO_DRIVER,
                            "CUDA driver present but unusable: %s", cuError(api, r));
@@ -1066,7 +1068,9 @@ static uint64_t merge_counters(cuda_api *api, void *stream, int capture, int64_t
   if (r != 0)
     return 0;
   if (api->cuMemsetD32Async(ptr, 0, words, (CUstream)stream) != 0) {
+    relaxed = relaxed_enter(api, &mode);
     api->cuMemFree(ptr);
+    relaxed_leave(api, relaxed, mode);
     return 0;
   }
   if (api->streams[i].ptr)
@@ -1103,7 +1107,8 @@ static CUresult copy_pageable(cuda_api *api, uint64_t dst, const void *src, size
 /* A host-to-device copy of `bytes` from `src` on `stream`, outside stream
  * capture, after which the caller may free or change `src` at once.
  * - Where the device reads pageable memory itself (HMM, ATS:
- *   api->pageable_access), the driver need not stage a pageable copy (the
+ *   api->pinned_staging, unless FLASHATTN_PINNED_STAGING says otherwise),
+ *   the driver need not stage a pageable copy (the
  *   driver API's "API synchronization behavior": it stages "if pageable
  *   memory must first be staged to pinned memory"), so a pageable copy
  *   might read `src` after this returns. There `src` is copied into a
@@ -1127,7 +1132,7 @@ static CUresult copy_pageable(cuda_api *api, uint64_t dst, const void *src, size
  * run in relaxed mode. */
 static CUresult staged_copy(cuda_api *api, uint64_t dst, const void *src, size_t bytes,
                             void *stream) {
-  if (!api->pageable_access)
+  if (!api->pinned_staging)
     return copy_pageable(api, dst, src, bytes, stream);
   CUresult r = 1;
   struct pinned_block *b = NULL;
@@ -1254,7 +1259,7 @@ static uint64_t block_table_mirror(cuda_api *api, void *stream, const fa_tensor 
     m->cap = cap;
   }
   CUresult r;
-  if (api->pageable_access) {
+  if (api->pinned_staging) {
     r = staged_copy(api, m->ptr, bt->data, bytes, stream);
   } else {
     /* Through a pageable copy of the runtime's even when the caller's
@@ -1468,14 +1473,6 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
   /* One split and a dense entry: no partial results, no combine. */
   const bool use_dense = k->cu_combine && splits == 1 && k->cu_dense;
   void *combine = use_dense ? NULL : k->cu_combine;
-  /* The merge in the partial kernels where it can run (merge_counters),
-   * else the combine kernel after them. */
-  uint64_t merge_ctr = 0;
-  size_t slice_words = 0; /* merge_ctr's length when it is a captured slice */
-  /* (It stores out 4 values, 8 bytes, at a time.) */
-  if (combine && k->artifact.fused_combine && tiles > 0 && out &&
-      (uintptr_t)out->data % 8 == 0)
-    merge_ctr = merge_counters(api, stream, capture, tiles, &slice_words);
   void *attention = use_dense ? k->cu_dense : k->cu_function;
   /* Stream-ordered scratch: the tile table (in 256-byte units), the zeroed
    * tile counter of the dynamic scheduler (4 bytes, in 256; only with more
@@ -1507,11 +1504,6 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
   size_t out_bytes = combine ? (size_t)(splits * b * sq * h * dv) * 4 : 0;
   size_t lse_bytes = combine ? (size_t)(splits * b * h * sq) * 4 : 0;
   size_t ws_bytes = counter_bytes + table_bytes + out_bytes + lse_bytes;
-  /* A captured slice that no node came to read (a return below, before
-   * the launches): still zero, back to the spare ones. */
-  if (slice_words && (!ws_bytes || !api->cuMemAllocAsync || !api->cuMemFreeAsync ||
-                      !api->cuMemsetD32Async || !api->cuMemcpyHtoDAsync))
-    spare_slice(api, merge_ctr, slice_words);
   if (!ws_bytes) { /* q's address stands for a counter the kernel never reads */
     free(table);
     return launch_one(rt, api, k, attention, args, names, n, true, grid,
@@ -1531,8 +1523,6 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
   CUresult r = api->cuMemAllocAsync(&ws, ws_bytes, (CUstream)stream);
   if (r != 0) {
     free(table);
-    if (slice_words)
-      spare_slice(api, merge_ctr, slice_words);
     return fa_fail(rt, FA_ERROR_OUT_OF_MEMORY, "launch scratch of %zu bytes: %s",
                    ws_bytes, cuError(api, r));
   }
@@ -1547,13 +1537,6 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
                   : table_bytes  ? (void *)(uintptr_t)(ws + 3 * sizeof(int32_t))
                                  : (void *)(uintptr_t)(ws + table_bytes);
   uint64_t parts = ws + table_bytes + counter_bytes;
-  if (counter_bytes)
-    r = api->cuMemsetD32Async(ws + table_bytes, 0, 1, (CUstream)stream);
-  /* Packed rows past cu_seqlens_q[B] belong to no tile: lse_s -inf makes
-   * the combine write them as out 0, lse -inf (never unwritten memory). */
-  if (r == 0 && combine && vq && !merge_ctr)
-    r = api->cuMemsetD32Async(parts + out_bytes, 0xFF800000u,
-                              (size_t)(splits * b * h * sq), (CUstream)stream);
   /* Eagerly the table is consumed when the copy returns (staged_copy:
    * staged by the driver, or through pinned staging on HMM/ATS devices),
    * so it can be freed right after. Under stream capture (CUDA
@@ -1566,19 +1549,33 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
   const bool hold = table_bytes && capture != 0;
   if (hold && api->num_held == api->cap_held) {
     /* Room to keep the table, before the copy node that will read it (even
-     * when a step above failed: the table is kept below either way). */
+     * when a step below fails: the table is kept below either way). */
     size_t cap = api->cap_held ? 2 * api->cap_held : 16;
     void **grown = (void **)realloc(api->held, cap * sizeof(void *));
     if (!grown) {
       free(table);
       api->cuMemFreeAsync(ws, (CUstream)stream);
-      if (slice_words)
-        spare_slice(api, merge_ctr, slice_words);
       return fa_fail(rt, FA_ERROR_OUT_OF_MEMORY, "out of memory");
     }
     api->held = grown;
     api->cap_held = cap;
   }
+  /* The merge in the partial kernels where it can run (merge_counters),
+   * else the combine kernel after them; taken here, past the returns
+   * above, so that a captured slice always reaches the hand-over below. */
+  uint64_t merge_ctr = 0;
+  size_t slice_words = 0; /* merge_ctr's length when it is a captured slice */
+  /* (It stores out 4 values, 8 bytes, at a time.) */
+  if (combine && k->artifact.fused_combine && tiles > 0 && out &&
+      (uintptr_t)out->data % 8 == 0)
+    merge_ctr = merge_counters(api, stream, capture, tiles, &slice_words);
+  if (counter_bytes)
+    r = api->cuMemsetD32Async(ws + table_bytes, 0, 1, (CUstream)stream);
+  /* Packed rows past cu_seqlens_q[B] belong to no tile: lse_s -inf makes
+   * the combine write them as out 0, lse -inf (never unwritten memory). */
+  if (r == 0 && combine && vq && !merge_ctr)
+    r = api->cuMemsetD32Async(parts + out_bytes, 0xFF800000u,
+                              (size_t)(splits * b * h * sq), (CUstream)stream);
   /* Eager calls: staged_copy; a captured copy reads the kept table at
    * each replay. */
   if (r == 0 && table_bytes)
