@@ -33,7 +33,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
-from test_fused_combine import call, device_sync  # noqa: E402
+from test_fused_combine import call, device_sync, poisoned  # noqa: E402
 from test_runtime_launch import report  # noqa: E402
 from test_sm90_attention import FA_OK, open_runtime, pinned_i32, script_args  # noqa: E402
 from sm90_bench import shuffled_pool  # noqa: E402
@@ -44,11 +44,6 @@ D, HQ, HKV, PS = 128, 32, 8, 16
 def paged_call(lib, rt, kern, q, kp, vp, out, lse, used, bt, stream_handle):
     """One paged fa_attention_run on `stream_handle` (not synchronized)."""
     call(lib, rt, kern, q, kp, vp, out, lse, stream_handle, seqused_k=used, block_table=bt)
-
-
-def buffers(q):
-    return (torch.full_like(q, float("nan")),
-            torch.full((q.shape[0], HQ, q.shape[1]), float("nan"), device="cuda"))
 
 
 def compare(orders, got, refs, what):
@@ -78,9 +73,9 @@ def main():
         # Every buffer and device table made (on torch's stream) and
         # finished before the calls, which run on other streams unsynchronized.
         dev_tables = [bt.cuda() for _, _, bt in pools]
-        ref_bufs = [buffers(q) for _ in pools]
-        one_bufs = [buffers(q) for _ in rounds]
-        two_bufs = [buffers(q) for _ in range(6)]
+        ref_bufs = [poisoned(q, HQ) for _ in pools]
+        one_bufs = [poisoned(q, HQ) for _ in rounds]
+        two_bufs = [poisoned(q, HQ) for _ in range(6)]
         table = pools[rounds[0]][2].clone().pin_memory()
         tables = [pools[2][2].clone().pin_memory(), pools[3][2].clone().pin_memory()]
         other = torch.cuda.Stream()
@@ -115,7 +110,7 @@ def main():
         # then a call there again: it starts afresh.
         lib.fa_cuda_release_stream.argtypes = [C.c_void_p, C.c_void_p]
         st = lib.fa_cuda_release_stream(rt, other.cuda_stream)
-        out, lse = buffers(q)
+        out, lse = poisoned(q, HQ)
         torch.cuda.synchronize()
         paged_call(lib, rt, kern, q, pools[1][0], pools[1][1], out, lse, used, tables[1],
                    other.cuda_stream)

@@ -45,7 +45,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
-from test_fused_combine import call  # noqa: E402
+from test_fused_combine import call, poisoned  # noqa: E402
 from test_runtime_launch import report, synchronize  # noqa: E402
 from test_sm90_attention import open_runtime, pinned_i32, script_args  # noqa: E402
 from sm90_bench import shuffled_pool  # noqa: E402
@@ -92,8 +92,7 @@ def replays_case(lib, rt, run, stream, kern):
     v = torch.randn_like(k)
 
     def buffers():
-        return (torch.empty_like(q1),
-                torch.empty(b, HQ, 1, device="cuda", dtype=torch.float32))
+        return poisoned(q1, HQ)
     ref1, ref2, cap, same, other_out = (buffers() for _ in range(5))
     run(kern, q1, k, v, *ref1)
     run(kern, q2, k, v, *ref2)
@@ -138,8 +137,7 @@ def lifetimes_case(run, stream, dense, big):
     v = torch.randn_like(k)
 
     def buffers():
-        return (torch.empty_like(qs[0]),
-                torch.empty(b, HQ, 1, device="cuda", dtype=torch.float32))
+        return poisoned(qs[0], HQ)
     refs = [buffers() for _ in qs]
     for q, ref in zip(qs, refs):
         run(dense, q, k, v, *ref)
