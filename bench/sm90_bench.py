@@ -61,7 +61,8 @@ L2_FLUSH_BYTES = 256 << 20
 def median_times(fns, stream):
     """Median milliseconds of each function of `fns` (name -> callable
     launching on `stream`): a watched warm-up, then REPEATS interleaved
-    rounds (each name once per round), each launch alone between two events
+    rounds (each name once per round, the order turned by one each round),
+    each launch alone between two events
     with the GPU spinning while the host enqueues them, so the time between
     the events is the kernel's, not the host's launch overhead (ctypes,
     dispatch). L2 is flushed before each launch (L2_FLUSH_BYTES)."""
@@ -71,8 +72,15 @@ def median_times(fns, stream):
         with torch.cuda.stream(stream):
             f()
             synchronize(60.0)
-    for _ in range(REPEATS):
-        for n, f in fns.items():
+    names = list(fns)
+    # The order within a round turns by one each round, so that every
+    # function is timed equally often in each position (FA_BENCH_FIXED_ORDER=1:
+    # the same order every round, as before session 11).
+    fixed = os.environ.get("FA_BENCH_FIXED_ORDER") == "1"
+    for r in range(REPEATS):
+        shift = 0 if fixed else r % len(names)
+        for n in names[shift:] + names[:shift]:
+            f = fns[n]
             st, en = torch.cuda.Event(True), torch.cuda.Event(True)
             with torch.cuda.stream(stream):
                 flush.zero_()
