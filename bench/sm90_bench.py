@@ -21,7 +21,7 @@ launched through libflashattn_rt (ctypes), exactly as a runtime user would.
 Usage (on the device, after test/gpu/prepare.sh and build_sm90_artifacts.sh
 here): sm90_bench.py --lib LIBRT --artifacts DIR [--out DIR]
     [--variant NAME=DIR[@LIB] ...] [--head-dims 64,128] [--masks none,bottom_right]
-    [--seqlens 512,1024] [--decode [--graphs] | --varlen]
+    [--seqlens 512,1024] [--decode [--graphs] | --varlen] [--repeats 9]
 (--graphs: each decode call captured into a CUDA graph, replays timed.)
 It writes DIR/bench.json (decode.json, varlen.json, gqa.json), whose first
 row names the GPU (name and UUID: the lent H200s differ by a few percent in
@@ -489,11 +489,15 @@ def main():
                          "(e.g. 16x8192 to profile one shape)")
     ap.add_argument("--graphs", action="store_true",
                     help="with --decode: time replays of each call captured into a CUDA graph")
+    ap.add_argument("--repeats", type=int, default=REPEATS,
+                    help="timed rounds per function (the median is reported; default %d)"
+                         % REPEATS)
     ap.add_argument("--varlen", action="store_true",
                     help="the varlen prefill benchmark instead")
     ap.add_argument("--gqa", action="store_true",
                     help="GQA prefill with and without pack_gqa instead")
     a = ap.parse_args()
+    globals()["REPEATS"] = max(1, a.repeats)
     from test_sm90_attention import open_runtime
     lib, rt, stream, kernel, run = open_runtime(a.lib, a.artifacts)
     variants, runtimes = [], [(lib, rt)]
