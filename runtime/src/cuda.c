@@ -135,12 +135,15 @@ typedef struct cuda_api {
     size_t words;
     /* Device mirrors of the last host block_tables calls on this stream
      * passed (block_table_mirror): address and capacity, the size and
-     * XXH3-128 of the contents held (valid when bytes > 0), and the call
-     * count at their last use (the least recent is refilled). */
+     * XXH3-128 of the contents held (valid when bytes > 0), a host copy of
+     * them (`shadow`, cap bytes: what a patch is found against and copied
+     * from), and the call count at their last use (the least recent is
+     * refilled). */
     struct table_mirror {
       uint64_t ptr;
       size_t cap, bytes;
       XXH128_hash_t hash;
+      int32_t *shadow;
       uint64_t used;
     } mirror[FA_MIRRORS_PER_STREAM];
     uint64_t calls;
@@ -736,6 +739,10 @@ static int find_slot(const cuda_api *api, void *stream) {
  * first failure, or 0. */
 static CUresult free_slot(cuda_api *api, int i) {
   CUresult r = 0, ri;
+  for (int j = 0; j < FA_MIRRORS_PER_STREAM; ++j) {
+    free(api->streams[i].mirror[j].shadow);
+    api->streams[i].mirror[j].shadow = NULL;
+  }
   if (api->streams[i].ptr && (ri = api->cuMemFree(api->streams[i].ptr)) != 0)
     r = ri;
   for (int j = 0; j < FA_MIRRORS_PER_STREAM; ++j)
@@ -1208,19 +1215,59 @@ static CUresult staged_copy(cuda_api *api, uint64_t dst, const void *src, size_t
   return r;
 }
 
+/* The runs of entries in which `now` differs from `old` (n entries each):
+ * at most FA_MIRROR_SPANS of them, runs fewer than FA_MIRROR_GAP equal
+ * entries apart joined into one. Their number (0: the same contents) and
+ * in `entries` how many entries they cover; -1 when more runs would be
+ * needed. Equal stretches are skipped 64 bytes at a time. */
+typedef struct {
+  size_t first, count;
+} entry_span;
+
+static int changed_spans(const int32_t *old, const int32_t *now, size_t n, entry_span *spans,
+                         size_t *entries) {
+  int k = 0;
+  *entries = 0;
+  for (size_t i = 0; i < n;) {
+    if (i % 16 == 0 && n - i >= 16 && memcmp(old + i, now + i, 64) == 0) {
+      i += 16;
+      continue;
+    }
+    if (old[i] != now[i]) {
+      size_t end = k ? spans[k - 1].first + spans[k - 1].count : 0;
+      if (k && i - end < FA_MIRROR_GAP) {
+        *entries += i + 1 - end;
+        spans[k - 1].count = i + 1 - spans[k - 1].first;
+      } else {
+        if (k == FA_MIRROR_SPANS)
+          return -1;
+        spans[k++] = (entry_span){i, 1};
+        *entries += 1;
+      }
+    }
+    ++i;
+  }
+  return k;
+}
+
 /* A host block_table's device mirror on `stream` (neither capturing nor the
  * per-thread default stream): one of the stream's FA_MIRRORS_PER_STREAM
  * buffers. A buffer holding a table of the same size and XXH3-128 is used
- * as it is; otherwise the least recently used buffer is refilled from a
- * copy of the runtime's (pageable, or on HMM/ATS devices through
+ * as it is. Otherwise, when the stream's most recent table of this size
+ * differs from the new one in at most FA_MIRROR_SPANS runs covering at
+ * most a quarter of it (a decode step in which some sequences took a new
+ * page), only those runs are copied into that buffer (a patch); else the
+ * least recently used buffer is refilled whole. Copies go from the
+ * mirror's host copy (pageable, or on HMM/ATS devices through
  * staged_copy's pinned blocks), so that the caller may change its table
  * once the call returns. The kernels then read it as a device
- * block_table. Calls on one stream run in order, so a refill lands after
+ * block_table. Calls on one stream run in order, so a copy lands after
  * the kernels that read the buffer's previous contents. A grown buffer's
  * predecessor is retired (freed at release). 0 when the stream has no
- * slot or a driver call fails: the caller copies the page lists with the
- * tile table instead. Decode steps pass the same block_table to every
- * layer until a sequence takes a new page: most calls copy nothing. */
+ * slot or a driver call or allocation fails: the caller copies the page
+ * lists with the tile table instead. Decode steps pass the same
+ * block_table to every layer until a sequence takes a new page: most
+ * calls copy nothing, and the others a few entries. */
 static uint64_t block_table_mirror(cuda_api *api, void *stream, const fa_tensor *bt) {
   size_t bytes = (size_t)(bt->shape[0] * bt->shape[1]) * sizeof(int32_t);
   if (!api->cuMemAlloc || !api->cuMemFree || !api->cuMemcpyHtoDAsync || !bytes ||
@@ -1230,8 +1277,9 @@ static uint64_t block_table_mirror(cuda_api *api, void *stream, const fa_tensor 
   if (i < 0)
     return 0;
   uint64_t now = ++api->streams[i].calls;
-  XXH128_hash_t hash = XXH3_128bits(bt->data, bytes);
-  struct table_mirror *m = NULL;
+  const int32_t *table = (const int32_t *)bt->data;
+  XXH128_hash_t hash = XXH3_128bits(table, bytes);
+  struct table_mirror *m = NULL, *recent = NULL;
   for (int j = 0; j < FA_MIRRORS_PER_STREAM; ++j) {
     struct table_mirror *c = &api->streams[i].mirror[j];
     if (c->bytes == bytes && XXH128_isEqual(hash, c->hash)) {
@@ -1240,42 +1288,63 @@ static uint64_t block_table_mirror(cuda_api *api, void *stream, const fa_tensor 
     }
     if (!m || c->used < m->used)
       m = c;
+    if (c->bytes == bytes && c->shadow && (!recent || c->used > recent->used))
+      recent = c;
+  }
+  CUresult r;
+  if (recent) {
+    entry_span spans[FA_MIRROR_SPANS];
+    size_t entries;
+    int k = changed_spans(recent->shadow, table, bytes / sizeof(int32_t), spans, &entries);
+    if (k >= 0 && entries * sizeof(int32_t) <= bytes / 4) {
+      /* Invalid until every run is enqueued (see below). */
+      recent->bytes = 0;
+      for (int s = 0; s < k; ++s) {
+        int32_t *from = recent->shadow + spans[s].first;
+        memcpy(from, table + spans[s].first, spans[s].count * sizeof(int32_t));
+        r = staged_copy(api, recent->ptr + spans[s].first * sizeof(int32_t), from,
+                        spans[s].count * sizeof(int32_t), stream);
+        if (r != 0)
+          return 0;
+      }
+      recent->bytes = bytes;
+      recent->hash = hash;
+      recent->used = now;
+      return recent->ptr;
+    }
   }
   /* Invalid from here until its new contents are enqueued: a step that
    * fails below leaves no stale match behind. */
   m->bytes = 0;
-  if (m->cap < bytes) {
+  if (m->cap < bytes || !m->shadow) {
     size_t cap = 2 * m->cap > bytes ? 2 * m->cap : bytes;
+    int32_t *shadow = (int32_t *)malloc(cap);
+    if (!shadow)
+      return 0;
     uint64_t ptr = 0;
     int mode;
     bool relaxed = relaxed_enter(api, &mode);
     CUresult ra = room_to_retire(api) ? api->cuMemAlloc(&ptr, cap) : 1;
     relaxed_leave(api, relaxed, mode);
-    if (ra != 0)
+    if (ra != 0) {
+      free(shadow);
       return 0;
+    }
     if (m->ptr)
       api->retired[api->num_retired++] = m->ptr;
+    free(m->shadow);
+    m->shadow = shadow;
     m->ptr = ptr;
     m->cap = cap;
   }
-  CUresult r;
-  if (api->pinned_staging) {
-    r = staged_copy(api, m->ptr, bt->data, bytes, stream);
-  } else {
-    /* Through a pageable copy of the runtime's even when the caller's
-     * table is pinned: the driver stages a small pageable copy into its
-     * command stream, which the kernel waits for less than for a
-     * copy-engine read of pinned memory (measured on the H200, decode
-     * with a host block_table that changes every call: 0.94-0.96 of dense
-     * this way, 0.81-0.92 copying from the caller's pinned table;
-     * docs/BENCHMARKS.md). */
-    void *staged = malloc(bytes);
-    if (!staged)
-      return 0;
-    memcpy(staged, bt->data, bytes);
-    r = copy_pageable(api, m->ptr, staged, bytes, stream);
-    free(staged);
-  }
+  /* From the mirror's host copy even when the caller's table is pinned:
+   * the driver stages a small pageable copy into its command stream,
+   * which the kernel waits for less than for a copy-engine read of pinned
+   * memory (measured on the H200, decode with a host block_table that
+   * changes every call: 0.94-0.96 of dense this way, 0.81-0.92 copying
+   * from the caller's pinned table; docs/BENCHMARKS.md). */
+  memcpy(m->shadow, table, bytes);
+  r = staged_copy(api, m->ptr, m->shadow, bytes, stream);
   if (r != 0)
     return 0;
   m->bytes = bytes;
@@ -1733,6 +1802,11 @@ void fa_cuda_release(fa_runtime *rt) {
         api->cuStreamDestroy(api->zero_stream);
       leave_context(api, prev);
     }
+    /* Host memory, freed even where the context could not be entered
+     * (free_slot already freed and cleared those it reached). */
+    for (int i = 0; i < api->num_streams; ++i)
+      for (int j = 0; j < FA_MIRRORS_PER_STREAM; ++j)
+        free(api->streams[i].mirror[j].shadow);
   }
   free(api->retired);
   free(api->captured);

@@ -22,6 +22,11 @@
  * serve calls that alternate between tables (e.g. a draft and a target
  * model) without a copy each. */
 #define FA_MIRRORS_PER_STREAM 4
+/* A mirror whose table changed in at most FA_MIRROR_SPANS runs of entries
+ * (runs fewer than FA_MIRROR_GAP equal entries apart count as one) is
+ * patched, run by run, instead of refilled (cuda.c, block_table_mirror). */
+#define FA_MIRROR_SPANS 8
+#define FA_MIRROR_GAP 16
 /* The largest piece of a host-to-device copy from pageable memory
  * (cuda.c, copy_pageable: captured copies, and eager ones where pinned
  * staging is unavailable): copies up to this size return once staged. */

@@ -230,6 +230,7 @@ CUresult cuEventSynchronize(void *event) {
 
 CUresult cuMemcpyHtoDAsync_v2(uint64_t dst, const void *src, size_t bytes, void *stream) {
   (void)stream;
+  fake_state.copy_dst[fake_state.num_copies % 8] = dst;
   fake_state.num_copies++;
   if (in_pinned(src))
     fake_state.num_pinned_copies++;

@@ -34,6 +34,9 @@ typedef struct fake_cuda_state {
   int fail_launch_at;      /* the cuLaunchKernel (0-based) that fails; -1 none */
   int num_memsets, num_launches_total, num_copies;
   size_t copied_bytes;
+  /* Destinations of the host-to-device copies: copy n (0-based, counting
+   * num_copies) at copy_dst[n % 8]. */
+  uint64_t copy_dst[8];
   int num_allocs, num_frees, num_async_allocs, num_async_frees;
   int num_streams_created, num_streams_destroyed;
   /* CUDA user objects (cuUserObjectCreate): created, retained by the

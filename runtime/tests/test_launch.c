@@ -469,10 +469,13 @@ int main(void) {
   /* Paged decode over 16-key pages, batch 128 / 2048 keys; the tile
    * entries (4 KB) do not fit the kernels' parameter and are copied each
    * call. A host block_table (64 KB): copied into the stream's device
-   * mirror at the first call, not again while its contents stay the same,
-   * again after one entry changed; on a capturing stream (no mirror) its
-   * page lists travel with the tile table (68 KB, in two pieces). A device
-   * block_table: only the entries are copied. */
+   * mirror at the first call, not again while its contents stay the same.
+   * Changed entries are patched into it, run by run: two swapped entries
+   * (one run of 8 bytes), two far apart (two runs), two 10 entries apart
+   * (one run of 11 entries). Nine runs, or changes over more than a
+   * quarter of the table, refill it whole. On a capturing stream (no
+   * mirror) its page lists travel with the tile table (68 KB, in two
+   * pieces). A device block_table: only the entries are copied. */
   {
     enum { B = 128, KEYS = 2048, PAGES = KEYS / 16 };
     static int32_t bt[B * PAGES], used[B];
@@ -481,6 +484,7 @@ int main(void) {
     for (int b = 0; b < B; ++b)
       used[b] = KEYS;
     const size_t entries = 32 * (B + 1), mirror = sizeof(bt);
+    uint64_t mirror_at = 0; /* the device mirror holding the table */
     struct {
       const char *what;
       int device, change, capture;
@@ -490,7 +494,12 @@ int main(void) {
         {"host, first call", 0, 0, 0, 2, mirror + entries},
         {"host, same table", 0, 0, 0, 1, entries},
         {"host, same table again", 0, 0, 0, 1, entries},
-        {"host, one entry changed", 0, 1, 0, 2, mirror + entries},
+        {"host, two entries swapped", 0, 1, 0, 2, 8 + entries},
+        {"host, two runs far apart", 0, 2, 0, 3, 8 + entries},
+        {"host, two changes joined in one run", 0, 3, 0, 2, 44 + entries},
+        {"host, the same table after the patches", 0, 0, 0, 1, entries},
+        {"host, nine runs", 0, 4, 0, 2, mirror + entries},
+        {"host, a third of the entries changed", 0, 5, 0, 2, mirror + entries},
         {"host, under capture", 0, 0, 1, 2, mirror + entries},
         {"device", 1, 0, 0, 1, entries},
     };
@@ -500,11 +509,27 @@ int main(void) {
       a.v = device_tensor(4, B * PAGES, 16, 8, 128, 2);
       a.seqused_k = host_i32(used, B);
       a.block_table = (fa_tensor){bt, 2, {B, PAGES, 0, 0}};
-      if (steps[i].change) {
-        int32_t t = bt[0];
-        bt[0] = bt[1];
-        bt[1] = t;
+      /* Swaps entries x and y of the table. */
+#define SWAP_ENTRIES(x, y)                                                     \
+  do {                                                                         \
+    int32_t t_ = bt[x];                                                        \
+    bt[x] = bt[y];                                                             \
+    bt[y] = t_;                                                                \
+  } while (0)
+      switch (steps[i].change) {
+      case 1: SWAP_ENTRIES(0, 1); break;
+      case 2: SWAP_ENTRIES(5, B * PAGES - 3); break;
+      case 3: SWAP_ENTRIES(100, 110); break;
+      case 4:
+        for (int r = 0; r < 9; ++r)
+          SWAP_ENTRIES(1000 * r, 1000 * r + 1);
+        break;
+      case 5:
+        for (int e = 0; e < B * PAGES / 3; e += 2)
+          SWAP_ENTRIES(e, e + 1);
+        break;
       }
+#undef SWAP_ENTRIES
       if (steps[i].device) /* the same values at a device address */
         a.block_table.data = device_tensor(2, B, PAGES, 0, 0, 4).data;
       fake->capturing_stream = steps[i].capture ? s1 : NULL;
@@ -520,6 +545,14 @@ int main(void) {
       CHECK(fake->num_launches == 1 && fake->launches[0].grid == 132,
             "paged batch 128, %s: %d launches, grid %u", steps[i].what, fake->num_launches,
             fake->num_launches ? fake->launches[0].grid : 0);
+      /* The mirror in use holds the table: a refill's buffer is its
+       * call's first copy; patches write into it. */
+      if (!steps[i].device && !steps[i].capture) {
+        if (fake->copied_bytes - bytes >= mirror)
+          mirror_at = fake->copy_dst[copies % 8];
+        CHECK(mirror_at && memcmp((const void *)(uintptr_t)mirror_at, bt, sizeof(bt)) == 0,
+              "paged, %s: the mirror does not hold the call's table", steps[i].what);
+      }
     }
     fake->capturing_stream = NULL;
   }

@@ -17,7 +17,13 @@ seqused_k, automatic num_splits) at batch 16 / 8k and batch 1 / 32k (split):
   - two streams, each with its own table and pool, called alternately
     without synchronization: each stream's calls equal their references;
   - fa_cuda_release_stream on the second stream, then a call there: it
-    equals its reference.
+    equals its reference;
+  - patched mirrors: one stream, one host table changed in place between
+    calls in a few entries (an entry made to repeat its neighbour's page,
+    so the keys differ: one run; then two runs, in the first and last
+    rows), then in a third of its entries (a refill), then back to the
+    first table (a patch of many runs or a refill): each call equals the
+    same call made with a device copy of its table.
 Out and lse are poisoned (NaN) before every call.
 
 Usage: test_block_table_mirror.py --lib LIBRT --artifacts DIR [--out DIR]
@@ -54,6 +60,48 @@ def compare(orders, got, refs, what):
     return {"passed": not bad,
             "detail": "calls %s differ from their references" % bad if bad
             else "%s: equal to the references" % what}
+
+
+def patched_calls(lib, rt, stream, kern, b, sk):
+    """The patched-mirror case (module docstring): {name: result}."""
+    q = torch.randn(b, 1, HQ, D, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(b, sk, HKV, D, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn_like(k)
+    used = pinned_i32([sk - 5] * b)
+    kp, vp, bt = shuffled_pool(k, v, PS)
+    versions = [bt.clone()]
+    t = bt.clone()
+    t[0, 0] = t[0, 1]  # one run
+    versions.append(t.clone())
+    t[0, 5] = t[0, 6]  # two runs: row 0 and the last row
+    t[-1, -3] = t[-1, -4]
+    versions.append(t.clone())
+    flat = t.view(-1)
+    third = flat.numel() // 3
+    flat[0:third:2] = flat[1:third + 1:2].clone()  # a third of the entries
+    versions.append(t.clone())
+    versions.append(bt.clone())
+    dev = [x.cuda() for x in versions]
+    refs = [poisoned(q, HQ) for _ in versions]
+    got = [poisoned(q, HQ) for _ in versions]
+    table = versions[0].clone().pin_memory()
+    torch.cuda.synchronize()
+    for x, (out, lse) in zip(dev, refs):
+        paged_call(lib, rt, kern, q, kp, vp, out, lse, used, x, stream.cuda_stream)
+    device_sync()
+    for x, (out, lse) in zip(versions, got):
+        table.copy_(x)
+        paged_call(lib, rt, kern, q, kp, vp, out, lse, used, table, stream.cuda_stream)
+    device_sync()
+    result = compare(list(range(len(versions))), got, refs,
+                     "5 calls over one host table patched in place")
+    # The versions must differ in their results, or a stale mirror would go
+    # unnoticed.
+    same = [i for i in range(1, len(versions)) if i < 4 and torch.equal(refs[i][0], refs[i - 1][0])]
+    if same:
+        result = {"passed": False,
+                  "detail": "versions %s give the previous version's out" % same}
+    return {"patched_b%d_k%d" % (b, sk): result}
 
 
 def main():
@@ -119,6 +167,8 @@ def main():
             {"passed": False, "detail": "fa_cuda_release_stream returned %d" % st}
             if st != FA_OK else compare([1], [(out, lse)], ref_bufs,
                                         "one call after the stream's release"))
+    for b, sk in ((16, 8192), (1, 32768)):
+        results.update(patched_calls(lib, rt, stream, kern, b, sk))
     for name, r in results.items():
         print("%s %s: %s" % ("PASS" if r["passed"] else "FAIL", name, r["detail"]), flush=True)
     return report(results, a.out, "block_table mirror test")
