@@ -1253,12 +1253,13 @@ static int changed_spans(const int32_t *old, const int32_t *now, size_t n, entry
 /* A host block_table's device mirror on `stream` (neither capturing nor the
  * per-thread default stream): one of the stream's FA_MIRRORS_PER_STREAM
  * buffers. A buffer holding a table of the same size and XXH3-128 is used
- * as it is. Otherwise, when the stream's most recent table of this size
- * differs from the new one in at most FA_MIRROR_SPANS runs covering at
- * most a quarter of it (a decode step in which some sequences took a new
- * page), only those runs are copied into that buffer (a patch); else the
- * least recently used buffer is refilled whole. Copies go from the
- * mirror's host copy (pageable, or on HMM/ATS devices through
+ * as it is. Otherwise, when a buffer of this size differs from the new
+ * table in at most FA_MIRROR_SPANS runs covering at most a quarter of it
+ * (a decode step in which some sequences took a new page), only those runs
+ * are copied into the closest such buffer (a patch; on HMM/ATS devices
+ * the range from the first run to the end of the last, through one pinned
+ * block); else the least recently used buffer is refilled whole. Copies
+ * go from the mirror's host copy (pageable, or on HMM/ATS devices through
  * staged_copy's pinned blocks), so that the caller may change its table
  * once the call returns. The kernels then read it as a device
  * block_table. Calls on one stream run in order, so a copy lands after
@@ -1279,7 +1280,7 @@ static uint64_t block_table_mirror(cuda_api *api, void *stream, const fa_tensor 
   uint64_t now = ++api->streams[i].calls;
   const int32_t *table = (const int32_t *)bt->data;
   XXH128_hash_t hash = XXH3_128bits(table, bytes);
-  struct table_mirror *m = NULL, *recent = NULL;
+  struct table_mirror *m = NULL;
   for (int j = 0; j < FA_MIRRORS_PER_STREAM; ++j) {
     struct table_mirror *c = &api->streams[i].mirror[j];
     if (c->bytes == bytes && XXH128_isEqual(hash, c->hash)) {
@@ -1288,30 +1289,56 @@ static uint64_t block_table_mirror(cuda_api *api, void *stream, const fa_tensor 
     }
     if (!m || c->used < m->used)
       m = c;
-    if (c->bytes == bytes && c->shadow && (!recent || c->used > recent->used))
-      recent = c;
+  }
+  /* The mirror of this size that the fewest entries separate from the new
+   * table (within the patch limits), if any: its runs are copied. */
+  const size_t n = bytes / sizeof(int32_t);
+  struct table_mirror *base = NULL;
+  entry_span spans[FA_MIRROR_SPANS], tried[FA_MIRROR_SPANS];
+  size_t fewest = n / 4 + 1;
+  int k = 0;
+  for (int j = 0; j < FA_MIRRORS_PER_STREAM; ++j) {
+    struct table_mirror *c = &api->streams[i].mirror[j];
+    size_t entries;
+    int kc;
+    if (c->bytes != bytes || !c->shadow ||
+        (kc = changed_spans(c->shadow, table, n, tried, &entries)) < 0 || entries >= fewest)
+      continue;
+    base = c;
+    fewest = entries;
+    k = kc;
+    memcpy(spans, tried, sizeof(spans));
   }
   CUresult r;
-  if (recent) {
-    entry_span spans[FA_MIRROR_SPANS];
-    size_t entries;
-    int k = changed_spans(recent->shadow, table, bytes / sizeof(int32_t), spans, &entries);
-    if (k >= 0 && entries * sizeof(int32_t) <= bytes / 4) {
-      /* Invalid until every run is enqueued (see below). */
-      recent->bytes = 0;
+  if (base) {
+    /* Invalid until every run is enqueued; a failed one leaves it the
+     * least recently used, refilled whole next. */
+    base->bytes = 0;
+    base->used = 0;
+    for (int s = 0; s < k; ++s)
+      memcpy(base->shadow + spans[s].first, table + spans[s].first,
+             spans[s].count * sizeof(int32_t));
+    if (k > 0 && api->pinned_staging) {
+      /* Through one pinned block: the range from the first run to the end
+       * of the last, whose other entries are unchanged. */
+      size_t first = spans[0].first, end = spans[k - 1].first + spans[k - 1].count;
+      r = staged_copy(api, base->ptr + first * sizeof(int32_t), base->shadow + first,
+                      (end - first) * sizeof(int32_t), stream);
+      if (r != 0)
+        return 0;
+    } else {
       for (int s = 0; s < k; ++s) {
-        int32_t *from = recent->shadow + spans[s].first;
-        memcpy(from, table + spans[s].first, spans[s].count * sizeof(int32_t));
-        r = staged_copy(api, recent->ptr + spans[s].first * sizeof(int32_t), from,
-                        spans[s].count * sizeof(int32_t), stream);
+        r = staged_copy(api, base->ptr + spans[s].first * sizeof(int32_t),
+                        base->shadow + spans[s].first, spans[s].count * sizeof(int32_t),
+                        stream);
         if (r != 0)
           return 0;
       }
-      recent->bytes = bytes;
-      recent->hash = hash;
-      recent->used = now;
-      return recent->ptr;
     }
+    base->bytes = bytes;
+    base->hash = hash;
+    base->used = now;
+    return base->ptr;
   }
   /* Invalid from here until its new contents are enqueued: a step that
    * fails below leaves no stale match behind. */

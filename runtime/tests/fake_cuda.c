@@ -25,7 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-fake_cuda_state fake_state = {.num_sms = 132, .fail_memset_at = -1, .fail_launch_at = -1};
+fake_cuda_state fake_state = {
+    .num_sms = 132, .fail_memset_at = -1, .fail_launch_at = -1, .fail_copy_at = -1};
 
 typedef int CUresult;
 enum { OK = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2 };
@@ -231,7 +232,8 @@ CUresult cuEventSynchronize(void *event) {
 CUresult cuMemcpyHtoDAsync_v2(uint64_t dst, const void *src, size_t bytes, void *stream) {
   (void)stream;
   fake_state.copy_dst[fake_state.num_copies % 8] = dst;
-  fake_state.num_copies++;
+  if (fake_state.fail_copy_at == fake_state.num_copies++)
+    return INVALID_VALUE;
   if (in_pinned(src))
     fake_state.num_pinned_copies++;
   fake_state.copied_bytes += bytes;

@@ -471,9 +471,11 @@ int main(void) {
    * call. A host block_table (64 KB): copied into the stream's device
    * mirror at the first call, not again while its contents stay the same.
    * Changed entries are patched into it, run by run: two swapped entries
-   * (one run of 8 bytes), two far apart (two runs), two 10 entries apart
-   * (one run of 11 entries). Nine runs, or changes over more than a
-   * quarter of the table, refill it whole. On a capturing stream (no
+   * (one run of 8 bytes), swapped back (the mirror's hash follows its
+   * patches), two far apart (two runs; one at entry 15 of a 64-byte
+   * block), two 10 or 16 entries apart (one run), two 17 apart (two runs),
+   * exactly 8 runs. Nine runs, or changes over more than a quarter of the
+   * table, refill it whole. On a capturing stream (no
    * mirror) its page lists travel with the tile table (68 KB, in two
    * pieces). A device block_table: only the entries are copied. */
   {
@@ -495,9 +497,14 @@ int main(void) {
         {"host, same table", 0, 0, 0, 1, entries},
         {"host, same table again", 0, 0, 0, 1, entries},
         {"host, two entries swapped", 0, 1, 0, 2, 8 + entries},
+        {"host, the two entries swapped back", 0, 1, 0, 2, 8 + entries},
         {"host, two runs far apart", 0, 2, 0, 3, 8 + entries},
         {"host, two changes joined in one run", 0, 3, 0, 2, 44 + entries},
         {"host, the same table after the patches", 0, 0, 0, 1, entries},
+        {"host, changes 16 entries apart: one run", 0, 6, 0, 2, 68 + entries},
+        {"host, changes 17 entries apart: two runs", 0, 7, 0, 3, 8 + entries},
+        {"host, entry 15 of a 64-byte block", 0, 8, 0, 3, 8 + entries},
+        {"host, eight runs", 0, 9, 0, 9, 64 + entries},
         {"host, nine runs", 0, 4, 0, 2, mirror + entries},
         {"host, a third of the entries changed", 0, 5, 0, 2, mirror + entries},
         {"host, under capture", 0, 0, 1, 2, mirror + entries},
@@ -528,6 +535,13 @@ int main(void) {
         for (int e = 0; e < B * PAGES / 3; e += 2)
           SWAP_ENTRIES(e, e + 1);
         break;
+      case 6: SWAP_ENTRIES(200, 216); break;
+      case 7: SWAP_ENTRIES(300, 317); break;
+      case 8: SWAP_ENTRIES(415, 2000); break;
+      case 9:
+        for (int r = 0; r < 8; ++r)
+          SWAP_ENTRIES(3000 + 100 * r, 3000 + 100 * r + 1);
+        break;
       }
 #undef SWAP_ENTRIES
       if (steps[i].device) /* the same values at a device address */
@@ -552,6 +566,58 @@ int main(void) {
           mirror_at = fake->copy_dst[copies % 8];
         CHECK(mirror_at && memcmp((const void *)(uintptr_t)mirror_at, bt, sizeof(bt)) == 0,
               "paged, %s: the mirror does not hold the call's table", steps[i].what);
+      }
+    }
+    /* A patch whose first copy fails: the call still runs (its page lists
+     * travel with the tile table), and the next call with that table
+     * refills a mirror whole and finds it right. */
+    {
+      fa_attention_args a = decode_args(B, KEYS, s1);
+      a.k = device_tensor(4, B * PAGES, 16, 8, 128, 2);
+      a.v = device_tensor(4, B * PAGES, 16, 8, 128, 2);
+      a.seqused_k = host_i32(used, B);
+      a.block_table = (fa_tensor){bt, 2, {B, PAGES, 0, 0}};
+      CHECK_STATUS(fa_attention_run(rt, pag, &a), FA_OK, rt); /* a mirror holds bt */
+      int32_t t = bt[7];
+      bt[7] = bt[5000];
+      bt[5000] = t;
+      fake->fail_copy_at = fake->num_copies; /* the patch's first run */
+      CHECK_STATUS(fa_attention_run(rt, pag, &a), FA_OK, rt);
+      fake->fail_copy_at = -1;
+      int copies = fake->num_copies;
+      size_t bytes = fake->copied_bytes;
+      CHECK_STATUS(fa_attention_run(rt, pag, &a), FA_OK, rt);
+      CHECK(fake->num_copies - copies == 2 && fake->copied_bytes - bytes == mirror + entries,
+            "after a failed patch: %d copies of %zu bytes, want a refill (2 of %zu)",
+            fake->num_copies - copies, fake->copied_bytes - bytes, mirror + entries);
+      uint64_t at = fake->copy_dst[copies % 8];
+      CHECK(memcmp((const void *)(uintptr_t)at, bt, sizeof(bt)) == 0,
+            "after a failed patch: the refilled mirror does not hold the table");
+    }
+    /* Tables larger than the stream's mirrors (128 KB): the least
+     * recently used one grows each time (its host copy too: ASan). */
+    {
+      enum { KEYS2 = 4096, PAGES2 = KEYS2 / 16 };
+      static int32_t bt2[B * PAGES2], used2[B];
+      for (int e = 0; e < B * PAGES2; ++e)
+        bt2[e] = (e * 7919) % (B * PAGES2);
+      for (int b = 0; b < B; ++b)
+        used2[b] = KEYS2;
+      fa_attention_args a = decode_args(B, KEYS2, s1);
+      a.k = device_tensor(4, B * PAGES2, 16, 8, 128, 2);
+      a.v = device_tensor(4, B * PAGES2, 16, 8, 128, 2);
+      a.seqused_k = host_i32(used2, B);
+      a.block_table = (fa_tensor){bt2, 2, {B, PAGES2, 0, 0}};
+      /* Three different tables: the later ones grow mirrors that held
+       * 64 KB tables (their old host copies freed). */
+      for (int round = 0; round < 3; ++round) {
+        for (int e = 0; e < B * PAGES2; ++e)
+          bt2[e] = (e * 7919 + 31 * round) % (B * PAGES2);
+        int copies = fake->num_copies;
+        CHECK_STATUS(fa_attention_run(rt, pag, &a), FA_OK, rt);
+        uint64_t at = fake->copy_dst[copies % 8];
+        CHECK(memcmp((const void *)(uintptr_t)at, bt2, sizeof(bt2)) == 0,
+              "a larger table, round %d: the grown mirror does not hold it", round);
       }
     }
     fake->capturing_stream = NULL;
@@ -655,6 +721,25 @@ int main(void) {
     CHECK(fake->num_copies - copies == 1 && fake->num_pinned_copies - pinned == 1,
           "paged call with a host block_table: %d copies, %d from pinned memory (want 1, 1)",
           fake->num_copies - copies, fake->num_pinned_copies - pinned);
+    /* Two entries changed far apart: one pinned copy from the first to the
+     * last, and the mirror holds the table. */
+    {
+      int32_t *bt = (int32_t *)p.block_table.data;
+      int32_t t = bt[3];
+      bt[3] = bt[4000];
+      bt[4000] = t;
+      pinned = fake->num_pinned_copies;
+      copies = fake->num_copies;
+      CHECK_STATUS(fa_attention_run(rt3, pag3, &p), FA_OK, rt3);
+      CHECK(fake->num_copies - copies == 1 && fake->num_pinned_copies - pinned == 1,
+            "patch on an HMM device: %d copies, %d from pinned memory (want 1, 1)",
+            fake->num_copies - copies, fake->num_pinned_copies - pinned);
+      uint64_t at = fake->copy_dst[copies % 8] - 3 * sizeof(int32_t);
+      CHECK(memcmp((const void *)(uintptr_t)at, bt, 16 * 512 * sizeof(int32_t)) == 0,
+            "patch on an HMM device: the mirror does not hold the table");
+      bt[4000] = bt[3];
+      bt[3] = t;
+    }
     fa_runtime_destroy(rt3);
     /* No pinned memory: a pageable copy, and the call runs. */
     fa_runtime *rt4 = artifact_only_runtime();

@@ -21,7 +21,8 @@ seqused_k, automatic num_splits) at batch 16 / 8k and batch 1 / 32k (split):
   - patched mirrors: one stream, one host table changed in place between
     calls in a few entries (an entry made to repeat its neighbour's page,
     so the keys differ: one run; then two runs, in the first and last
-    rows), then in a third of its entries (a refill), then back to the
+    rows, which at batch 1 are the same row), then in a third of its
+    entries (a refill), then back to the
     first table (a patch of many runs or a refill): each call equals the
     same call made with a device copy of its table.
 Out and lse are poisoned (NaN) before every call.
