@@ -1250,6 +1250,16 @@ static int changed_spans(const int32_t *old, const int32_t *now, size_t n, entry
   return k;
 }
 
+/* Marks mirror `m` as holding a table of `bytes` with `hash`, used at call
+ * `now`, once its copies are enqueued; its device address. */
+static uint64_t mirror_holds(struct table_mirror *m, size_t bytes, XXH128_hash_t hash,
+                             uint64_t now) {
+  m->bytes = bytes;
+  m->hash = hash;
+  m->used = now;
+  return m->ptr;
+}
+
 /* A host block_table's device mirror on `stream` (neither capturing nor the
  * per-thread default stream): one of the stream's FA_MIRRORS_PER_STREAM
  * buffers. A buffer holding a table of the same size and XXH3-128 is used
@@ -1318,27 +1328,19 @@ static uint64_t block_table_mirror(cuda_api *api, void *stream, const fa_tensor 
     for (int s = 0; s < k; ++s)
       memcpy(base->shadow + spans[s].first, table + spans[s].first,
              spans[s].count * sizeof(int32_t));
-    if (k > 0 && api->pinned_staging) {
+    if (k > 1 && api->pinned_staging) {
       /* Through one pinned block: the range from the first run to the end
        * of the last, whose other entries are unchanged. */
-      size_t first = spans[0].first, end = spans[k - 1].first + spans[k - 1].count;
-      r = staged_copy(api, base->ptr + first * sizeof(int32_t), base->shadow + first,
-                      (end - first) * sizeof(int32_t), stream);
+      spans[0].count = spans[k - 1].first + spans[k - 1].count - spans[0].first;
+      k = 1;
+    }
+    for (int s = 0; s < k; ++s) {
+      r = staged_copy(api, base->ptr + spans[s].first * sizeof(int32_t),
+                      base->shadow + spans[s].first, spans[s].count * sizeof(int32_t), stream);
       if (r != 0)
         return 0;
-    } else {
-      for (int s = 0; s < k; ++s) {
-        r = staged_copy(api, base->ptr + spans[s].first * sizeof(int32_t),
-                        base->shadow + spans[s].first, spans[s].count * sizeof(int32_t),
-                        stream);
-        if (r != 0)
-          return 0;
-      }
     }
-    base->bytes = bytes;
-    base->hash = hash;
-    base->used = now;
-    return base->ptr;
+    return mirror_holds(base, bytes, hash, now);
   }
   /* Invalid from here until its new contents are enqueued: a step that
    * fails below leaves no stale match behind. */
@@ -1374,10 +1376,7 @@ static uint64_t block_table_mirror(cuda_api *api, void *stream, const fa_tensor 
   r = staged_copy(api, m->ptr, m->shadow, bytes, stream);
   if (r != 0)
     return 0;
-  m->bytes = bytes;
-  m->hash = hash;
-  m->used = now;
-  return m->ptr;
+  return mirror_holds(m, bytes, hash, now);
 }
 
 fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
