@@ -472,6 +472,7 @@ def varlen_benchmark(kernel, run, stream, masks=("bottom_right", "none"), varian
 
 
 def main():
+    global REPEATS
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
     ap.add_argument("--artifacts", required=True)
@@ -497,7 +498,7 @@ def main():
     ap.add_argument("--gqa", action="store_true",
                     help="GQA prefill with and without pack_gqa instead")
     a = ap.parse_args()
-    globals()["REPEATS"] = max(1, a.repeats)
+    REPEATS = max(1, a.repeats)
     from test_sm90_attention import open_runtime
     lib, rt, stream, kernel, run = open_runtime(a.lib, a.artifacts)
     variants, runtimes = [], [(lib, rt)]

@@ -124,9 +124,21 @@ static fa_attention_args varlen_args(void *stream) {
   return a;
 }
 
-/* Paged decode over 16-key pages, batch 16 / 8k keys (seqused_k 8192):
- * k / v [B * 512, 16, 8, 128] bf16, the host block_table [16, 512] the
- * pages in order. */
+/* Paged decode over 16-key pages, batch b / `keys` keys: k / v [b x keys /
+ * 16, 16, 8, 128] bf16, seqused_k `used` [b], the host block_table `bt`
+ * [b, keys / 16]. */
+static fa_attention_args paged_args(int64_t b, int64_t keys, int32_t *bt, int32_t *used,
+                                    void *stream) {
+  fa_attention_args a = decode_args(b, keys, stream);
+  a.k = device_tensor(4, b * keys / 16, 16, 8, 128, 2);
+  a.v = device_tensor(4, b * keys / 16, 16, 8, 128, 2);
+  a.seqused_k = host_i32(used, b);
+  a.block_table = (fa_tensor){bt, 2, {b, keys / 16, 0, 0}};
+  return a;
+}
+
+/* Paged decode over 16-key pages, batch 16 / 8k keys (seqused_k 8192), the
+ * host block_table [16, 512] the pages in order. */
 static fa_attention_args paged16_args(void *stream) {
   enum { B = 16, KEYS = 8192, PAGES = KEYS / 16 };
   static int32_t bt[B * PAGES], used[B];
@@ -134,12 +146,7 @@ static fa_attention_args paged16_args(void *stream) {
     bt[i] = i;
   for (int b = 0; b < B; ++b)
     used[b] = KEYS;
-  fa_attention_args a = decode_args(B, KEYS, stream);
-  a.k = device_tensor(4, B * PAGES, 16, 8, 128, 2);
-  a.v = device_tensor(4, B * PAGES, 16, 8, 128, 2);
-  a.seqused_k = host_i32(used, B);
-  a.block_table = (fa_tensor){bt, 2, {B, PAGES, 0, 0}};
-  return a;
+  return paged_args(B, KEYS, bt, used, stream);
 }
 
 static bool launched(int i, const char *name, unsigned grid) {
@@ -511,11 +518,7 @@ int main(void) {
         {"device", 1, 0, 0, 1, entries},
     };
     for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); ++i) {
-      fa_attention_args a = decode_args(B, KEYS, s1);
-      a.k = device_tensor(4, B * PAGES, 16, 8, 128, 2);
-      a.v = device_tensor(4, B * PAGES, 16, 8, 128, 2);
-      a.seqused_k = host_i32(used, B);
-      a.block_table = (fa_tensor){bt, 2, {B, PAGES, 0, 0}};
+      fa_attention_args a = paged_args(B, KEYS, bt, used, s1);
       /* Swaps entries x and y of the table. */
 #define SWAP_ENTRIES(x, y)                                                     \
   do {                                                                         \
@@ -572,11 +575,7 @@ int main(void) {
      * travel with the tile table), and the next call with that table
      * refills a mirror whole and finds it right. */
     {
-      fa_attention_args a = decode_args(B, KEYS, s1);
-      a.k = device_tensor(4, B * PAGES, 16, 8, 128, 2);
-      a.v = device_tensor(4, B * PAGES, 16, 8, 128, 2);
-      a.seqused_k = host_i32(used, B);
-      a.block_table = (fa_tensor){bt, 2, {B, PAGES, 0, 0}};
+      fa_attention_args a = paged_args(B, KEYS, bt, used, s1);
       CHECK_STATUS(fa_attention_run(rt, pag, &a), FA_OK, rt); /* a mirror holds bt */
       int32_t t = bt[7];
       bt[7] = bt[5000];
@@ -603,11 +602,7 @@ int main(void) {
         bt2[e] = (e * 7919) % (B * PAGES2);
       for (int b = 0; b < B; ++b)
         used2[b] = KEYS2;
-      fa_attention_args a = decode_args(B, KEYS2, s1);
-      a.k = device_tensor(4, B * PAGES2, 16, 8, 128, 2);
-      a.v = device_tensor(4, B * PAGES2, 16, 8, 128, 2);
-      a.seqused_k = host_i32(used2, B);
-      a.block_table = (fa_tensor){bt2, 2, {B, PAGES2, 0, 0}};
+      fa_attention_args a = paged_args(B, KEYS2, bt2, used2, s1);
       /* Three different tables: the later ones grow mirrors that held
        * 64 KB tables (their old host copies freed). */
       for (int round = 0; round < 3; ++round) {
@@ -638,11 +633,7 @@ int main(void) {
     const int order[] = {0, 1, 0, 1, 2, 3, 4, 5, 0, 5};
     const int copies_want[] = {1, 1, 0, 0, 1, 1, 1, 1, 1, 0};
     for (int call = 0; call < 10; ++call) {
-      fa_attention_args a = decode_args(B, KEYS, s1);
-      a.k = device_tensor(4, B * PAGES, 16, 8, 128, 2);
-      a.v = device_tensor(4, B * PAGES, 16, 8, 128, 2);
-      a.seqused_k = host_i32(used, B);
-      a.block_table = (fa_tensor){bt[order[call]], 2, {B, PAGES, 0, 0}};
+      fa_attention_args a = paged_args(B, KEYS, bt[order[call]], used, s1);
       int copies = fake->num_copies;
       clear_launches();
       CHECK_STATUS(fa_attention_run(rt, pag, &a), FA_OK, rt);
