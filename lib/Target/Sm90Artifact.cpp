@@ -293,8 +293,20 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
                    : map("q", boxOf(varlenQ, json::Array{64, 1, bm, 1}));
     if (groups > 1)
       qMap["group"] = groups;
-    json::Array maps{std::move(qMap), map("k", boxOf(varlenK, json::Array{64, kvHeads, kvRows, 1})),
-                     map("v", boxOf(varlenK, json::Array{64, kvHeads, kvRows, 1}))};
+    // Pages smaller than a key block, one kv head a box: one box per page
+    // through the page panel view (sm90PagePanels; the one-head twins'
+    // blocks have blockN rows as well).
+    bool panels = (config.flags & FA_PAGED) &&
+                  sm90PagePanels(config.page_size, compiled.blockN, kvHeads,
+                                 compiled.kvRowCopies);
+    auto kvMap = [&](StringRef arg) {
+      if (!panels)
+        return map(arg, boxOf(varlenK, json::Array{64, kvHeads, kvRows, 1}));
+      json::Object m = map(arg, json::Array{64, 8, config.head_dim / 64, config.page_size / 8, 1});
+      m["page_panels"] = true;
+      return m;
+    };
+    json::Array maps{std::move(qMap), kvMap("k"), kvMap("v")};
     if (outTma)
       maps.push_back(map("out", json::Array{64, 1, 64, 1}));
     return maps;

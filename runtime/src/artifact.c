@@ -180,7 +180,8 @@ static bool opt_bool(const cJSON *meta, const char *name, bool *out) {
 }
 
 /* One tensor-map entry of the metadata: {"arg", "box" (rank 1..5, entries
- * 1..256, innermost first), "swizzle" (0/32/64/128)[, "group"]}. */
+ * 1..256, innermost first), "swizzle" (0/32/64/128)[, "group"][,
+ * "page_panels"]}. */
 static bool parse_tma(const cJSON *m, fa_tma_desc *t) {
   const cJSON *arg = cJSON_GetObjectItemCaseSensitive(m, "arg");
   const cJSON *box = cJSON_GetObjectItemCaseSensitive(m, "box");
@@ -209,6 +210,10 @@ static bool parse_tma(const cJSON *m, fa_tma_desc *t) {
        (group > 1 && t->rank != 5 && t->rank != 4)))
     return false;
   t->group = (int)group;
+  bool panels = false;
+  if (!opt_bool(m, "page_panels", &panels) || (panels && (t->rank != 5 || group > 1)))
+    return false;
+  t->page_panels = panels;
   return true;
 }
 

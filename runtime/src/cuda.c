@@ -496,14 +496,46 @@ static int tma_view(const fa_kernel *k, int i, int rank, const int64_t *shape,
   return rank;
 }
 
+/* Map i's global dims (innermost first, extents of at least 1: an empty
+ * tensor still needs a valid map, never read) and the byte strides of its
+ * dims 1.. for a tensor of `rank` / `shape` with `es`-byte elements: the
+ * tensor's own dims (or its pack_gqa view), contiguous; or the page panel
+ * view of a paged pool [P, S, H, D] (fa_tma_desc.page_panels). Returns the
+ * map's rank. */
+static int tma_layout(const fa_kernel *k, int i, int rank, const int64_t *shape,
+                      size_t es, uint64_t gdims[5], uint64_t gstrides[5]) {
+  if (k->artifact.tma[i].page_panels && rank == 4) {
+    uint64_t row = (uint64_t)shape[2] * (uint64_t)shape[3] * es;
+    uint64_t d[5] = {64, 8, (uint64_t)(shape[2] * shape[3] / 64), (uint64_t)(shape[1] / 8),
+                     (uint64_t)shape[0]};
+    uint64_t st[4] = {row, 64 * es, 8 * row, (uint64_t)shape[1] * row};
+    for (int j = 0; j < 5; ++j)
+      gdims[j] = d[j] > 0 ? d[j] : 1;
+    for (int j = 0; j < 4; ++j)
+      gstrides[j] = st[j];
+    return 5;
+  }
+  int64_t view[5];
+  int r = tma_view(k, i, rank, shape, view);
+  uint64_t stride = es;
+  for (int d = 0; d < r; ++d) {
+    gdims[d] = view[r - 1 - d] > 0 ? (uint64_t)view[r - 1 - d] : 1;
+    if (d > 0)
+      gstrides[d - 1] = stride;
+    stride *= gdims[d];
+  }
+  return r;
+}
+
 fa_status fa_tma_check(fa_runtime *rt, const fa_kernel *k, int i,
                        const fa_tensor *t) {
   size_t elem_size = fa_dtype_size(fa_tma_dtype(k, i));
   const char *name = k->artifact.tma[i].arg;
   int rank = k->artifact.tma[i].rank;
   int group = k->artifact.tma[i].group;
-  /* A grouped map views the 4-D tensor as 5-D (heads split by group). */
-  int tensor_rank = group > 1 ? rank - 1 : rank;
+  /* A grouped map views the 4-D tensor as 5-D (heads split by group), as
+   * does a page panel map. */
+  int tensor_rank = group > 1 || k->artifact.tma[i].page_panels ? rank - 1 : rank;
   if (t->rank != tensor_rank)
     return fa_fail(rt, FA_ERROR_SHAPE_MISMATCH,
                    "tensor map of '%s' has rank %d, the tensor %d", name,
@@ -517,17 +549,20 @@ fa_status fa_tma_check(fa_runtime *rt, const fa_kernel *k, int i,
   if ((uintptr_t)t->data % 16 != 0)
     return fa_fail(rt, FA_ERROR_BAD_INPUT,
                    "'%s' is not 16-byte aligned (TMA needs it)", name);
-  int64_t view[5];
-  rank = tma_view(k, i, t->rank, t->shape, view);
-  uint64_t stride = elem_size;
-  for (int d = rank - 1; d >= 1; --d) {
-    stride *= (uint64_t)view[d];
-    if (stride % 16 != 0 || stride >= (1ull << 40))
+  if (k->artifact.tma[i].page_panels &&
+      (t->rank != 4 || t->shape[3] % 64 != 0 || t->shape[1] % 8 != 0))
+    return fa_fail(rt, FA_ERROR_SHAPE_MISMATCH,
+                   "'%s': the page panel map needs [num_pages, page_size, Hkv, D] "
+                   "with page_size a multiple of 8 and D of 64",
+                   name);
+  uint64_t gdims[5] = {0}, gstrides[5] = {0};
+  rank = tma_layout(k, i, t->rank, t->shape, elem_size, gdims, gstrides);
+  for (int d = 0; d + 1 < rank; ++d)
+    if (gstrides[d] % 16 != 0 || gstrides[d] >= (1ull << 40))
       return fa_fail(rt, FA_ERROR_BAD_INPUT,
-                     "'%s' stride of dim %d is %llu bytes: TMA needs a "
+                     "'%s' stride of map dim %d is %llu bytes: TMA needs a "
                      "multiple of 16 below 2^40",
-                     name, d - 1, (unsigned long long)stride);
-  }
+                     name, d + 1, (unsigned long long)gstrides[d]);
   int swz = k->artifact.tma[i].swizzle;
   if (swz && (uint64_t)k->artifact.tma[i].box[0] * elem_size > (uint64_t)swz)
     return fa_fail(rt, FA_ERROR_CORRUPT_ARTIFACT,
@@ -619,20 +654,12 @@ static fa_status encode_maps(fa_runtime *rt, cuda_api *api, fa_kernel *k,
                      k->artifact.tma[i].arg);
     fa_dtype dt = fa_tma_dtype(k, i);
     size_t es = fa_dtype_size(dt);
-    uint64_t gdims[5], gstrides[5];
+    uint64_t gdims[5] = {0}, gstrides[5] = {0};
     unsigned box[5], estrides[5];
-    int64_t view[5];
-    int rank = tma_view(k, i, t->rank, t->shape, view);
-    uint64_t stride = es;
+    int rank = tma_layout(k, i, t->rank, t->shape, es, gdims, gstrides);
     for (int d = 0; d < rank; ++d) {
-      /* An empty tensor (no keys, or no queries) is never read by a tile
-       * but still needs a valid map: extents of at least 1. */
-      gdims[d] = view[rank - 1 - d] > 0 ? (uint64_t)view[rank - 1 - d] : 1;
       box[d] = (unsigned)k->artifact.tma[i].box[d];
       estrides[d] = 1;
-      if (d > 0)
-        gstrides[d - 1] = stride;
-      stride *= gdims[d];
     }
     int swz = k->artifact.tma[i].swizzle;
     int swizzle = swz == 0 ? 0 : swz == 32 ? 1 : swz == 64 ? 2 : 3;

@@ -47,6 +47,11 @@ typedef struct fa_tma_desc {
   int box[5];
   int swizzle;
   int group;
+  /* "page_panels": a paged pool [P, S, H, D] seen as {64, 8, H D / 64,
+   * S / 8, P} (innermost first; strides: a row, 128 bytes, 8 rows, a
+   * page), so that one box lands a page as 8-row groups of its 64-column
+   * panels. */
+  int page_panels;
 } fa_tma_desc;
 
 /* A parsed artifact (views into `bytes`, which the kernel owns). */

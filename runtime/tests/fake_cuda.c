@@ -126,8 +126,16 @@ CUresult cuTensorMapEncodeTiled(void *map, int dtype, unsigned rank, void *globa
                                 const uint64_t *dims, const uint64_t *strides,
                                 const unsigned *box, const unsigned *elem_strides,
                                 int interleave, int swizzle, int l2, int oob) {
-  (void)dtype; (void)rank; (void)global; (void)dims; (void)strides; (void)box;
-  (void)elem_strides; (void)interleave; (void)swizzle; (void)l2; (void)oob;
+  (void)dtype; (void)global; (void)elem_strides; (void)interleave; (void)swizzle; (void)l2;
+  (void)oob;
+  int n = fake_state.num_tma_encodes++ % 8;
+  fake_state.tma[n].rank = rank;
+  for (unsigned d = 0; d < rank && d < 5; ++d) {
+    fake_state.tma[n].dims[d] = dims[d];
+    fake_state.tma[n].box[d] = box[d];
+    if (d > 0)
+      fake_state.tma[n].strides[d - 1] = strides[d - 1];
+  }
   memset(map, 0, 128);
   return OK;
 }

@@ -53,6 +53,14 @@ typedef struct fake_cuda_state {
   int num_host_allocs, num_host_frees, num_pinned_copies;
   int num_event_records, num_event_syncs, num_stream_syncs;
   int fail_host_alloc, events_pending;
+  /* cuTensorMapEncodeTiled calls: encode n (0-based, counting
+   * num_tma_encodes) at tma[n % 8], its rank, dims, strides and box. */
+  int num_tma_encodes;
+  struct {
+    unsigned rank;
+    uint64_t dims[5], strides[4];
+    unsigned box[5];
+  } tma[8];
   fake_launch launches[FAKE_MAX_LAUNCHES]; /* since the test last cleared it */
   int num_launches;
 } fake_cuda_state;

@@ -24,6 +24,8 @@ unsigned fa_launch_grid(int64_t units, unsigned sms);
 fa_status fa_sm90_tile_table(fa_runtime *rt, const fa_kernel *k,
                              const fa_attention_args *args, bool pages_on_device,
                              int32_t **table, int64_t *entries, int64_t *words);
+/* Internal (runtime/src/cuda.c): a call's tensor against tensor map i. */
+fa_status fa_tma_check(fa_runtime *rt, const fa_kernel *k, int i, const fa_tensor *t);
 
 /* Builds a cubin artifact of config c with metadata `meta` (a stand-in
  * payload: cubins load without a driver, at their first launch) and loads
@@ -175,11 +177,17 @@ int main(void) {
         "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],\"kv_heads_per_block\":2,"
         "\"pack_groups\":3,\"kv1_entry\":\"k1\",\"kv1_tma\":[{\"arg\":\"q\","
         "\"box\":[64,1,64,1],\"swizzle\":128}]}",
-        "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],\"kv1_entry\":\"k1\"}"};
+        "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],\"kv1_entry\":\"k1\"}",
+        /* a page panel map is 5-D, flagged by a boolean */
+        "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],"
+        "\"tma\":[{\"arg\":\"k\",\"box\":[64,1,16,1],\"swizzle\":128,\"page_panels\":true}]}",
+        "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],"
+        "\"tma\":[{\"arg\":\"k\",\"box\":[64,8,2,2,1],\"swizzle\":128,\"page_panels\":1}]}"};
     const char *field[] = {"tma", "tma", "tile_counter", "tile_table", "tile_table",
                            "packed_entry", "packed_entry", "kv_heads_per_block",
-                           "kv_heads_per_block", "kv_heads_per_block", "kv_heads_per_block"};
-    for (int i = 0; i < 11; ++i) {
+                           "kv_heads_per_block", "kv_heads_per_block", "kv_heads_per_block",
+                           "tma", "tma"};
+    for (int i = 0; i < 13; ++i) {
       CHECK_STATUS(load_cubin(rt, &c, bad[i], "a bad artifact", &k), FA_ERROR_CORRUPT_ARTIFACT,
                    rt);
       CHECK(strstr(fa_runtime_last_error(rt), field[i]) != NULL, "case %d: %s", i,
@@ -450,6 +458,37 @@ int main(void) {
                             "\"block_m\":128,\"block_n\":128}",
                             "a tile_table_inline artifact", &k),
                  FA_OK, rt);
+  }
+  /* A page panel map (one box per page: sm90PagePanels) checks the pool
+   * [P, S, H, D] it views as 5-D: 4-D, pages of a multiple of 8 keys, D a
+   * multiple of 64; the strides of the view are a row, 128 bytes, 8 rows
+   * and a page. */
+  c.flags = FA_SEQUSED_K | FA_PAGED;
+  c.page_size = 16;
+  CHECK_STATUS(load_cubin(rt, &c,
+                          "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],"
+                          "\"tile_table\":true,\"block_m\":128,\"block_n\":128,"
+                          "\"tma\":[{\"arg\":\"k\",\"box\":[64,8,1,2,1],\"swizzle\":128,"
+                          "\"page_panels\":true}]}",
+                          "a page panel artifact", &k),
+               FA_OK, rt);
+  if (k) {
+    struct {
+      int rank;
+      int64_t shape[4];
+      fa_status want;
+    } pools[] = {{4, {10, 16, 2, 64}, FA_OK},
+                 {4, {10, 12, 2, 64}, FA_ERROR_SHAPE_MISMATCH},
+                 {4, {10, 16, 2, 32}, FA_ERROR_SHAPE_MISMATCH},
+                 {3, {160, 2, 64, 0}, FA_ERROR_SHAPE_MISMATCH}};
+    for (int i = 0; i < 4; ++i) {
+      fa_tensor pool = make_tensor(pools[i].rank, pools[i].shape, 2);
+      CHECK_STATUS(fa_tma_check(rt, k, 0, &pool), pools[i].want, rt);
+      if (pools[i].want != FA_OK)
+        CHECK(strstr(fa_runtime_last_error(rt), i == 3 ? "rank" : "page panel map") != NULL,
+              "pool %d: %s", i, fa_runtime_last_error(rt));
+      free(pool.data);
+    }
   }
   c.flags = FA_SEQUSED_K | FA_PAGED | FA_APPEND;
   c.page_size = 16;

@@ -21,6 +21,9 @@
  *     separate combine kernel where the fused merge cannot run: the
  *     per-thread default stream, a 65th stream (until
  *     fa_cuda_release_stream gives a slot back);
+ *   - the k / v tensor maps of paged decode (the fake records each
+ *     cuTensorMapEncodeTiled): the page panel view for the one-head twins,
+ *     the pool's own dims for the kernels with 4 kv heads a box;
  *   - failing driver calls: a failing cuMemsetD32Async under stream capture
  *     with a copied tile table (the runtime keeps that table for the graph)
  *     and a failing cuLaunchKernel answer FA_ERROR_CUDA with a message, and
@@ -640,6 +643,63 @@ int main(void) {
       CHECK(fake->num_copies - copies == copies_want[call],
             "paged batch 16, call %d (table %d): %d copies, want %d", call, order[call],
             fake->num_copies - copies, copies_want[call]);
+    }
+  }
+  /* The k / v tensor maps of paged decode. Batch 16 / 8k runs the one-head
+   * twin (too few tiles of 4 heads): one box per 16-key page through the
+   * page panel view of the pool [8192, 16, 8, 128] (sm90PagePanels): dims
+   * {64, 8, 16 panels, 2 row groups, 8192 pages}, strides {a row of 2048
+   * bytes, 128, 8 rows, a page}, box {64, 8, 2, 2, 1}. Batch 64 / 4k runs
+   * the kernel with 4 kv heads a box: the pool's own dims {128, 8, 16,
+   * pages}, box {64, 4, 16, 1}. Maps are encoded in the metadata's order:
+   * q, k, v. */
+  {
+    static int32_t bt[64 * 256], used[64];
+    for (int i = 0; i < 64 * 256; ++i)
+      bt[i] = i;
+    struct {
+      int64_t b, keys;
+      const char *kernel;
+      unsigned rank;
+      uint64_t dims[5], strides[4];
+      unsigned box[5];
+    } want[] = {{16, 8192, "kv1", 5, {64, 8, 16, 2, 8192}, {2048, 128, 16384, 32768},
+                 {64, 8, 2, 2, 1}},
+                {64, 4096, NULL, 4, {128, 8, 16, 16384}, {256, 2048, 32768},
+                 {64, 4, 16, 1}}};
+    for (int c = 0; c < 2; ++c) {
+      for (int b = 0; b < want[c].b; ++b)
+        used[b] = (int32_t)want[c].keys;
+      fa_attention_args a = paged_args(want[c].b, want[c].keys, bt, used, s1);
+      clear_launches();
+      int encodes = fake->num_tma_encodes;
+      CHECK_STATUS(fa_attention_run(rt, pag, &a), FA_OK, rt);
+      int n = fake->num_tma_encodes - encodes;
+      const char *name = fake->num_launches ? fake->launches[fake->num_launches - 1].name : "";
+      CHECK(n == 3 && (want[c].kernel ? strstr(name, want[c].kernel) != NULL
+                                      : strstr(name, "kv1") == NULL),
+            "paged batch %lld: %d maps encoded for %s", (long long)want[c].b, n, name);
+      for (int m = 1; m <= 2 && n == 3; ++m) {
+        int at = (fake->num_tma_encodes - 3 + m) % 8;
+        bool same = fake->tma[at].rank == want[c].rank;
+        for (unsigned d = 0; same && d < want[c].rank; ++d)
+          same = fake->tma[at].dims[d] == want[c].dims[d] &&
+                 fake->tma[at].box[d] == want[c].box[d] &&
+                 (d == 0 || fake->tma[at].strides[d - 1] == want[c].strides[d - 1]);
+        CHECK(same,
+              "paged batch %lld, map %d: rank %u, dims {%llu, %llu, %llu, %llu, %llu}, "
+              "strides {%llu, %llu, %llu, %llu}, box {%u, %u, %u, %u, %u}",
+              (long long)want[c].b, m, fake->tma[at].rank,
+              (unsigned long long)fake->tma[at].dims[0], (unsigned long long)fake->tma[at].dims[1],
+              (unsigned long long)fake->tma[at].dims[2], (unsigned long long)fake->tma[at].dims[3],
+              (unsigned long long)fake->tma[at].dims[4],
+              (unsigned long long)fake->tma[at].strides[0],
+              (unsigned long long)fake->tma[at].strides[1],
+              (unsigned long long)fake->tma[at].strides[2],
+              (unsigned long long)fake->tma[at].strides[3], fake->tma[at].box[0],
+              fake->tma[at].box[1], fake->tma[at].box[2], fake->tma[at].box[3],
+              fake->tma[at].box[4]);
+      }
     }
   }
   /* Releasing s1, which holds counters and block_table mirrors: they are

@@ -441,6 +441,9 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   // hold BN / HP keys of HP kv heads, row n = key (n / HP), head n % HP).
   const int64_t KB = BN / HP;
   std::string cBN = w.i32(KB);
+  // Paged KV over pages smaller than a key block, one kv head a box: one
+  // box per page, in the page panel layout (sm90PagePanels).
+  const bool panels = sm90PagePanels(k.pageSize, BN, HP, k.kvRowCopies);
   std::string off = table ? "" : w.bin("arith.subi", sk, sq, "i32");
   std::string negInf = w.op("arith.constant 0xFF800000 : f32");
   std::string zeroF = w.f32(0.0);
@@ -1018,13 +1021,16 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     w.line("}");
     return warpUniform(got);
   };
-  // Pages smaller than a key block: a block is (block_n / page_size) x
-  // (head_dim / 64) small boxes (2 KB each with pages of 16 at head_dim
-  // 128); lane l of the warp issues boxes l, l + 32, ... (box j: page j /
-  // (head_dim / 64), 64 columns j % (head_dim / 64)), each lane loading only
-  // its own page index, after lane 0 set the barrier's byte count.
+  // Pages smaller than a key block: lane l of the warp issues boxes l, l +
+  // 32, ..., each lane loading only its own page index, after lane 0 set the
+  // barrier's byte count. One head a box (page panels, sm90PagePanels): box
+  // j is page j whole (4 KB with pages of 16 at head_dim 128), at j x
+  // page_size x head_dim x 2 bytes. HP heads a box: block_n / page_size x
+  // head_dim / 64 boxes (box j: page j / (head_dim / 64), 64 columns j %
+  // (head_dim / 64), landing as the dense layout's rows).
   const bool laneBoxes = PS && PS < BN; // paged KV always has the table
-  const int64_t nBoxes = laneBoxes ? (KB / PS) * boxes : 0;
+  const int64_t perPage = panels ? 1 : boxes;
+  const int64_t nBoxes = laneBoxes ? (KB / PS) * perPage : 0;
   const int64_t boxRounds = (nBoxes + 31) / 32;
   std::string lane = zeroTail ? w.bin("arith.remui", tid, c32, "i32") : "";
   // Per round: the box index of this lane and its page (clamped to the
@@ -1035,7 +1041,7 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     std::string first = w.bin("arith.muli", nb, w.i32(KB / PS), "i32");
     for (int64_t r = 0; r < boxRounds; ++r) {
       std::string j = r ? w.bin("arith.addi", lane, w.i32(32 * r), "i32") : lane;
-      std::string pj = w.bin("arith.divui", j, w.i32(boxes), "i32");
+      std::string pj = w.bin("arith.divui", j, w.i32(perPage), "i32");
       v.push_back({j, pageIndex(t, w.bin("arith.minui", plus(first, pj), last, "i32"))});
     }
     return v;
@@ -1053,6 +1059,20 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     for (const auto &jp : pages) {
       w.line("scf.if " + w.op("arith.cmpi ult, " + jp.first + ", " + w.i32(nBoxes) +
                               " : i32") + " {");
+      if (panels) {
+        // Coordinates {0, 0, panel of the kv head, 0, page} of the view.
+        std::string offset = w.bin("arith.muli", jp.first, w.i32(PS * boxes * 128), "i32");
+        std::string at = w.op("llvm.getelementptr " + base + "[" + offset +
+                              "] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8");
+        std::string dst = w.op("llvm.addrspacecast " + at + " : !llvm.ptr<3> to !llvm.ptr<7>");
+        std::string panel = w.bin("arith.muli", kvh, w.i32(boxes), "i32");
+        std::string hint = kvHint();
+        w.line("nvvm.cp.async.bulk.tensor.shared.cluster.global " + dst + ", " + map + ", " +
+               bar + ", box[" + c0 + ", " + c0 + ", " + panel + ", " + c0 + ", " + jp.second +
+               "]" + hint + " : !llvm.ptr<7>, !llvm.ptr");
+        w.line("}");
+        continue;
+      }
       std::string pj = w.bin("arith.divui", jp.first, w.i32(boxes), "i32");
       std::string col = w.bin("arith.remui", jp.first, w.i32(boxes), "i32");
       std::string offset = w.bin("arith.addi", w.bin("arith.muli", col, w.i32(BN * 128), "i32"),
@@ -1156,7 +1176,34 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
           w.bin("arith.muli", w.bin("arith.maxsi", zeroFrom, c0, "i32"), c128, "i32"),
           w.bin("arith.muli", lane, c16, "i32"), "i32");
       std::string zeros = w.op("llvm.mlir.zero : vector<4xi32>");
-      for (int64_t b = 0; b < boxes; ++b) {
+      if (panels) {
+        // Panel layout: row r of panel h at (r / 8) G + h 1 KB + (r % 8) 128
+        // (G = boxes KB): from the 8-row group of the first row past the
+        // sequence, each 16 bytes whose row lies past it.
+        const int64_t G = boxes * 1024;
+        // (One op per statement: the text's order must not depend on the
+        // order in which arguments are evaluated.)
+        std::string z = w.bin("arith.maxsi", zeroFrom, c0, "i32");
+        std::string group0 = w.bin("arith.divui", z, c8, "i32");
+        std::string groupOff = w.bin("arith.muli", group0, w.i32(G), "i32");
+        std::string laneOff = w.bin("arith.muli", lane, c16, "i32");
+        std::string from = w.bin("arith.addi", groupOff, laneOff, "i32");
+        std::string end = w.i32(BN / 8 * G), step = w.i32(512);
+        w.line("scf.for %pzp = " + from + " to " + end + " step " + step + " : i32 {");
+        std::string group = w.bin("arith.divui", "%pzp", w.i32(G), "i32");
+        std::string groupRow = w.bin("arith.muli", group, c8, "i32");
+        std::string inPanel = w.bin("arith.remui", "%pzp", w.i32(1024), "i32");
+        std::string rowInGroup = w.bin("arith.divui", inPanel, c128, "i32");
+        std::string row = w.bin("arith.addi", groupRow, rowInGroup, "i32");
+        w.line("scf.if " + w.op("arith.cmpi sge, " + row + ", " + z + " : i32") + " {");
+        std::string ptr = w.op("llvm.getelementptr " + vBase + "[%pzp] : (!llvm.ptr<3>, i32) -> "
+                               "!llvm.ptr<3>, i8");
+        w.line("llvm.store " + zeros + ", " + ptr +
+               " {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<3>");
+        w.line("}");
+        w.line("}");
+      }
+      for (int64_t b = 0; b < (panels ? 0 : boxes); ++b) {
         std::string iv = "%pz" + std::to_string(b);
         w.line("scf.for " + iv + " = " + startOff + " to " + w.i32(BN * 128) + " step " +
                w.i32(512) + " : i32 {");
@@ -1315,11 +1362,13 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
   // Issues S = Q K^T (no commit).
   auto issueQK = [&](const std::string &kBase) {
     std::string s = w.op("llvm.mlir.undef : " + sT);
-    Desc qd = qDesc(), kd = desc(kBase, 16, 1024);
+    // Panel layout (paged, see the producer): 8-row atoms of a panel every
+    // boxes KB, panels 1 KB apart.
+    Desc qd = qDesc(), kd = desc(kBase, 16, panels ? boxes * 1024 : 1024);
     for (int64_t kk = 0; kk < D / 16; ++kk) {
       int64_t box = kk / 4, inBox = (kk % 4) * 32;
       std::string dA = descAt(qd, box * BM * 128 + inBox);
-      std::string dB = descAt(kd, box * BN * 128 + inBox);
+      std::string dB = descAt(kd, box * (panels ? 1024 : BN * 128) + inBox);
       s = w.op("nvvm.wgmma.mma_async " + dA + ", " + dB + ", " + s +
                ", #nvvm.shape<m = 64, n = " + std::to_string(BN) +
                ", k = 16>, D [<f32>, #nvvm.wgmma_scale_out<" +
@@ -1335,9 +1384,10 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
                      const std::string &vBase) {
     // V is MN-major (transpose-B): LBO = the distance between the two
     // 64-column boxes, each k16 step 16 rows x 128 B further.
-    Desc vd = desc(vBase, BN * 128, 1024);
+    // Panel layout: panels 1 KB apart, 8-row groups every boxes KB.
+    Desc vd = panels ? desc(vBase, 1024, boxes * 1024) : desc(vBase, BN * 128, 1024);
     for (int64_t kk = 0; kk < BN / 16; ++kk) {
-      std::string dV = descAt(vd, kk * 2048);
+      std::string dV = descAt(vd, kk * (panels ? 2 * boxes * 1024 : 2048));
       std::string asmText = "{\\0A.reg .pred p;\\0Asetp.ne.b32 p, 1, 0;\\0A"
                             "wgmma.mma_async.sync.aligned.m64n" +
                             std::to_string(D) + "k16.f32." + et + "." + et + " {";

@@ -612,7 +612,7 @@ func.func @paged16(%q: memref<2x1x8x64xbf16>, %k: memref<64x16x2x64xbf16>, %v: m
 // -----
 
 // MQA over 16-key pages: one kv head, so one head per box (block_n /
-// page_size = 8 boxes at head_dim 64), at the tile's kv head.
+// page_size = 8 boxes, one per page, at head_dim 64), at the tile's kv head.
 // CHECK-LABEL: func.func @paged16_mqa
 // CHECK-NOT: sm90_kv_heads_per_block
 // CHECK: %[[LANE:.*]] = arith.remui %{{.*}}, %c32_i32 : i32
@@ -625,6 +625,45 @@ func.func @paged16_mqa(%q: memref<2x1x8x64xbf16>, %k: memref<64x16x1x64xbf16>, %
   flashattn.attention ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<64x16x1x64xbf16>, memref<64x16x1x64xbf16>)
       seqused_k(%su : memref<2xi32>) block_table(%bt : memref<2x16xi32>)
       outs(%o : memref<2x1x8x64xbf16>)
+  return
+}
+
+// -----
+
+// The page panel layout (one kv head a box, pages smaller than the key
+// block; sm90PagePanels): at head_dim 128 each 16-key page is ONE box of the
+// 5-D view {64, 8, H D / 64, S / 8, P}, at coordinates {0, 0, 2 x kv head,
+// 0, page}, 4 KB apart, so 8 lanes issue a 128-key block. The wgmma
+// descriptors step by the layout's strides: K's stride byte offset is 2 KB
+// (the next 8 keys; high word (2048 >> 4) | 1 << 30, against Q's 1 KB),
+// V's leading byte offset 1 KB (the next 64 columns; (1024 >> 4) << 16 in
+// the low word). The V rows past a sequence are zeroed in this layout:
+// from the 8-row group of the first such row, each 16 bytes whose row
+// ((offset / 2048) x 8 + offset % 1024 / 128) lies past it.
+// CHECK-LABEL: func.func @paged16_mqa_hd128
+// CHECK: %[[LANE:.*]] = arith.remui %{{.*}}, %c32_i32 : i32
+// CHECK: nvvm.bar.warp.sync
+// CHECK: %[[MINE:.*]] = arith.cmpi ult, %[[LANE]], %c8_i32{{.*}} : i32
+// CHECK-NEXT: scf.if %[[MINE]] {
+// CHECK: arith.muli %{{.*}}, %c4096_i32 : i32
+// CHECK: %[[PANEL:.*]] = arith.muli %{{.*}}, %c2_i32{{.*}} : i32
+// CHECK-NEXT: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, box[%c0_i32{{.*}}, %c0_i32{{.*}}, %[[PANEL]], %c0_i32{{.*}}, %{{.*}}]
+// CHECK: scf.for %[[IV:.*]] = %{{.*}} to %c32768_i32{{.*}} step %c512_i32
+// CHECK: %[[GROUP:.*]] = arith.divui %[[IV]], %c2048_i32{{.*}} : i32
+// CHECK-NEXT: %[[GROW:.*]] = arith.muli %[[GROUP]], %c8_i32
+// CHECK: %[[INP:.*]] = arith.remui %[[IV]], %c1024_i32{{.*}} : i32
+// CHECK-NEXT: %[[RIG:.*]] = arith.divui %[[INP]], %c128_i32
+// CHECK-NEXT: %[[ROW:.*]] = arith.addi %[[GROW]], %[[RIG]]
+// CHECK-NEXT: arith.cmpi sge, %[[ROW]]
+// CHECK: setmaxregister increase
+// CHECK: arith.constant 4611686293305294848 : i64
+// CHECK: arith.constant 4611686568183201792 : i64
+// CHECK: arith.ori %{{.*}}, %c4194304_i32
+func.func @paged16_mqa_hd128(%q: memref<2x1x8x128xbf16>, %k: memref<64x16x1x128xbf16>, %v: memref<64x16x1x128xbf16>,
+                             %su: memref<2xi32>, %bt: memref<2x16xi32>, %o: memref<2x1x8x128xbf16>) {
+  flashattn.attention ins(%q, %k, %v : memref<2x1x8x128xbf16>, memref<64x16x1x128xbf16>, memref<64x16x1x128xbf16>)
+      seqused_k(%su : memref<2xi32>) block_table(%bt : memref<2x16xi32>)
+      outs(%o : memref<2x1x8x128xbf16>)
   return
 }
 

@@ -102,10 +102,11 @@ struct Sm90KernelSpec {
   /// the kernel's last parameter holds the page lists (the device
   /// block_table itself, or the tile table with the runtime's copies of
   /// block_table[b, 0 : ceil(k_len / pageSize)]), and an entry's k position
-  /// is where its sequence's list starts there. Every page is one TMA box per 64 columns: pageSize a
-  /// multiple of blockN (a block in one page), or blockN a multiple of
-  /// pageSize and pageSize a multiple of 8 (boxes of pageSize rows, each
-  /// landing 1024-byte aligned). 0 = not paged.
+  /// is where its sequence's list starts there. pageSize a multiple of
+  /// blockN (a block in one page: one TMA box per 64 columns), or blockN a
+  /// multiple of pageSize and pageSize a multiple of 8 (one box per page in
+  /// the page panel layout, sm90PagePanels; with kvHeadsPerBlock > 1 one
+  /// box of pageSize x HP rows per page and 64 columns). 0 = not paged.
   int64_t pageSize = 0;
   /// Paged KV by per-row copies instead of TMA: the 128 producer threads
   /// copy K and V 16 bytes at a time (cp.async) into the swizzled layout;
@@ -228,6 +229,26 @@ std::string emitSm90AppendKernel(const Sm90AppendSpec &spec);
 /// headDim), stages x (K + V) (blockN x headDim each), 2-byte elements,
 /// then 8-byte mbarriers.
 int64_t sm90SharedMemoryBytes(const Sm90KernelSpec &spec);
+
+/// Whether a kernel reads K and V in the page panel layout: paged KV by TMA
+/// boxes (not kvRowCopies) with pages of `pageSize` keys smaller than its key
+/// block of `blockRows` shared-memory rows, one kv head a box
+/// (`kvHeadsPerBox` 1). Each page is then ONE box through a 5-D view of the
+/// pool [P, S, H, D]: {64 columns, 8 rows, H D / 64 column panels, S / 8
+/// row groups, P} innermost first, strides (a row, 128 bytes, 8 rows, a
+/// page), box {64, 8, D / 64, S / 8, 1} (the metadata's "page_panels"
+/// maps). The page lands as its 8-row groups, each of D / 64 swizzled
+/// 1 KB panels: in a key block, panel h of keys [8 g, 8 g + 8) lies at
+/// g D / 64 KB + h KB. The wgmma descriptors step by those strides (K:
+/// stride byte offset D / 64 KB; V: leading byte offset 1 KB, stride byte
+/// offset D / 64 KB; PTX ISA 9.7.15.5.1), so a block of 16-key pages at
+/// head_dim 128 is 8 boxes of 4 KB instead of 16 of 2 KB
+/// (docs/BENCHMARKS.md, session 12: paged / dense 0.95-0.96 -> 0.97-0.98 at
+/// batch 1-16).
+inline bool sm90PagePanels(int64_t pageSize, int64_t blockRows, int64_t kvHeadsPerBox,
+                           bool kvRowCopies) {
+  return pageSize > 0 && pageSize < blockRows && kvHeadsPerBox == 1 && !kvRowCopies;
+}
 
 /// Threads per CTA: 128 x (1 + consumers).
 inline int64_t sm90Threads(const Sm90KernelSpec &spec) {
