@@ -243,8 +243,8 @@ int64_t sm90SharedMemoryBytes(const Sm90KernelSpec &spec);
 /// stride byte offset D / 64 KB; V: leading byte offset 1 KB, stride byte
 /// offset D / 64 KB; PTX ISA 9.7.15.5.1), so a block of 16-key pages at
 /// head_dim 128 is 8 boxes of 4 KB instead of 16 of 2 KB
-/// (docs/BENCHMARKS.md, session 12: paged / dense 0.95-0.96 -> 0.97-0.98 at
-/// batch 1-16).
+/// (docs/BENCHMARKS.md, session 12: paged / dense 0.95-0.98 -> 0.97-0.99 at
+/// batch 1 / 128k and 16 / 8k).
 inline bool sm90PagePanels(int64_t pageSize, int64_t blockRows, int64_t kvHeadsPerBox,
                            bool kvRowCopies) {
   return pageSize > 0 && pageSize < blockRows && kvHeadsPerBox == 1 && !kvRowCopies;
