@@ -450,6 +450,25 @@ fa_status fa_artifact_parse(fa_runtime *rt, const void *bytes, size_t size,
     if (a->kv_heads_per_block == 1 && (a->kv1_entry[0] || a->kv1_dense_entry[0] || kv1_tma))
       goto fail;
   }
+  /* Page panel maps (a pool [P, S, H, D] seen as {64, 8, H D / 64, S / 8,
+   * P}): k or v of a paged artifact, one box per page. */
+  why = "bad page_panels map (k or v of a paged artifact, box {64, 8, head_dim / 64, "
+        "page_size / 8, 1})";
+  {
+    const fa_tma_desc *lists[3] = {a->tma, a->packed_tma, a->kv1_tma};
+    int counts[3] = {a->num_tma, a->num_packed_tma, a->num_kv1_tma};
+    const fa_attention_config *c = &a->config;
+    for (int l = 0; l < 3; ++l)
+      for (int i = 0; i < counts[l]; ++i) {
+        const fa_tma_desc *t = &lists[l][i];
+        if (t->page_panels &&
+            (!(c->flags & FA_PAGED) || (strcmp(t->arg, "k") && strcmp(t->arg, "v")) ||
+             c->page_size % 8 != 0 || c->head_dim % 64 != 0 || t->box[0] != 64 ||
+             t->box[1] != 8 || t->box[2] != c->head_dim / 64 ||
+             t->box[3] != c->page_size / 8 || t->box[4] != 1))
+          goto fail;
+      }
+  }
   {
     /* A foreign or tampered entry: its key is not what its config hashes to. */
     char key[33];

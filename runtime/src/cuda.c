@@ -501,10 +501,12 @@ static int tma_view(const fa_kernel *k, int i, int rank, const int64_t *shape,
  * dims 1.. for a tensor of `rank` / `shape` with `es`-byte elements: the
  * tensor's own dims (or its pack_gqa view), contiguous; or the page panel
  * view of a paged pool [P, S, H, D] (fa_tma_desc.page_panels). Returns the
- * map's rank. */
+ * map's rank, 0 for a page panel map of a tensor that is not 4-D. */
 static int tma_layout(const fa_kernel *k, int i, int rank, const int64_t *shape,
                       size_t es, uint64_t gdims[5], uint64_t gstrides[5]) {
-  if (k->artifact.tma[i].page_panels && rank == 4) {
+  if (k->artifact.tma[i].page_panels) {
+    if (rank != 4) /* fa_tma_check refuses it */
+      return 0;
     uint64_t row = (uint64_t)shape[2] * (uint64_t)shape[3] * es;
     uint64_t d[5] = {64, 8, (uint64_t)(shape[2] * shape[3] / 64), (uint64_t)(shape[1] / 8),
                      (uint64_t)shape[0]};
@@ -657,6 +659,9 @@ static fa_status encode_maps(fa_runtime *rt, cuda_api *api, fa_kernel *k,
     uint64_t gdims[5] = {0}, gstrides[5] = {0};
     unsigned box[5], estrides[5];
     int rank = tma_layout(k, i, t->rank, t->shape, es, gdims, gstrides);
+    if (rank == 0)
+      return fa_fail(rt, FA_ERROR_SHAPE_MISMATCH, "'%s' has rank %d: its page panel map "
+                     "views a 4-D pool", k->artifact.tma[i].arg, t->rank);
     for (int d = 0; d < rank; ++d) {
       box[d] = (unsigned)k->artifact.tma[i].box[d];
       estrides[d] = 1;
@@ -1512,6 +1517,15 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
       k = &kv1_view;
     }
   }
+  /* A twin's own map list (run.c checked the call's tensors against the
+   * main list only; the one-head twins' page panel maps, for one, exist
+   * only here). */
+  if (k == &packed_view || k == &kv1_view)
+    for (int i = 0; i < k->artifact.num_tma; ++i)
+      for (int j = 0; j < n; ++j)
+        if (!strcmp(names[j], k->artifact.tma[i].arg) &&
+            (st = fa_tma_check(rt, k, i, tensors[j])) != FA_OK)
+          return st;
   const bool append = k->cu_append != NULL;
   /* Whether the stream is capturing, asked once where it matters: the
    * block_table mirror, the fused merge and a copied tile table depend on

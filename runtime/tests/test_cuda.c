@@ -463,6 +463,28 @@ int main(void) {
    * [P, S, H, D] it views as 5-D: 4-D, pages of a multiple of 8 keys, D a
    * multiple of 64; the strides of the view are a row, 128 bytes, 8 rows
    * and a page. */
+  /* ... and is a k or v map of a paged artifact whose box is a whole page:
+   * {64, 8, head_dim / 64, page_size / 8, 1} (here head_dim 64). */
+  {
+    const char *bad[] = {"{\"arg\":\"k\",\"box\":[64,8,2,2,1]",   /* head_dim 128's */
+                         "{\"arg\":\"k\",\"box\":[64,8,1,1,1]",   /* half a page */
+                         "{\"arg\":\"q\",\"box\":[64,8,1,2,1]",   /* not k / v */
+                         "{\"arg\":\"k\",\"box\":[64,8,1,2,1]"};  /* not paged */
+    for (int i = 0; i < 4; ++i) {
+      char meta[512];
+      snprintf(meta, sizeof(meta),
+               "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],"
+               "\"tile_table\":true,\"block_m\":128,\"block_n\":128,"
+               "\"tma\":[%s,\"swizzle\":128,\"page_panels\":true}]}",
+               bad[i]);
+      c.flags = i == 3 ? FA_SEQUSED_K : FA_SEQUSED_K | FA_PAGED;
+      c.page_size = i == 3 ? 0 : 16;
+      CHECK_STATUS(load_cubin(rt, &c, meta, "a bad page panel map", &k),
+                   FA_ERROR_CORRUPT_ARTIFACT, rt);
+      CHECK(strstr(fa_runtime_last_error(rt), "page_panels") != NULL, "case %d: %s", i,
+            fa_runtime_last_error(rt));
+    }
+  }
   c.flags = FA_SEQUSED_K | FA_PAGED;
   c.page_size = 16;
   CHECK_STATUS(load_cubin(rt, &c,

@@ -1169,12 +1169,6 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
       w.line(pag + " = scf.if " + need + " -> (i32) {");
       loadV(vBase, at(L.auxV()));
       waitParity(at(L.auxV()), "%pag");
-      // Whole 128-byte rows of each 64-column box: contiguous bytes
-      // [r0 x 128, BN x 128); lane l zeroes 16 bytes every 512.
-      std::string startOff = w.bin(
-          "arith.addi",
-          w.bin("arith.muli", w.bin("arith.maxsi", zeroFrom, c0, "i32"), c128, "i32"),
-          w.bin("arith.muli", lane, c16, "i32"), "i32");
       std::string zeros = w.op("llvm.mlir.zero : vector<4xi32>");
       if (panels) {
         // Panel layout: row r of panel h at (r / 8) G + h 1 KB + (r % 8) 128
@@ -1202,16 +1196,23 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
                " {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<3>");
         w.line("}");
         w.line("}");
-      }
-      for (int64_t b = 0; b < (panels ? 0 : boxes); ++b) {
-        std::string iv = "%pz" + std::to_string(b);
-        w.line("scf.for " + iv + " = " + startOff + " to " + w.i32(BN * 128) + " step " +
-               w.i32(512) + " : i32 {");
-        std::string ptr = w.op("llvm.getelementptr " + ptrAdd(vBase, b * BN * 128) + "[" +
-                               iv + "] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8");
-        w.line("llvm.store " + zeros + ", " + ptr +
-               " {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<3>");
-        w.line("}");
+      } else {
+        // Whole 128-byte rows of each 64-column box: contiguous bytes
+        // [r0 x 128, BN x 128); lane l zeroes 16 bytes every 512.
+        std::string startOff = w.bin(
+            "arith.addi",
+            w.bin("arith.muli", w.bin("arith.maxsi", zeroFrom, c0, "i32"), c128, "i32"),
+            w.bin("arith.muli", lane, c16, "i32"), "i32");
+        for (int64_t b = 0; b < boxes; ++b) {
+          std::string iv = "%pz" + std::to_string(b);
+          w.line("scf.for " + iv + " = " + startOff + " to " + w.i32(BN * 128) + " step " +
+                 w.i32(512) + " : i32 {");
+          std::string ptr = w.op("llvm.getelementptr " + ptrAdd(vBase, b * BN * 128) + "[" +
+                                 iv + "] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8");
+          w.line("llvm.store " + zeros + ", " + ptr +
+                 " {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<3>");
+          w.line("}");
+        }
       }
       w.line("nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = "
              "#nvvm.shared_space<cta>}");

@@ -655,10 +655,21 @@ func.func @paged16_mqa(%q: memref<2x1x8x64xbf16>, %k: memref<64x16x1x64xbf16>, %
 // CHECK-NEXT: %[[RIG:.*]] = arith.divui %[[INP]], %c128_i32
 // CHECK-NEXT: %[[ROW:.*]] = arith.addi %[[GROW]], %[[RIG]]
 // CHECK-NEXT: arith.cmpi sge, %[[ROW]]
+// K: the descriptor whose high word is the 2 KB stride byte offset (Q's
+// beside it has 1 KB); its second 64-column panel starts 1 KB on (+64 in
+// 16-byte units). V: leading byte offset 1 KB, stride byte offset 2 KB,
+// and each k16 step 4 KB on (+256).
 // CHECK: setmaxregister increase
 // CHECK: arith.constant 4611686293305294848 : i64
-// CHECK: arith.constant 4611686568183201792 : i64
-// CHECK: arith.ori %{{.*}}, %c4194304_i32
+// CHECK-NEXT: arith.ori
+// CHECK-NEXT: arith.extui %[[KLO:[0-9]+]] : i32 to i64
+// CHECK-NEXT: arith.constant 4611686568183201792 : i64
+// CHECK: arith.addi %[[KLO]], %c64_i32{{.*}} : i32
+// CHECK: %[[VLO:[0-9]+]] = arith.ori %{{[0-9]+}}, %c4194304_i32{{.*}} : i32
+// CHECK-NEXT: arith.extui %[[VLO]] : i32 to i64
+// CHECK-NEXT: arith.constant 4611686568183201792 : i64
+// CHECK-NOT: arith.addi %[[VLO]], %c128_i32
+// CHECK: arith.addi %[[VLO]], %c256_i32{{.*}} : i32
 func.func @paged16_mqa_hd128(%q: memref<2x1x8x128xbf16>, %k: memref<64x16x1x128xbf16>, %v: memref<64x16x1x128xbf16>,
                              %su: memref<2xi32>, %bt: memref<2x16xi32>, %o: memref<2x1x8x128xbf16>) {
   flashattn.attention ins(%q, %k, %v : memref<2x1x8x128xbf16>, memref<64x16x1x128xbf16>, memref<64x16x1x128xbf16>)
