@@ -37,6 +37,7 @@ import argparse
 import json
 import math
 import os
+import random
 import sys
 
 import torch
@@ -73,13 +74,22 @@ def median_times(fns, stream):
             f()
             synchronize(60.0)
     names = list(fns)
-    # The order within a round turns by one each round, so that every
-    # function is timed equally often in each position (FA_BENCH_FIXED_ORDER=1:
-    # the same order every round, as before session 11).
-    fixed = os.environ.get("FA_BENCH_FIXED_ORDER") == "1"
+    # The order within a round: FA_BENCH_ORDER=turn (the default) turns it
+    # by one each round, so that every function is timed equally often in
+    # each position; random draws a permutation per round (seeded by the
+    # round), so that no function always follows the same one; fixed keeps
+    # the listed order (before session 11; FA_BENCH_FIXED_ORDER=1 as well).
+    order = os.environ.get("FA_BENCH_ORDER", "turn")
+    if os.environ.get("FA_BENCH_FIXED_ORDER") == "1":
+        order = "fixed"
     for r in range(REPEATS):
-        shift = 0 if fixed else r % len(names)
-        for n in names[shift:] + names[:shift]:
+        if order == "random":
+            ordered = list(names)
+            random.Random(r).shuffle(ordered)
+        else:
+            shift = 0 if order == "fixed" else r % len(names)
+            ordered = names[shift:] + names[:shift]
+        for n in ordered:
             f = fns[n]
             st, en = torch.cuda.Event(True), torch.cuda.Event(True)
             with torch.cuda.stream(stream):
