@@ -62,7 +62,8 @@ L2_FLUSH_BYTES = 256 << 20
 def median_times(fns, stream):
     """Median milliseconds of each function of `fns` (name -> callable
     launching on `stream`): a watched warm-up, then REPEATS interleaved
-    rounds (each name once per round, the order turned by one each round),
+    rounds (each name once per round; the order turned by one each round,
+    or per FA_BENCH_ORDER: random, fixed),
     each launch alone between two events
     with the GPU spinning while the host enqueues them, so the time between
     the events is the kernel's, not the host's launch overhead (ctypes,
@@ -220,23 +221,25 @@ def as_graph(f, stream):
 def decode_benchmark(kernel, run, stream, sms=132, pages=(16, 64), variants=(),
                      shapes=DECODE_SHAPES, graphs=False):
     """Decode (one query token, 32 query / 8 kv heads, head_dim 128, bf16;
-    shared/PERF.md's rows): ours = pack_gqa + split-KV partial kernel + the
-    combine kernel (both timed) from the automatic-num_splits artifact (the
+    shared/PERF.md's rows): ours = pack_gqa + split-KV partial kernel with
+    the merge fused (timed) from the automatic-num_splits artifact (the
     runtime applies FlashAttention's heuristic at launch); cuDNN = SDPA's
     cuDNN backend with enable_gqa; paged<P> = ours over the same keys in a
     pool of P-key pages addressed through a shuffled block_table (seqused_k,
-    automatic num_splits) in pinned host memory (its page lists copied per
-    call), paged<P>_dev the same with the block_table in device memory,
+    automatic num_splits) in pinned host memory (the kernels read the
+    stream's device mirror of it, filled at the first call),
+    paged<P>_dev the same with the block_table in device memory,
     paged<P>_seq with the pages in order (the block_table an arange),
-    paged<P>_changed with a host block_table that differs at every call (so
-    the runtime copies it each time, where paged<P> finds it in the
-    stream's mirror after the first call).
+    paged<P>_changed with a host block_table that differs at every call
+    (one unused column wider than paged<P>'s: the runtime patches or copies
+    its own mirror each time).
     With `graphs` every call (ours, cuDNN's, the variants') is captured
     into a CUDA graph once and the replays are timed, as serving runtimes
     run decode. Bandwidth = K+V bytes / time. Rows of {batch, keys, splits,
-    us{ours,cudnn,paged<P>,paged<P>_dev,paged<P>_seq}, tbps{...},
-    ratio_vs_cudnn, paged_vs_dense{P}, paged_dev_vs_dense{P},
-    paged_seq_vs_dense{P}}."""
+    us{ours,cudnn,auto_pack,paged<P>,paged<P>_dev,paged<P>_seq,
+    paged<P>_changed,<variant>...}, tbps{...}, ratio_vs_cudnn,
+    paged_vs_dense{P}, paged_dev_vs_dense{P}, paged_seq_vs_dense{P},
+    paged_changed_vs_dense{P}}."""
     from test_sm90_attention import pinned_i32
     from torch.nn.attention import SDPBackend, sdpa_kernel
     rows = [{"ceilings": bandwidth_ceilings(stream)}]

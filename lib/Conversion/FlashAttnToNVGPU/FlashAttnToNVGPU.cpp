@@ -202,7 +202,9 @@ static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why,
   // of 64 columns): the fewest heads (2, 4, 8) that make boxes of 64 rows,
   // or the most that fit. Measured on the H200 (docs/BENCHMARKS.md): 16-key
   // pages lost 5-7% to dense decode in 2 KB boxes, 64-key pages (8 KB
-  // boxes) 1-2%.
+  // boxes) 1-2%. (The one-head twins now read a page in one box, the page
+  // panel layout; re-measured in session 12, the 4-head kernels still win
+  // at batch 128 and tie at 64.)
   bool packable = spec.packGroups > 1 && spec.pageSize && !spec.kvRowCopies &&
                   spec.pageSize < blockN;
   if (packable) {

@@ -69,9 +69,10 @@ struct Sm90KernelSpec {
   int64_t packGroups = 1;
   /// With pack_gqa over pages smaller than a key block: a tile serves HP =
   /// kvHeadsPerBlock consecutive kv heads (HP divides 8 and Hkv), so that
-  /// each TMA box holds HP heads of a page (box 64 x HP x pageSize x 1,
-  /// landing as row n = key n / HP, head n % HP) instead of one: HP times
-  /// fewer, larger boxes. A key block then holds blockN / HP keys of the
+  /// each TMA box holds HP heads of a page (box 64 x HP x pageSize x 1 per
+  /// 64 columns, landing as row n = key n / HP, head n % HP): HP x 64 /
+  /// headDim times fewer boxes than the one-head kernels' page panels
+  /// (sm90PagePanels: one box a page). A key block then holds blockN / HP keys of the
   /// HP heads; packed rows are i HP G + hp G + g, Q's map groups HP G
   /// heads, and a score is masked where its key's head is not its row's.
   /// 1 = off.
@@ -243,8 +244,8 @@ int64_t sm90SharedMemoryBytes(const Sm90KernelSpec &spec);
 /// stride byte offset D / 64 KB; V: leading byte offset 1 KB, stride byte
 /// offset D / 64 KB; PTX ISA 9.7.15.5.1), so a block of 16-key pages at
 /// head_dim 128 is 8 boxes of 4 KB instead of 16 of 2 KB
-/// (docs/BENCHMARKS.md, session 12: paged / dense 0.95-0.98 -> 0.97-0.99 at
-/// batch 1 / 128k and 16 / 8k).
+/// (docs/BENCHMARKS.md, session 12: +1.0-1.7% for pages of 16 at batch 1-16,
+/// none for pages of 64).
 inline bool sm90PagePanels(int64_t pageSize, int64_t blockRows, int64_t kvHeadsPerBox,
                            bool kvRowCopies) {
   return pageSize > 0 && pageSize < blockRows && kvHeadsPerBox == 1 && !kvRowCopies;
