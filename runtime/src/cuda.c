@@ -500,13 +500,11 @@ static int tma_view(const fa_kernel *k, int i, int rank, const int64_t *shape,
  * tensor still needs a valid map, never read) and the byte strides of its
  * dims 1.. for a tensor of `rank` / `shape` with `es`-byte elements: the
  * tensor's own dims (or its pack_gqa view), contiguous; or the page panel
- * view of a paged pool [P, S, H, D] (fa_tma_desc.page_panels). Returns the
- * map's rank, 0 for a page panel map of a tensor that is not 4-D. */
+ * view of a paged pool [P, S, H, D] (fa_tma_desc.page_panels; the tensor
+ * is 4-D, as fa_tma_check made sure). Returns the map's rank. */
 static int tma_layout(const fa_kernel *k, int i, int rank, const int64_t *shape,
                       size_t es, uint64_t gdims[5], uint64_t gstrides[5]) {
   if (k->artifact.tma[i].page_panels) {
-    if (rank != 4) /* fa_tma_check refuses it */
-      return 0;
     uint64_t row = (uint64_t)shape[2] * (uint64_t)shape[3] * es;
     uint64_t d[5] = {64, 8, (uint64_t)(shape[2] * shape[3] / 64), (uint64_t)(shape[1] / 8),
                      (uint64_t)shape[0]};
@@ -551,8 +549,8 @@ fa_status fa_tma_check(fa_runtime *rt, const fa_kernel *k, int i,
   if ((uintptr_t)t->data % 16 != 0)
     return fa_fail(rt, FA_ERROR_BAD_INPUT,
                    "'%s' is not 16-byte aligned (TMA needs it)", name);
-  if (k->artifact.tma[i].page_panels &&
-      (t->rank != 4 || t->shape[3] % 64 != 0 || t->shape[1] % 8 != 0))
+  /* (4-D by the rank check above.) */
+  if (k->artifact.tma[i].page_panels && (t->shape[3] % 64 != 0 || t->shape[1] % 8 != 0))
     return fa_fail(rt, FA_ERROR_SHAPE_MISMATCH,
                    "'%s': the page panel map needs [num_pages, page_size, Hkv, D] "
                    "with page_size a multiple of 8 and D of 64",
@@ -659,9 +657,6 @@ static fa_status encode_maps(fa_runtime *rt, cuda_api *api, fa_kernel *k,
     uint64_t gdims[5] = {0}, gstrides[5] = {0};
     unsigned box[5], estrides[5];
     int rank = tma_layout(k, i, t->rank, t->shape, es, gdims, gstrides);
-    if (rank == 0)
-      return fa_fail(rt, FA_ERROR_SHAPE_MISMATCH, "'%s' has rank %d: its page panel map "
-                     "views a 4-D pool", k->artifact.tma[i].arg, t->rank);
     for (int d = 0; d < rank; ++d) {
       box[d] = (unsigned)k->artifact.tma[i].box[d];
       estrides[d] = 1;
