@@ -67,9 +67,15 @@ def median_times(fns, stream):
     each launch alone between two events
     with the GPU spinning while the host enqueues them, so the time between
     the events is the kernel's, not the host's launch overhead (ctypes,
-    dispatch). L2 is flushed before each launch (L2_FLUSH_BYTES)."""
+    dispatch). L2 is flushed before each launch (L2_FLUSH_BYTES written,
+    or read with FA_BENCH_FLUSH=read)."""
     times = {n: [] for n in fns}
     flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
+    # FA_BENCH_FLUSH=read flushes by reading the buffer instead of writing
+    # it: L2 then holds clean lines, and the timed launch pays no write-back
+    # of the flush's dirty ones (about 50 MB after a write).
+    flush_read = os.environ.get("FA_BENCH_FLUSH", "write") == "read"
+    flush_max = torch.empty((), dtype=torch.uint8, device="cuda")
     for f in fns.values():
         with torch.cuda.stream(stream):
             f()
@@ -94,7 +100,10 @@ def median_times(fns, stream):
             f = fns[n]
             st, en = torch.cuda.Event(True), torch.cuda.Event(True)
             with torch.cuda.stream(stream):
-                flush.zero_()
+                if flush_read:
+                    torch.amax(flush, 0, out=flush_max)
+                else:
+                    flush.zero_()
                 torch.cuda._sleep(SLEEP_CYCLES)
                 st.record()
                 f()
