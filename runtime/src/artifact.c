@@ -4,9 +4,12 @@
  *
  *===----------------------------------------------------------------------===*/
 
+#define _GNU_SOURCE /* strdup (POSIX) */
 #include "internal.h"
 
 #include <cjson/cJSON.h>
+#include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,10 +79,21 @@ static bool jsonToConfig(const cJSON *o, fa_attention_config *c, char **regions)
                            "page_size", "causal", "window_left",
                            "window_right", "softcap", "scale", "num_splits",
                            "pack_gqa"};
-  for (int i = 0; i < 16; ++i)
-    if (!number(o, names[i], &v[i]) || !(v[i] >= -2147483648.0) ||
-        !(v[i] <= 4294967295.0))
-      return false; /* also rejects NaN: casts below stay defined */
+  /* Each value in its field's range, and whole where the field is an
+   * integer (C11 6.3.1.4 and 6.3.1.5: a conversion of a value outside the
+   * target's range is undefined): flags u32, softcap and scale float, the
+   * others i32. The comparisons also reject NaN. */
+  for (int i = 0; i < 16; ++i) {
+    if (!number(o, names[i], &v[i]))
+      return false;
+    if (i == 12 || i == 13) {
+      if (!(v[i] >= -FLT_MAX && v[i] <= FLT_MAX))
+        return false;
+    } else if (!(v[i] >= (i == 7 ? 0.0 : -2147483648.0)) ||
+               !(v[i] <= (i == 7 ? 4294967295.0 : 2147483647.0)) || v[i] != floor(v[i])) {
+      return false;
+    }
+  }
   c->target = (fa_target)v[0];
   c->dtype = (fa_dtype)v[1];
   c->out_dtype = (fa_dtype)v[2];

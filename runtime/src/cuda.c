@@ -29,7 +29,7 @@
  * argument in the metadata's "args" order followed by one int64 per
  * dimension of each argument (row-major shapes), block = metadata "block",
  * dynamic shared memory = "smem" (raised with cuFuncSetAttribute above
- * 48 KB), grid = the number of SMs ("persistent"), then one 128-byte
+ * 48 KB), grid = min(work units, SMs) ("persistent"; fa_launch_grid), then one 128-byte
  * CUtensorMap per metadata "tma" entry, encoded for the call's tensor with
  * cuTensorMapEncodeTiled (CUDA Driver API, Tensor Map Object Management):
  * dimensions innermost first, global strides in bytes of each outer
@@ -40,8 +40,8 @@
  * stream-ordered allocation per launch, so concurrent launches on several
  * streams never share it; zeroed by cuMemsetD32Async, or with a tile table
  * the table's zero word 3), the dynamic tile scheduler's counter; a launch
- * with no more tiles than CTAs (the grid) never reads it, and gets an
- * unzeroed address instead. With metadata "tile_table": true (varlen,
+ * with no more work units (tiles x splits) than CTAs (the grid) never
+ * reads it, and gets an unzeroed address instead. With metadata "tile_table": true (varlen,
  * seqused_k, paged, append) the next parameter is the tile table
  * (schedule.c), built on the host from the call's cu_seqlens / seqused_k
  * and copied into the same stream-ordered scratch (cuMemcpyHtoDAsync); a
@@ -59,7 +59,7 @@
  * them in place of out and lse, then the combine kernel (args partial_out,
  * partial_lse, out[, lse], their dims; 128 threads, a grid-stride loop)
  * merges them into the caller's out and lse; the workspace is freed on the
- * stream.
+ * stream. A split call with no output row (B or Sq 0) launches nothing.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -1629,12 +1629,21 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
     memcpy(inline_buf, table, (size_t)words * sizeof(int32_t));
     inline_table = inline_buf;
   }
-  size_t counter_bytes = takes_counter && !table && tiles > (int64_t)sms ? 256 : 0;
+  /* The counter is read only when there are more work units (tiles x
+   * splits) than CTAs; the grid is min(units, SMs). */
+  size_t counter_bytes = takes_counter && !table && tiles * splits > (int64_t)sms ? 256 : 0;
   size_t table_bytes = table && !inline_table
                            ? ((size_t)words * sizeof(int32_t) + 255) / 256 * 256 : 0;
   size_t out_bytes = combine ? (size_t)(splits * b * sq * h * dv) * 4 : 0;
   size_t lse_bytes = combine ? (size_t)(splits * b * h * sq) * 4 : 0;
   size_t ws_bytes = counter_bytes + table_bytes + out_bytes + lse_bytes;
+  if (combine && !out_bytes) {
+    /* No output row (B or Sq is 0): nothing to compute or write. The
+     * partial kernel needs its partial results' buffers, which are empty
+     * here, so it is not launched. */
+    free(table);
+    return FA_OK;
+  }
   if (!ws_bytes) { /* q's address stands for a counter the kernel never reads */
     free(table);
     return launch_one(rt, api, k, attention, args, names, n, true, grid,
@@ -1654,8 +1663,10 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
   CUresult r = api->cuMemAllocAsync(&ws, ws_bytes, (CUstream)stream);
   if (r != 0) {
     free(table);
-    return fa_fail(rt, FA_ERROR_OUT_OF_MEMORY, "launch scratch of %zu bytes: %s",
-                   ws_bytes, cuError(api, r));
+    /* CUDA_ERROR_OUT_OF_MEMORY = 2; any other failure (no memory pools, a
+     * capture or context error) is the driver's. */
+    return fa_fail(rt, r == 2 ? FA_ERROR_OUT_OF_MEMORY : FA_ERROR_CUDA,
+                   "launch scratch of %zu bytes: %s", ws_bytes, cuError(api, r));
   }
   /* Layout: table | counter | partial results. */
   void *dtable = table_bytes ? (void *)(uintptr_t)ws : NULL;

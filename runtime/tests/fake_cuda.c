@@ -154,6 +154,8 @@ static void release(uint64_t p) {
 CUresult cuMemAllocAsync(uint64_t *p, size_t bytes, void *stream) {
   (void)stream;
   fake_state.num_async_allocs++;
+  if (fake_state.fail_async_alloc)
+    return (CUresult)fake_state.fail_async_alloc;
   return alloc(p, bytes);
 }
 CUresult cuMemFreeAsync(uint64_t p, void *stream) {

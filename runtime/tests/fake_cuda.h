@@ -33,6 +33,7 @@ typedef struct fake_cuda_state {
   int fail_memset_at;      /* the cuMemsetD32Async (0-based) that fails; -1 none */
   int fail_launch_at;      /* the cuLaunchKernel (0-based) that fails; -1 none */
   int fail_copy_at;        /* the cuMemcpyHtoDAsync (0-based, counted in num_copies) that fails; -1 none */
+  int fail_async_alloc;    /* cuMemAllocAsync answers this CUresult while it is nonzero */
   int num_memsets, num_launches_total, num_copies;
   size_t copied_bytes;
   /* Destinations of the host-to-device copies: copy n (0-based, counting

@@ -24,10 +24,16 @@
  *   - the k / v tensor maps of paged decode (the fake records each
  *     cuTensorMapEncodeTiled): the page panel view for the one-head twins,
  *     the pool's own dims for the kernels with 4 kv heads a box;
+ *   - numbers of an artifact's config out of their fields' ranges: a
+ *     corrupt artifact;
+ *   - a split-KV kernel without a dense entry: a call with no query rows
+ *     launches nothing, and the counter is zeroed by work units (tiles x
+ *     splits), not tiles;
  *   - failing driver calls: a failing cuMemsetD32Async under stream capture
  *     with a copied tile table (the runtime keeps that table for the graph)
  *     and a failing cuLaunchKernel answer FA_ERROR_CUDA with a message, and
- *     the next call runs.
+ *     the next call runs; a failing cuMemAllocAsync is out of memory only
+ *     when the driver says so.
  * Tensors live at addresses the fake calls device memory; nothing reads them.
  *
  *===----------------------------------------------------------------------===*/
@@ -39,6 +45,10 @@
 
 #include "common.h"
 #include "fake_cuda.h"
+#include "flashattn/artifact.h"
+#include "flashattn/version.h"
+
+#include <xxhash.h>
 
 static fake_cuda_state *fake;
 static fake_graph_destroy_fn fake_graph_destroy;
@@ -150,6 +160,37 @@ static fa_attention_args paged16_args(void *stream) {
   for (int b = 0; b < B; ++b)
     used[b] = KEYS;
   return paged_args(B, KEYS, bt, used, stream);
+}
+
+/* The artifact `bytes` (flashattn/artifact.h layout) with the first `from`
+ * in its metadata replaced by `to`: sizes and checksum rewritten, so that
+ * only the metadata's meaning changes. NULL when `from` is absent. */
+static unsigned char *patched_artifact(const unsigned char *bytes, size_t size,
+                                       const char *from, const char *to, size_t *out_size) {
+  uint64_t m, p;
+  memcpy(&m, bytes + 48, 8);
+  memcpy(&p, bytes + 56, 8);
+  const unsigned char *meta = bytes + FA_ARTIFACT_HEADER_SIZE;
+  size_t at = 0, nf = strlen(from), nt = strlen(to);
+  while (at + nf <= m && memcmp(meta + at, from, nf) != 0)
+    ++at;
+  if (at + nf > m)
+    return NULL;
+  uint64_t m2 = m - nf + nt;
+  *out_size = FA_ARTIFACT_HEADER_SIZE + m2 + p;
+  unsigned char *out = (unsigned char *)malloc(*out_size);
+  if (!out)
+    return NULL;
+  memcpy(out, bytes, 48);
+  memcpy(out + 48, &m2, 8);
+  memcpy(out + 56, &p, 8);
+  unsigned char *body = out + FA_ARTIFACT_HEADER_SIZE;
+  memcpy(body, meta, at);
+  memcpy(body + at, to, nt);
+  memcpy(body + at + nt, meta + at + nf, m - at - nf + p);
+  uint64_t sum = XXH3_64bits(body, m2 + p);
+  memcpy(out + 64, &sum, 8);
+  return out;
 }
 
 static bool launched(int i, const char *name, unsigned grid) {
@@ -831,6 +872,112 @@ int main(void) {
           fake->num_copies - copies, fake->num_pinned_copies - pinned,
           fake->num_host_allocs - allocs);
     fa_runtime_destroy(rt5);
+  }
+  /* A split-KV kernel without a dense entry (fixed num_splits 4; a stand-in
+   * artifact built here, whose metadata also asks for the tile counter,
+   * which the compiler never emits on the partial form): 2 heads of 64,
+   * block_m 128. */
+  {
+    fa_attention_config c = fa_attention_config_default();
+    c.target = FA_TARGET_SM90;
+    c.num_q_heads = c.num_kv_heads = 2;
+    c.head_dim = c.head_dim_v = 64;
+    c.flags = FA_WITH_LSE;
+    c.num_splits = 4;
+    static const char payload[] = "not a real cubin";
+    void *bytes = NULL;
+    size_t size = 0;
+    fa_kernel *sk = NULL;
+    CHECK(fa_artifact_build(&c, FA_COMPILER_VERSION, FA_ARTIFACT_CUBIN,
+                            "{\"entry\":\"p\",\"args\":[\"q\",\"k\",\"v\",\"out\",\"lse\"],"
+                            "\"block\":[384,1,1],\"smem\":1024,\"grid\":\"persistent\","
+                            "\"combine_entry\":\"c\",\"tile_counter\":true,"
+                            "\"block_m\":128,\"block_n\":128}",
+                            payload, sizeof(payload), &bytes, &size) == FA_OK,
+          "building the split-KV stand-in");
+    CHECK_STATUS(fa_kernel_load_artifact(rt, bytes, size, &sk), FA_OK, rt);
+    fa_artifact_free(bytes);
+    if (sk) {
+      /* No query rows (Sq 0): nothing to write, nothing launched; the
+       * partial kernel's parameters (its partial buffers) would not exist. */
+      fa_attention_args a = {0};
+      a.struct_size = sizeof(a);
+      a.q = device_tensor(4, 1, 0, 2, 64, 2);
+      a.k = device_tensor(4, 1, 300, 2, 64, 2);
+      a.v = device_tensor(4, 1, 300, 2, 64, 2);
+      a.out = device_tensor(4, 1, 0, 2, 64, 2);
+      a.lse = device_tensor(3, 1, 2, 0, 0, 4);
+      a.stream = s1;
+      clear_launches();
+      int async_allocs = fake->num_async_allocs;
+      CHECK_STATUS(fa_attention_run(rt, sk, &a), FA_OK, rt);
+      CHECK(fake->num_launches == 0 && fake->num_async_allocs == async_allocs,
+            "split-KV with Sq 0: %d launches, %d scratch allocations (want none)",
+            fake->num_launches, fake->num_async_allocs - async_allocs);
+      /* Sq 2560: 40 tiles x 4 splits = 160 work units on 132 SMs. The
+       * counter is read (more units than CTAs), so it is zeroed, although
+       * there are fewer tiles than SMs. */
+      a.q = device_tensor(4, 1, 2560, 2, 64, 2);
+      a.out = device_tensor(4, 1, 2560, 2, 64, 2);
+      a.lse = device_tensor(3, 1, 2, 2560, 0, 4);
+      clear_launches();
+      int memsets = fake->num_memsets;
+      CHECK_STATUS(fa_attention_run(rt, sk, &a), FA_OK, rt);
+      CHECK(fake->num_launches == 2 && launched(0, "p", 132) && !strcmp(fake->launches[1].name, "c"),
+            "split-KV, 160 units: want p on 132 CTAs, then the combine c");
+      CHECK(fake->num_memsets == memsets + 1, "160 units over 40 tiles: %d memsets (want the counter)",
+            fake->num_memsets - memsets);
+      if (g_failures)
+        print_launches();
+      /* A failing scratch allocation: out of memory only when the driver
+       * says so (CUDA_ERROR_OUT_OF_MEMORY = 2), else the driver's error
+       * (801: CUDA_ERROR_NOT_SUPPORTED, as without memory pools). */
+      fake->fail_async_alloc = 2;
+      CHECK_STATUS(fa_attention_run(rt, sk, &a), FA_ERROR_OUT_OF_MEMORY, rt);
+      fake->fail_async_alloc = 801;
+      CHECK_STATUS(fa_attention_run(rt, sk, &a), FA_ERROR_CUDA, rt);
+      CHECK(strstr(fa_runtime_last_error(rt), "launch scratch") != NULL, "message: %s",
+            fa_runtime_last_error(rt));
+      fake->fail_async_alloc = 0;
+      CHECK_STATUS(fa_attention_run(rt, sk, &a), FA_OK, rt);
+    }
+  }
+  /* Numbers of the metadata's config outside their field's range, or
+   * fractional where the field is an integer: a corrupt artifact, found
+   * before any conversion (runtime.launch_asan runs this under UBSan's
+   * float-cast-overflow). The untouched artifact loads. */
+  {
+    fa_attention_config c = fa_attention_config_default();
+    c.target = FA_TARGET_SM90;
+    c.num_q_heads = c.num_kv_heads = 2;
+    c.head_dim = c.head_dim_v = 128;
+    static const char payload[] = "not a real cubin";
+    void *bytes = NULL;
+    size_t size = 0;
+    CHECK(fa_artifact_build(&c, FA_COMPILER_VERSION, FA_ARTIFACT_CUBIN,
+                            "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"]}",
+                            payload, sizeof(payload), &bytes, &size) == FA_OK,
+          "building the config stand-in");
+    fa_kernel *ck = NULL;
+    CHECK_STATUS(fa_kernel_load_artifact(rt, bytes, size, &ck), FA_OK, rt);
+    const char *bad[][2] = {{"\"head_dim\":128", "\"head_dim\":3e9"},
+                            {"\"head_dim\":128", "\"head_dim\":128.5"},
+                            {"\"head_dim\":128", "\"head_dim\":-3e9"},
+                            {"\"flags\":", "\"flags\":-7,\"unused\":"},
+                            {"\"scale\":", "\"scale\":1e300,\"unused\":"}};
+    for (size_t i = 0; bytes && i < sizeof(bad) / sizeof(bad[0]); ++i) {
+      size_t n = 0;
+      unsigned char *b = patched_artifact((const unsigned char *)bytes, size, bad[i][0],
+                                          bad[i][1], &n);
+      CHECK(b != NULL, "patching %s", bad[i][0]);
+      if (!b)
+        continue;
+      ck = NULL;
+      CHECK_STATUS(fa_kernel_load_artifact(rt, b, n, &ck), FA_ERROR_CORRUPT_ARTIFACT, rt);
+      CHECK(ck == NULL, "config %s: a kernel came back", bad[i][1]);
+      free(b);
+    }
+    fa_artifact_free(bytes);
   }
   /* A graph that outlives the runtime: a copied table (varlen, 70
    * sequences) and a counter slice (decode) are released after

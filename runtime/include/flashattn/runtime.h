@@ -47,8 +47,11 @@
  *   runtime's destructor when they go).
  * - Per-stream state: the runtime keeps, per stream handle (up to 64),
  *   the fused split-KV merge's counters and the device mirrors of host
- *   block_tables (up to 4 tables' size of device memory per stream; both
- *   freed by fa_runtime_destroy). Calls on one stream
+ *   block_tables (4 mirrors per stream, each of device memory up to twice
+ *   the largest table it has held, since it grows by doubling). The
+ *   buffers they outgrow may still be read by pending launches: they stay
+ *   allocated until fa_runtime_destroy, even after
+ *   fa_cuda_release_stream. Calls on one stream
  *   never overlap, so they share them; a stream destroyed while its last
  *   call still runs must not hand its handle to a new stream of the same
  *   runtime before that call ends. fa_cuda_release_stream gives a
@@ -93,7 +96,9 @@ typedef enum fa_status {
   FA_OK = 0,
   FA_ERROR_INVALID_ARGUMENT = 1, /* null pointer, bad enum, bad struct_size */
   FA_ERROR_SHAPE_MISMATCH = 2,   /* a tensor does not match the kernel */
-  FA_ERROR_BAD_INPUT = 3,        /* cu_seqlens, block_table, seqused_k, append */
+  FA_ERROR_BAD_INPUT = 3,        /* cu_seqlens, block_table, seqused_k, append;
+                                    a tensor's address or strides that TMA or
+                                    k_new / v_new cannot take (alignment) */
   FA_ERROR_OUT_OF_MEMORY = 4,
   FA_ERROR_IO = 5,                /* file or directory operation failed */
   FA_ERROR_CORRUPT_ARTIFACT = 6,  /* bad magic, checksum, truncation, key */
