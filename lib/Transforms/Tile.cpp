@@ -97,15 +97,23 @@ struct Emit {
     SmallVector<OpFoldResult> offsetsF = fold(offsets), sizesF = fold(sizes);
     offsets = offsetsF;
     sizes = sizesF;
-    SmallVector<int64_t> shape;
-    for (auto [i, s] : llvm::enumerate(sizes)) {
-      if (llvm::is_contained(dropped, static_cast<int64_t>(i)))
+    // The full-rank view's layout, minus exactly the `dropped` dimensions
+    // (inferring them from the reduced shape alone picks the wrong unit
+    // dimensions when others have size 1 too, e.g. head_dim 1).
+    MemRefType full =
+        memref::SubViewOp::inferResultType(srcType, offsets, sizes, strides);
+    auto [fullStrides, fullOffset] = full.getStridesAndOffset();
+    SmallVector<int64_t> shape, keptStrides;
+    for (int64_t i = 0, e = full.getRank(); i < e; ++i) {
+      if (llvm::is_contained(dropped, i))
         continue;
-      std::optional<int64_t> cst = getConstantIntValue(s);
-      shape.push_back(cst ? *cst : ShapedType::kDynamic);
+      shape.push_back(full.getDimSize(i));
+      keptStrides.push_back(fullStrides[i]);
     }
-    MemRefType type = memref::SubViewOp::inferRankReducedResultType(
-        shape, srcType, offsets, sizes, strides);
+    auto type = MemRefType::get(
+        shape, srcType.getElementType(),
+        StridedLayoutAttr::get(b.getContext(), fullOffset, keptStrides),
+        srcType.getMemorySpace());
     return memref::SubViewOp::create(b, loc, type, src, offsets, sizes,
                                      strides);
   }
@@ -139,6 +147,10 @@ static bool hasUnitInnerStrides(AttentionOp op) {
   return true;
 }
 
+/// The largest head_dim the f32 scratch tiles take (the tile ops' limit on
+/// a tile dimension).
+static constexpr int64_t kMaxTiledHeadDim = 65536;
+
 struct TileAttention : OpRewritePattern<AttentionOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -154,6 +166,8 @@ struct TileAttention : OpRewritePattern<AttentionOp> {
     if (ShapedType::isDynamic(op.getHeadDim()) ||
         ShapedType::isDynamic(op.getHeadDimV()))
       return rewriter.notifyMatchFailure(op, "needs a static head_dim");
+    if (op.getHeadDim() > kMaxTiledHeadDim || op.getHeadDimV() > kMaxTiledHeadDim)
+      return rewriter.notifyMatchFailure(op, "head_dim too large for the tiles");
     if (!hasUnitInnerStrides(op))
       return rewriter.notifyMatchFailure(op, "needs unit inner strides");
 
@@ -191,6 +205,28 @@ struct TileAttention : OpRewritePattern<AttentionOp> {
 
     if (append)
       emitAppend(b, loc, op, batch, hkv, capacity);
+
+    // Statically empty extents. memref.subview rejects a static offset
+    // into a dimension of static size 0, so the views below cannot be built
+    // there. With no output row (batch, seqlen_q or heads 0) the op writes
+    // nothing (its append above still runs). With no key position (seqlen_k
+    // 0; paged: no page, pages of 0 keys or a block_table of no column)
+    // every row is empty (DESIGN.md section 1: out 0, lse -inf): the key
+    // loop is not built.
+    auto staticZero = [](Value v, int64_t i) {
+      return cast<MemRefType>(v.getType()).getDimSize(i) == 0;
+    };
+    if (staticZero(q, 0) || (!varlenQ && staticZero(q, 1)) ||
+        staticZero(q, qr - 2)) {
+      for (Value buffer : {qt, kt, vt, st, mt, lt, acc})
+        memref::DeallocOp::create(b, loc, buffer);
+      rewriter.eraseOp(op);
+      return success();
+    }
+    const bool noKeys =
+        !varlenK && (paged ? staticZero(op.getBlockTable(), 1) ||
+                                 staticZero(k, 0) || staticZero(k, 1)
+                           : staticZero(k, 1));
 
     // Score modifiers and the scale (base-2 domain).
     const double log2e = 1.4426950408889634;
@@ -258,7 +294,9 @@ struct TileAttention : OpRewritePattern<AttentionOp> {
         };
         Value qv = seqView(q, h, qOff, sq, d);
         Value kv, vv, pages;
-        if (paged) {
+        if (noKeys) {
+          // No view of an empty cache (see above).
+        } else if (paged) {
           pages = e.view(op.getBlockTable(), {bIdx, zero},
                          {unit, e.size(op.getBlockTable(), 1)}, {0});
         } else {
@@ -322,7 +360,8 @@ struct TileAttention : OpRewritePattern<AttentionOp> {
 
         TileInitOp::create(b, loc, mt, lt, acc);
         TileLoadOp::create(b, loc, qv, m0, rows, qt);
-        buildFor(b, loc, nbLo, nbHi, [&](Value nb) {
+        if (!noKeys)
+          buildFor(b, loc, nbLo, nbHi, [&](Value nb) {
           Value n0 = e.mul(nb, e.c(bn));
           Value cols = e.min(e.c(bn), e.sub(sk, n0));
           auto loadKV = [&](Value src, Value viewOrNull, Value tile) {
@@ -505,8 +544,14 @@ struct FlashAttnTilePass
                      "its last dimension (bufferize with "
                      "function-boundary-type-conversion=identity-layout-map, "
                      "or copy strided operands)");
-      else
+      else if (ShapedType::isDynamic(op.getHeadDim()) ||
+               ShapedType::isDynamic(op.getHeadDimV()))
         op.emitError("flashattn-tile: needs a static head_dim");
+      else
+        op.emitError() << "flashattn-tile: head_dim " << op.getHeadDim()
+                       << " / head_dim_v " << op.getHeadDimV()
+                       << " exceeds the tiles' largest dimension, "
+                       << kMaxTiledHeadDim;
       return WalkResult::interrupt();
     });
     if (result.wasInterrupted())

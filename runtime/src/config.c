@@ -72,6 +72,15 @@ bool fa_config_valid(const fa_attention_config *c, char *why, size_t n) {
 #undef BAD
 }
 
+fa_status fa_config_validate(const fa_attention_config *c, char *why, size_t n) {
+  char reason[160];
+  if (fa_config_valid(c, reason, sizeof(reason)))
+    return FA_OK;
+  if (why && n)
+    snprintf(why, n, "%s", reason);
+  return FA_ERROR_INVALID_ARGUMENT;
+}
+
 int fa_config_canonical(const fa_attention_config *c, char *buf, size_t n) {
   char why[128];
   if (!fa_config_valid(c, why, sizeof(why)))

@@ -42,6 +42,26 @@ int main(void) {
   o.cache_dir = dir;
   o.compiler_library = FA_TEST_COMPILER_LIB;
   CHECK_STATUS(fa_runtime_create(&o, &rt), FA_OK, rt);
+  /* fa_config_validate: the reason of an invalid config, truncated to the
+   * buffer; FA_OK for a valid one. */
+  {
+    fa_attention_config c = fa_attention_config_default();
+    char why[128] = "";
+    CHECK(fa_config_validate(&c, why, sizeof(why)) == FA_OK, "default config: %s", why);
+    c.num_q_heads = 3;
+    c.num_kv_heads = 2;
+    CHECK(fa_config_validate(&c, why, sizeof(why)) == FA_ERROR_INVALID_ARGUMENT &&
+              strstr(why, "num_q_heads (3) must be a positive multiple of num_kv_heads (2)"),
+          "3 / 2 heads: %s", why);
+    char small[8];
+    CHECK(fa_config_validate(&c, small, sizeof(small)) == FA_ERROR_INVALID_ARGUMENT &&
+              strlen(small) == 7,
+          "truncated reason: '%s'", small);
+    CHECK(fa_config_validate(&c, NULL, 0) == FA_ERROR_INVALID_ARGUMENT, "no buffer");
+    CHECK(fa_config_validate(NULL, why, sizeof(why)) == FA_ERROR_INVALID_ARGUMENT &&
+              strstr(why, "null config"),
+          "null config: %s", why);
+  }
   fa_runtime_options bad = o;
   bad.struct_size = 3;
   fa_runtime *nort = NULL;

@@ -218,3 +218,49 @@ func.func @strided(%q: memref<1x8x2x64xf16, strided<[?, ?, ?, ?], offset: ?>>, %
       outs(%o : memref<1x8x2x64xf16>)
   return
 }
+
+// -----
+
+// Statically empty extents (memref.subview takes no static offset into a
+// dimension of size 0). No queries: nothing to write, the op goes away.
+// CHECK-LABEL: func.func @no_queries
+// CHECK-NOT: flashattn.
+// CHECK: return
+func.func @no_queries(%q: memref<2x0x2x64xf16>, %k: memref<2x7x2x64xf16>, %v: memref<2x7x2x64xf16>, %o: memref<2x0x2x64xf16>) {
+  flashattn.attention ins(%q, %k, %v : memref<2x0x2x64xf16>, memref<2x7x2x64xf16>, memref<2x7x2x64xf16>) outs(%o : memref<2x0x2x64xf16>)
+  return
+}
+
+// -----
+
+// No keys: every row is empty (out 0, lse -inf from tile_store's l = 0);
+// no view of k or v and no key loop.
+// CHECK-LABEL: func.func @no_keys
+// CHECK: flashattn.tile_init
+// CHECK: flashattn.tile_load
+// CHECK-NOT: flashattn.tile_qk
+// CHECK-NOT: flashattn.tile_pv
+// CHECK: flashattn.tile_store
+func.func @no_keys(%q: memref<2x5x2x64xf16>, %k: memref<2x0x2x64xf16>, %v: memref<2x0x2x64xf16>, %o: memref<2x5x2x64xf16>) {
+  flashattn.attention ins(%q, %k, %v : memref<2x5x2x64xf16>, memref<2x0x2x64xf16>, memref<2x0x2x64xf16>) outs(%o : memref<2x5x2x64xf16>)
+  return
+}
+
+// -----
+
+// head_dim 1 with one key: the views drop exactly the batch and head
+// dimensions, not head_dim's unit dimension.
+// CHECK-LABEL: func.func @unit_head_dim
+// CHECK: memref.subview {{.*}} : memref<1x1x2x1xf16> to memref<1x1xf16, strided<[2, 1], offset: ?>>
+func.func @unit_head_dim(%q: memref<1x64x2x1xf16>, %k: memref<1x1x2x1xf16>, %v: memref<1x1x2x1xf16>, %o: memref<1x64x2x1xf16>) {
+  flashattn.attention ins(%q, %k, %v : memref<1x64x2x1xf16>, memref<1x1x2x1xf16>, memref<1x1x2x1xf16>) outs(%o : memref<1x64x2x1xf16>)
+  return
+}
+
+// -----
+
+func.func @huge_head_dim(%q: memref<1x8x2x100000xf16>, %o: memref<1x8x2x100000xf16>) {
+  // expected-error @+1 {{flashattn-tile: head_dim 100000 / head_dim_v 100000 exceeds the tiles' largest dimension, 65536}}
+  flashattn.attention ins(%q, %q, %q : memref<1x8x2x100000xf16>, memref<1x8x2x100000xf16>, memref<1x8x2x100000xf16>) outs(%o : memref<1x8x2x100000xf16>)
+  return
+}

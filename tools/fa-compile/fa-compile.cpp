@@ -114,6 +114,14 @@ int main(int argc, char **argv) {
     errs() << "fa-compile: bad --dtype, --out-dtype or --causal\n";
     return 2;
   }
+  if (!alibi.empty() && alibi != "heads" && alibi != "batch-heads") {
+    errs() << "fa-compile: --alibi takes heads or batch-heads, got '" << alibi << "'\n";
+    return 2;
+  }
+  if (target != "host" && target != "sm90") {
+    errs() << "fa-compile: --target takes host or sm90, got '" << target << "'\n";
+    return 2;
+  }
   c.dtype = *t;
   c.out_dtype = *ot;
   c.num_q_heads = hq;
@@ -145,8 +153,8 @@ int main(int argc, char **argv) {
     c.regions = regions.c_str();
   }
   char why[256];
-  if (fa_config_canonical(&c, why, sizeof(why)) < 0) {
-    errs() << "fa-compile: invalid configuration\n";
+  if (fa_config_validate(&c, why, sizeof(why)) != FA_OK) {
+    errs() << "fa-compile: invalid configuration: " << why << "\n";
     return 2;
   }
   if (target == "sm90")

@@ -23,6 +23,7 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
+#include <limits>
 #include <tuple>
 
 namespace mlir::flashattn {
@@ -83,6 +84,25 @@ static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why,
       if (inner->getName().getDialectNamespace() != "arith" && !isa<YieldOp>(inner))
         bad = "score/mask regions on sm90 take arith ops only (found '" +
               inner->getName().getStringRef().str() + "')";
+      // Scalars the NVPTX backend lowers inline: integers up to 64 bits
+      // (wider ones need library calls it does not have), index, and f16,
+      // bf16, f32, f64 (no f8 / f4 conversions in the kernel's lowering).
+      auto scalar = [](Type t) {
+        if (auto i = dyn_cast<IntegerType>(t))
+          return i.getWidth() <= 64;
+        return t.isIndex() || t.isF16() || t.isBF16() || t.isF32() || t.isF64();
+      };
+      for (TypeRange types : {TypeRange(inner->getOperandTypes()),
+                              TypeRange(inner->getResultTypes())})
+        for (Type t : types)
+          if (bad.empty() && !scalar(t)) {
+            std::string text;
+            llvm::raw_string_ostream os(text);
+            os << "score/mask regions on sm90 compute on integers of up to 64 "
+                  "bits, index, f16, bf16, f32 or f64 only (found '"
+               << t << "' in '" << inner->getName().getStringRef() << "')";
+            bad = text;
+          }
       // Constants hoisted out of the region by folding are fine: they are
       // cloned into the kernel with the region.
       for (Value v : inner->getOperands())
@@ -124,6 +144,12 @@ static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why,
   spec.scale = op.getEffectiveScale();
   spec.softcap = op.getSoftcap() ? op.getSoftcap()->convertToDouble() : 0.0;
   std::tie(spec.windowLeft, spec.windowRight) = op.getWindow();
+  // The kernel's positions are i32: a window side of 2^31 - 1 keys or more
+  // excludes no key of any sequence it can index, exactly as no bound (-1)
+  // does, and would not fit its i32 arithmetic.
+  for (int64_t *side : {&spec.windowLeft, &spec.windowRight})
+    if (*side >= std::numeric_limits<int32_t>::max())
+      *side = -1;
   // 3 consumers have 160 registers each: with a mask (the softmax in a
   // masked and an unmasked copy) the scheduler barrier makes ptxas spill,
   // so that case goes without it.

@@ -471,6 +471,47 @@ struct ConvertFlashAttnToVectorPass
           ConvertFlashAttnToVectorPass> {
   using Base::Base;
   void runOnOperation() override {
+    if (vectorBits < 32 || vectorBits % 32 != 0 || vectorBits > 4096) {
+      getOperation()->emitError()
+          << "convert-flashattn-to-vector: vector-bits must be a multiple of 32 "
+             "in [32, 4096] (one f32 lane or more), got "
+          << static_cast<int64_t>(vectorBits);
+      return signalPassFailure();
+    }
+    // What the combine's lowering needs, said plainly (a failed pattern
+    // would only show as "failed to legalize"): memrefs, a static
+    // head_dim_v that fits a vector, and unit inner strides.
+    WalkResult checked = getOperation()->walk([&](CombineOp op) {
+      if (!isa<MemRefType>(op.getOut().getType())) {
+        op.emitOpError("convert-flashattn-to-vector: needs the memref form "
+                       "(bufferize first)");
+        return WalkResult::interrupt();
+      }
+      auto outType = cast<MemRefType>(op.getOut().getType());
+      int64_t dv = outType.getDimSize(outType.getRank() - 1);
+      if (ShapedType::isDynamic(dv) || dv > 65536) {
+        op.emitOpError() << "convert-flashattn-to-vector: needs a static "
+                            "head_dim_v of at most 65536, got "
+                         << outType;
+        return WalkResult::interrupt();
+      }
+      for (Value view : {op.getPartialOut(), op.getOut()}) {
+        SmallVector<int64_t> strides;
+        int64_t offset;
+        if (failed(cast<MemRefType>(view.getType())
+                       .getStridesAndOffset(strides, offset)) ||
+            strides.back() != 1) {
+          op.emitOpError() << "convert-flashattn-to-vector: 'partial_out' and "
+                              "'out' need a unit stride in their last "
+                              "dimension, got "
+                           << view.getType();
+          return WalkResult::interrupt();
+        }
+      }
+      return WalkResult::advance();
+    });
+    if (checked.wasInterrupted())
+      return signalPassFailure();
     RewritePatternSet patterns(&getContext());
     populateFlashAttnToVectorConversionPatterns(patterns, vectorBits);
     ConversionTarget target(getContext());

@@ -162,6 +162,13 @@ typedef struct fa_attention_config {
 /* A config with every field at its default (dense, f16, no mask). */
 fa_attention_config fa_attention_config_default(void);
 
+/* Whether a config is valid: FA_OK, or FA_ERROR_INVALID_ARGUMENT with the
+ * reason (e.g. "num_splits must be in [0, 256]") written into why
+ * (NUL-terminated, truncated to why_size; why may be NULL when why_size is
+ * 0). The rules are those every other entry point applies. */
+fa_status fa_config_validate(const fa_attention_config *config, char *why,
+                             size_t why_size);
+
 /* The canonical text of a config (what the cache key hashes), written into
  * buf (NUL-terminated). Returns the length it needs, excluding the NUL, or
  * -1 on an invalid config; truncates when buf_size is too small. */

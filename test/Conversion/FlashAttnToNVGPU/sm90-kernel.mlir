@@ -298,6 +298,25 @@ func.func @region_math(%q: memref<1x64x2x64xf16>, %k: memref<1x64x2x64xf16>, %v:
 
 // -----
 
+// Scalars the NVPTX backend cannot lower inline (i128 arithmetic needs a
+// library call it lacks) are reported, not handed to LLVM to abort on.
+func.func @region_i128(%q: memref<1x64x2x64xf16>, %k: memref<1x64x2x64xf16>, %v: memref<1x64x2x64xf16>,
+                       %o: memref<1x64x2x64xf16>) {
+  // expected-error @+1 {{convert-flashattn-to-nvgpu: score/mask regions on sm90 compute on integers of up to 64 bits, index, f16, bf16, f32 or f64 only (found 'i128' in 'arith.index_cast')}}
+  flashattn.attention ins(%q, %k, %v : memref<1x64x2x64xf16>, memref<1x64x2x64xf16>, memref<1x64x2x64xf16>)
+      outs(%o : memref<1x64x2x64xf16>)
+      score(%s: f32, %b: index, %h: index, %i: index, %j: index) {
+        %x = arith.index_cast %i : index to i128
+        %p = arith.muli %x, %x : i128
+        %f = arith.sitofp %p : i128 to f32
+        %r = arith.addf %s, %f : f32
+        flashattn.yield %r : f32
+      }
+  return
+}
+
+// -----
+
 // Softcap and a sliding window: tanh.approx through inline asm, the window's
 // lower bound on the keys.
 // Not causal: the static order (m_block fastest), tile += gridDim, no

@@ -504,3 +504,68 @@ func.func @plan_invalid(%q: tensor<2x64x8x64xf16>, %k: tensor<2x128x2x64xf16>, %
       outs(%o : tensor<2x64x8x64xf16>) {plan = #flashattn.plan<target = sm90, block_m = 96, block_n = 128, stages = 2, consumers = 2, schedule = static, num_splits = 1, pack_gqa = false>} -> tensor<2x64x8x64xf16>
   return
 }
+
+// -----
+
+func.func @plan_tile_too_large(%q: memref<1x8x2x64xf16>, %o: memref<1x8x2x64xf16>) {
+  // expected-error @+2 {{plan tile sizes must be in [1, 65536], got block_m = 64, block_n = 4294967296}}
+  flashattn.attention ins(%q, %q, %q : memref<1x8x2x64xf16>, memref<1x8x2x64xf16>, memref<1x8x2x64xf16>) outs(%o : memref<1x8x2x64xf16>)
+      {plan = #flashattn.plan<target = host, block_m = 64, block_n = 4294967296, stages = 1, consumers = 1, schedule = static, num_splits = 1, pack_gqa = false>}
+  return
+}
+
+// -----
+
+func.func @no_query_heads(%q: memref<1x8x0x64xf16>, %k: memref<1x8x2x64xf16>, %o: memref<1x8x0x64xf16>) {
+  // expected-error @+1 {{needs at least one query head and one kv head, got 0 and 2}}
+  flashattn.attention ins(%q, %k, %k : memref<1x8x0x64xf16>, memref<1x8x2x64xf16>, memref<1x8x2x64xf16>) outs(%o : memref<1x8x0x64xf16>)
+  return
+}
+
+// -----
+
+func.func @zero_head_dim(%q: memref<1x8x2x0xf16>, %o: memref<1x8x2x0xf16>) {
+  // expected-error @+1 {{head_dim and head_dim_v must be positive, got 0 and 0}}
+  flashattn.attention ins(%q, %q, %q : memref<1x8x2x0xf16>, memref<1x8x2x0xf16>, memref<1x8x2x0xf16>) outs(%o : memref<1x8x2x0xf16>) {scale = 1.0 : f32}
+  return
+}
+
+// -----
+
+func.func @combine_zero_head_dim(%po: memref<5x2x3x4x0xf32>, %pl: memref<5x2x4x3xf32>, %o: memref<2x3x4x0xf16>) {
+  // expected-error @+1 {{'out' head_dim_v must be positive, got 'memref<2x3x4x0xf16>'}}
+  flashattn.combine ins(%po, %pl : memref<5x2x3x4x0xf32>, memref<5x2x4x3xf32>) outs(%o : memref<2x3x4x0xf16>)
+  return
+}
+
+// -----
+
+func.func @tile_init_rows(%m: memref<4xf32>, %l: memref<8xf32>, %acc: memref<16x8xf32>) {
+  // expected-error @+1 {{expects m [M], l [M] and acc [M, Dv] with one M, got 'memref<4xf32>', 'memref<8xf32>' and 'memref<16x8xf32>'}}
+  flashattn.tile_init %m, %l, %acc : memref<4xf32>, memref<8xf32>, memref<16x8xf32>
+  return
+}
+
+// -----
+
+func.func @tile_load_f64(%src: memref<?x64xf64>, %t: memref<64x64xf32>, %i: index) {
+  // expected-error @+1 {{'source' must be a 2-D f16, bf16 or f32 view [rows, D], got 'memref<?x64xf64>'}}
+  flashattn.tile_load %src[%i] rows %i into %t : memref<?x64xf64> into memref<64x64xf32>
+  return
+}
+
+// -----
+
+func.func @tile_empty(%src: memref<?x64xf16>, %t: memref<0x64xf32>, %i: index) {
+  // expected-error @+1 {{tile 'tile' dimensions must be in [1, 65536], got 'memref<0x64xf32>'}}
+  flashattn.tile_load %src[%i] rows %i into %t : memref<?x64xf16> into memref<0x64xf32>
+  return
+}
+
+// -----
+
+func.func @tile_strided(%s: memref<64x64xf32, strided<[1, 64]>>, %m: memref<64xf32>, %l: memref<64xf32>, %acc: memref<64x64xf32>) {
+  // expected-error @+1 {{'s' must have a unit stride in its last dimension, got 'memref<64x64xf32, strided<[1, 64]>>'}}
+  flashattn.tile_softmax %s, %m, %l, %acc : memref<64x64xf32, strided<[1, 64]>>, memref<64xf32>, memref<64xf32>, memref<64x64xf32>
+  return
+}

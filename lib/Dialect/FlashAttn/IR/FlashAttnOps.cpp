@@ -402,6 +402,12 @@ LogicalResult AttentionOp::verify() {
     return emitOpError() << "'k' head_dim "
                          << kType.getDimSize(kType.getRank() - 1)
                          << " differs from 'q' head_dim " << d;
+  if ((!isDyn(hq) && hq < 1) || (!isDyn(hkv) && hkv < 1))
+    return emitOpError() << "needs at least one query head and one kv head, got "
+                         << hq << " and " << hkv;
+  if ((!isDyn(d) && d < 1) || (!isDyn(dv) && dv < 1))
+    return emitOpError() << "head_dim and head_dim_v must be positive, got " << d
+                         << " and " << dv;
   if (!isDyn(hq) && !isDyn(hkv) && (hkv == 0 || hq % hkv != 0))
     return emitOpError() << "number of query heads (" << hq
                          << ") must be a multiple of the number of kv heads ("
@@ -709,6 +715,8 @@ LogicalResult CombineOp::verify() {
                             "head_dim_v] or [total_q, heads, head_dim_v], got "
                          << outType;
   bool varlen = outType.getRank() == 3;
+  if (outType.getDimSize(outType.getRank() - 1) == 0)
+    return emitOpError() << "'out' head_dim_v must be positive, got " << outType;
 
   // partial_out = [num_splits] ++ shape(out).
   SmallVector<int64_t> expectedPo{poType.getRank() > 0 ? poType.getDimSize(0)

@@ -1,7 +1,8 @@
 //===- TileOps.cpp - Verifiers of the flashattn tile-level ops ------------===//
 //
 // The tile ops work on static f32 scratch tiles; these verifiers check that
-// the tile shapes agree (M, N, D, Dv) and that views have a unit inner stride.
+// the tile shapes agree (M, N, D, Dv) and lie in [1, 65536], that tiles and
+// views have a unit inner stride, and that views hold f16, bf16 or f32.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,26 +28,54 @@ static LogicalResult verifyUnitInnerStride(Operation *op, StringRef name,
   return success();
 }
 
+/// The largest tile dimension: tiles become vectors of this many elements
+/// in the host lowering (and LLVM's vector types hold at most 2^32 - 1).
+static constexpr int64_t kMaxTileDim = 65536;
+
 static LogicalResult verifyTiles(Operation *op, ArrayRef<StringRef> names,
                                  ArrayRef<Value> tiles) {
-  for (auto [name, tile] : llvm::zip(names, tiles))
-    if (!isStaticShape(cast<MemRefType>(tile.getType())))
+  for (auto [name, tile] : llvm::zip(names, tiles)) {
+    auto type = cast<MemRefType>(tile.getType());
+    if (!isStaticShape(type))
       return op->emitOpError() << "tile '" << name
-                               << "' must have a static shape, got "
-                               << tile.getType();
+                               << "' must have a static shape, got " << type;
+    if (llvm::any_of(type.getShape(),
+                     [](int64_t n) { return n < 1 || n > kMaxTileDim; }))
+      return op->emitOpError() << "tile '" << name << "' dimensions must be in [1, "
+                               << kMaxTileDim << "], got " << type;
+    if (failed(verifyUnitInnerStride(op, name, tile)))
+      return failure();
+  }
   return success();
+}
+
+/// f16, bf16 or f32: the element types of the attention op's operands,
+/// which the tile lowerings convert to and from f32.
+static bool isTileViewElement(Type t) {
+  return t.isF16() || t.isBF16() || t.isF32();
 }
 
 static int64_t dim(Value v, unsigned i) {
   return cast<MemRefType>(v.getType()).getDimSize(i);
 }
 
+LogicalResult TileInitOp::verify() {
+  if (failed(verifyTiles(*this, {"m", "l", "acc"}, {getM(), getL(), getAcc()})))
+    return failure();
+  int64_t m = dim(getM(), 0);
+  if (dim(getL(), 0) != m || dim(getAcc(), 0) != m)
+    return emitOpError() << "expects m [M], l [M] and acc [M, Dv] with one M, got "
+                         << getM().getType() << ", " << getL().getType() << " and "
+                         << getAcc().getType();
+  return success();
+}
+
 LogicalResult TileLoadOp::verify() {
   if (failed(verifyTiles(*this, {"tile"}, {getTile()})))
     return failure();
   auto srcType = cast<MemRefType>(getSource().getType());
-  if (srcType.getRank() != 2 || !isa<FloatType>(srcType.getElementType()))
-    return emitOpError() << "'source' must be a 2-D float view [rows, D], got "
+  if (srcType.getRank() != 2 || !isTileViewElement(srcType.getElementType()))
+    return emitOpError() << "'source' must be a 2-D f16, bf16 or f32 view [rows, D], got "
                          << srcType;
   if (failed(verifyUnitInnerStride(*this, "source", getSource())))
     return failure();
@@ -61,8 +90,8 @@ LogicalResult TileLoadPagedOp::verify() {
   if (failed(verifyTiles(*this, {"tile"}, {getTile()})))
     return failure();
   auto poolType = cast<MemRefType>(getPool().getType());
-  if (poolType.getRank() != 4 || !isa<FloatType>(poolType.getElementType()))
-    return emitOpError() << "'pool' must be a 4-D float paged cache "
+  if (poolType.getRank() != 4 || !isTileViewElement(poolType.getElementType()))
+    return emitOpError() << "'pool' must be a 4-D f16, bf16 or f32 paged cache "
                             "[num_pages, page_size, kv_heads, D], got "
                          << poolType;
   if (failed(verifyUnitInnerStride(*this, "pool", getPool())))
@@ -119,8 +148,8 @@ LogicalResult TileStoreOp::verify() {
                          << getAcc().getType() << ", " << getM().getType()
                          << " and " << getL().getType();
   auto outType = cast<MemRefType>(getOut().getType());
-  if (outType.getRank() != 2 || !isa<FloatType>(outType.getElementType()))
-    return emitOpError() << "'out' must be a 2-D float view [rows, Dv], got "
+  if (outType.getRank() != 2 || !isTileViewElement(outType.getElementType()))
+    return emitOpError() << "'out' must be a 2-D f16, bf16 or f32 view [rows, Dv], got "
                          << outType;
   if (failed(verifyUnitInnerStride(*this, "out", getOut())))
     return failure();

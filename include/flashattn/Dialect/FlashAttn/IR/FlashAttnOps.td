@@ -328,13 +328,14 @@ def FlashAttn_TileInitOp : FlashAttn_Op<"tile_init"> {
   let assemblyFormat = [{
     $m `,` $l `,` $acc attr-dict `:` type($m) `,` type($l) `,` type($acc)
   }];
+  let hasVerifier = 1;
 }
 
 def FlashAttn_TileLoadOp : FlashAttn_Op<"tile_load"> {
   let summary = "Load rows of a 2-D view into an f32 tile";
   let description = [{
-    Copies rows `row0 .. row0 + rows - 1` of `source` ([R, D], any float
-    element type, unit inner stride) into rows `0 .. rows - 1` of `tile`
+    Copies rows `row0 .. row0 + rows - 1` of `source` ([R, D], f16, bf16
+    or f32, unit inner stride) into rows `0 .. rows - 1` of `tile`
     ([T, D] f32), converting to f32, and writes zeros into rows
     `rows .. T - 1`. `rows` must be at most T; rows past the view are never
     read.
