@@ -238,6 +238,13 @@ struct TileAttention : OpRewritePattern<AttentionOp> {
     double qkScale = hasMods ? scale : scale * log2e;
     CausalKind causal = op.getCausal();
     auto [winL, winR] = op.getWindow();
+    // A window side of 2^62 keys or more excludes no key: positions index
+    // memrefs, so they and Sk - Sq stay below 2^62 in magnitude, and no
+    // bound (-1) is the same mask without the i64 overflow of m1 + c + R.
+    if (winL >= (int64_t(1) << 62))
+      winL = -1;
+    if (winR >= (int64_t(1) << 62))
+      winR = -1;
 
     buildFor(b, loc, e.c(0), batch, [&](Value bIdx) {
       Value one = e.c(1);

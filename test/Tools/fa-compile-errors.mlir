@@ -1,10 +1,12 @@
 // fa-compile says why it refuses a configuration (fa_config_validate's
 // reason) and rejects option values it does not know; nothing is written.
+// RUN: rm -f %t.faa
 // RUN: not fa-compile --hq 3 --hkv 2 -o %t.faa 2>&1 | FileCheck %s --check-prefix=HEADS
 // RUN: not fa-compile --num-splits 300 -o %t.faa 2>&1 | FileCheck %s --check-prefix=SPLITS
 // RUN: not fa-compile --d 0 -o %t.faa 2>&1 | FileCheck %s --check-prefix=DIM
 // RUN: not fa-compile --alibi bogus -o %t.faa 2>&1 | FileCheck %s --check-prefix=ALIBI
 // RUN: not fa-compile --target sm80 -o %t.faa 2>&1 | FileCheck %s --check-prefix=TARGET
+// RUN: not fa-compile --l2-hint-q bogus -o %t.faa 2>&1 | FileCheck %s --check-prefix=TUNING
 // RUN: not test -e %t.faa
 
 // HEADS: fa-compile: invalid configuration: num_q_heads (3) must be a positive multiple of num_kv_heads (2)
@@ -12,3 +14,4 @@
 // DIM: fa-compile: invalid configuration: head_dim 0 / head_dim_v 0 out of range (1..512)
 // ALIBI: fa-compile: --alibi takes heads or batch-heads, got 'bogus'
 // TARGET: fa-compile: --target takes host or sm90, got 'sm80'
+// TUNING: fa-compile: the sm90 tuning options (--block-m ... --l2-hint-kv) need --target sm90

@@ -122,6 +122,14 @@ int main(int argc, char **argv) {
     errs() << "fa-compile: --target takes host or sm90, got '" << target << "'\n";
     return 2;
   }
+  if (target == "host" &&
+      (blockM || blockN || consumers || stages || kvHeadsPerBlock ||
+       schedulerBarrier != "auto" || tmaStore != "auto" || earlyQRelease != "auto" ||
+       kvRowCopies != "auto" || l2HintQ != "auto" || l2HintKV != "auto")) {
+    errs() << "fa-compile: the sm90 tuning options (--block-m ... --l2-hint-kv) "
+              "need --target sm90\n";
+    return 2;
+  }
   c.dtype = *t;
   c.out_dtype = *ot;
   c.num_q_heads = hq;

@@ -690,10 +690,12 @@ static Result reference(Case &c, SmallVector<Buffer> &in,
             ok = ok && j <= i;
           if (c.causal == CausalKind::bottom_right)
             ok = ok && j <= i + off;
+          // j >= i + off - L and j <= i + off + R, written so that no side
+          // overflows for windows near INT64_MAX (i, j and off are small).
           if (c.winL >= 0)
-            ok = ok && j >= i + off - c.winL;
+            ok = ok && i + off - j <= c.winL;
           if (c.winR >= 0)
-            ok = ok && j <= i + off + c.winR;
+            ok = ok && j - i - off <= c.winR;
           if (ok && c.mask) {
             uint8_t keep = 0;
             callRegion(*c.mask, &keep, std::nullopt);

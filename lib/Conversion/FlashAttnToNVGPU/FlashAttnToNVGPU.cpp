@@ -103,11 +103,13 @@ static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why,
                << t << "' in '" << inner->getName().getStringRef() << "')";
             bad = text;
           }
-      // Constants hoisted out of the region by folding are fine: they are
-      // cloned into the kernel with the region.
+      // Constants hoisted out of the region by folding are fine when they
+      // are arith.constant: they are cloned into the kernel with the region
+      // (other constant-like ops, e.g. ub.poison, have no lowering there).
       for (Value v : inner->getOperands())
         if (!region->isAncestor(v.getParentRegion()) &&
-            !matchPattern(v, m_Constant()))
+            !(matchPattern(v, m_Constant()) && v.getDefiningOp() &&
+              isa<arith::ConstantOp>(v.getDefiningOp())))
           bad = "score/mask regions on sm90 cannot use values defined outside "
                 "them (a bias table or document ids need a kernel argument)";
     });

@@ -478,6 +478,18 @@ struct ConvertFlashAttnToVectorPass
           << static_cast<int64_t>(vectorBits);
       return signalPassFailure();
     }
+    // Q K^T takes its transposed-K scratch from a memref.alloca at the
+    // entry of its function: the op must sit in one.
+    WalkResult scoped = getOperation()->walk([&](TileQKOp op) {
+      if (op->getParentOfType<FunctionOpInterface>())
+        return WalkResult::advance();
+      op->emitOpError("convert-flashattn-to-vector: needs to be inside a "
+                      "function (its scratch is an alloca at the function's "
+                      "entry)");
+      return WalkResult::interrupt();
+    });
+    if (scoped.wasInterrupted())
+      return signalPassFailure();
     // What the combine's lowering needs, said plainly (a failed pattern
     // would only show as "failed to legalize"): memrefs, a static
     // head_dim_v that fits a vector, and unit inner strides.

@@ -19,3 +19,12 @@ func.func @combine_strided(%po: memref<4x2x3x8x64xf32, strided<[12288, 6144, 204
   flashattn.combine ins(%po, %pl : memref<4x2x3x8x64xf32, strided<[12288, 6144, 2048, 256, 2]>>, memref<4x2x8x3xf32>) outs(%o : memref<2x3x8x64xf16>)
   return
 }
+
+// -----
+
+// Outside a function there is no entry for Q K^T's scratch alloca.
+%q = memref.alloc() : memref<4x64xf32>
+%k = memref.alloc() : memref<8x64xf32>
+%s = memref.alloc() : memref<4x8xf32>
+// expected-error @+1 {{'flashattn.tile_qk' op convert-flashattn-to-vector: needs to be inside a function (its scratch is an alloca at the function's entry)}}
+flashattn.tile_qk %q, %k into %s {scale = 1.0 : f32} : memref<4x64xf32>, memref<8x64xf32> into memref<4x8xf32>
