@@ -75,6 +75,7 @@ compile 64 f16 none 8 8
 compile 128 bf16 bottom_right 8 2 255 0
 compile 64 f16 none 4 4 100 50
 compile 128 bf16 none 4 2 64 -1
+compile 64 f16 bottom_right 4 2 1073741824 2147483646
 compile 256 bf16 none 4 2 -1 -1 30
 compile 128 f16 bottom_right 4 1 64 0 50
 # Split-KV (SPLITS=S: the partial kernel + the combine kernel in one cubin).

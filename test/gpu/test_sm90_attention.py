@@ -43,6 +43,10 @@ CASES = [
     ("window_br_hd128", 128, "bf16", "bottom_right", 8, 2, 2, 1023, 1023, (255, 0), 0),
     ("window_both_hd64_f16", 64, "f16", "none", 4, 4, 1, 1025, 1025, (100, 50), 0),
     ("window_left_only_sq_gt_sk", 128, "bf16", "none", 4, 2, 1, 1025, 700, (64, -1), 0),
+    # Sides of 2^30 keys or more are no bound (i32 position sums in the
+    # kernel would overflow): the same mask as bottom-right causal alone.
+    ("window_huge_sides_br", 64, "f16", "bottom_right", 4, 2, 1, 300, 700,
+     (1073741824, 2147483646), 0),
     ("softcap_hd256", 256, "bf16", "none", 4, 2, 1, 1023, 1023, None, 30.0),
     ("softcap_window_causal_f16", 128, "f16", "bottom_right", 4, 1, 2, 113, 1025, (64, 0), 50.0),
     # More tiles than SMs: the persistent loop runs several tiles per CTA

@@ -146,11 +146,14 @@ static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why,
   spec.scale = op.getEffectiveScale();
   spec.softcap = op.getSoftcap() ? op.getSoftcap()->convertToDouble() : 0.0;
   std::tie(spec.windowLeft, spec.windowRight) = op.getWindow();
-  // The kernel's positions are i32: a window side of 2^31 - 1 keys or more
-  // excludes no key of any sequence it can index, exactly as no bound (-1)
-  // does, and would not fit its i32 arithmetic.
+  // The kernel computes positions in i32 (i + Sk - Sq + right, i + Sk - Sq
+  // - left). A window side of 2^30 keys or more excludes no key of any
+  // sequence an sm90 GPU holds (Sk and Sq stay below 2^30: K and V of 2^30
+  // keys at head_dim 64 take 256 GiB), exactly as no bound (-1) does, and
+  // could overflow those sums: it becomes -1. (FlashAttention likewise
+  // takes a side of at least seqlen_k as -1.)
   for (int64_t *side : {&spec.windowLeft, &spec.windowRight})
-    if (*side >= std::numeric_limits<int32_t>::max())
+    if (*side >= (int64_t(1) << 30))
       *side = -1;
   // 3 consumers have 160 registers each: with a mask (the softmax in a
   // masked and an unmasked copy) the scheduler barrier makes ptxas spill,
