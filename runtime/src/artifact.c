@@ -94,16 +94,18 @@ static bool jsonToConfig(const cJSON *o, fa_attention_config *c, char **regions)
       return false;
     }
   }
-  c->target = (fa_target)v[0];
-  c->dtype = (fa_dtype)v[1];
-  c->out_dtype = (fa_dtype)v[2];
+  /* Through int32_t: an enum whose constants are all non-negative may have
+   * an unsigned underlying type, and -1.0 converted to it is undefined. */
+  c->target = (fa_target)(int32_t)v[0];
+  c->dtype = (fa_dtype)(int32_t)v[1];
+  c->out_dtype = (fa_dtype)(int32_t)v[2];
   c->num_q_heads = (int32_t)v[3];
   c->num_kv_heads = (int32_t)v[4];
   c->head_dim = (int32_t)v[5];
   c->head_dim_v = (int32_t)v[6];
   c->flags = (uint32_t)v[7];
   c->page_size = (int32_t)v[8];
-  c->causal = (fa_causal)v[9];
+  c->causal = (fa_causal)(int32_t)v[9];
   c->window_left = (int32_t)v[10];
   c->window_right = (int32_t)v[11];
   c->softcap = (float)v[12];

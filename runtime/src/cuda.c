@@ -1469,6 +1469,24 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
     else if (!strcmp(nm, "out")) out = tensors[i];
     else if (!strcmp(nm, "lse")) lse = tensors[i];
   }
+  /* Window sides of 2^30 keys or more: the sm90 kernels take them as no
+   * bound (convert-flashattn-to-nvgpu: their position sums are i32), which
+   * is exact while every sequence has fewer than 2^30 queries and keys. The
+   * tensors' extents bound both: q's and k's sequence (or packed)
+   * dimension, a paged cache's block_table columns x page_size. */
+  const fa_attention_config *cfg = &k->artifact.config;
+  if ((cfg->window_left >= (1 << 30) || cfg->window_right >= (1 << 30)) && q && kk) {
+    int64_t most_q = q->shape[q->rank == 3 ? 0 : 1];
+    int64_t most_k = (cfg->flags & FA_PAGED)
+                         ? call->block_table.shape[1] * kk->shape[1]
+                         : kk->shape[kk->rank == 3 ? 0 : 1];
+    if (most_q >= (1 << 30) || most_k >= (1 << 30))
+      return fa_fail(rt, FA_ERROR_UNSUPPORTED,
+                     "the sm90 kernels take a window side of 2^30 keys or more as no bound, "
+                     "exact only below 2^30 queries and keys a sequence; this call allows "
+                     "%lld queries and %lld keys",
+                     (long long)most_q, (long long)most_k);
+  }
   /* Automatic pack_gqa: the packed entries when every sequence's queries
    * of a kv head fit one tile (q_len x G <= block_m: decode, speculative
    * decode), as FlashAttention-3 decides; measured on the H200, packing
@@ -1637,10 +1655,11 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
   size_t out_bytes = combine ? (size_t)(splits * b * sq * h * dv) * 4 : 0;
   size_t lse_bytes = combine ? (size_t)(splits * b * h * sq) * 4 : 0;
   size_t ws_bytes = counter_bytes + table_bytes + out_bytes + lse_bytes;
-  if (combine && !out_bytes) {
-    /* No output row (B or Sq is 0): nothing to compute or write. The
-     * partial kernel needs its partial results' buffers, which are empty
-     * here, so it is not launched. */
+  if (combine && !out_bytes && !append) {
+    /* No output row (B or Sq is 0) and no append: nothing to compute or
+     * write. The partial kernel needs its partial results' buffers, which
+     * are empty here, so it is not launched. (With an append the tile
+     * table holds no entry, and only the append kernel runs below.) */
     free(table);
     return FA_OK;
   }

@@ -24,11 +24,13 @@
  *   - the k / v tensor maps of paged decode (the fake records each
  *     cuTensorMapEncodeTiled): the page panel view for the one-head twins,
  *     the pool's own dims for the kernels with 4 kv heads a box;
+ *   - a window side of 2^30 or more (no bound in the kernels): refused
+ *     where the tensors allow 2^30 keys;
  *   - numbers of an artifact's config out of their fields' ranges: a
  *     corrupt artifact;
  *   - a split-KV kernel without a dense entry: a call with no query rows
- *     launches nothing, and the counter is zeroed by work units (tiles x
- *     splits), not tiles;
+ *     launches nothing (with an append, the append kernel alone), and the
+ *     counter is zeroed by work units (tiles x splits), not tiles;
  *   - failing driver calls: a failing cuMemsetD32Async under stream capture
  *     with a copied tile table (the runtime keeps that table for the graph)
  *     and a failing cuLaunchKernel answer FA_ERROR_CUDA with a message, and
@@ -210,7 +212,7 @@ int main(void) {
     perror("mkdtemp");
     return 1;
   }
-  char decode_path[512], varlen_path[512], paged_path[512];
+  char decode_path[512], varlen_path[512], paged_path[512], append_path[512], window_path[512];
   int rc = compile(dir, "decode",
                    "--lse --d 128 --dtype bf16 --causal bottom_right --hq 32 --hkv 8 "
                    "--pack-gqa 1 --num-splits 0",
@@ -225,6 +227,16 @@ int main(void) {
                  "--lse --d 128 --dtype bf16 --causal bottom_right --hq 32 --hkv 8 "
                  "--pack-gqa 1 --num-splits 0 --seqused-k --page-size 16",
                  paged_path, sizeof(paged_path));
+  if (rc == 0)
+    rc = compile(dir, "append_split",
+                 "--lse --d 128 --dtype bf16 --causal bottom_right --hq 8 --hkv 2 --append "
+                 "--num-splits 2",
+                 append_path, sizeof(append_path));
+  if (rc == 0)
+    rc = compile(dir, "window_huge",
+                 "--lse --d 64 --dtype f16 --causal bottom_right --hq 4 --hkv 2 "
+                 "--window-left 1073741824",
+                 window_path, sizeof(window_path));
   if (rc != 0)
     return rc;
 
@@ -942,6 +954,60 @@ int main(void) {
       CHECK_STATUS(fa_attention_run(rt, sk, &a), FA_OK, rt);
     }
   }
+  /* A window side of 2^30 or more is no bound in the sm90 kernels: exact
+   * below 2^30 keys a sequence, refused (nothing launched) where the
+   * tensors allow 2^30 keys. */
+  {
+    fa_kernel *wk = NULL;
+    CHECK_STATUS(fa_kernel_load_artifact_file(rt, window_path, &wk), FA_OK, rt);
+    fa_attention_args a = {0};
+    a.struct_size = sizeof(a);
+    a.q = device_tensor(4, 1, 4, 4, 64, 2);
+    a.k = device_tensor(4, 1, 4096, 2, 64, 2);
+    a.v = device_tensor(4, 1, 4096, 2, 64, 2);
+    a.out = device_tensor(4, 1, 4, 4, 64, 2);
+    a.lse = device_tensor(3, 1, 4, 4, 0, 4);
+    a.stream = s1;
+    clear_launches();
+    if (wk)
+      CHECK_STATUS(fa_attention_run(rt, wk, &a), FA_OK, rt);
+    CHECK(fake->num_launches == 1, "huge window, 4096 keys: %d launches", fake->num_launches);
+    a.k = device_tensor(4, 1, 1 << 30, 2, 64, 2);
+    a.v = device_tensor(4, 1, 1 << 30, 2, 64, 2);
+    clear_launches();
+    if (wk)
+      CHECK_STATUS(fa_attention_run(rt, wk, &a), FA_ERROR_UNSUPPORTED, rt);
+    CHECK(strstr(fa_runtime_last_error(rt), "2^30") && fake->num_launches == 0,
+          "huge window, 2^30 keys: %s, %d launches", fa_runtime_last_error(rt),
+          fake->num_launches);
+  }
+  /* kv-cache append with split-KV and no query rows: the append still
+   * writes k_new / v_new into the cache (only the attention has nothing
+   * to do). */
+  {
+    fa_kernel *ak = NULL;
+    CHECK_STATUS(fa_kernel_load_artifact_file(rt, append_path, &ak), FA_OK, rt);
+    static int32_t cache_seqlens[2] = {10, 50};
+    fa_attention_args a = {0};
+    a.struct_size = sizeof(a);
+    a.q = device_tensor(4, 2, 0, 8, 128, 2);
+    a.k = device_tensor(4, 2, 256, 2, 128, 2);
+    a.v = device_tensor(4, 2, 256, 2, 128, 2);
+    a.k_new = device_tensor(4, 2, 3, 2, 128, 2);
+    a.v_new = device_tensor(4, 2, 3, 2, 128, 2);
+    a.cache_seqlens = host_i32(cache_seqlens, 2);
+    a.out = device_tensor(4, 2, 0, 8, 128, 2);
+    a.lse = device_tensor(3, 2, 8, 0, 0, 4);
+    a.stream = s1;
+    clear_launches();
+    if (ak)
+      CHECK_STATUS(fa_attention_run(rt, ak, &a), FA_OK, rt);
+    CHECK(fake->num_launches == 1 && strstr(fake->launches[0].name, "append"),
+          "append + split-KV with Sq 0: want the append kernel alone, got %d launches",
+          fake->num_launches);
+    if (g_failures)
+      print_launches();
+  }
   /* Numbers of the metadata's config outside their field's range, or
    * fractional where the field is an integer: a corrupt artifact, found
    * before any conversion (runtime.launch_asan runs this under UBSan's
@@ -964,6 +1030,8 @@ int main(void) {
                             {"\"head_dim\":128", "\"head_dim\":128.5"},
                             {"\"head_dim\":128", "\"head_dim\":-3e9"},
                             {"\"flags\":", "\"flags\":-7,\"unused\":"},
+                            {"\"target\":", "\"target\":-1,\"unused\":"},
+                            {"\"causal\":", "\"causal\":-2,\"unused\":"},
                             {"\"scale\":", "\"scale\":1e300,\"unused\":"}};
     for (size_t i = 0; bytes && i < sizeof(bad) / sizeof(bad[0]); ++i) {
       size_t n = 0;

@@ -106,6 +106,8 @@ static FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why,
       // Constants hoisted out of the region by folding are fine when they
       // are arith.constant: they are cloned into the kernel with the region
       // (other constant-like ops, e.g. ub.poison, have no lowering there).
+      // A use of an outside value is the reason reported, over the op's
+      // own (a memref.load of a table says what the kernel lacks).
       for (Value v : inner->getOperands())
         if (!region->isAncestor(v.getParentRegion()) &&
             !(matchPattern(v, m_Constant()) && v.getDefiningOp() &&
