@@ -148,7 +148,11 @@ typedef struct fa_attention_config {
   uint32_t flags;
   int32_t page_size;    /* keys per page when FA_PAGED, else 0 */
   fa_causal causal;
-  int32_t window_left, window_right; /* -1 = unbounded */
+  /* Keys a query sees to its left / right of the diagonal; -1 =
+   * unbounded. On sm90 a side of 2^30 or more is unbounded too, and a call
+   * whose tensors allow 2^30 queries or keys a sequence is then
+   * FA_ERROR_UNSUPPORTED. */
+  int32_t window_left, window_right;
   float softcap;        /* 0 = off */
   float scale;          /* 0 = 1/sqrt(head_dim) */
   int32_t num_splits;   /* 0 = automatic, 1 = none */
