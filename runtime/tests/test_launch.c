@@ -100,17 +100,24 @@ static int compile(const char *dir, const char *name, const char *args, char *pa
 
 static void clear_launches(void) { fake->num_launches = 0; }
 
-/* Decode tensors: q [b, 1, 32, 128] bf16, k / v [b, keys, 8, 128], lse [b, 32, 1]. */
-static fa_attention_args decode_args(int64_t b, int64_t keys, void *stream) {
+/* Dense tensors (2-byte elements): q / out [b, sq, hq, d], k / v [b, sk,
+ * hkv, d], lse [b, hq, sq] f32. */
+static fa_attention_args dense_args(int64_t b, int64_t sq, int64_t sk, int64_t hq,
+                                    int64_t hkv, int64_t d, void *stream) {
   fa_attention_args a = {0};
   a.struct_size = sizeof(a);
-  a.q = device_tensor(4, b, 1, 32, 128, 2);
-  a.k = device_tensor(4, b, keys, 8, 128, 2);
-  a.v = device_tensor(4, b, keys, 8, 128, 2);
-  a.out = device_tensor(4, b, 1, 32, 128, 2);
-  a.lse = device_tensor(3, b, 32, 1, 0, 4);
+  a.q = device_tensor(4, b, sq, hq, d, 2);
+  a.k = device_tensor(4, b, sk, hkv, d, 2);
+  a.v = device_tensor(4, b, sk, hkv, d, 2);
+  a.out = device_tensor(4, b, sq, hq, d, 2);
+  a.lse = device_tensor(3, b, hq, sq, 0, 4);
   a.stream = stream;
   return a;
+}
+
+/* Decode tensors: q [b, 1, 32, 128] bf16, k / v [b, keys, 8, 128], lse [b, 32, 1]. */
+static fa_attention_args decode_args(int64_t b, int64_t keys, void *stream) {
+  return dense_args(b, 1, keys, 32, 8, 128, stream);
 }
 
 /* Varlen: 70 sequences of one query and 1000 keys (seqused_k 1000), one
@@ -213,30 +220,34 @@ int main(void) {
     return 1;
   }
   char decode_path[512], varlen_path[512], paged_path[512], append_path[512], window_path[512];
-  int rc = compile(dir, "decode",
-                   "--lse --d 128 --dtype bf16 --causal bottom_right --hq 32 --hkv 8 "
-                   "--pack-gqa 1 --num-splits 0",
-                   decode_path, sizeof(decode_path));
-  if (rc == 0)
-    rc = compile(dir, "varlen",
-                 "--lse --d 64 --dtype f16 --causal none --hq 1 --hkv 1 --num-splits 0 "
-                 "--varlen-q --varlen-k --seqused-k",
-                 varlen_path, sizeof(varlen_path));
-  if (rc == 0)
-    rc = compile(dir, "paged",
-                 "--lse --d 128 --dtype bf16 --causal bottom_right --hq 32 --hkv 8 "
-                 "--pack-gqa 1 --num-splits 0 --seqused-k --page-size 16",
-                 paged_path, sizeof(paged_path));
-  if (rc == 0)
-    rc = compile(dir, "append_split",
-                 "--lse --d 128 --dtype bf16 --causal bottom_right --hq 8 --hkv 2 --append "
-                 "--num-splits 2",
-                 append_path, sizeof(append_path));
-  if (rc == 0)
-    rc = compile(dir, "window_huge",
-                 "--lse --d 64 --dtype f16 --causal bottom_right --hq 4 --hkv 2 "
-                 "--window-left 1073741824",
-                 window_path, sizeof(window_path));
+  const struct {
+    const char *name, *args;
+    char *path;
+  } artifacts[] = {
+      {"decode",
+       "--lse --d 128 --dtype bf16 --causal bottom_right --hq 32 --hkv 8 --pack-gqa 1 "
+       "--num-splits 0",
+       decode_path},
+      {"varlen",
+       "--lse --d 64 --dtype f16 --causal none --hq 1 --hkv 1 --num-splits 0 --varlen-q "
+       "--varlen-k --seqused-k",
+       varlen_path},
+      {"paged",
+       "--lse --d 128 --dtype bf16 --causal bottom_right --hq 32 --hkv 8 --pack-gqa 1 "
+       "--num-splits 0 --seqused-k --page-size 16",
+       paged_path},
+      {"append_split",
+       "--lse --d 128 --dtype bf16 --causal bottom_right --hq 8 --hkv 2 --append "
+       "--num-splits 2",
+       append_path},
+      {"window_huge",
+       "--lse --d 64 --dtype f16 --causal bottom_right --hq 4 --hkv 2 --window-left "
+       "1073741824",
+       window_path},
+  };
+  int rc = 0;
+  for (size_t i = 0; rc == 0 && i < sizeof(artifacts) / sizeof(artifacts[0]); ++i)
+    rc = compile(dir, artifacts[i].name, artifacts[i].args, artifacts[i].path, 512);
   if (rc != 0)
     return rc;
 
@@ -912,14 +923,7 @@ int main(void) {
     if (sk) {
       /* No query rows (Sq 0): nothing to write, nothing launched; the
        * partial kernel's parameters (its partial buffers) would not exist. */
-      fa_attention_args a = {0};
-      a.struct_size = sizeof(a);
-      a.q = device_tensor(4, 1, 0, 2, 64, 2);
-      a.k = device_tensor(4, 1, 300, 2, 64, 2);
-      a.v = device_tensor(4, 1, 300, 2, 64, 2);
-      a.out = device_tensor(4, 1, 0, 2, 64, 2);
-      a.lse = device_tensor(3, 1, 2, 0, 0, 4);
-      a.stream = s1;
+      fa_attention_args a = dense_args(1, 0, 300, 2, 2, 64, s1);
       clear_launches();
       int async_allocs = fake->num_async_allocs;
       CHECK_STATUS(fa_attention_run(rt, sk, &a), FA_OK, rt);
@@ -929,9 +933,7 @@ int main(void) {
       /* Sq 2560: 40 tiles x 4 splits = 160 work units on 132 SMs. The
        * counter is read (more units than CTAs), so it is zeroed, although
        * there are fewer tiles than SMs. */
-      a.q = device_tensor(4, 1, 2560, 2, 64, 2);
-      a.out = device_tensor(4, 1, 2560, 2, 64, 2);
-      a.lse = device_tensor(3, 1, 2, 2560, 0, 4);
+      a = dense_args(1, 2560, 300, 2, 2, 64, s1);
       clear_launches();
       int memsets = fake->num_memsets;
       CHECK_STATUS(fa_attention_run(rt, sk, &a), FA_OK, rt);
@@ -960,20 +962,12 @@ int main(void) {
   {
     fa_kernel *wk = NULL;
     CHECK_STATUS(fa_kernel_load_artifact_file(rt, window_path, &wk), FA_OK, rt);
-    fa_attention_args a = {0};
-    a.struct_size = sizeof(a);
-    a.q = device_tensor(4, 1, 4, 4, 64, 2);
-    a.k = device_tensor(4, 1, 4096, 2, 64, 2);
-    a.v = device_tensor(4, 1, 4096, 2, 64, 2);
-    a.out = device_tensor(4, 1, 4, 4, 64, 2);
-    a.lse = device_tensor(3, 1, 4, 4, 0, 4);
-    a.stream = s1;
+    fa_attention_args a = dense_args(1, 4, 4096, 4, 2, 64, s1);
     clear_launches();
     if (wk)
       CHECK_STATUS(fa_attention_run(rt, wk, &a), FA_OK, rt);
     CHECK(fake->num_launches == 1, "huge window, 4096 keys: %d launches", fake->num_launches);
-    a.k = device_tensor(4, 1, 1 << 30, 2, 64, 2);
-    a.v = device_tensor(4, 1, 1 << 30, 2, 64, 2);
+    a = dense_args(1, 4, 1 << 30, 4, 2, 64, s1);
     clear_launches();
     if (wk)
       CHECK_STATUS(fa_attention_run(rt, wk, &a), FA_ERROR_UNSUPPORTED, rt);
@@ -988,17 +982,10 @@ int main(void) {
     fa_kernel *ak = NULL;
     CHECK_STATUS(fa_kernel_load_artifact_file(rt, append_path, &ak), FA_OK, rt);
     static int32_t cache_seqlens[2] = {10, 50};
-    fa_attention_args a = {0};
-    a.struct_size = sizeof(a);
-    a.q = device_tensor(4, 2, 0, 8, 128, 2);
-    a.k = device_tensor(4, 2, 256, 2, 128, 2);
-    a.v = device_tensor(4, 2, 256, 2, 128, 2);
+    fa_attention_args a = dense_args(2, 0, 256, 8, 2, 128, s1);
     a.k_new = device_tensor(4, 2, 3, 2, 128, 2);
     a.v_new = device_tensor(4, 2, 3, 2, 128, 2);
     a.cache_seqlens = host_i32(cache_seqlens, 2);
-    a.out = device_tensor(4, 2, 0, 8, 128, 2);
-    a.lse = device_tensor(3, 2, 8, 0, 0, 4);
-    a.stream = s1;
     clear_launches();
     if (ak)
       CHECK_STATUS(fa_attention_run(rt, ak, &a), FA_OK, rt);
