@@ -251,6 +251,16 @@ static fa_status expect(checker *c, const char *name, const fa_tensor *t,
                      "'%s' dim %d is %lld but the kernel needs %lld", name, i,
                      (long long)t->shape[i], (long long)dims[i]);
   }
+  /* The element count must fit the kernels' i64 offsets with room for the
+   * element size: at most 2^60 (each dimension alone fits i32, their
+   * product need not). */
+  int64_t count = 1;
+  for (int i = 0; i < rank; ++i)
+    if (__builtin_mul_overflow(count, t->shape[i], &count) || count > ((int64_t)1 << 60))
+      return fa_fail(c->rt, FA_ERROR_SHAPE_MISMATCH,
+                     "'%s' holds more than 2^60 elements (its dims multiply past the "
+                     "kernels' 64-bit offsets)",
+                     name);
   return FA_OK;
 }
 
@@ -407,6 +417,23 @@ fa_status fa_attention_run(fa_runtime *rt, fa_kernel *k,
                      i == 4 ? " for this kernel (sm90 cubins with page_table take a "
                               "device block_table)"
                             : "");
+    }
+  }
+  /* Host kernels read and write q, k, v, out and the rest on the host:
+   * asked of the driver where this runtime has loaded it (device memory
+   * would fault in the kernel). */
+  if (k->artifact.kind == FA_ARTIFACT_HOST_SO && rt->cuda) {
+    const char *data_names[] = {"q", "k", "v", "out", "lse", "alibi_slopes", "k_new", "v_new"};
+    const fa_tensor *data[] = {&a->q, &a->k, &a->v, &a->out, &a->lse, &a->alibi_slopes,
+                               &a->k_new, &a->v_new};
+    for (int i = 0; i < 8; ++i) {
+      bool on_device = false;
+      if (data[i]->data && fa_cuda_on_device(rt, data[i]->data, &on_device) == FA_OK &&
+          on_device)
+        return fa_fail(rt, FA_ERROR_BAD_INPUT,
+                       "'%s' is in device memory; a host kernel reads and writes it on "
+                       "the host (plain, pinned or managed memory)",
+                       data_names[i]);
     }
   }
   /* Values of the integer metadata (host memory). */

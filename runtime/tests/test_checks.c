@@ -102,6 +102,15 @@ int main(void) {
     expect_fail(dense, &t, FA_ERROR_SHAPE_MISMATCH, "batch size mismatch", "batch");
     t = a; t.q.rank = 3;
     expect_fail(dense, &t, FA_ERROR_SHAPE_MISMATCH, "rank-4", "q rank");
+    /* Every dim in [0, 2^31 - 1] and all consistent, but q and out hold
+     * (2^31 - 1)^2 x 4 x 64 elements: refused before any kernel indexes
+     * them (the kernel's i64 offsets would overflow). */
+    t = a;
+    t.q.shape[0] = t.q.shape[1] = INT32_MAX;
+    t.out.shape[0] = t.out.shape[1] = INT32_MAX;
+    t.k.shape[0] = t.v.shape[0] = INT32_MAX;
+    expect_fail(dense, &t, FA_ERROR_SHAPE_MISMATCH, "holds more than 2^60 elements",
+                "element count overflow");
     t = a; t.lse = make_tensor(3, (int64_t[]){2, 4, 8}, 4);
     expect_fail(dense, &t, FA_ERROR_INVALID_ARGUMENT, "compiled without it", "unexpected lse");
     free(t.lse.data);

@@ -24,6 +24,7 @@
  *   - the k / v tensor maps of paged decode (the fake records each
  *     cuTensorMapEncodeTiled): the page panel view for the one-head twins,
  *     the pool's own dims for the kernels with 4 kv heads a box;
+ *   - a host kernel with q .. out in device memory: refused;
  *   - a window side of 2^30 or more (no bound in the kernels): refused
  *     where the tensors allow 2^30 keys;
  *   - numbers of an artifact's config out of their fields' ranges: a
@@ -72,14 +73,14 @@ static fa_tensor host_i32(int32_t *data, int64_t n) {
   return t;
 }
 
-/* fa-compile ARGS -o PATH; 77 (skip) when ptxas is missing, 1 on another
+/* fa-compile ARGS -o PATH (ARGS name the target); 77 (skip) when ptxas is missing, 1 on another
  * failure, 0 when the artifact was written. */
 static int compile(const char *dir, const char *name, const char *args, char *path,
                    size_t size) {
   snprintf(path, size, "%s/%s.faa", dir, name);
   char cmd[1024], log[512];
   snprintf(log, sizeof(log), "%s/%s.log", dir, name);
-  snprintf(cmd, sizeof(cmd), "'%s' --target sm90 %s -o '%s' > '%s' 2>&1", FA_TEST_FA_COMPILE,
+  snprintf(cmd, sizeof(cmd), "'%s' %s -o '%s' > '%s' 2>&1", FA_TEST_FA_COMPILE,
            args, path, log);
   if (system(cmd) == 0)
     return 0;
@@ -219,31 +220,33 @@ int main(void) {
     perror("mkdtemp");
     return 1;
   }
-  char decode_path[512], varlen_path[512], paged_path[512], append_path[512], window_path[512];
+  char decode_path[512], varlen_path[512], paged_path[512], append_path[512], window_path[512],
+      host_path[512];
   const struct {
     const char *name, *args;
     char *path;
   } artifacts[] = {
       {"decode",
-       "--lse --d 128 --dtype bf16 --causal bottom_right --hq 32 --hkv 8 --pack-gqa 1 "
+       "--target sm90 --lse --d 128 --dtype bf16 --causal bottom_right --hq 32 --hkv 8 --pack-gqa 1 "
        "--num-splits 0",
        decode_path},
       {"varlen",
-       "--lse --d 64 --dtype f16 --causal none --hq 1 --hkv 1 --num-splits 0 --varlen-q "
+       "--target sm90 --lse --d 64 --dtype f16 --causal none --hq 1 --hkv 1 --num-splits 0 --varlen-q "
        "--varlen-k --seqused-k",
        varlen_path},
       {"paged",
-       "--lse --d 128 --dtype bf16 --causal bottom_right --hq 32 --hkv 8 --pack-gqa 1 "
+       "--target sm90 --lse --d 128 --dtype bf16 --causal bottom_right --hq 32 --hkv 8 --pack-gqa 1 "
        "--num-splits 0 --seqused-k --page-size 16",
        paged_path},
       {"append_split",
-       "--lse --d 128 --dtype bf16 --causal bottom_right --hq 8 --hkv 2 --append "
+       "--target sm90 --lse --d 128 --dtype bf16 --causal bottom_right --hq 8 --hkv 2 --append "
        "--num-splits 2",
        append_path},
       {"window_huge",
-       "--lse --d 64 --dtype f16 --causal bottom_right --hq 4 --hkv 2 --window-left "
+       "--target sm90 --lse --d 64 --dtype f16 --causal bottom_right --hq 4 --hkv 2 --window-left "
        "1073741824",
        window_path},
+      {"host_dense", "--target host --lse --d 64 --dtype f16 --hq 4 --hkv 2", host_path},
   };
   int rc = 0;
   for (size_t i = 0; rc == 0 && i < sizeof(artifacts) / sizeof(artifacts[0]); ++i)
@@ -955,6 +958,17 @@ int main(void) {
       fake->fail_async_alloc = 0;
       CHECK_STATUS(fa_attention_run(rt, sk, &a), FA_OK, rt);
     }
+  }
+  /* A host kernel once the driver is loaded: q .. out in device memory
+   * (which the kernel would read on the host) is refused, nothing run. */
+  {
+    fa_kernel *hk = NULL;
+    CHECK_STATUS(fa_kernel_load_artifact_file(rt, host_path, &hk), FA_OK, rt);
+    fa_attention_args a = dense_args(1, 4, 16, 4, 2, 64, s1);
+    if (hk)
+      CHECK_STATUS(fa_attention_run(rt, hk, &a), FA_ERROR_BAD_INPUT, rt);
+    CHECK(strstr(fa_runtime_last_error(rt), "'q' is in device memory") != NULL,
+          "host kernel, device q: %s", fa_runtime_last_error(rt));
   }
   /* A window side of 2^30 or more is no bound in the sm90 kernels: exact
    * below 2^30 keys a sequence, refused (nothing launched) where the

@@ -253,7 +253,8 @@ typedef struct fa_attention_args {
 } fa_attention_args;
 
 /* Checks every input against the kernel and DESIGN.md section 1 (null
- * pointers, shapes, element counts, cu_seqlens monotone and inside the
+ * pointers, shapes (each dim in [0, 2^31 - 1], at most 2^60 elements a
+ * tensor: FA_ERROR_SHAPE_MISMATCH), cu_seqlens monotone and inside the
  * tensor, block_table entries inside the pool, seqused_k and appends within
  * capacity), then runs. Nothing is read or written when a check fails. The
  * integer metadata (cu_seqlens, seqused_k, block_table, cache_seqlens) is
@@ -283,7 +284,8 @@ typedef struct fa_attention_args {
  * a device block_table for a kernel that cannot take one: the host path,
  * a cubin without "page_table" in its metadata) is FA_ERROR_BAD_INPUT,
  * where the driver can tell (sm90 cubins; host artifacts once the
- * runtime has loaded the driver).
+ * runtime has loaded the driver); so are q, k, v, out, lse, alibi_slopes,
+ * k_new and v_new in device memory for a host artifact there.
  * With FA_APPEND, the keys of sequence b are cache_seqlens[b] + S_new and
  * seqused_k is only checked, not used. Rows of a packed out past
  * cu_seqlens_q[B] are not part of the result: their contents are
