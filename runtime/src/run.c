@@ -248,7 +248,9 @@ static fa_status expect(checker *c, const char *name, const fa_tensor *t,
                      (long long)t->shape[i]);
     if (dims[i] >= 0 && t->shape[i] != dims[i])
       return fa_fail(c->rt, FA_ERROR_SHAPE_MISMATCH,
-                     "'%s' dim %d is %lld but the kernel needs %lld", name, i,
+                     "'%s' dim %d is %lld, expected %lld (from the kernel's config, or "
+                     "from q / k where they set it)",
+                     name, i,
                      (long long)t->shape[i], (long long)dims[i]);
   }
   /* The element count must fit the kernels' i64 offsets with room for the

@@ -95,7 +95,9 @@ int main(void) {
     t = a; t.v.data = NULL;
     expect_fail(dense, &t, FA_ERROR_INVALID_ARGUMENT, "'v'", "null v");
     t = a; t.q.shape[2] = 8;
-    expect_fail(dense, &t, FA_ERROR_SHAPE_MISMATCH, "'q' dim 2 is 8 but the kernel needs 4", "q heads");
+    expect_fail(dense, &t, FA_ERROR_SHAPE_MISMATCH, "'q' dim 2 is 8, expected 4", "q heads");
+    t = a; t.q.shape[1] = 9;
+    expect_fail(dense, &t, FA_ERROR_SHAPE_MISMATCH, "'out' dim 1 is 8, expected 9 (from the kernel's config, or from q / k", "out against q");
     t = a; t.k.shape[3] = 32;
     expect_fail(dense, &t, FA_ERROR_SHAPE_MISMATCH, "'k' dim 3", "k head_dim");
     t = a; t.k.shape[0] = 1; t.v.shape[0] = 1;
