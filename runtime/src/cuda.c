@@ -1469,6 +1469,36 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
     else if (!strcmp(nm, "out")) out = tensors[i];
     else if (!strcmp(nm, "lse")) lse = tensors[i];
   }
+  /* No key at all (a cache, packed k or pool of 0 rows; run.c let only an
+   * append of no rows through then): every row is empty, out 0 and lse
+   * -inf (DESIGN.md section 1, as FlashAttention zeroes out for
+   * seqlen_k 0). Written by memsets on the stream: a tensor map cannot
+   * describe a dimension of 0. */
+  if (kk && out) {
+    int64_t nk = 1, nout = 1, nlse = 1;
+    for (int i = 0; i < kk->rank; ++i)
+      nk *= kk->shape[i];
+    for (int i = 0; i < out->rank; ++i)
+      nout *= out->shape[i];
+    for (int i = 0; lse && i < lse->rank; ++i)
+      nlse *= lse->shape[i];
+    if (nk == 0 && nout > 0) {
+      size_t bytes = (size_t)nout * fa_dtype_size(k->artifact.config.out_dtype);
+      if (!api->cuMemsetD32Async)
+        return fa_fail(rt, FA_ERROR_NO_DRIVER, "libcuda lacks cuMemsetD32Async");
+      if (bytes % 4 != 0)
+        return fa_fail(rt, FA_ERROR_UNSUPPORTED,
+                       "out of %zu bytes (not a multiple of 4) with no key", bytes);
+      CUresult r = api->cuMemsetD32Async((uint64_t)(uintptr_t)out->data, 0, bytes / 4,
+                                         (CUstream)stream);
+      if (r == 0 && lse)
+        r = api->cuMemsetD32Async((uint64_t)(uintptr_t)lse->data, 0xFF800000u,
+                                  (size_t)nlse, (CUstream)stream);
+      if (r != 0)
+        return fa_fail(rt, FA_ERROR_CUDA, "filling the empty rows: %s", cuError(api, r));
+      return FA_OK;
+    }
+  }
   /* Window sides of 2^30 keys or more: the sm90 kernels take them as no
    * bound (convert-flashattn-to-nvgpu: their position sums are i32), which
    * is exact while every sequence has fewer than 2^30 queries and keys. The
@@ -1755,7 +1785,9 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
    * reads it (the checks of run.c kept every position inside the cache).
    * The attention's tensor maps are encoded first, so that a call failing
    * there has not written the cache yet. */
-  if (st == FA_OK && append) {
+  /* (With no query row only the append runs, and q's map, of a dimension
+   * 0, could not be encoded: no probe then.) */
+  if (st == FA_OK && append && !(table && entries == 0)) {
     _Alignas(64) unsigned char probe[4][128];
     st = encode_maps(rt, api, k, args, names, n, probe);
   }

@@ -235,7 +235,7 @@ static fa_status see_batch(checker *c, int64_t b, const char *from) {
 /* Checks a tensor's presence, rank and the given dims (-1 = any). */
 static fa_status expect(checker *c, const char *name, const fa_tensor *t,
                         int rank, const int64_t *dims) {
-  if (!t->data || t->rank != rank)
+  if (t->rank != rank)
     return fa_fail(c->rt, t->data ? FA_ERROR_SHAPE_MISMATCH
                                   : FA_ERROR_INVALID_ARGUMENT,
                    "'%s' must be a rank-%d tensor%s (got rank %d%s)", name,
@@ -263,7 +263,19 @@ static fa_status expect(checker *c, const char *name, const fa_tensor *t,
                      "'%s' holds more than 2^60 elements (its dims multiply past the "
                      "kernels' 64-bit offsets)",
                      name);
+  /* Null data only for an empty tensor (PyTorch gives those address 0). */
+  if (!t->data && count > 0)
+    return fa_fail(c->rt, FA_ERROR_INVALID_ARGUMENT,
+                   "'%s' has null data for %lld elements", name, (long long)count);
   return FA_OK;
+}
+
+/* Elements of a tensor whose shape passed expect(). */
+static int64_t elements(const fa_tensor *t) {
+  int64_t n = 1;
+  for (int i = 0; i < t->rank; ++i)
+    n *= t->shape[i];
+  return n;
 }
 
 static fa_status absent(checker *c, const char *name, const fa_tensor *t) {
@@ -476,6 +488,10 @@ fa_status fa_attention_run(fa_runtime *rt, fa_kernel *k,
                        (long long)cap);
     }
   }
+  /* No output row (batch, seqlen_q or total_q 0): nothing to attend or
+   * write; an append with rows still runs (its kernel writes the cache). */
+  if (elements(&a->out) == 0 && !((f & FA_APPEND) && elements(&a->k_new) > 0))
+    return FA_OK;
   /* Arguments in the artifact's order. */
   static const char *names[] = {"q", "k", "v", "cu_seqlens_q", "cu_seqlens_k",
                                 "seqused_k", "block_table", "alibi_slopes",
@@ -490,7 +506,7 @@ fa_status fa_attention_run(fa_runtime *rt, fa_kernel *k,
     for (int j = 0; j < FA_MAX_ARGS; ++j)
       if (strcmp(k->artifact.arg_names[i], names[j]) == 0)
         ordered[i] = all[j];
-    if (!ordered[i] || !ordered[i]->data)
+    if (!ordered[i] || (!ordered[i]->data && !ordered[i]->rank))
       return fa_fail(rt, FA_ERROR_CORRUPT_ARTIFACT,
                      "the artifact's argument '%s' has no tensor",
                      k->artifact.arg_names[i]);

@@ -116,6 +116,28 @@ int main(void) {
     t = a; t.lse = make_tensor(3, (int64_t[]){2, 4, 8}, 4);
     expect_fail(dense, &t, FA_ERROR_INVALID_ARGUMENT, "compiled without it", "unexpected lse");
     free(t.lse.data);
+    /* Empty tensors may have null data (PyTorch gives them address 0):
+     * no key gives out 0 (DESIGN.md section 1); no query row is a call
+     * with nothing to do. */
+    t = a;
+    t.k = (fa_tensor){NULL, 4, {2, 0, 2, 64}};
+    t.v = (fa_tensor){NULL, 4, {2, 0, 2, 64}};
+    fill_nan(&t.out, FA_F16);
+    CHECK_STATUS(fa_attention_run(rt, dense, &t), FA_OK, rt);
+    {
+      const uint16_t *o = (const uint16_t *)t.out.data;
+      int nonzero = 0;
+      for (int i = 0; i < 2 * 8 * 4 * 64; ++i)
+        nonzero += (o[i] & 0x7fff) != 0;
+      CHECK(nonzero == 0, "no key: %d out values are not 0", nonzero);
+    }
+    t = a;
+    t.q = (fa_tensor){NULL, 4, {2, 0, 4, 64}};
+    t.out = (fa_tensor){NULL, 4, {2, 0, 4, 64}};
+    CHECK_STATUS(fa_attention_run(rt, dense, &t), FA_OK, rt);
+    t = a; t.k.data = NULL;
+    expect_fail(dense, &t, FA_ERROR_INVALID_ARGUMENT, "'k' has null data for 4096 elements",
+                "null k with elements");
     fill_nan(&a.out, FA_F16);
     CHECK_STATUS(fa_attention_run(rt, dense, &a), FA_OK, rt);
     CHECK(!all_nan(&a.out, FA_F16), "valid call wrote nothing");

@@ -24,6 +24,7 @@
  *   - the k / v tensor maps of paged decode (the fake records each
  *     cuTensorMapEncodeTiled): the page panel view for the one-head twins,
  *     the pool's own dims for the kernels with 4 kv heads a box;
+ *   - a cache of no key: out 0 and lse -inf by memsets, no kernel;
  *   - a host kernel with q .. out in device memory: refused;
  *   - a window side of 2^30 or more (no bound in the kernels): refused
  *     where the tensors allow 2^30 keys;
@@ -958,6 +959,32 @@ int main(void) {
       fake->fail_async_alloc = 0;
       CHECK_STATUS(fa_attention_run(rt, sk, &a), FA_OK, rt);
     }
+  }
+  /* Decode over a cache of no key (PyTorch's empty k / v: null data):
+   * out 0 and lse -inf, written by two memsets on the stream, no kernel. */
+  {
+    fa_attention_args a = decode_args(4, 0, s1);
+    a.k = (fa_tensor){NULL, 4, {4, 0, 8, 128}};
+    a.v = (fa_tensor){NULL, 4, {4, 0, 8, 128}};
+    uint16_t *o = (uint16_t *)malloc(4 * 32 * 128 * 2);
+    float *l = (float *)malloc(4 * 32 * sizeof(float));
+    memset(o, 0x7f, 4 * 32 * 128 * 2);
+    memset(l, 0x7f, 4 * 32 * sizeof(float));
+    a.out.data = o;
+    a.lse.data = l;
+    clear_launches();
+    int memsets = fake->num_memsets;
+    CHECK_STATUS(fa_attention_run(rt, dec, &a), FA_OK, rt);
+    int bad = 0;
+    for (int i = 0; i < 4 * 32 * 128; ++i)
+      bad += o[i] != 0;
+    for (int i = 0; i < 4 * 32; ++i)
+      bad += !(isinf(l[i]) && l[i] < 0);
+    CHECK(bad == 0 && fake->num_launches == 0 && fake->num_memsets == memsets + 2,
+          "no key: %d values wrong, %d launches, %d memsets (want 0, 0, 2)", bad,
+          fake->num_launches, fake->num_memsets - memsets);
+    free(o);
+    free(l);
   }
   /* A host kernel once the driver is loaded: q .. out in device memory
    * (which the kernel would read on the host) is refused, nothing run. */

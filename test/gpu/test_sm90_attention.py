@@ -40,6 +40,9 @@ CASES = [
     ("dense_hd256_1023", 256, "bf16", "none", 4, 2, 1, 1023, 1023, None, 0),
     ("mqa_br_hd256_f16_1025", 256, "f16", "bottom_right", 4, 1, 1, 1025, 1025, None, 0),
     ("mha_hd64_f16_sq113_sk4000", 64, "f16", "none", 8, 8, 2, 113, 4000, None, 0),
+    # No key at all (k / v of 0 rows: PyTorch gives them address 0): every
+    # row empty, out 0 and lse -inf, written by the runtime's memsets.
+    ("no_keys_dense_gqa", 128, "bf16", "none", 8, 2, 2, 64, 0, None, 0),
     ("window_br_hd128", 128, "bf16", "bottom_right", 8, 2, 2, 1023, 1023, (255, 0), 0),
     ("window_both_hd64_f16", 64, "f16", "none", 4, 4, 1, 1025, 1025, (100, 50), 0),
     ("window_left_only_sq_gt_sk", 128, "bf16", "none", 4, 2, 1, 1025, 700, (64, -1), 0),

@@ -253,8 +253,9 @@ typedef struct fa_attention_args {
 } fa_attention_args;
 
 /* Checks every input against the kernel and DESIGN.md section 1 (null
- * pointers, shapes (each dim in [0, 2^31 - 1], at most 2^60 elements a
- * tensor: FA_ERROR_SHAPE_MISMATCH), cu_seqlens monotone and inside the
+ * pointers, which only an empty tensor may have, as PyTorch gives them;
+ * shapes (each dim in [0, 2^31 - 1], at most 2^60 elements a tensor:
+ * FA_ERROR_SHAPE_MISMATCH), cu_seqlens monotone and inside the
  * tensor, block_table entries inside the pool, seqused_k and appends within
  * capacity), then runs. Nothing is read or written when a check fails. The
  * integer metadata (cu_seqlens, seqused_k, block_table, cache_seqlens) is
@@ -286,6 +287,9 @@ typedef struct fa_attention_args {
  * where the driver can tell (sm90 cubins; host artifacts once the
  * runtime has loaded the driver); so are q, k, v, out, lse, alibi_slopes,
  * k_new and v_new in device memory for a host artifact there.
+ * A call with no output row (B, Sq or total_q 0) does nothing after the
+ * checks (but an append of rows). A call with no key at all (k of 0 rows,
+ * or a pool of 0 pages) writes out 0 and lse -inf, as every row is empty.
  * With FA_APPEND, the keys of sequence b are cache_seqlens[b] + S_new and
  * seqused_k is only checked, not used. Rows of a packed out past
  * cu_seqlens_q[B] are not part of the result: their contents are
