@@ -1469,8 +1469,9 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
     else if (!strcmp(nm, "out")) out = tensors[i];
     else if (!strcmp(nm, "lse")) lse = tensors[i];
   }
-  /* No key at all (a cache, packed k or pool of 0 rows; run.c let only an
-   * append of no rows through then): every row is empty, out 0 and lse
+  /* No key at all (a cache, packed k or pool of 0 rows: run.c took its
+   * capacity as 0, so only an append of no rows and seqused_k 0 got
+   * through): every row is empty, out 0 and lse
    * -inf (DESIGN.md section 1, as FlashAttention zeroes out for
    * seqlen_k 0). Written by memsets on the stream: a tensor map cannot
    * describe a dimension of 0. */

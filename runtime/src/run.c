@@ -356,7 +356,9 @@ fa_status fa_attention_run(fa_runtime *rt, fa_kernel *k,
     TRY(expect(&c, "v", &a->v, 4, (int64_t[]){a->k.shape[0], cfg->page_size, hkv, dv}));
     TRY(expect(&c, "block_table", &a->block_table, 2, (int64_t[]){-1, -1}));
     TRY(see_batch(&c, a->block_table.shape[0], "block_table (dim 0)"));
-    capacity = a->block_table.shape[1] * cfg->page_size;
+    /* A pool of no page holds no key, whatever the table's width (a
+     * device block_table's entries are not checked). */
+    capacity = a->k.shape[0] == 0 ? 0 : a->block_table.shape[1] * cfg->page_size;
   } else if (f & FA_VARLEN_K) {
     TRY(expect(&c, "k", &a->k, 3, (int64_t[]){-1, hkv, d}));
     TRY(expect(&c, "v", &a->v, 3, (int64_t[]){a->k.shape[0], hkv, dv}));

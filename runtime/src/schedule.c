@@ -174,7 +174,8 @@ fa_status fa_sm90_tile_table(fa_runtime *rt, const fa_kernel *k,
     } else if (paged && (q_len > 0 || append)) {
       int64_t np = (k_len + ps - 1) / ps;
       k_pos = page_at;
-      memcpy(&out[page_at], &block_table[b * table_cols], (size_t)np * sizeof(int32_t));
+      if (np > 0) /* (an empty block_table may have null data) */
+        memcpy(&out[page_at], &block_table[b * table_cols], (size_t)np * sizeof(int32_t));
       page_at += np;
     }
     if (append) {

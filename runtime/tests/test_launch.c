@@ -24,7 +24,9 @@
  *   - the k / v tensor maps of paged decode (the fake records each
  *     cuTensorMapEncodeTiled): the page panel view for the one-head twins,
  *     the pool's own dims for the kernels with 4 kv heads a box;
- *   - a cache of no key: out 0 and lse -inf by memsets, no kernel;
+ *   - a cache of no key: out 0 and lse -inf by memsets, no kernel; a pool
+ *     of no page holds no key whatever the block_table's width; an empty
+ *     host block_table with null data;
  *   - a host kernel with q .. out in device memory: refused;
  *   - a window side of 2^30 or more (no bound in the kernels): refused
  *     where the tensors allow 2^30 keys;
@@ -985,6 +987,31 @@ int main(void) {
           fake->num_launches, fake->num_memsets - memsets);
     free(o);
     free(l);
+  }
+  /* Paged decode over empty extents. A pool of no page holds no key,
+   * whatever a device block_table's width: seqused_k claiming keys is bad
+   * input, not rows silently left empty. A host block_table of no column
+   * (null data, as PyTorch gives it) over a real pool, with no key used,
+   * runs (and copies no page list from the null table). */
+  {
+    static int32_t used[2] = {20, 5};
+    fa_attention_args a = decode_args(2, 32, s1);
+    a.k = (fa_tensor){NULL, 4, {0, 16, 8, 128}};
+    a.v = (fa_tensor){NULL, 4, {0, 16, 8, 128}};
+    a.seqused_k = host_i32(used, 2);
+    a.block_table = device_tensor(2, 2, 2, 0, 0, 4);
+    clear_launches();
+    CHECK_STATUS(fa_attention_run(rt, pag, &a), FA_ERROR_BAD_INPUT, rt);
+    CHECK(strstr(fa_runtime_last_error(rt), "seqused_k[0] = 20 is outside [0, 0]") &&
+              fake->num_launches == 0,
+          "pool of no page: %s", fa_runtime_last_error(rt));
+    used[0] = used[1] = 0;
+    a = decode_args(2, 64, s1);
+    a.k = device_tensor(4, 4, 16, 8, 128, 2);
+    a.v = device_tensor(4, 4, 16, 8, 128, 2);
+    a.seqused_k = host_i32(used, 2);
+    a.block_table = (fa_tensor){NULL, 2, {2, 0}};
+    CHECK_STATUS(fa_attention_run(rt, pag, &a), FA_OK, rt);
   }
   /* A host kernel once the driver is loaded: q .. out in device memory
    * (which the kernel would read on the host) is refused, nothing run. */
