@@ -147,10 +147,6 @@ static bool hasUnitInnerStrides(AttentionOp op) {
   return true;
 }
 
-/// The largest head_dim the f32 scratch tiles take (the tile ops' limit on
-/// a tile dimension).
-static constexpr int64_t kMaxTiledHeadDim = 65536;
-
 struct TileAttention : OpRewritePattern<AttentionOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -166,7 +162,7 @@ struct TileAttention : OpRewritePattern<AttentionOp> {
     if (ShapedType::isDynamic(op.getHeadDim()) ||
         ShapedType::isDynamic(op.getHeadDimV()))
       return rewriter.notifyMatchFailure(op, "needs a static head_dim");
-    if (op.getHeadDim() > kMaxTiledHeadDim || op.getHeadDimV() > kMaxTiledHeadDim)
+    if (op.getHeadDim() > kMaxTileDim || op.getHeadDimV() > kMaxTileDim)
       return rewriter.notifyMatchFailure(op, "head_dim too large for the tiles");
     if (!hasUnitInnerStrides(op))
       return rewriter.notifyMatchFailure(op, "needs unit inner strides");
@@ -192,6 +188,10 @@ struct TileAttention : OpRewritePattern<AttentionOp> {
     Value qt = alloc({bm, d}), kt = alloc({bn, d}), vt = alloc({bn, dv});
     Value st = alloc({bm, bn}), mt = alloc({bm}), lt = alloc({bm});
     Value acc = alloc({bm, dv});
+    auto deallocScratch = [&]() {
+      for (Value buffer : {qt, kt, vt, st, mt, lt, acc})
+        memref::DeallocOp::create(b, loc, buffer);
+    };
 
     Value hq = e.size(q, qr - 2);
     Value hkv = e.size(k, cast<MemRefType>(k.getType()).getRank() - 2);
@@ -218,8 +218,7 @@ struct TileAttention : OpRewritePattern<AttentionOp> {
       return cast<MemRefType>(v.getType()).getDimSize(i) == 0;
     };
     if (staticZero(q, 0) || (!varlenQ && staticZero(q, 1))) {
-      for (Value buffer : {qt, kt, vt, st, mt, lt, acc})
-        memref::DeallocOp::create(b, loc, buffer);
+      deallocScratch();
       rewriter.eraseOp(op);
       return success();
     }
@@ -483,8 +482,7 @@ struct TileAttention : OpRewritePattern<AttentionOp> {
       });
     });
 
-    for (Value buffer : {qt, kt, vt, st, mt, lt, acc})
-      memref::DeallocOp::create(b, loc, buffer);
+    deallocScratch();
     rewriter.eraseOp(op);
     return success();
   }
@@ -558,7 +556,7 @@ struct FlashAttnTilePass
         op.emitError() << "flashattn-tile: head_dim " << op.getHeadDim()
                        << " / head_dim_v " << op.getHeadDimV()
                        << " exceeds the tiles' largest dimension, "
-                       << kMaxTiledHeadDim;
+                       << kMaxTileDim;
       return WalkResult::interrupt();
     });
     if (result.wasInterrupted())

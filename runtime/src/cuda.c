@@ -59,7 +59,8 @@
  * them in place of out and lse, then the combine kernel (args partial_out,
  * partial_lse, out[, lse], their dims; 128 threads, a grid-stride loop)
  * merges them into the caller's out and lse; the workspace is freed on the
- * stream. A split call with no output row (B or Sq 0) launches nothing.
+ * stream. (A call with no output row never gets here: run.c returns
+ * first, unless it appends rows.)
  *
  *===----------------------------------------------------------------------===*/
 
@@ -1471,18 +1472,11 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
   }
   /* No key at all (a cache, packed k or pool of 0 rows: run.c took its
    * capacity as 0, so only an append of no rows and seqused_k 0 got
-   * through): every row is empty, out 0 and lse
-   * -inf (DESIGN.md section 1, as FlashAttention zeroes out for
-   * seqlen_k 0). Written by memsets on the stream: a tensor map cannot
-   * describe a dimension of 0. */
+   * through): every row is empty, out 0 and lse -inf (DESIGN.md section 1,
+   * as FlashAttention zeroes out for seqlen_k 0). Two memsets on the
+   * stream write that without a kernel launch over no key. */
   if (kk && out) {
-    int64_t nk = 1, nout = 1, nlse = 1;
-    for (int i = 0; i < kk->rank; ++i)
-      nk *= kk->shape[i];
-    for (int i = 0; i < out->rank; ++i)
-      nout *= out->shape[i];
-    for (int i = 0; lse && i < lse->rank; ++i)
-      nlse *= lse->shape[i];
+    int64_t nk = fa_tensor_elements(kk), nout = fa_tensor_elements(out);
     if (nk == 0 && nout > 0) {
       size_t bytes = (size_t)nout * fa_dtype_size(k->artifact.config.out_dtype);
       if (!api->cuMemsetD32Async)
@@ -1494,29 +1488,11 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
                                          (CUstream)stream);
       if (r == 0 && lse)
         r = api->cuMemsetD32Async((uint64_t)(uintptr_t)lse->data, 0xFF800000u,
-                                  (size_t)nlse, (CUstream)stream);
+                                  (size_t)fa_tensor_elements(lse), (CUstream)stream);
       if (r != 0)
         return fa_fail(rt, FA_ERROR_CUDA, "filling the empty rows: %s", cuError(api, r));
       return FA_OK;
     }
-  }
-  /* Window sides of 2^30 keys or more: the sm90 kernels take them as no
-   * bound (convert-flashattn-to-nvgpu: their position sums are i32), which
-   * is exact while every sequence has fewer than 2^30 queries and keys. The
-   * tensors' extents bound both: q's and k's sequence (or packed)
-   * dimension, a paged cache's block_table columns x page_size. */
-  const fa_attention_config *cfg = &k->artifact.config;
-  if ((cfg->window_left >= (1 << 30) || cfg->window_right >= (1 << 30)) && q && kk) {
-    int64_t most_q = q->shape[q->rank == 3 ? 0 : 1];
-    int64_t most_k = (cfg->flags & FA_PAGED)
-                         ? call->block_table.shape[1] * kk->shape[1]
-                         : kk->shape[kk->rank == 3 ? 0 : 1];
-    if (most_q >= (1 << 30) || most_k >= (1 << 30))
-      return fa_fail(rt, FA_ERROR_UNSUPPORTED,
-                     "the sm90 kernels take a window side of 2^30 keys or more as no bound, "
-                     "exact only below 2^30 queries and keys a sequence; this call allows "
-                     "%lld queries and %lld keys",
-                     (long long)most_q, (long long)most_k);
   }
   /* Automatic pack_gqa: the packed entries when every sequence's queries
    * of a kv head fit one tile (q_len x G <= block_m: decode, speculative
@@ -1686,14 +1662,6 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
   size_t out_bytes = combine ? (size_t)(splits * b * sq * h * dv) * 4 : 0;
   size_t lse_bytes = combine ? (size_t)(splits * b * h * sq) * 4 : 0;
   size_t ws_bytes = counter_bytes + table_bytes + out_bytes + lse_bytes;
-  if (combine && !out_bytes && !append) {
-    /* No output row (B or Sq is 0) and no append: nothing to compute or
-     * write. The partial kernel needs its partial results' buffers, which
-     * are empty here, so it is not launched. (With an append the tile
-     * table holds no entry, and only the append kernel runs below.) */
-    free(table);
-    return FA_OK;
-  }
   if (!ws_bytes) { /* q's address stands for a counter the kernel never reads */
     free(table);
     return launch_one(rt, api, k, attention, args, names, n, true, grid,
@@ -1786,9 +1754,7 @@ static fa_status launch_in_context(fa_runtime *rt, cuda_api *api, fa_kernel *k,
    * reads it (the checks of run.c kept every position inside the cache).
    * The attention's tensor maps are encoded first, so that a call failing
    * there has not written the cache yet. */
-  /* (With no query row only the append runs, and q's map, of a dimension
-   * 0, could not be encoded: no probe then.) */
-  if (st == FA_OK && append && !(table && entries == 0)) {
+  if (st == FA_OK && append) {
     _Alignas(64) unsigned char probe[4][128];
     st = encode_maps(rt, api, k, args, names, n, probe);
   }

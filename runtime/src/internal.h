@@ -41,6 +41,15 @@
 /* A tensor map of the metadata: the argument, the box in TMA order
  * (innermost first), the swizzle in bytes (0, 32, 64, 128), and the group
  * (> 1: the tensor's heads split by it, one more dimension). */
+/* Elements of a tensor (the product of its dims; shapes the checks of
+ * run.c passed hold at most 2^60). */
+static inline int64_t fa_tensor_elements(const fa_tensor *t) {
+  int64_t n = 1;
+  for (int i = 0; i < t->rank; ++i)
+    n *= t->shape[i];
+  return n;
+}
+
 typedef struct fa_tma_desc {
   char arg[16];
   int rank;

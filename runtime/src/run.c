@@ -270,14 +270,6 @@ static fa_status expect(checker *c, const char *name, const fa_tensor *t,
   return FA_OK;
 }
 
-/* Elements of a tensor whose shape passed expect(). */
-static int64_t elements(const fa_tensor *t) {
-  int64_t n = 1;
-  for (int i = 0; i < t->rank; ++i)
-    n *= t->shape[i];
-  return n;
-}
-
 static fa_status absent(checker *c, const char *name, const fa_tensor *t) {
   if (t->data || t->rank)
     return fa_fail(c->rt, FA_ERROR_INVALID_ARGUMENT,
@@ -434,15 +426,12 @@ fa_status fa_attention_run(fa_runtime *rt, fa_kernel *k,
                               "device block_table)"
                             : "");
     }
-  }
-  /* Host kernels read and write q, k, v, out and the rest on the host:
-   * asked of the driver where this runtime has loaded it (device memory
-   * would fault in the kernel). */
-  if (k->artifact.kind == FA_ARTIFACT_HOST_SO && rt->cuda) {
+    /* A host kernel reads and writes q, k, v, out and the rest on the
+     * host too (device memory would fault in the kernel). */
     const char *data_names[] = {"q", "k", "v", "out", "lse", "alibi_slopes", "k_new", "v_new"};
     const fa_tensor *data[] = {&a->q, &a->k, &a->v, &a->out, &a->lse, &a->alibi_slopes,
                                &a->k_new, &a->v_new};
-    for (int i = 0; i < 8; ++i) {
+    for (int i = 0; k->artifact.kind == FA_ARTIFACT_HOST_SO && i < 8; ++i) {
       bool on_device = false;
       if (data[i]->data && fa_cuda_on_device(rt, data[i]->data, &on_device) == FA_OK &&
           on_device)
@@ -490,9 +479,26 @@ fa_status fa_attention_run(fa_runtime *rt, fa_kernel *k,
                        (long long)cap);
     }
   }
+  /* Window sides of 2^30 keys or more: the sm90 kernels take them as no
+   * bound (convert-flashattn-to-nvgpu: their position sums are i32), which
+   * is exact while every sequence has fewer than 2^30 queries and keys. The
+   * tensors' extents bound both: q's sequence (or packed) dimension, and the
+   * capacity above (packed k: its rows). */
+  if (k->artifact.kind == FA_ARTIFACT_CUBIN &&
+      (cfg->window_left >= (1 << 30) || cfg->window_right >= (1 << 30))) {
+    int64_t most_q = a->q.shape[varlenQ ? 0 : 1];
+    int64_t most_k = capacity >= 0 ? capacity : a->k.shape[0];
+    if (most_q >= (1 << 30) || most_k >= (1 << 30))
+      return fa_fail(rt, FA_ERROR_UNSUPPORTED,
+                     "the sm90 kernels take a window side of 2^30 keys or more as no bound, "
+                     "exact only below 2^30 queries and keys a sequence; this call allows "
+                     "%lld queries and %lld keys",
+                     (long long)most_q, (long long)most_k);
+  }
   /* No output row (batch, seqlen_q or total_q 0): nothing to attend or
    * write; an append with rows still runs (its kernel writes the cache). */
-  if (elements(&a->out) == 0 && !((f & FA_APPEND) && elements(&a->k_new) > 0))
+  if (fa_tensor_elements(&a->out) == 0 &&
+      !((f & FA_APPEND) && fa_tensor_elements(&a->k_new) > 0))
     return FA_OK;
   /* Arguments in the artifact's order. */
   static const char *names[] = {"q", "k", "v", "cu_seqlens_q", "cu_seqlens_k",

@@ -501,10 +501,10 @@ struct ConvertFlashAttnToVectorPass
       }
       auto outType = cast<MemRefType>(op.getOut().getType());
       int64_t dv = outType.getDimSize(outType.getRank() - 1);
-      if (ShapedType::isDynamic(dv) || dv > 65536) {
+      if (ShapedType::isDynamic(dv) || dv > kMaxTileDim) {
         op.emitOpError() << "convert-flashattn-to-vector: needs a static "
-                            "head_dim_v of at most 65536, got "
-                         << outType;
+                            "head_dim_v of at most "
+                         << kMaxTileDim << ", got " << outType;
         return WalkResult::interrupt();
       }
       for (Value view : {op.getPartialOut(), op.getOut()}) {

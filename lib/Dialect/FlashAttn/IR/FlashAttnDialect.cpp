@@ -40,8 +40,9 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                int64_t stages, int64_t consumers,
                                Schedule schedule, int64_t numSplits,
                                bool packGqa) {
-  if (blockM <= 0 || blockN <= 0 || blockM > 65536 || blockN > 65536)
-    return emitError() << "plan tile sizes must be in [1, 65536], got block_m = "
+  if (blockM <= 0 || blockN <= 0 || blockM > kMaxTileDim || blockN > kMaxTileDim)
+    return emitError() << "plan tile sizes must be in [1, " << kMaxTileDim
+                       << "], got block_m = "
                        << blockM << ", block_n = " << blockN;
   if (stages < 1)
     return emitError() << "plan stages must be >= 1, got " << stages;

@@ -28,10 +28,6 @@ static LogicalResult verifyUnitInnerStride(Operation *op, StringRef name,
   return success();
 }
 
-/// The largest tile dimension: tiles become vectors of this many elements
-/// in the host lowering (and LLVM's vector types hold at most 2^32 - 1).
-static constexpr int64_t kMaxTileDim = 65536;
-
 static LogicalResult verifyTiles(Operation *op, ArrayRef<StringRef> names,
                                  ArrayRef<Value> tiles) {
   for (auto [name, tile] : llvm::zip(names, tiles)) {

@@ -19,6 +19,14 @@
 
 #include "flashattn/Dialect/FlashAttn/IR/FlashAttnOpsDialect.h.inc"
 
+namespace mlir::flashattn {
+/// The largest tile dimension (block_m, block_n, head_dim, head_dim_v): the
+/// host lowering makes vectors of this many elements, and LLVM's vector
+/// types hold fewer than 2^32. The plan, the tile ops, flashattn-tile and
+/// the combine's host lowering all check against it.
+constexpr int64_t kMaxTileDim = 65536;
+} // namespace mlir::flashattn
+
 #include "flashattn/Dialect/FlashAttn/IR/FlashAttnEnums.h.inc"
 
 #define GET_ATTRDEF_CLASSES
