@@ -21,7 +21,7 @@ launched through libflashattn_rt (ctypes), exactly as a runtime user would.
 Usage (on the device, after test/gpu/prepare.sh and build_sm90_artifacts.sh
 here): sm90_bench.py --lib LIBRT --artifacts DIR [--out DIR]
     [--variant NAME=DIR[@LIB] ...] [--head-dims 64,128] [--masks none,bottom_right]
-    [--seqlens 512,1024] [--decode [--graphs] | --varlen] [--repeats 9]
+    [--seqlens 512,1024] [--decode [--graphs] [--floor-lib L] | --varlen] [--repeats 9]
 (--graphs: each decode call captured into a CUDA graph, replays timed.)
 It writes DIR/bench.json (decode.json, varlen.json, gqa.json), whose first
 row names the GPU (name and UUID: the lent H200s differ by a few percent in
@@ -199,6 +199,38 @@ def bandwidth_ceilings(stream):
     return out
 
 
+def stream_floor(path):
+    """bench/stream_read.cu's library (test/gpu/prepare.sh builds it into
+    build/gpu-carry with nvcc), or None when `path` does not exist: a
+    function (k, v, splits, dynamic) -> launcher of the streaming-read floor
+    over dense k / v [B, Sk, Hkv, D] on the current stream."""
+    if not path or not os.path.exists(path):
+        return None
+    import ctypes
+    lib = ctypes.CDLL(path)
+    lib.fa_bench_stream_read.restype = ctypes.c_int
+    lib.fa_bench_stream_read.argtypes = [
+        ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+        ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p,
+        ctypes.POINTER(ctypes.c_ulonglong), ctypes.c_void_p]
+    counter = torch.zeros(1, dtype=torch.int64, device="cuda")
+    base = ctypes.c_ulonglong(0)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+
+    def make(k, v, splits, dynamic):
+        b, sk, hkv, d = k.shape
+
+        def f():
+            r = lib.fa_bench_stream_read(k.data_ptr(), v.data_ptr(), b, sk, hkv, d, splits,
+                                         int(dynamic), sms, counter.data_ptr(),
+                                         ctypes.byref(base),
+                                         torch.cuda.current_stream().cuda_stream)
+            if r != 0:
+                raise RuntimeError("fa_bench_stream_read failed: %d" % r)
+        return f
+    return make
+
+
 def shuffled_pool(k, v, ps):
     """The keys of dense k / v [B, Sk, Hkv, D] (Sk a multiple of ps) as a
     pool of ps-key pages in shuffled order, and the block_table [B, Sk / ps]
@@ -228,7 +260,7 @@ def as_graph(f, stream):
 
 
 def decode_benchmark(kernel, run, stream, sms=132, pages=(16, 64), variants=(),
-                     shapes=DECODE_SHAPES, graphs=False):
+                     shapes=DECODE_SHAPES, graphs=False, floor=None):
     """Decode (one query token, 32 query / 8 kv heads, head_dim 128, bf16;
     shared/PERF.md's rows): ours = pack_gqa + split-KV partial kernel with
     the merge fused (timed) from the automatic-num_splits artifact (the
@@ -242,13 +274,18 @@ def decode_benchmark(kernel, run, stream, sms=132, pages=(16, 64), variants=(),
     paged<P>_changed with a host block_table that differs at every call
     (one unused column wider than paged<P>'s: the runtime patches or copies
     its own mirror each time).
+    With `floor` (stream_floor's result) two streaming reads of the same
+    K and V, computing nothing, run in the same loop: floor = the decode
+    kernels' schedule ((batch, kv head, split) units, one per CTA),
+    floor_dyn = single key blocks balanced over the SMs (the ideal); a
+    kernel's time over floor's is its overhead beyond moving the bytes.
     With `graphs` every call (ours, cuDNN's, the variants') is captured
     into a CUDA graph once and the replays are timed, as serving runtimes
     run decode. Bandwidth = K+V bytes / time. Rows of {batch, keys, splits,
     us{ours,cudnn,auto_pack,paged<P>,paged<P>_dev,paged<P>_seq,
     paged<P>_changed,<variant>...}, tbps{...}, ratio_vs_cudnn,
     paged_vs_dense{P}, paged_dev_vs_dense{P}, paged_seq_vs_dense{P},
-    paged_changed_vs_dense{P}}."""
+    paged_changed_vs_dense{P}, floor_vs_ours, floor_dyn_vs_ours}."""
     from test_sm90_attention import pinned_i32
     from torch.nn.attention import SDPBackend, sdpa_kernel
     rows = [{"ceilings": bandwidth_ceilings(stream)}]
@@ -342,6 +379,10 @@ def decode_benchmark(kernel, run, stream, sms=132, pages=(16, 64), variants=(),
                        vr=vrun):
                 vr(vk, q, k, v, out, lse, deadline=0)
             fns[vname] = vdense
+        # (Not under graph capture: floor_dyn's counter base moves per call.)
+        if floor is not None and not graphs:
+            fns["floor"] = floor(k, v, splits, False)
+            fns["floor_dyn"] = floor(k, v, splits, True)
         if graphs:
             fns = {n: as_graph(f, stream) for n, f in fns.items()}
         med = median_times(fns, stream)
@@ -358,6 +399,9 @@ def decode_benchmark(kernel, run, stream, sms=132, pages=(16, 64), variants=(),
                "paged_changed_vs_dense": {ps: med["ours"] / med["paged%d_changed" % ps]
                                           for ps in pages},
                "auto_pack_vs_packed": med["ours"] / med["auto_pack"]}
+        if "floor" in med:
+            row["floor_vs_ours"] = med["floor"] / med["ours"]
+            row["floor_dyn_vs_ours"] = med["floor_dyn"] / med["ours"]
         rows.append(row)
         print("decode b=%-4d keys=%-6d splits %-2d ours %7.1f us %5.2f TB/s  cudnn %7.1f us "
               "%5.2f TB/s  ours/cudnn %.2f%s" % (
@@ -372,6 +416,12 @@ def decode_benchmark(kernel, run, stream, sms=132, pages=(16, 64), variants=(),
                   + "  auto_pack %7.1f us (/packed %.2f)" % (row["us"]["auto_pack"],
                                                               row["auto_pack_vs_packed"])),
               flush=True)
+        if "floor" in med:
+            print("   streaming-read floor: %7.1f us %5.2f TB/s (floor/ours %.3f, floor/cudnn "
+                  "%.3f), balanced %7.1f us %5.2f TB/s (/ours %.3f)" % (
+                      row["us"]["floor"], tbps["floor"], row["floor_vs_ours"],
+                      med["floor"] / med["cudnn"], row["us"]["floor_dyn"], tbps["floor_dyn"],
+                      row["floor_dyn_vs_ours"]), flush=True)
         for vname, _, _ in variants:
             print("   variant %s: %s" % (vname, "  ".join(
                 "%s %.1f us (%s/ours %.3f)" % (n, row["us"][n], n, med[n.replace(vname + "_", "")
@@ -521,6 +571,9 @@ def main():
     ap.add_argument("--repeats", type=int, default=REPEATS,
                     help="timed rounds per function (the median is reported; default %d)"
                          % REPEATS)
+    ap.add_argument("--floor-lib", default=None,
+                    help="with --decode: bench/stream_read.cu's library (default: "
+                         "libfa_stream_read.so beside --lib, when it exists)")
     ap.add_argument("--varlen", action="store_true",
                     help="the varlen prefill benchmark instead")
     ap.add_argument("--gqa", action="store_true",
@@ -539,8 +592,10 @@ def main():
     if a.decode or a.varlen or a.gqa:
         shapes = (tuple(tuple(int(x) for x in sh.split("x")) for sh in a.decode_shapes.split(","))
                   if a.decode_shapes else DECODE_SHAPES)
+        floor_lib = a.floor_lib or os.path.join(os.path.dirname(os.path.abspath(a.lib)),
+                                                "libfa_stream_read.so")
         rows = (decode_benchmark(kernel, run, stream, variants=variants, shapes=shapes,
-                                 graphs=a.graphs)
+                                 graphs=a.graphs, floor=stream_floor(floor_lib))
                 if a.decode
                 else varlen_benchmark(kernel, run, stream, variants=variants) if a.varlen
                 else gqa_benchmark(kernel, run, stream))
