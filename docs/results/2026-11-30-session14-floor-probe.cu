@@ -162,3 +162,11 @@ extern "C" int probe_launch(const Work *w, int grid, void *stream) {
   stream_probe<<<grid, w->threads, smem, (cudaStream_t)stream>>>(*w, tk, tv);
   return (int)cudaGetLastError();
 }
+
+// A one-thread kernel that writes %globaltimer to out[i]: brackets a launch
+// on the same stream (its start after the previous kernel's end).
+extern "C" __global__ void marker(long long *out, int i) { out[i] = (long long)gtime(); }
+extern "C" int probe_marker(long long *out, int i, void *stream) {
+  marker<<<1, 1, 0, (cudaStream_t)stream>>>(out, i);
+  return (int)cudaGetLastError();
+}
