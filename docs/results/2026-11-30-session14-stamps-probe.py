@@ -19,7 +19,11 @@ class Work(ctypes.Structure):
                 ("blk", ctypes.c_int), ("mode", ctypes.c_int), ("stages", ctypes.c_int),
                 ("kind", ctypes.c_int), ("hkv", ctypes.c_int), ("keys", ctypes.c_int),
                 ("threads", ctypes.c_int), ("smem_extra", ctypes.c_int)]
-hq, hkv, d, b, sk = 32, 8, 128, 16, 8192
+hq, hkv, d = 32, 8, 128
+b, sk = (int(x) for x in os.environ.get("SHAPE", "16x8192").split("x"))
+SPLITS = int(os.environ.get("SPLITS", "1"))
+F = ctypes.CDLL("build/gpu-carry/libfa_stream_read.so")
+fbase = ctypes.c_ulonglong(0)
 torch.manual_seed(0)
 q = torch.randn(b, 1, hq, d, device="cuda", dtype=torch.bfloat16)
 k = torch.randn(b, sk, hkv, d, device="cuda", dtype=torch.bfloat16)
@@ -30,6 +34,12 @@ ks = skernel(d, "bf16", "bottom_right", hq, hkv, None, 0, 0, None, True)
 stamps = torch.zeros(132 * 3, dtype=torch.int64, device="cuda")
 counter = torch.zeros(1, dtype=torch.int64, device="cuda")
 def floor():
+    if SPLITS > 1:   # the bench's floor (no stamps): (b, kv head, split) units
+        r = F.fa_bench_stream_read(ctypes.c_void_p(k.data_ptr()), ctypes.c_void_p(v.data_ptr()), b, sk, hkv, d, SPLITS, 0, 132,
+                                   ctypes.c_void_p(counter.data_ptr()), ctypes.byref(fbase), ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
+        assert r == 0, r
+        stamps.zero_()
+        return
     w = Work(k.data_ptr(), v.data_ptr(), sk * hkv * 256, 256, hkv * 256, 0, counter.data_ptr(), stamps.data_ptr(),
              hkv, b * hkv, sk, 128, 0, 2, 2, hkv, sk, 32, 0)
     assert P.probe_launch(ctypes.byref(w), b * hkv, ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)) == 0
@@ -66,10 +76,15 @@ for fl in ("write", "read"):
             ms = st.elapsed_time(en)
             m0, m1 = marks.cpu().tolist()
             if who == "ours":
-                s = kb.flatten()[: b * hkv * 8].view(-1, 8).cpu()
+                s = kb.flatten()[: b * hkv * SPLITS * 8].view(-1, 8).cpu()
                 t0 = int(s[:, 0].min()); tend = int(s[:, 5].max())
                 rel = lambda c: sorted(((s[:, c] - t0).double() / 1e3).tolist())
                 pts = {"entry": rel(0), "k0": rel(3), "pre_epi": rel(4), "post_epi": rel(6), "end": rel(5)}
+                pts["merge"] = sorted(((s[:, 5] - s[:, 6]).double() / 1e3).tolist())
+            elif SPLITS > 1:
+                res[who][fl].append({"us": ms * 1e3, "gaps": {"mark0_to_mark1": (m1 - m0) / 1e3}})
+                print("%s %-5s %6.1f us  mark0_to_mark1 %.2f" % (fl, who, ms * 1e3, (m1 - m0) / 1e3), flush=True)
+                continue
             else:
                 s = stamps.view(-1, 3)[: b * hkv].cpu()
                 t0 = int(s[:, 1].min()); tend = int(s[:, 2].max())
@@ -79,4 +94,4 @@ for fl in ("write", "read"):
             res[who][fl].append({"us": ms * 1e3, "pts": pts, "gaps": gaps})
             print("%s %-5s %6.1f us  " % (fl, who, ms * 1e3) + " ".join("%s %.2f" % kv for kv in gaps.items()) + "  " + "  ".join(
                 "%s %.1f/%.1f/%.1f" % (n, x[0], x[len(x) // 2], x[-1]) for n, x in pts.items()), flush=True)
-json.dump(res, open(os.path.join(os.environ.get("OUT", "."), "stamps.json"), "w"))
+json.dump(res, open(os.path.join(os.environ.get("OUT", "."), "stamps-%dx%d.json" % (b, sk)), "w"))
