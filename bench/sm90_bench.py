@@ -592,6 +592,8 @@ def main():
     if a.decode or a.varlen or a.gqa:
         shapes = (tuple(tuple(int(x) for x in sh.split("x")) for sh in a.decode_shapes.split(","))
                   if a.decode_shapes else DECODE_SHAPES)
+        if a.floor_lib and not os.path.exists(a.floor_lib):
+            ap.error("--floor-lib %s: no such file" % a.floor_lib)
         floor_lib = a.floor_lib or os.path.join(os.path.dirname(os.path.abspath(a.lib)),
                                                 "libfa_stream_read.so")
         rows = (decode_benchmark(kernel, run, stream, variants=variants, shapes=shapes,
