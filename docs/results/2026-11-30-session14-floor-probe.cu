@@ -170,3 +170,53 @@ extern "C" int probe_marker(long long *out, int i, void *stream) {
   marker<<<1, 1, 0, (cudaStream_t)stream>>>(out, i);
   return (int)cudaGetLastError();
 }
+
+// Mode "hold V" (static units, tensor maps): K and V of a stage on their own
+// mbarriers; K(g + 2) is issued when K(g) lands, V(g + 1) only when K(g)
+// lands (ours releases V(g - 1) after P V(g - 1), issued with S(g)).
+extern "C" __global__ void __launch_bounds__(32) stream_hold_v(Work w, const __grid_constant__ CUtensorMap tk, const __grid_constant__ CUtensorMap tv) {
+  extern __shared__ __align__(1024) char smem[];
+  __shared__ __align__(8) uint64_t fk[2], fv[2];
+  const int lane = threadIdx.x;
+  if (lane != 0) return;
+  const uint32_t half = w.blk * 256u;
+  for (int s = 0; s < 2; ++s) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"((uint32_t)__cvta_generic_to_shared(&fk[s])));
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"((uint32_t)__cvta_generic_to_shared(&fv[s])));
+  }
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  const int ipu = w.rows / w.blk;
+  for (int u = blockIdx.x; u < w.units; u += gridDim.x) {
+    int h = u % w.hkv, row0 = (u / w.hkv) * w.keys;
+    auto issue = [&](const CUtensorMap *m, uint64_t *bars, int g, uint32_t off) {
+      int s = g & 1;
+      uint32_t bar = (uint32_t)__cvta_generic_to_shared(&bars[s]);
+      uint32_t dst = (uint32_t)__cvta_generic_to_shared(smem + off + s * 2 * half);
+      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(half) : "memory");
+      asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
+                   :: "r"(dst), "l"(m), "r"(0), "r"(h), "r"(row0 + g * w.blk), "r"(bar) : "memory");
+    };
+    // (one unit per CTA at 16 / 8k: parities start at 0)
+    issue(&tk, fk, 0, 0); issue(&tv, fv, 0, half);
+    if (ipu > 1) { issue(&tk, fk, 1, 0); issue(&tv, fv, 1, half); }
+    for (int g = 0; g < ipu; ++g) {
+      mbar_wait((uint32_t)__cvta_generic_to_shared(&fk[g & 1]), (g >> 1) & 1);
+      if (g + 2 < ipu) issue(&tk, fk, g + 2, 0);
+      if (g >= 1 && g + 1 < ipu) issue(&tv, fv, g + 1, half);
+      mbar_wait((uint32_t)__cvta_generic_to_shared(&fv[g & 1]), (g >> 1) & 1);
+    }
+    unsigned smid; asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+    w.stamps[blockIdx.x * 3 + 0] = smid; w.stamps[blockIdx.x * 3 + 2] = (long long)gtime();
+  }
+}
+extern "C" int probe_launch_hold_v(const Work *w, int grid, void *stream) {
+  int smem = 2 * 2 * w->blk * 256;
+  CUtensorMap tk, tv;
+  memset(&tk, 0, sizeof tk); memset(&tv, 0, sizeof tv);
+  int r = encode(&tk, w->k, w); if (r) return 1000 + r;
+  r = encode(&tv, w->v, w); if (r) return 1000 + r;
+  cudaError_t e = cudaFuncSetAttribute(stream_hold_v, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  if (e != cudaSuccess) return (int)e;
+  stream_hold_v<<<grid, 32, smem, (cudaStream_t)stream>>>(*w, tk, tv);
+  return (int)cudaGetLastError();
+}

@@ -69,6 +69,13 @@ for b, sk in SHAPES:
            "tiny": tiny, "ours_warm": ours_warm,
            "tma_static_s2": probe(0, g, 2), "tma_dyn132_s2": probe(1, 132, 2),
            "tma_static_s2_384t": probe(0, g, 2, threads=384), "tma_static_s2_384t_192k": probe(0, g, 2, threads=384, smem_extra=64 << 10)}
+    def hold_v():
+        w = Work(k.data_ptr(), v.data_ptr(), sk * hkv * 256, 256, hkv * 256, 0, counter.data_ptr(), stamps.data_ptr(),
+                 hkv, units, sk, 128, 0, 2, 2, hkv, sk, 32, 0)
+        r = P.probe_launch_hold_v(ctypes.byref(w), g, ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
+        assert r == 0, r
+    fns["hold_v"] = hold_v
+    fns["tma_static_s3"] = probe(0, g, 3)
     pst = fns["tma_static_s2"]
     def probe_warm():
         tiny()
@@ -87,7 +94,7 @@ for b, sk in SHAPES:
     spread = {}
     flushbuf = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     for name, f in fns.items():
-        if name in ("ours", "cudnn", "tiny", "ours_warm", "probe_warm"):
+        if name in ("ours", "cudnn", "tiny", "ours_warm", "probe_warm", "hold_v"):
             continue
         stamps.zero_(); flushbuf.zero_(); f(); torch.cuda.synchronize()
         s = stamps.view(-1, 3).cpu()
