@@ -136,12 +136,7 @@ static Value inlineRegion(OpBuilder &b, Region &region, ValueRange args) {
 static bool hasUnitInnerStrides(AttentionOp op) {
   for (Value v : op->getOperands()) {
     auto type = dyn_cast<MemRefType>(v.getType());
-    if (!type)
-      continue;
-    SmallVector<int64_t> strides;
-    int64_t offset;
-    if (failed(type.getStridesAndOffset(strides, offset)) ||
-        (!strides.empty() && strides.back() != 1))
+    if (type && type.getRank() > 0 && !hasUnitInnerStride(type))
       return false;
   }
   return true;

@@ -38,9 +38,6 @@
 #define FA_PINNED_BLOCKS 32
 #define FA_ERROR_SIZE 512
 
-/* A tensor map of the metadata: the argument, the box in TMA order
- * (innermost first), the swizzle in bytes (0, 32, 64, 128), and the group
- * (> 1: the tensor's heads split by it, one more dimension). */
 /* Elements of a tensor (the product of its dims; shapes the checks of
  * run.c passed hold at most 2^60). */
 static inline int64_t fa_tensor_elements(const fa_tensor *t) {
@@ -50,6 +47,10 @@ static inline int64_t fa_tensor_elements(const fa_tensor *t) {
   return n;
 }
 
+/* A tensor map of the metadata: the argument, the box in TMA order
+ * (innermost first), the swizzle in bytes (0, 32, 64, 128), the group
+ * (> 1: the tensor's heads split by it, one more dimension), and whether
+ * it is a page panel view. */
 typedef struct fa_tma_desc {
   char arg[16];
   int rank;

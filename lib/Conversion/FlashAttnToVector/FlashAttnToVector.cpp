@@ -508,11 +508,7 @@ struct ConvertFlashAttnToVectorPass
         return WalkResult::interrupt();
       }
       for (Value view : {op.getPartialOut(), op.getOut()}) {
-        SmallVector<int64_t> strides;
-        int64_t offset;
-        if (failed(cast<MemRefType>(view.getType())
-                       .getStridesAndOffset(strides, offset)) ||
-            strides.back() != 1) {
+        if (!hasUnitInnerStride(cast<MemRefType>(view.getType()))) {
           op.emitOpError() << "convert-flashattn-to-vector: 'partial_out' and "
                               "'out' need a unit stride in their last "
                               "dimension, got "

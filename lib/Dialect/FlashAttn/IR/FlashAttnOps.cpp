@@ -408,7 +408,7 @@ LogicalResult AttentionOp::verify() {
   if ((!isDyn(d) && d < 1) || (!isDyn(dv) && dv < 1))
     return emitOpError() << "head_dim and head_dim_v must be positive, got " << d
                          << " and " << dv;
-  if (!isDyn(hq) && !isDyn(hkv) && (hkv == 0 || hq % hkv != 0))
+  if (!isDyn(hq) && !isDyn(hkv) && hq % hkv != 0)
     return emitOpError() << "number of query heads (" << hq
                          << ") must be a multiple of the number of kv heads ("
                          << hkv << ")";

@@ -17,10 +17,7 @@ static bool isStaticShape(MemRefType t) { return t.hasStaticShape(); }
 static LogicalResult verifyUnitInnerStride(Operation *op, StringRef name,
                                            Value view) {
   auto type = cast<MemRefType>(view.getType());
-  SmallVector<int64_t> strides;
-  int64_t offset;
-  if (failed(type.getStridesAndOffset(strides, offset)) || strides.empty() ||
-      strides.back() != 1)
+  if (!hasUnitInnerStride(type))
     return op->emitOpError() << "'" << name
                              << "' must have a unit stride in its last "
                                 "dimension, got "
@@ -51,6 +48,17 @@ static bool isTileViewElement(Type t) {
   return t.isF16() || t.isBF16() || t.isF32();
 }
 
+/// A `rank`-D f16, bf16 or f32 view with a unit inner stride; `what` names
+/// its dimensions in the message (e.g. "view [rows, D]").
+static LogicalResult verifyView(Operation *op, StringRef name, Value view,
+                                int64_t rank, StringRef what) {
+  auto type = cast<MemRefType>(view.getType());
+  if (type.getRank() != rank || !isTileViewElement(type.getElementType()))
+    return op->emitOpError() << "'" << name << "' must be a " << rank
+                             << "-D f16, bf16 or f32 " << what << ", got " << type;
+  return verifyUnitInnerStride(op, name, view);
+}
+
 static int64_t dim(Value v, unsigned i) {
   return cast<MemRefType>(v.getType()).getDimSize(i);
 }
@@ -69,12 +77,9 @@ LogicalResult TileInitOp::verify() {
 LogicalResult TileLoadOp::verify() {
   if (failed(verifyTiles(*this, {"tile"}, {getTile()})))
     return failure();
-  auto srcType = cast<MemRefType>(getSource().getType());
-  if (srcType.getRank() != 2 || !isTileViewElement(srcType.getElementType()))
-    return emitOpError() << "'source' must be a 2-D f16, bf16 or f32 view [rows, D], got "
-                         << srcType;
-  if (failed(verifyUnitInnerStride(*this, "source", getSource())))
+  if (failed(verifyView(*this, "source", getSource(), 2, "view [rows, D]")))
     return failure();
+  auto srcType = cast<MemRefType>(getSource().getType());
   int64_t d = srcType.getDimSize(1);
   if (!ShapedType::isDynamic(d) && d != dim(getTile(), 1))
     return emitOpError() << "'source' has " << d << " columns but 'tile' has "
@@ -85,13 +90,10 @@ LogicalResult TileLoadOp::verify() {
 LogicalResult TileLoadPagedOp::verify() {
   if (failed(verifyTiles(*this, {"tile"}, {getTile()})))
     return failure();
-  auto poolType = cast<MemRefType>(getPool().getType());
-  if (poolType.getRank() != 4 || !isTileViewElement(poolType.getElementType()))
-    return emitOpError() << "'pool' must be a 4-D f16, bf16 or f32 paged cache "
-                            "[num_pages, page_size, kv_heads, D], got "
-                         << poolType;
-  if (failed(verifyUnitInnerStride(*this, "pool", getPool())))
+  if (failed(verifyView(*this, "pool", getPool(), 4,
+                        "paged cache [num_pages, page_size, kv_heads, D]")))
     return failure();
+  auto poolType = cast<MemRefType>(getPool().getType());
   int64_t d = poolType.getDimSize(3);
   if (!ShapedType::isDynamic(d) && d != dim(getTile(), 1))
     return emitOpError() << "'pool' head_dim is " << d << " but 'tile' has "
@@ -143,12 +145,9 @@ LogicalResult TileStoreOp::verify() {
     return emitOpError() << "expects acc [M, Dv], m [M] and l [M], got "
                          << getAcc().getType() << ", " << getM().getType()
                          << " and " << getL().getType();
-  auto outType = cast<MemRefType>(getOut().getType());
-  if (outType.getRank() != 2 || !isTileViewElement(outType.getElementType()))
-    return emitOpError() << "'out' must be a 2-D f16, bf16 or f32 view [rows, Dv], got "
-                         << outType;
-  if (failed(verifyUnitInnerStride(*this, "out", getOut())))
+  if (failed(verifyView(*this, "out", getOut(), 2, "view [rows, Dv]")))
     return failure();
+  auto outType = cast<MemRefType>(getOut().getType());
   int64_t dv = outType.getDimSize(1);
   if (!ShapedType::isDynamic(dv) && dv != dim(getAcc(), 1))
     return emitOpError() << "'out' has " << dv << " columns but 'acc' has "

@@ -25,6 +25,16 @@ namespace mlir::flashattn {
 /// types hold fewer than 2^32. The plan, the tile ops, flashattn-tile and
 /// the combine's host lowering all check against it.
 constexpr int64_t kMaxTileDim = 65536;
+
+/// Whether `type` (rank 1 or more) has a known static unit stride in its last
+/// dimension: rows of head_dim contiguous, as the tile views and the host
+/// lowerings require.
+inline bool hasUnitInnerStride(MemRefType type) {
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  return succeeded(type.getStridesAndOffset(strides, offset)) && !strides.empty() &&
+         strides.back() == 1;
+}
 } // namespace mlir::flashattn
 
 #include "flashattn/Dialect/FlashAttn/IR/FlashAttnEnums.h.inc"
