@@ -37,3 +37,7 @@ ptxas = os.environ.get("FLASHATTN_PTXAS") or shutil.which("ptxas") or next(
 if ptxas:
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))
+
+# The source and build trees (scripts of test/gpu run from the source root).
+config.substitutions.append(("%fa_src", config.flashattn_src_root))
+config.substitutions.append(("%fa_obj", config.flashattn_obj_root))

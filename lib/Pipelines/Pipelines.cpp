@@ -72,6 +72,7 @@ void mlir::flashattn::buildFlashAttnSm90Pipeline(
   codegen.l2HintKV = options.l2HintKV;
   codegen.denseEntry = options.denseEntry;
   codegen.packedEntry = options.packedEntry;
+  codegen.textGenerator = options.textGenerator;
   pm.addPass(flashattn::createConvertFlashAttnToNVGPU(codegen));
   GpuNVVMAttachTargetOptions target;
   target.triple = "nvptx64-nvidia-cuda";

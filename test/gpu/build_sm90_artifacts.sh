@@ -6,7 +6,9 @@
 # For an A/B measurement (bench/sm90_bench.py --variant NAME=DIR), FA_OUT=DIR
 # writes elsewhere (without the host twins), FA_COMPILE_FLAGS adds fa-compile
 # flags to every sm90 artifact (e.g. "--l2-hint-kv normal") and FA_ONLY=REGEX
-# keeps the names it matches.
+# keeps the names it matches. FA_COMPARE_GENERATORS=1 compiles every config
+# to PTX with the IR builders and with the MLIR-text generator instead (into
+# FA_OUT) and fails unless each pair is the same.
 set -euf
 build=${1:-build}
 out="${FA_OUT:-$build/gpu-carry/sm90}"
@@ -51,6 +53,23 @@ compile() { # d dtype causal hq hkv [window_left window_right] [softcap]
     extra="$extra --append"
   fi
   if [ -n "${FA_ONLY:-}" ] && ! echo "$name" | grep -Eq "$FA_ONLY"; then
+    return 0
+  fi
+  if [ -n "${FA_COMPARE_GENERATORS:-}" ]; then
+    # The IR builders against the MLIR-text generator: the same PTX.
+    # shellcheck disable=SC2086
+    "$build/bin/fa-compile" --target sm90 --lse --d "$1" --dtype "$2" --causal "$3" \
+      --hq "$4" --hkv "$5" $extra ${FA_COMPILE_FLAGS:-} --emit-ptx > "$out/$name.ptx"
+    # shellcheck disable=SC2086
+    "$build/bin/fa-compile" --target sm90 --lse --d "$1" --dtype "$2" --causal "$3" \
+      --hq "$4" --hkv "$5" $extra ${FA_COMPILE_FLAGS:-} --emit-ptx --sm90-text-generator \
+      > "$out/$name.text.ptx"
+    if cmp -s "$out/$name.ptx" "$out/$name.text.ptx"; then
+      echo "same PTX: $name"
+    else
+      echo "DIFFERENT PTX: $name"
+      compare_failed=1
+    fi
     return 0
   fi
   # shellcheck disable=SC2086 # word splitting of the flag lists is intended
@@ -142,4 +161,7 @@ for c in none bottom_right; do
   compile 128 bf16 $c 16 16
   compile 256 bf16 $c 8 8
 done
+if [ -n "${FA_COMPARE_GENERATORS:-}" ]; then
+  exit "${compare_failed:-0}"
+fi
 ls "$out" | wc -l

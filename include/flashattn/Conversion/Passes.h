@@ -49,6 +49,9 @@ struct Sm90CodegenOptions {
   /// evict_first, as each tile reads its Q once; K/V evict_normal).
   std::optional<L2Hint> l2HintQ;
   std::optional<L2Hint> l2HintKV;
+  /// Build the kernels by printing and parsing MLIR text (the generator the
+  /// IR builders replace; their PTX is compared in a test).
+  bool textGenerator = false;
 };
 
 /// convert-flashattn-to-nvgpu: planned sm90 attention -> a gpu.module with

@@ -65,6 +65,9 @@ struct Sm90PlanOverrides {
   std::string schedulerBarrier = "auto", tmaStore = "auto", earlyQRelease = "auto",
               kvRowCopies = "auto", l2HintQ = "auto", l2HintKV = "auto";
   int64_t kvHeadsPerBlock = 0;
+  /// The kernels from the MLIR-text generator instead of the IR builders
+  /// (convert-flashattn-to-nvgpu's text-generator option).
+  bool textGenerator = false;
 };
 
 /// Lowers an sm90 `config` to PTX through flashattn-sm90-pipeline.

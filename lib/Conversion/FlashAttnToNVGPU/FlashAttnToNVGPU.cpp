@@ -352,7 +352,19 @@ struct AttentionToSm90Kernel : OpRewritePattern<AttentionOp> {
       spec->mergeF16 =
           cast<ShapedType>(combine.getOut().getType()).getElementType().isF16();
     }
-    std::string text = emitSm90AttentionKernel(*spec);
+    // The kernels of the module, in order: the attention kernel, the
+    // combine, the other attention entries, the append.
+    rewriter.setInsertionPointToEnd(module.getBody());
+    Location loc = op.getLoc();
+    gpu::GPUModuleOp built;
+    std::string text;
+    if (options.textGenerator) {
+      text = emitSm90AttentionKernel(*spec);
+    } else {
+      built = gpu::GPUModuleOp::create(rewriter, loc, name + "_module");
+      rewriter.setInsertionPointToEnd(built.getBody());
+      buildSm90AttentionKernel(rewriter, loc, *spec);
+    }
     // More entries of the same module go before its closing brace.
     auto splice = [&](const std::string &entries) {
       text = text.substr(0, text.rfind("}\n")) + entries + "}\n";
@@ -363,11 +375,18 @@ struct AttentionToSm90Kernel : OpRewritePattern<AttentionOp> {
       cspec.name = name + "_combine";
       cspec.f16 = outElem.isF16();
       cspec.lse = static_cast<bool>(combine.getLse());
-      splice(emitSm90CombineKernel(cspec));
+      if (options.textGenerator)
+        splice(emitSm90CombineKernel(cspec));
+      else
+        buildSm90CombineKernel(rewriter, loc, cspec);
     }
     // More attention kernels: their llvm.func and shared-memory global,
     // without the gpu.module around them.
     auto addKernel = [&](const Sm90KernelSpec &extra) {
+      if (!options.textGenerator) {
+        buildSm90AttentionKernel(rewriter, loc, extra);
+        return;
+      }
       std::string body = emitSm90AttentionKernel(extra);
       body = body.substr(body.find("{\n") + 2);
       splice(body.substr(0, body.rfind("}\n")));
@@ -423,16 +442,21 @@ struct AttentionToSm90Kernel : OpRewritePattern<AttentionOp> {
       Sm90AppendSpec aspec;
       aspec.name = name + "_append";
       aspec.paged = op.isPaged();
-      splice(emitSm90AppendKernel(aspec));
+      if (options.textGenerator)
+        splice(emitSm90AppendKernel(aspec));
+      else
+        buildSm90AppendKernel(rewriter, loc, aspec);
     }
 
-    OwningOpRef<ModuleOp> parsed = parseSourceString<ModuleOp>(
-        text, op.getContext());
-    if (!parsed)
-      return op.emitOpError("the generated sm90 kernel does not parse");
-    auto gpuModule = *parsed->getOps<gpu::GPUModuleOp>().begin();
-    rewriter.setInsertionPointToEnd(module.getBody());
-    auto cloned = cast<gpu::GPUModuleOp>(rewriter.clone(*gpuModule.getOperation()));
+    gpu::GPUModuleOp cloned = built;
+    if (options.textGenerator) {
+      OwningOpRef<ModuleOp> parsed = parseSourceString<ModuleOp>(text, op.getContext());
+      if (!parsed)
+        return op.emitOpError("the generated sm90 kernel does not parse");
+      auto gpuModule = *parsed->getOps<gpu::GPUModuleOp>().begin();
+      rewriter.setInsertionPointToEnd(module.getBody());
+      cloned = cast<gpu::GPUModuleOp>(rewriter.clone(*gpuModule.getOperation()));
+    }
     // Inline the score / mask regions at the kernel's calls of their
     // stand-ins (region arguments -> call operands, yield -> call result).
     SmallVector<func::CallOp> calls;
@@ -515,6 +539,7 @@ struct ConvertFlashAttnToNVGPUPass
     options.denseEntry = denseEntry;
     options.packedEntry = packedEntry;
     options.kvHeadsPerBlock = kvHeadsPerBlock;
+    options.textGenerator = textGenerator;
     for (auto [text, slot] : {std::pair{&schedulerBarrier, &options.schedulerBarrier},
                               std::pair{&tmaStore, &options.tmaStore},
                               std::pair{&earlyQRelease, &options.earlyQRelease},

@@ -13,6 +13,9 @@
 #include <string>
 
 namespace mlir {
+class Location;
+class OpBuilder;
+
 namespace flashattn {
 
 /// L2 eviction priority of a TMA load (PTX ISA 9.7.9.25, cp.async.bulk.
@@ -225,6 +228,15 @@ std::string emitSm90CombineKernel(const Sm90CombineSpec &spec);
 /// any grid (a grid-stride loop over the 16-byte chunks of the new rows),
 /// on the stream before the attention kernel that reads the cache.
 std::string emitSm90AppendKernel(const Sm90AppendSpec &spec);
+
+/// Builders of the same kernels as IR (Sm90KernelBuilder.cpp), at the
+/// builder's insertion point inside a gpu.module: the attention kernel's
+/// region stand-ins (func.func private @<name>_score / _mask), its
+/// shared-memory global @<name>_smem and its llvm.func @<name>; the combine
+/// and append kernels' llvm.func. Parameters and launch as above.
+void buildSm90AttentionKernel(OpBuilder &builder, Location loc, const Sm90KernelSpec &spec);
+void buildSm90CombineKernel(OpBuilder &builder, Location loc, const Sm90CombineSpec &spec);
+void buildSm90AppendKernel(OpBuilder &builder, Location loc, const Sm90AppendSpec &spec);
 
 /// Dynamic shared memory the kernel needs, in bytes: Q (64 consumers x
 /// headDim), stages x (K + V) (blockN x headDim each), 2-byte elements,
