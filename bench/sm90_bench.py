@@ -2,7 +2,7 @@
 """Benchmark: the generated sm_90a attention kernels against PyTorch SDPA's
 cuDNN and FlashAttention-2 backends, in the same process (run on the H200).
 
-Convention of shared/PERF.md and the FlashAttention benchmarks: bf16, 16k
+Convention of the FlashAttention benchmarks: bf16, 16k
 tokens in total (batch = 16384 / seqlen), 2048 / head_dim heads, head_dim
 64/128/256, causal (bottom_right, = top_left here since Sq == Sk) and not,
 seqlen 512 to 16k. Forward FLOPs = 4 * batch * heads * seqlen^2 * head_dim,
@@ -13,7 +13,7 @@ about 1 ms (torch.cuda._sleep) while the host enqueues the start event and
 the launch, so the host's launch overhead (ctypes here, PyTorch's dispatch
 for the peers) stays out of the GPU time; before the spin a 256 MB buffer
 is written, so that every launch starts with a cold L2 (as Triton's
-do_bench), not with what the launch before it read. A ratio within 2% of a bar is noise (PERF.md).
+do_bench), not with what the launch before it read. A ratio within 2% of a bar is noise (docs/BENCHMARKS.md, method).
 
 Our kernels are the artifacts test/gpu/build_sm90_artifacts.sh compiled,
 launched through libflashattn_rt (ctypes), exactly as a runtime user would.
@@ -85,7 +85,7 @@ def median_times(fns, stream):
     # by one each round, so that every function is timed equally often in
     # each position; random draws a permutation per round (seeded by the
     # round), so that no function always follows the same one; fixed keeps
-    # the listed order (before session 11; FA_BENCH_FIXED_ORDER=1 as well).
+    # the listed order (FA_BENCH_FIXED_ORDER=1 as well).
     order = os.environ.get("FA_BENCH_ORDER", "turn")
     if os.environ.get("FA_BENCH_FIXED_ORDER") == "1":
         order = "fixed"
@@ -183,7 +183,7 @@ def num_splits_heuristic(tiles, sms, key_blocks, max_splits=128):
 
 
 def bandwidth_ceilings(stream):
-    """The measured memory ceilings of shared/PERF.md, in the same process:
+    """Memory ceilings measured in the same process:
     a 2 GiB device-to-device copy (bytes read + written / time) and a 4 GiB
     read-only reduction (bytes read / time), medians of REPEATS, TB/s."""
     src = torch.empty(2 << 30, dtype=torch.uint8, device="cuda")
@@ -262,7 +262,7 @@ def as_graph(f, stream):
 def decode_benchmark(kernel, run, stream, sms=132, pages=(16, 64), variants=(),
                      shapes=DECODE_SHAPES, graphs=False, floor=None):
     """Decode (one query token, 32 query / 8 kv heads, head_dim 128, bf16;
-    shared/PERF.md's rows): ours = pack_gqa + split-KV partial kernel with
+    the rows of DECODE_SHAPES): ours = pack_gqa + split-KV partial kernel with
     the merge fused (timed) from the automatic-num_splits artifact (the
     runtime applies FlashAttention's heuristic at launch); cuDNN = SDPA's
     cuDNN backend with enable_gqa; paged<P> = ours over the same keys in a
@@ -354,7 +354,7 @@ def decode_benchmark(kernel, run, stream, sms=132, pages=(16, 64), variants=(),
             # pages it lists): of the same size, it would be patched into
             # the unchanged table's mirror and back at every call, which no
             # single stream of a server does, and the unchanged column
-            # would pay a copy per call (the A/A runs of session 12).
+            # would pay a copy per call (an A/A run showed that bias).
             def paged_changed(kern_p=kern_p, kp=kp, vp=vp,
                               bt=torch.cat([bt, bt[:, :1]], 1).contiguous().pin_memory(),
                               step=[0]):
@@ -564,7 +564,7 @@ def main():
     ap.add_argument("--decode", action="store_true",
                     help="the decode benchmark (pack_gqa + split-KV) instead")
     ap.add_argument("--decode-shapes", default=None,
-                    help="with --decode: BATCHxKEYS,... instead of shared/PERF.md's rows "
+                    help="with --decode: BATCHxKEYS,... instead of the default rows "
                          "(e.g. 16x8192 to profile one shape)")
     ap.add_argument("--graphs", action="store_true",
                     help="with --decode: time replays of each call captured into a CUDA graph")
@@ -611,7 +611,7 @@ def main():
     for l, r in runtimes:
         l.fa_runtime_destroy(r)
     # Which GPU ran it: the lent machines differ by a few percent in the
-    # ratios (docs/BENCHMARKS.md, session 10), so results are compared per
+    # ratios (docs/BENCHMARKS.md, method), so results are compared per
     # machine.
     props = torch.cuda.get_device_properties(0)
     rows.insert(0, {"device": {"name": props.name, "uuid": str(getattr(props, "uuid", "")),

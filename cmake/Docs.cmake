@@ -12,3 +12,12 @@ foreach(doc Dialects/FlashAttnDialect Passes/FlashAttnTransformPasses
       ${PROJECT_BINARY_DIR}/docs/${doc}.md
       ${PROJECT_SOURCE_DIR}/docs/${doc}.md)
 endforeach()
+
+# The README's shell blocks, run as written in a scratch directory against
+# this build (scripts/run_readme.py says which blocks are skipped and why).
+find_package(Python3 REQUIRED COMPONENTS Interpreter)
+add_test(NAME docs.readme
+  COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/run_readme.py
+    ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}
+    ${PROJECT_BINARY_DIR}/readme-work)
+set_tests_properties(docs.readme PROPERTIES TIMEOUT 600)

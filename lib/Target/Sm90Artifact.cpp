@@ -242,7 +242,7 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
   // setmaxnreg redistributes the launch allocation (registers x threads):
   // the kernel's split assumes ptxas gave it sm90LaunchRegisters (168 at 384
   // threads, 128 at 512); with fewer, setmaxnreg.inc would wait forever on
-  // the GPU (shared/SM90-KERNEL.md). The secondary entries have the same
+  // the GPU (PTX ISA, setmaxnreg; docs/ARCHITECTURE.md). The secondary entries have the same
   // split.
   if (compiled.threads > 256) {
     std::vector<std::string> entries = {kernel};

@@ -42,7 +42,7 @@ PlanAttr mlir::flashattn::computePlan(AttentionOp op, Target target,
                          opSplits > 0 ? opSplits : 1, opPack.value_or(false));
   }
 
-  // sm90: FlashAttention-3's forward shape (shared/SM90-KERNEL.md): a TMA
+  // sm90: FlashAttention-3's forward shape (arXiv 2407.08608): a TMA
   // producer warpgroup and 2 consumer warpgroups over 128-row query tiles,
   // 2 K/V stages, key blocks by head_dim and mask within 227 KB of shared
   // memory and the consumers' 232 registers (O, S and P of a block live at

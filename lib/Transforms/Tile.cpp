@@ -2,7 +2,8 @@
 //
 // Lowers a planned flashattn.attention on memrefs into the tiled online
 // softmax of FlashAttention-2 (arXiv 2307.08691, algorithm 1), with the key
-// ranges and boundary-only masking of DESIGN.md section 2:
+// ranges and boundary-only masking of docs/ARCHITECTURE.md ("Rules every
+// lowering keeps"):
 //
 //   scf.for %b (sequences)
 //     scf.for %t (work loop over tiles: head, m_block, split)
@@ -207,7 +208,7 @@ struct TileAttention : OpRewritePattern<AttentionOp> {
     // wants a head) the op writes
     // nothing (its append above still runs). With no key position (seqlen_k
     // 0; paged: no page, pages of 0 keys or a block_table of no column)
-    // every row is empty (DESIGN.md section 1: out 0, lse -inf): the key
+    // every row is empty (docs/SEMANTICS.md: out 0, lse -inf): the key
     // loop is not built.
     auto staticZero = [](Value v, int64_t i) {
       return cast<MemRefType>(v.getType()).getDimSize(i) == 0;
@@ -335,7 +336,7 @@ struct TileAttention : OpRewritePattern<AttentionOp> {
         Value lv = lse ? e.view(lse, lseOffsets, lseSizes, lseDropped)
                        : Value();
 
-        // Key range [nLo, nHi) of rows [m0, m0 + rows) (DESIGN.md 2).
+        // Key range [nLo, nHi) of rows [m0, m0 + rows) (docs/ARCHITECTURE.md).
         Value c = e.sub(sk, sq);
         Value m1 = e.add(m0, rows);
         Value nHi = sk;

@@ -2,7 +2,7 @@
  *
  * CHECK macros, element conversion (f16 through the compiler's _Float16,
  * bf16 by bit rounding), seeded N(0,1)-like inputs, and a float64 reference
- * written plainly from DESIGN.md section 1 (no tiling, no online softmax)
+ * written plainly from docs/SEMANTICS.md (no tiling, no online softmax)
  * for dense / varlen / paged layouts with causal, window, GQA and the
  * kv-cache append.
  *

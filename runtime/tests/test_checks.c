@@ -117,7 +117,7 @@ int main(void) {
     expect_fail(dense, &t, FA_ERROR_INVALID_ARGUMENT, "compiled without it", "unexpected lse");
     free(t.lse.data);
     /* Empty tensors may have null data (PyTorch gives them address 0):
-     * no key gives out 0 (DESIGN.md section 1); no query row is a call
+     * no key gives out 0 (docs/SEMANTICS.md, empty rows); no query row is a call
      * with nothing to do. */
     t = a;
     t.k = (fa_tensor){NULL, 4, {2, 0, 2, 64}};

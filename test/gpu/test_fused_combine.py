@@ -7,7 +7,7 @@ merge_counters). What this checks, with out and lse poisoned (NaN) before
 every call:
   - repeated calls and calls of other shapes on one stream (each launch's
     tile and split counts differ, so a counter left nonzero would skip or
-    repeat a merge) against the float64 reference, DESIGN.md section 1's
+    repeat a merge) against the float64 reference, docs/SEMANTICS.md's
     tolerance rule: decode 32 query / 8 kv heads, head_dim 128, bf16,
     pack_gqa, automatic num_splits, batch 1 / 32k keys, batch 2 / 9000
     keys with 4 query tokens (speculative decode), batch 1 / 1000 keys;

@@ -6,7 +6,7 @@ first CUDA use (torch.cuda.set_device picks it). For devices 0 and 1 this
 test creates a runtime with that device current, runs a pack_gqa decode
 call (32 query / 8 kv heads, head_dim 128, bf16, 1024 keys, automatic
 num_splits) on that device's tensors and checks out against a float64
-reference (DESIGN.md section 1's tolerance rule); then it passes device
+reference (docs/SEMANTICS.md's tolerance rule); then it passes device
 1's tensors to device 0's runtime, which must fail with
 FA_ERROR_INVALID_ARGUMENT naming the devices, launching nothing (out stays
 as it was), and checks that the calls left the thread's current device as

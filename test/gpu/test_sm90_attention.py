@@ -4,7 +4,7 @@
 Loads the artifacts build_sm90_artifacts.sh compiled (TMA + WGMMA kernels
 from the compiler), runs them through libflashattn_rt (ctypes) on PyTorch
 tensors with the outputs poisoned first, and checks out and lse against a
-float64 reference with DESIGN.md section 1's tolerance rule (FlashAttention's:
+float64 reference with docs/SEMANTICS.md's tolerance rule (FlashAttention's:
 rtol * max|naive - ref| + atol, naive = f32 scores of the rounded inputs, P
 rounded to the element type; lse within 1e-3, -inf exactly where the
 reference has it). Then, when every case passed, the benchmark of
@@ -249,7 +249,7 @@ def masked_scores(qd, kd, causal, window, softcap, regions=None):
 
 
 def reference(q, k, v, causal, window=None, softcap=0, regions=None):
-    """float64 out and lse per DESIGN.md section 1 (GQA by head repetition)."""
+    """float64 out and lse per docs/SEMANTICS.md (GQA by head repetition)."""
     b, sq, hq, d = q.shape
     sk, hkv = k.shape[1], k.shape[2]
     qd = q.double().transpose(1, 2)
@@ -336,7 +336,7 @@ def open_runtime(lib_path, artifacts, stream=None):
 
 
 def check(name, dtype, out, lse, ref, ref_lse, nv, softcap=0, err=None):
-    """DESIGN.md section 1's tolerance rule on out and lse (NaN anywhere
+    """docs/SEMANTICS.md's tolerance rule on out and lse (NaN anywhere
     fails: the outputs were poisoned)."""
     atol = 2 * (ref.to(dtype).double() - ref).abs().max().item() if ref.numel() else 0.0
     rtol = 3 if softcap else 2

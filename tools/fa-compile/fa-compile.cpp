@@ -1,10 +1,12 @@
-//===- fa-compile.cpp - write a host artifact for the runtime -------------===//
+//===- fa-compile.cpp - write a kernel artifact for the runtime -----------===//
 //
 // fa-compile [options] -o FILE.faa: compiles one attention configuration
 // (the fields of fa_attention_config, flashattn/runtime.h) into an artifact
 // that libflashattn_rt loads (fa_kernel_load_artifact_file). --print-key
 // prints the cache key instead (what the runtime computes for the config).
-// --emit-mlir prints the op the config becomes.
+// --emit-mlir prints the op the config becomes. --target host (default) makes
+// a shared object for this CPU; --target sm90 a cubin for Hopper (needs
+// ptxas; --emit-ptx prints the PTX instead and needs none).
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,15 +44,20 @@ static cl::opt<std::string> alibi("alibi", llvm::cl::cat(faCompileCategory), cl:
                                   cl::desc("alibi slopes: heads or batch-heads"));
 static cl::opt<std::string> causal("causal", llvm::cl::cat(faCompileCategory), cl::init("none"),
                                    cl::desc("none, top_left, bottom_right"));
-static cl::opt<int> windowLeft("window-left", llvm::cl::cat(faCompileCategory), cl::init(-1));
-static cl::opt<int> windowRight("window-right", llvm::cl::cat(faCompileCategory), cl::init(-1));
-static cl::opt<float> softcap("softcap", llvm::cl::cat(faCompileCategory), cl::init(0.0f));
+static cl::opt<int> windowLeft("window-left", llvm::cl::cat(faCompileCategory), cl::init(-1),
+                              cl::desc("sliding window: keys left of the diagonal (-1: unbounded)"));
+static cl::opt<int> windowRight("window-right", llvm::cl::cat(faCompileCategory), cl::init(-1),
+                               cl::desc("sliding window: keys right of the diagonal (-1: unbounded)"));
+static cl::opt<float> softcap("softcap", llvm::cl::cat(faCompileCategory), cl::init(0.0f),
+                              cl::desc("score softcap: softcap * tanh(s / softcap) (0: off)"));
 static cl::opt<float> scale("scale", llvm::cl::cat(faCompileCategory), cl::init(0.0f),
                             cl::desc("softmax scale (0: 1/sqrt(d))"));
-static cl::opt<int> numSplits("num-splits", llvm::cl::cat(faCompileCategory), cl::init(1));
-static cl::opt<int> packGqa("pack-gqa", llvm::cl::cat(faCompileCategory), cl::init(-1));
+static cl::opt<int> numSplits("num-splits", llvm::cl::cat(faCompileCategory), cl::init(1),
+                              cl::desc("split-KV: key ranges merged by a combine (0: automatic, 1: none)"));
+static cl::opt<int> packGqa("pack-gqa", llvm::cl::cat(faCompileCategory), cl::init(-1),
+                            cl::desc("query heads of a kv head share tiles (-1: automatic, 0: off, 1: on)"));
 static cl::opt<std::string> regionsFile(
-    "regions-file", cl::init(""),
+    "regions-file", llvm::cl::cat(faCompileCategory), cl::init(""),
     cl::desc("file with score/mask region text to paste into the op"));
 static cl::opt<bool> printKey("print-key", llvm::cl::cat(faCompileCategory), cl::desc("print the cache key"));
 static cl::opt<bool> emitMlir("emit-mlir", llvm::cl::cat(faCompileCategory), cl::desc("print the op as MLIR"));
@@ -90,7 +97,8 @@ static cl::opt<std::string> l2HintKV(
     "l2-hint-kv", llvm::cl::cat(faCompileCategory), cl::init("auto"),
     cl::desc("sm90 tuning: L2 eviction priority of the K/V loads (auto, normal, first, "
              "last)"));
-static cl::opt<std::string> target("target", llvm::cl::cat(faCompileCategory), cl::init("host"), cl::desc("host or sm90"));
+static cl::opt<std::string> target("target", llvm::cl::cat(faCompileCategory), cl::init("host"),
+                                   cl::desc("host (a shared object for this CPU) or sm90 (a cubin; needs ptxas)"));
 
 static std::optional<fa_dtype> parseDtype(StringRef s) {
   return StringSwitch<std::optional<fa_dtype>>(s)
@@ -103,7 +111,7 @@ static std::optional<fa_dtype> parseDtype(StringRef s) {
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   llvm::cl::HideUnrelatedOptions(faCompileCategory);
-  llvm::cl::ParseCommandLineOptions(argc, argv, "fa-compile: host artifacts\n");
+  llvm::cl::ParseCommandLineOptions(argc, argv, "fa-compile: compile one attention configuration into a kernel artifact (host or sm90)\n");
   fa_attention_config c = fa_attention_config_default();
   std::optional<fa_dtype> t = parseDtype(dtype);
   std::optional<fa_dtype> ot = parseDtype(outDtype.empty() ? dtype : outDtype);

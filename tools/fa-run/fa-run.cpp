@@ -6,7 +6,7 @@
 // for the tensor form) into native code in-process (MLIR ExecutionEngine).
 // Each case gets inputs from a seed (or from `fa.values` argument
 // attributes), outputs poisoned with NaN, runs, and is checked against an
-// independent float64 reference written plainly from DESIGN.md section 1 (no
+// independent float64 reference written plainly from docs/SEMANTICS.md (no
 // tiling, no online softmax), with FlashAttention's tolerance rule. Score and
 // mask regions are evaluated by the reference through standalone functions
 // extracted from the op (the region's own code, called once per (i, j)).
@@ -487,7 +487,7 @@ static void fillInputs(Case &c, SmallVector<Buffer> &bufs, std::mt19937 &rng) {
     }
 }
 
-/// Input checks of DESIGN.md section 1 (bad input is rejected, never read
+/// Input checks of docs/SEMANTICS.md (bad input is rejected, never read
 /// or written out of bounds). Returns an error message or "".
 static std::string checkInputs(Case &c, SmallVector<Buffer> &bufs) {
   auto buf = [&](Role r) -> Buffer * {
@@ -543,7 +543,7 @@ static std::string checkInputs(Case &c, SmallVector<Buffer> &bufs) {
 }
 
 //===----------------------------------------------------------------------===//
-// Reference (float64, DESIGN.md section 1)
+// Reference (float64, docs/SEMANTICS.md)
 //===----------------------------------------------------------------------===//
 
 struct Result {

@@ -13,7 +13,7 @@ def ConvertFlashAttnToVector : Pass<"convert-flashattn-to-vector"> {
     the key block), arith and math.exp2 / math.log; the two tile GEMMs become
     a register-blocked micro-kernel (8 rows x `vector-bits` / 32 columns of
     accumulators, K transposed once for Q K^T); `flashattn.combine`
-    becomes a loop over output rows (DESIGN.md section 1: empty splits weigh
+    becomes a loop over output rows (docs/SEMANTICS.md: empty splits weigh
     0, all empty gives 0 and -inf). The result lowers to LLVM with upstream
     passes (see `flashattn-host-pipeline`).
   }];
@@ -42,8 +42,8 @@ def ConvertFlashAttnToNVGPU : Pass<"convert-flashattn-to-nvgpu", "::mlir::Module
     description of the launch (the runtime launches the kernel with the
     op's operands).
 
-    The kernel has FlashAttention-3's shape (arXiv 2407.08608; shared/
-    SM90-KERNEL.md), sized by the plan: a producer warpgroup whose one
+    The kernel has FlashAttention-3's shape (arXiv 2407.08608), sized by
+    the plan: a producer warpgroup whose one
     thread issues every TMA load (setmaxnreg lowers its registers) and
     `consumers` warpgroups of 64 query rows each (block_m = 64 x
     consumers), a persistent loop over tiles (static stride, or with

@@ -14,7 +14,7 @@ def FlashAttnPlan : Pass<"flashattn-plan"> {
     - `host`: block_m = block_n = 64, 1 stage, 1 consumer, static schedule;
       num_splits = the op's, or 1 when automatic (0); pack_gqa = the op's,
       or false.
-    - `sm90`: FlashAttention-3's forward shape (shared/SM90-KERNEL.md): 2
+    - `sm90`: FlashAttention-3's forward shape (arXiv 2407.08608): 2
       consumer warpgroups over 128-row query tiles with key blocks of 128 at
       head_dim 128 and 80 at head_dim 256; 3 consumer warpgroups over
       192-row tiles with key blocks of 128 at
@@ -74,7 +74,7 @@ def FlashAttnTile : Pass<"flashattn-tile"> {
     FlashAttention-2 (arXiv 2307.08691, algorithm 1): a loop over sequences,
     a work loop over tiles (head, m_block, split), and a loop over the key
     blocks [n_min, n_max) that causal, window, sequence ends and the split
-    leave (DESIGN.md section 2), whose bodies use the tile-level ops
+    leave (docs/ARCHITECTURE.md), whose bodies use the tile-level ops
     (tile_load, tile_load_paged, tile_qk, tile_softmax, tile_pv,
     tile_store). Softcap, ALiBi and the score region act on the scores in
     an elementwise loop with in-sequence indices; causal, window and

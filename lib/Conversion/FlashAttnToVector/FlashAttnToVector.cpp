@@ -3,7 +3,7 @@
 // The host conversion of the tile-level ops: loops over rows whose bodies use
 // vector ops along the contiguous dimension (head_dim for loads, Q K^T and
 // P V; the key block for the softmax). flashattn.combine becomes a loop over
-// output rows implementing DESIGN.md section 1's merge.
+// output rows implementing the merge of docs/SEMANTICS.md.
 //
 //===----------------------------------------------------------------------===//
 

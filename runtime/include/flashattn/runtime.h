@@ -9,7 +9,7 @@
  *   prints on an error path; the message of the last failure on a runtime is
  *   fa_runtime_last_error(). Set FLASHATTN_DEBUG=1 to log to stderr.
  * - Tensors are row-major and contiguous (fa_tensor); shapes follow
- *   FlashAttention (DESIGN.md section 1):
+ *   FlashAttention (docs/SEMANTICS.md):
  *     dense   q [B, Sq, Hq, D]   k, v [B, Sk, Hkv, D|Dv]   out [B, Sq, Hq, Dv]
  *             lse [B, Hq, Sq] f32
  *     varlen  q [Tq, Hq, D] + cu_seqlens_q [B+1] i32;  k, v [Tk, Hkv, D]
@@ -252,7 +252,7 @@ typedef struct fa_attention_args {
   void *stream;         /* CUstream for FA_TARGET_SM90; ignored on host */
 } fa_attention_args;
 
-/* Checks every input against the kernel and DESIGN.md section 1 (null
+/* Checks every input against the kernel and docs/SEMANTICS.md (null
  * pointers, which only an empty tensor may have, as PyTorch gives them;
  * shapes (each dim in [0, 2^31 - 1], at most 2^60 elements a tensor:
  * FA_ERROR_SHAPE_MISMATCH), cu_seqlens monotone and inside the
@@ -302,7 +302,7 @@ fa_status fa_attention_run(fa_runtime *runtime, fa_kernel *kernel,
                            const fa_attention_args *args);
 
 /*---------------------------------------------------------------------------*
- * Split-KV combine on the host (DESIGN.md section 1)
+ * Split-KV combine on the host (docs/SEMANTICS.md)
  *---------------------------------------------------------------------------*/
 /* partial_out [num_splits, rows, head_dim_v] f32, partial_lse
  * [num_splits, rows] f32 -> out [rows, head_dim_v] of out_dtype and lse

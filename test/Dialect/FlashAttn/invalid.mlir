@@ -1,7 +1,7 @@
 // RUN: fa-opt %s -split-input-file -verify-diagnostics
 
 // One case per verifier rule of flashattn.attention, flashattn.combine and
-// #flashattn.plan (DESIGN.md section 1); each message names the values involved.
+// #flashattn.plan (docs/SEMANTICS.md, bad input); each message names the values involved.
 
 func.func @q_element_type(%q: tensor<2x64x8x64xi8>, %k: tensor<2x128x2x64xi8>, %v: tensor<2x128x2x64xi8>, %o: tensor<2x64x8x64xi8>) {
   // expected-error @+1 {{'q' element type must be f16, bf16 or f32, got 'i8'}}

@@ -1,6 +1,6 @@
 // RUN: not fa-run %s | FileCheck %s
 // Bad input at run time is rejected with a message before anything is read
-// or written (DESIGN.md section 1); fa-run exits non-zero.
+// or written (docs/SEMANTICS.md, bad input); fa-run exits non-zero.
 
 // CHECK: append_past_capacity {{.*}} BAD INPUT: append past capacity: cache_seqlens[1] = 94 + 3 new rows > 96 keys
 func.func @append_past_capacity(%q: memref<2x3x4x64xf16>, %k: memref<2x96x2x64xf16>, %v: memref<2x96x2x64xf16>,

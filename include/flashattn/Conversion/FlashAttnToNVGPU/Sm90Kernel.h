@@ -43,7 +43,7 @@ struct Sm90KernelSpec {
   /// setmaxnreg targets (multiples of 8) with 2 or 3 consumers: producer x
   /// 128 + consumer x 128 x consumers must not exceed the launch allocation
   /// sm90LaunchRegisters x threads, or setmaxnreg.inc waits forever
-  /// (shared/SM90-KERNEL.md). 0 = no setmaxnreg. sm90DefaultRegisters fills
+  /// (PTX ISA, setmaxnreg). 0 = no setmaxnreg. sm90DefaultRegisters fills
   /// them in.
   int64_t producerRegs = 0;
   int64_t consumerRegs = 0;
@@ -80,7 +80,7 @@ struct Sm90KernelSpec {
   /// heads, and a score is masked where its key's head is not its row's.
   /// 1 = off.
   int64_t kvHeadsPerBlock = 1;
-  /// Varlen (DESIGN.md section 1): q and out packed [Tq, Hq, D] with lse
+  /// Varlen (docs/SEMANTICS.md): q and out packed [Tq, Hq, D] with lse
   /// [Hq, Tq] (varlenQ); k and v packed [Tk, Hkv, D] (varlenK). Their TMA
   /// maps are 3-D (4-D for q with pack_gqa).
   bool varlenQ = false;
@@ -164,8 +164,8 @@ struct Sm90KernelSpec {
 
 /// The split-KV combine (`flashattn.combine`) for one output layout:
 /// partial_out f32 [S, B, Sq, H, D] and partial_lse f32 [S, B, H, Sq] to out
-/// [B, Sq, H, D] in bf16/f16 and optionally lse f32 [B, H, Sq], by DESIGN.md
-/// section 1 (m = max_s lse_s, w_s = exp(lse_s - m), out = sum w_s o_s /
+/// [B, Sq, H, D] in bf16/f16 and optionally lse f32 [B, H, Sq], by
+/// docs/SEMANTICS.md (m = max_s lse_s, w_s = exp(lse_s - m), out = sum w_s o_s /
 /// sum w_s, lse = m + log sum w_s; splits with lse_s = -inf weigh 0; a row
 /// whose splits are all empty gets out 0 and lse -inf).
 struct Sm90CombineSpec {
@@ -174,7 +174,7 @@ struct Sm90CombineSpec {
   bool lse = false;
 };
 
-/// The kv-cache append (DESIGN.md section 1) before an attention kernel
+/// The kv-cache append (docs/SEMANTICS.md) before an attention kernel
 /// with the tile table: k_new and v_new [B, S_new, Hkv, D] (bf16/f16, D a
 /// multiple of 8) written into the cache k and v at positions
 /// cache_seqlens[b] + r, through the sequence's page list when paged.
@@ -255,9 +255,7 @@ int64_t sm90SharedMemoryBytes(const Sm90KernelSpec &spec);
 /// g D / 64 KB + h KB. The wgmma descriptors step by those strides (K:
 /// stride byte offset D / 64 KB; V: leading byte offset 1 KB, stride byte
 /// offset D / 64 KB; PTX ISA 9.7.15.5.1), so a block of 16-key pages at
-/// head_dim 128 is 8 boxes of 4 KB instead of 16 of 2 KB
-/// (docs/BENCHMARKS.md, session 12: +1.0-1.7% for pages of 16 at batch 1-16,
-/// none for pages of 64).
+/// head_dim 128 is 8 boxes of 4 KB instead of 16 of 2 KB.
 inline bool sm90PagePanels(int64_t pageSize, int64_t blockRows, int64_t kvHeadsPerBox,
                            bool kvRowCopies) {
   return pageSize > 0 && pageSize < blockRows && kvHeadsPerBox == 1 && !kvRowCopies;

@@ -2,7 +2,7 @@
 //
 // Verifiers, custom assembly and interfaces of flashattn.attention,
 // flashattn.combine and flashattn.yield. The rules enforced here are those of
-// DESIGN.md section 1; every diagnostic names the values involved.
+// docs/SEMANTICS.md; every diagnostic names the values involved.
 //
 //===----------------------------------------------------------------------===//
 

@@ -35,7 +35,7 @@ def FlashAttn_AttentionOp : FlashAttn_Op<"attention", [
     Computes `out = softmax(mask(score(scale * q k^T))) v` and optionally the
     row log-sum-exp `lse`, per query head, with the semantics of FlashAttention
     2/3 (Dao, arXiv 2307.08691; Shah et al., arXiv 2407.08608) restated in the
-    dialect description and in DESIGN.md section 1.
+    dialect description and in docs/SEMANTICS.md.
 
     The op is in destination-passing style: `outs` holds `out` and, when
     present, `lse`. On tensors it returns one result per `outs` operand; on
@@ -302,7 +302,7 @@ def FlashAttn_YieldOp : FlashAttn_Op<"yield", [
 // Tile-level ops
 //
 // The contract between flashattn-tile and the target conversions: the loop
-// bodies of the tiled online softmax (DESIGN.md section 2) operate on f32
+// bodies of the tiled online softmax (docs/ARCHITECTURE.md) operate on f32
 // scratch tiles with static shapes (M = block_m query rows, N = block_n keys,
 // D = head_dim, Dv = head_dim_v) and on 2-D [rows, D] views of q/k/v/out.
 // Scores are kept in the base-2 domain (s * log2(e)) so that the softmax uses
