@@ -2,7 +2,7 @@
 //
 // Generates, for one attention configuration, a gpu.module holding an
 // sm_90a kernel in the LLVM, NVVM, arith and scf dialects, following
-// shared/SM90-KERNEL.md and the FlashAttention-3 paper (arXiv 2407.08608,
+// the FlashAttention-3 paper (arXiv 2407.08608,
 // sections 3.1 and 3.2):
 //
 // - warp specialization: warpgroup 0 is the producer (one thread issues
@@ -137,7 +137,7 @@ std::string splitElement(Writer &w, const std::string &base, const std::string &
               "] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, " + type);
 }
 
-/// The split-KV merge of DESIGN.md section 1 for `V` consecutive values of
+/// The split-KV merge of docs/SEMANTICS.md for `V` consecutive values of
 /// one output row, over the `S` (i64) splits: m = max_s lse_s, w_s =
 /// exp(lse_s - m), out = sum w_s o_s / sum w_s, lse = m + log sum w_s;
 /// splits with lse_s = -inf weigh 0, and a row whose splits are all -inf
@@ -297,7 +297,7 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     os << ", %merge_out: !llvm.ptr<1>, %merge_lse: !llvm.ptr<1>, %merge_counters: "
           "!llvm.ptr<1>";
   // One CTA per SM: e.g. with C = 2, 384 threads at 168 registers each, the
-  // budget setmaxnreg redistributes (shared/SM90-KERNEL.md).
+  // budget setmaxnreg redistributes (PTX ISA, setmaxnreg: registers at launch x threads, not 65536).
   os << ") attributes {nvvm.kernel, nvvm.maxntid = array<i32: " << threads
      << ", 1, 1>, nvvm.minctasm = 1 : i32} {\n";
 
@@ -597,7 +597,7 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     const std::string &sk = t.sk, &off = t.off, &rowsTotal = t.rowsTotal;
     t.kvh = packed ? t.h : w.bin("arith.divui", t.h, groups, "i32");
     t.m0 = w.bin("arith.muli", mb, cBM, "i32");
-    // Key range (DESIGN.md section 2): n_max = min(Sk, m1 + c), c from causal,
+    // Key range (docs/ARCHITECTURE.md, "Rules every lowering keeps"): n_max = min(Sk, m1 + c), c from causal,
     // over the query positions [pos0, pos1) of the tile's rows.
     std::string rows =
         w.bin("arith.minsi", cBM, w.bin("arith.subi", rowsTotal, t.m0, "i32"), "i32");
@@ -625,7 +625,7 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
     }
     std::string nbHi = w.bin("arith.ceildivsi", nHi, cBN, "i32");
     if (partial) {
-      // The split's key blocks (DESIGN.md section 2, as flashattn-tile):
+      // The split's key blocks (as flashattn-tile):
       // [s * ceil(nblk / S), (s + 1) * ceil(nblk / S)) of nblk = ceil(Sk / BN).
       std::string per = w.bin("arith.ceildivsi",
                               w.bin("arith.ceildivsi", sk, cBN, "i32"), nsplit, "i32");
@@ -1661,7 +1661,7 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
             " : i32");
     }
   }
-  // Row i sees keys lo(i) <= j < lim(i) (DESIGN.md section 2): lim(i) =
+  // Row i sees keys lo(i) <= j < lim(i) (docs/ARCHITECTURE.md, "Rules every lowering keeps"): lim(i) =
   // min(Sk, i [+ Sk - Sq] + 1 with causal, i + Sk - Sq + right + 1 with a
   // right window), lo(i) = i + Sk - Sq - left with a left window.
   auto limOf = [&](const std::string &i) {
@@ -1804,7 +1804,7 @@ std::string mlir::flashattn::emitSm90AttentionKernel(const Sm90KernelSpec &k) {
       std::string gPrev = w.bin("arith.subi", "%lg", c1, "i32");
       std::string slotN = slotOf("%lg"), slotP = slotOf(gPrev);
       // Every wait before the fence: a spin loop between wgmma.fence and the
-      // wgmma makes ptxas serialize them (shared/MLIR-NOTES.md).
+      // wgmma makes ptxas serialize them (ptxas warnings C7517/C7519).
       waitParity(barAt(L.fullK(), slotN), parityOf("%lg"));
       waitParity(barAt(L.fullV(), slotP), parityOf(gPrev));
       std::string kBase = slotBase(L.kOff, slotN), vBase = slotBase(L.vOff, slotP);

@@ -133,7 +133,7 @@ Value splitElement(KernelEmitter &w, Value base, Value s, Value stride, Value of
   return w.gep(base, w.gptrT, type, idx);
 }
 
-/// The split-KV merge (docs/SEMANTICS.md, "Split-KV") for `V` consecutive
+/// The split-KV merge (docs/SEMANTICS.md, "Split-KV and flashattn.combine") for `V` consecutive
 /// values of one output row, over the `S` (i64) splits: m = max_s lse_s,
 /// w_s = exp(lse_s - m), out = sum w_s o_s / sum w_s, lse = m + log sum w_s;
 /// splits with lse_s = -inf weigh 0, and a row whose splits are all -inf
@@ -549,7 +549,7 @@ void mlir::flashattn::buildSm90AttentionKernel(OpBuilder &builder, Location loc,
     Value tsk = t.sk, toff = t.off, trows = t.rowsTotal;
     t.kvh = packed ? t.h : w.divui(t.h, groups);
     t.m0 = w.muli(mb, cBM);
-    // Key range (docs/SEMANTICS.md, "Key range of a tile"): n_max = min(Sk,
+    // Key range (docs/ARCHITECTURE.md, "Rules every lowering keeps"): n_max = min(Sk,
     // m1 + c), c from causal, over the query positions [pos0, pos1) of the
     // tile's rows.
     Value rows = w.minsi(cBM, w.subi(trows, t.m0));
@@ -1533,7 +1533,7 @@ void mlir::flashattn::buildSm90AttentionKernel(OpBuilder &builder, Location loc,
           }
         }
       }
-      // Row i sees keys lo(i) <= j < lim(i) (docs/SEMANTICS.md): lim(i) =
+      // Row i sees keys lo(i) <= j < lim(i) (docs/SEMANTICS.md, "Masks"): lim(i) =
       // min(Sk, i [+ Sk - Sq] + 1 with causal, i + Sk - Sq + right + 1 with
       // a right window), lo(i) = i + Sk - Sq - left with a left window.
       auto limOf = [&](Value i) {
