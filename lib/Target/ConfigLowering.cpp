@@ -6,7 +6,6 @@
 #include "flashattn/Target/HostJit.h"
 #include "flashattn/version.h"
 
-#include "mlir/Parser/Parser.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 
 using namespace mlir;
@@ -45,10 +44,9 @@ LogicalResult ConfigLowering::run(const fa_attention_config &config,
     error = "invalid config";
     return failure();
   }
-  module_ = parseSourceString<ModuleOp>(buildAttentionModule(config, argNames_),
-                                        &context_);
+  module_ = buildAttentionModule(&context_, config, argNames_, error);
   if (!module_) {
-    error = "the generated op does not verify: " + diagnostics_;
+    error += ": " + diagnostics_;
     return failure();
   }
   PassManager pm(&context_);

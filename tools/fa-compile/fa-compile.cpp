@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flashattn/Target/HostArtifact.h"
+#include "flashattn/Target/HostJit.h"
 #include "flashattn/version.h"
 
 #include "llvm/ADT/StringSwitch.h"
@@ -210,7 +211,18 @@ int main(int argc, char **argv) {
   }
   if (emitMlir) {
     std::vector<std::string> names;
-    outs() << mlir::flashattn::buildAttentionModule(c, names);
+    std::string error;
+    mlir::DialectRegistry registry;
+    mlir::flashattn::registerHostJitDependencies(registry);
+    mlir::MLIRContext context(registry);
+    mlir::OwningOpRef<mlir::ModuleOp> module =
+        mlir::flashattn::buildAttentionModule(&context, c, names, error);
+    if (!module) {
+      errs() << "fa-compile: " << error << "\n";
+      return 1;
+    }
+    module->getBody()->front().print(outs());
+    outs() << "\n";
     return 0;
   }
   if (output.empty()) {

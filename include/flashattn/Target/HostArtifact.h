@@ -10,6 +10,8 @@
 #define FLASHATTN_TARGET_HOSTARTIFACT_H
 
 #include "flashattn/runtime.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
 #include "mlir/Support/LLVM.h"
 
 #include <string>
@@ -18,12 +20,17 @@
 namespace mlir {
 namespace flashattn {
 
-/// The MLIR text of one function `@fa_attention` holding the
+/// A module with one function `@fa_attention` holding the
 /// flashattn.attention that `config` describes (memref form; batch, sequence
-/// and page-count dimensions dynamic). `argNames` receives the argument
-/// names in order ("q", "k", "v", optional operands, "out", "lse").
-std::string buildAttentionModule(const fa_attention_config &config,
-                                 std::vector<std::string> &argNames);
+/// and page-count dimensions dynamic), built with OpBuilder; the config's
+/// regions (user text) are parsed into the op. `argNames` receives the
+/// argument names in order ("q", "k", "v", optional operands, "out",
+/// "lse"). Null when the regions do not parse or the op does not verify
+/// (`error` says which; the diagnostics go to the context's handler).
+OwningOpRef<ModuleOp> buildAttentionModule(MLIRContext *context,
+                                           const fa_attention_config &config,
+                                           std::vector<std::string> &argNames,
+                                           std::string &error);
 
 /// Compiles `config` into a host artifact (container bytes). On failure
 /// `error` says why.
