@@ -14,7 +14,7 @@
  * the heads per group of the kernel's tile order (tiles go group by group,
  * entry by entry in a group, head fastest: the K/V of a group's heads fit
  * 32 MB of L2); word 3, zero, is the lpt scheduler's tile counter when the
- * launch needs one (cuda.c: no separate memset); then E entries of 8: q
+ * launch needs one (cuda_launch.c: no separate memset); then E entries of 8: q
  * position, q
  * batch, q length, k position, k batch, k length, m_block, sequence; q/k
  * position and batch are the TMA coordinates of the sequence's first
