@@ -162,11 +162,12 @@ typedef struct launch_plan {
   bool has_ws;
   uint64_t ws, parts;
   void *dtable, *pages, *counter;
-  /* Under stream capture: the copied table kept for the graph, and the
-   * fused merge's counters (a captured slice when slice_words > 0). */
-  void *kept;
+  /* The fused merge's counters (0: the combine kernel merges), a captured
+   * launch's own slice when slice_words > 0; under stream capture the
+   * copied table, kept for the graph. */
   uint64_t merge_ctr;
   size_t slice_words;
+  void *kept;
 } launch_plan;
 
 /* The call's kernel arguments, their names and the tensors by role. */
