@@ -95,7 +95,7 @@ PlanAttr mlir::flashattn::computePlan(AttentionOp op, Target target,
 
   // Automatic num_splits resolves to 1 here: sizes are known only at launch,
   // where the runtime makes the choice (fa_num_splits_heuristic in
-  // runtime/src/cuda.c, for artifacts compiled with num_splits 0).
+  // runtime/src/cuda_variant.c, for artifacts compiled with num_splits 0).
   int64_t splits = opSplits > 0 ? opSplits : 1;
   return PlanAttr::get(ctx, Target::sm90, blockM, blockN, /*stages=*/2,
                        consumers, schedule, splits, pack);

@@ -247,11 +247,11 @@ static bool parse_tma_list(const cJSON *list, fa_tma_desc *maps, int *n) {
   return true;
 }
 
-fa_status fa_artifact_parse(fa_runtime *rt, const void *bytes, size_t size,
-                            fa_artifact *a) {
-  const unsigned char *p = (const unsigned char *)bytes;
-  memset(a, 0, sizeof(*a));
-  if (!bytes || size < FA_ARTIFACT_HEADER_SIZE)
+/* The header: magic, format version, sizes (*meta_size bytes of metadata
+ * and *payload_size of payload follow it, exactly), checksum, kind, key. */
+static fa_status parse_header(fa_runtime *rt, const unsigned char *p, size_t size,
+                              fa_artifact *a, uint64_t *meta_size, uint64_t *payload_size) {
+  if (!p || size < FA_ARTIFACT_HEADER_SIZE)
     return fa_fail(rt, FA_ERROR_CORRUPT_ARTIFACT,
                    "artifact truncated: %zu bytes, the header alone is %d",
                    size, FA_ARTIFACT_HEADER_SIZE);
@@ -277,230 +277,262 @@ fa_status fa_artifact_parse(fa_runtime *rt, const void *bytes, size_t size,
                    (int)a->kind);
   memcpy(a->key, p + 16, 32);
   a->key[32] = '\0';
+  *meta_size = m;
+  *payload_size = n;
+  return FA_OK;
+}
 
-  cJSON *meta = cJSON_ParseWithLength((const char *)p + FA_ARTIFACT_HEADER_SIZE, m);
-  fa_status st = FA_ERROR_CORRUPT_ARTIFACT;
-  const char *why = "metadata is not a JSON object";
-  if (!cJSON_IsObject(meta))
-    goto fail;
+/* The metadata's parts, each parsed and checked by one function below in
+ * this order: NULL, or what is wrong (the first failure's message). */
+
+/* config, compiler_version, entry and the args list. */
+static const char *parse_required(const cJSON *meta, fa_artifact *a) {
   const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(meta, "config");
   const cJSON *ver = cJSON_GetObjectItemCaseSensitive(meta, "compiler_version");
   const cJSON *entry = cJSON_GetObjectItemCaseSensitive(meta, "entry");
   const cJSON *args = cJSON_GetObjectItemCaseSensitive(meta, "args");
-  why = "metadata lacks config, compiler_version, entry or args";
   if (!cJSON_IsObject(cfg) || !cJSON_IsString(ver) || !cJSON_IsString(entry) ||
       !cJSON_IsArray(args) || !jsonToConfig(cfg, &a->config, &a->regions))
-    goto fail;
+    return "metadata lacks config, compiler_version, entry or args";
   snprintf(a->compiler_version, sizeof(a->compiler_version), "%s", ver->valuestring);
   snprintf(a->entry, sizeof(a->entry), "%s", entry->valuestring);
-  why = "bad combine_entry";
+  return NULL;
+}
+
+/* The split-KV and append entries. A split-KV cubin launches its partial
+ * kernel then the combine; one without the other would get arguments of
+ * the wrong shape. */
+static const char *parse_entries(const cJSON *meta, fa_artifact *a) {
   if (!opt_string(meta, "combine_entry", a->combine_entry, sizeof(a->combine_entry)))
-    goto fail;
-  why = "bad dense_entry (a string, with combine_entry)";
+    return "bad combine_entry";
   if (!opt_string(meta, "dense_entry", a->dense_entry, sizeof(a->dense_entry)) ||
       (a->dense_entry[0] && !a->combine_entry[0]))
-    goto fail;
-  why = "bad append_entry (a string, exactly when the config appends, with tile_table)";
+    return "bad dense_entry (a string, with combine_entry)";
   if (!opt_string(meta, "append_entry", a->append_entry, sizeof(a->append_entry)))
-    goto fail;
-  /* A split-KV cubin launches its partial kernel then the combine; one
-   * without the other would get arguments of the wrong shape. */
-  why = "bad combine_entry (a string, exactly when num_splits is 0 or > 1)";
+    return "bad append_entry (a string, exactly when the config appends, with tile_table)";
   if (a->kind == FA_ARTIFACT_CUBIN &&
       (a->config.num_splits > 1 || a->config.num_splits == 0) !=
           (a->combine_entry[0] != '\0'))
-    goto fail;
-  why = "bad tile_counter (expected a boolean)";
+    return "bad combine_entry (a string, exactly when num_splits is 0 or > 1)";
+  return NULL;
+}
+
+/* The launch ABI's booleans. */
+static const char *parse_flags(const cJSON *meta, fa_artifact *a) {
   if (!opt_bool(meta, "tile_counter", &a->tile_counter))
-    goto fail;
-  why = "bad auto_splits (expected a boolean, with num_splits 0)";
+    return "bad tile_counter (expected a boolean)";
   if (!opt_bool(meta, "auto_splits", &a->auto_splits))
-    goto fail;
-  why = "bad tile_table (expected a boolean)";
+    return "bad auto_splits (expected a boolean, with num_splits 0)";
   if (!opt_bool(meta, "tile_table", &a->tile_table))
-    goto fail;
-  why = "bad page_table (expected a boolean, only with tile_table and paged)";
+    return "bad tile_table (expected a boolean)";
   if (!opt_bool(meta, "page_table", &a->page_table) ||
       (a->page_table && (!a->tile_table || !(a->config.flags & FA_PAGED))))
-    goto fail;
-  why = "bad dense_tile_counter (expected a boolean)";
+    return "bad page_table (expected a boolean, only with tile_table and paged)";
   if (!opt_bool(meta, "dense_tile_counter", &a->dense_tile_counter))
-    goto fail;
-  why = "bad fused_combine (expected a boolean, only with combine_entry)";
+    return "bad dense_tile_counter (expected a boolean)";
   if (!opt_bool(meta, "fused_combine", &a->fused_combine) ||
       (a->fused_combine && !a->combine_entry[0]))
-    goto fail;
-  {
-    const char *tiles[3] = {"block_m", "block_n", "pack_groups"};
-    int *slots[3] = {&a->block_m, &a->block_n, &a->pack_groups};
-    why = "bad block_m, block_n or pack_groups (integers in [1, 256])";
-    for (int i = 0; i < 3; ++i) {
-      double v = 0;
-      if (cJSON_GetObjectItemCaseSensitive(meta, tiles[i]) &&
-          (!number(meta, tiles[i], &v) || !(v >= 1 && v <= 256)))
-        goto fail;
-      *slots[i] = (int)v;
-    }
-    why = "auto_splits needs num_splits 0, block_m and block_n";
-    if (a->auto_splits &&
-        (a->config.num_splits != 0 || !a->block_m || !a->block_n))
-      goto fail;
-    why = "tile_table needs block_m and block_n";
-    if (a->tile_table && (!a->block_m || !a->block_n))
-      goto fail;
-    /* The attention kernels' by-value copy of the table (bytes): a
-     * parameter they take after the table pointer, so it is part of the
-     * launch ABI whenever given. */
-    why = "bad tile_table_inline (a multiple of 16 in [32, 3072], only with tile_table)";
-    {
-      double v = 0;
-      if (cJSON_GetObjectItemCaseSensitive(meta, "tile_table_inline") &&
-          (!number(meta, "tile_table_inline", &v) ||
-           !(v >= 32 && v <= FA_MAX_INLINE_TABLE_BYTES) ||
-           v != (double)((int)v / 16 * 16) || !a->tile_table))
-        goto fail;
-      a->tile_table_inline = (int)v;
-    }
-    /* An append cubin writes k_new / v_new first: without its kernel (or
-     * its tile table) the attention would read a stale cache. */
-    /* The sequence-aware forms read their tiles from the table: a cubin
-     * for them without it would read a parameter nobody passes. */
-    why = "varlen, seqused_k, paged and append cubins need tile_table";
-    if (a->kind == FA_ARTIFACT_CUBIN && !a->tile_table &&
-        (a->config.flags & (FA_VARLEN_Q | FA_VARLEN_K | FA_SEQUSED_K | FA_PAGED |
-                            FA_APPEND)))
-      goto fail;
-    why = "bad append_entry (a string, exactly when the config appends, with tile_table)";
-    if (a->kind == FA_ARTIFACT_CUBIN &&
-        ((a->append_entry[0] != '\0') != !!(a->config.flags & FA_APPEND) ||
-         (a->append_entry[0] && !a->tile_table)))
-      goto fail;
+    return "bad fused_combine (expected a boolean, only with combine_entry)";
+  return NULL;
+}
+
+/* The tile sizes, what needs them, and the table's forms. */
+static const char *parse_tiles(const cJSON *meta, fa_artifact *a) {
+  const char *tiles[3] = {"block_m", "block_n", "pack_groups"};
+  int *slots[3] = {&a->block_m, &a->block_n, &a->pack_groups};
+  for (int i = 0; i < 3; ++i) {
+    double v = 0;
+    if (cJSON_GetObjectItemCaseSensitive(meta, tiles[i]) &&
+        (!number(meta, tiles[i], &v) || !(v >= 1 && v <= 256)))
+      return "bad block_m, block_n or pack_groups (integers in [1, 256])";
+    *slots[i] = (int)v;
   }
+  if (a->auto_splits && (a->config.num_splits != 0 || !a->block_m || !a->block_n))
+    return "auto_splits needs num_splits 0, block_m and block_n";
+  if (a->tile_table && (!a->block_m || !a->block_n))
+    return "tile_table needs block_m and block_n";
+  /* The attention kernels' by-value copy of the table (bytes): a parameter
+   * they take after the table pointer, so it is part of the launch ABI
+   * whenever given. */
+  double v = 0;
+  if (cJSON_GetObjectItemCaseSensitive(meta, "tile_table_inline") &&
+      (!number(meta, "tile_table_inline", &v) ||
+       !(v >= 32 && v <= FA_MAX_INLINE_TABLE_BYTES) ||
+       v != (double)((int)v / 16 * 16) || !a->tile_table))
+    return "bad tile_table_inline (a multiple of 16 in [32, 3072], only with tile_table)";
+  a->tile_table_inline = (int)v;
+  /* The sequence-aware forms read their tiles from the table: a cubin for
+   * them without it would read a parameter nobody passes. An append cubin
+   * writes k_new / v_new first: without its kernel (or its tile table) the
+   * attention would read a stale cache. */
+  if (a->kind == FA_ARTIFACT_CUBIN && !a->tile_table &&
+      (a->config.flags & (FA_VARLEN_Q | FA_VARLEN_K | FA_SEQUSED_K | FA_PAGED | FA_APPEND)))
+    return "varlen, seqused_k, paged and append cubins need tile_table";
+  if (a->kind == FA_ARTIFACT_CUBIN &&
+      ((a->append_entry[0] != '\0') != !!(a->config.flags & FA_APPEND) ||
+       (a->append_entry[0] && !a->tile_table)))
+    return "bad append_entry (a string, exactly when the config appends, with tile_table)";
+  return NULL;
+}
+
+/* The argument names, the launch fields (block, smem, grid) and the tensor
+ * maps. */
+static const char *parse_launch(const cJSON *meta, fa_artifact *a) {
+  const cJSON *args = cJSON_GetObjectItemCaseSensitive(meta, "args");
   a->num_args = cJSON_GetArraySize(args);
-  why = "bad args list";
   if (a->num_args < 4 || a->num_args > FA_MAX_ARGS)
-    goto fail;
+    return "bad args list";
   for (int i = 0; i < a->num_args; ++i) {
     const cJSON *name = cJSON_GetArrayItem(args, i);
     if (!cJSON_IsString(name))
-      goto fail;
+      return "bad args list";
     snprintf(a->arg_names[i], sizeof(a->arg_names[i]), "%s", name->valuestring);
   }
-  double v;
+  const char *bad_launch = "bad launch fields (block 1..1024, smem 0..232448)";
   const cJSON *block = cJSON_GetObjectItemCaseSensitive(meta, "block");
-  why = "bad launch fields (block 1..1024, smem 0..232448)";
   for (int i = 0; i < 3; ++i) {
     const cJSON *e = cJSON_IsArray(block) ? cJSON_GetArrayItem(block, i) : NULL;
     if (e && (!cJSON_IsNumber(e) || e->valuedouble < 1 || e->valuedouble > 1024))
-      goto fail;
+      return bad_launch;
     a->block[i] = e ? (int)e->valuedouble : 1;
   }
+  double v;
   a->smem = 0;
   if (number(meta, "smem", &v)) {
     if (!(v >= 0 && v <= 232448))
-      goto fail;
+      return bad_launch;
     a->smem = (int)v;
   }
   const cJSON *grid = cJSON_GetObjectItemCaseSensitive(meta, "grid");
   snprintf(a->grid, sizeof(a->grid), "%s",
            cJSON_IsString(grid) ? grid->valuestring : "persistent");
-  why = "bad tma list (at most 4 maps of rank 1..5, box 1..256, swizzle 0/32/64/128)";
   if (!parse_tma_list(cJSON_GetObjectItemCaseSensitive(meta, "tma"), a->tma, &a->num_tma))
-    goto fail;
-  /* Automatic pack_gqa: packed entries, G and their own map list. */
+    return "bad tma list (at most 4 maps of rank 1..5, box 1..256, swizzle 0/32/64/128)";
+  return NULL;
+}
+
+/* Automatic pack_gqa: packed entries, G and their own map list, whose q
+ * map views q as [B, S, Hkv, G, D] (varlen [T, Hkv, G, D]): box (64, G, 1,
+ * block_m / G[, 1]). */
+static const char *parse_packed(const cJSON *meta, fa_artifact *a) {
+  const char *bad = "bad packed_entry (with packed_groups = Hq / Hkv, a packed_tma list "
+                    "whose q map is grouped by it over block_m / G positions, and "
+                    "packed_dense_entry exactly with dense_entry)";
   const cJSON *packed_tma = cJSON_GetObjectItemCaseSensitive(meta, "packed_tma");
-  why = "bad packed_entry (with packed_groups = Hq / Hkv, a packed_tma list whose q "
-        "map is grouped by it over block_m / G positions, and packed_dense_entry "
-        "exactly with dense_entry)";
   if (!opt_string(meta, "packed_entry", a->packed_entry, sizeof(a->packed_entry)) ||
       !opt_string(meta, "packed_dense_entry", a->packed_dense_entry,
                   sizeof(a->packed_dense_entry)))
-    goto fail;
-  if (a->packed_entry[0]) {
-    double g = 0;
-    if (!number(meta, "packed_groups", &g) || !(g >= 2 && g <= 256) ||
-        !parse_tma_list(packed_tma, a->packed_tma, &a->num_packed_tma) ||
-        a->num_packed_tma < 1 || a->config.num_kv_heads <= 0 ||
-        a->config.num_q_heads != (int)g * a->config.num_kv_heads ||
-        (a->packed_dense_entry[0] != '\0') != (a->dense_entry[0] != '\0'))
-      goto fail;
-    /* q viewed [B, S, Hkv, G, D] (varlen [T, Hkv, G, D]): box (64, G, 1,
-     * block_m / G[, 1]). */
-    bool q_ok = false;
-    for (int i = 0; i < a->num_packed_tma; ++i) {
-      const fa_tma_desc *t = &a->packed_tma[i];
-      if (strcmp(t->arg, "q") == 0)
-        q_ok = t->group == (int)g &&
-               t->rank == ((a->config.flags & FA_VARLEN_Q) ? 4 : 5) &&
-               t->box[1] == (int)g && a->block_m > 0 && t->box[3] * (int)g == a->block_m;
+    return bad;
+  if (!a->packed_entry[0])
+    return a->packed_dense_entry[0] || packed_tma ? bad : NULL;
+  double g = 0;
+  if (!number(meta, "packed_groups", &g) || !(g >= 2 && g <= 256) ||
+      !parse_tma_list(packed_tma, a->packed_tma, &a->num_packed_tma) ||
+      a->num_packed_tma < 1 || a->config.num_kv_heads <= 0 ||
+      a->config.num_q_heads != (int)g * a->config.num_kv_heads ||
+      (a->packed_dense_entry[0] != '\0') != (a->dense_entry[0] != '\0'))
+    return bad;
+  bool q_ok = false;
+  for (int i = 0; i < a->num_packed_tma; ++i) {
+    const fa_tma_desc *t = &a->packed_tma[i];
+    if (strcmp(t->arg, "q") == 0)
+      q_ok = t->group == (int)g && t->rank == ((a->config.flags & FA_VARLEN_Q) ? 4 : 5) &&
+             t->box[1] == (int)g && a->block_m > 0 && t->box[3] * (int)g == a->block_m;
+  }
+  if (!q_ok)
+    return bad;
+  a->packed_groups = (int)g;
+  return NULL;
+}
+
+/* Several kv heads per key block: HP, and the one-head kernels with their
+ * map list: pack_groups = HP x Hq / Hkv, with Hq / Hkv >= 2 and HP dividing
+ * Hkv. */
+static const char *parse_kv1(const cJSON *meta, fa_artifact *a) {
+  const char *bad = "bad kv_heads_per_block (HP in [2, 8] dividing Hkv, pack_groups = HP x "
+                    "Hq / Hkv, with kv1_entry, kv1_tma, and kv1_dense_entry exactly with "
+                    "dense_entry)";
+  const cJSON *kv1_tma = cJSON_GetObjectItemCaseSensitive(meta, "kv1_tma");
+  double hp = 1;
+  if (cJSON_GetObjectItemCaseSensitive(meta, "kv_heads_per_block") &&
+      (!number(meta, "kv_heads_per_block", &hp) || !(hp >= 2 && hp <= 8)))
+    return bad;
+  a->kv_heads_per_block = (int)hp;
+  if (!opt_string(meta, "kv1_entry", a->kv1_entry, sizeof(a->kv1_entry)) ||
+      !opt_string(meta, "kv1_dense_entry", a->kv1_dense_entry, sizeof(a->kv1_dense_entry)))
+    return bad;
+  int hpi = a->kv_heads_per_block;
+  if (hpi > 1 &&
+      (!a->kv1_entry[0] || a->pack_groups < 2 * hpi || a->config.num_kv_heads <= 0 ||
+       a->config.num_kv_heads % hpi != 0 ||
+       a->config.num_q_heads * hpi != a->pack_groups * a->config.num_kv_heads ||
+       !parse_tma_list(kv1_tma, a->kv1_tma, &a->num_kv1_tma) || a->num_kv1_tma < 1 ||
+       (a->kv1_dense_entry[0] != '\0') != (a->dense_entry[0] != '\0')))
+    return bad;
+  if (hpi == 1 && (a->kv1_entry[0] || a->kv1_dense_entry[0] || kv1_tma))
+    return bad;
+  return NULL;
+}
+
+/* Page panel maps (a pool [P, S, H, D] seen as {64, 8, H D / 64, S / 8,
+ * P}), in any of the three map lists: k or v of a paged artifact, one box
+ * per page. */
+static const char *check_page_panels(const fa_artifact *a) {
+  const fa_tma_desc *lists[3] = {a->tma, a->packed_tma, a->kv1_tma};
+  int counts[3] = {a->num_tma, a->num_packed_tma, a->num_kv1_tma};
+  const fa_attention_config *c = &a->config;
+  for (int l = 0; l < 3; ++l)
+    for (int i = 0; i < counts[l]; ++i) {
+      const fa_tma_desc *t = &lists[l][i];
+      if (t->page_panels &&
+          (!(c->flags & FA_PAGED) || (strcmp(t->arg, "k") && strcmp(t->arg, "v")) ||
+           c->page_size % 8 != 0 || c->head_dim % 64 != 0 || t->box[0] != 64 ||
+           t->box[1] != 8 || t->box[2] != c->head_dim / 64 ||
+           t->box[3] != c->page_size / 8 || t->box[4] != 1))
+        return "bad page_panels map (k or v of a paged artifact, box {64, 8, "
+               "head_dim / 64, page_size / 8, 1})";
     }
-    if (!q_ok)
-      goto fail;
-    a->packed_groups = (int)g;
-  } else if (a->packed_dense_entry[0] || packed_tma) {
-    goto fail;
-  }
-  /* Several kv heads per key block: HP, and the one-head kernels with
-   * their map list. */
-  why = "bad kv_heads_per_block (HP in [2, 8] dividing Hkv, pack_groups = HP x Hq / Hkv, "
-        "with kv1_entry, kv1_tma, and kv1_dense_entry exactly with dense_entry)";
-  {
-    const cJSON *kv1_tma = cJSON_GetObjectItemCaseSensitive(meta, "kv1_tma");
-    double hp = 1;
-    if (cJSON_GetObjectItemCaseSensitive(meta, "kv_heads_per_block") &&
-        (!number(meta, "kv_heads_per_block", &hp) || !(hp >= 2 && hp <= 8)))
-      goto fail;
-    a->kv_heads_per_block = (int)hp;
-    if (!opt_string(meta, "kv1_entry", a->kv1_entry, sizeof(a->kv1_entry)) ||
-        !opt_string(meta, "kv1_dense_entry", a->kv1_dense_entry, sizeof(a->kv1_dense_entry)))
-      goto fail;
-    /* pack_groups = HP x Hq / Hkv, with Hq / Hkv >= 2 and HP dividing Hkv. */
-    int hpi = a->kv_heads_per_block;
-    if (hpi > 1 &&
-        (!a->kv1_entry[0] || a->pack_groups < 2 * hpi || a->config.num_kv_heads <= 0 ||
-         a->config.num_kv_heads % hpi != 0 ||
-         a->config.num_q_heads * hpi != a->pack_groups * a->config.num_kv_heads ||
-         !parse_tma_list(kv1_tma, a->kv1_tma, &a->num_kv1_tma) || a->num_kv1_tma < 1 ||
-         (a->kv1_dense_entry[0] != '\0') != (a->dense_entry[0] != '\0')))
-      goto fail;
-    if (a->kv_heads_per_block == 1 && (a->kv1_entry[0] || a->kv1_dense_entry[0] || kv1_tma))
-      goto fail;
-  }
-  /* Page panel maps (a pool [P, S, H, D] seen as {64, 8, H D / 64, S / 8,
-   * P}): k or v of a paged artifact, one box per page. */
-  why = "bad page_panels map (k or v of a paged artifact, box {64, 8, head_dim / 64, "
-        "page_size / 8, 1})";
-  {
-    const fa_tma_desc *lists[3] = {a->tma, a->packed_tma, a->kv1_tma};
-    int counts[3] = {a->num_tma, a->num_packed_tma, a->num_kv1_tma};
-    const fa_attention_config *c = &a->config;
-    for (int l = 0; l < 3; ++l)
-      for (int i = 0; i < counts[l]; ++i) {
-        const fa_tma_desc *t = &lists[l][i];
-        if (t->page_panels &&
-            (!(c->flags & FA_PAGED) || (strcmp(t->arg, "k") && strcmp(t->arg, "v")) ||
-             c->page_size % 8 != 0 || c->head_dim % 64 != 0 || t->box[0] != 64 ||
-             t->box[1] != 8 || t->box[2] != c->head_dim / 64 ||
-             t->box[3] != c->page_size / 8 || t->box[4] != 1))
-          goto fail;
-      }
-  }
-  {
-    /* A foreign or tampered entry: its key is not what its config hashes to. */
-    char key[33];
-    why = "config is invalid";
-    if (fa_config_key(&a->config, a->compiler_version, key) != FA_OK)
-      goto fail;
-    why = "key does not match the config";
-    if (strcmp(key, a->key) != 0)
-      goto fail;
-  }
+  return NULL;
+}
+
+/* A foreign or tampered entry: its key is not what its config hashes to. */
+static const char *check_key(const fa_artifact *a) {
+  char key[33];
+  if (fa_config_key(&a->config, a->compiler_version, key) != FA_OK)
+    return "config is invalid";
+  if (strcmp(key, a->key) != 0)
+    return "key does not match the config";
+  return NULL;
+}
+
+static const char *parse_meta(const cJSON *meta, fa_artifact *a) {
+  const char *why;
+  if (!cJSON_IsObject(meta))
+    return "metadata is not a JSON object";
+  if ((why = parse_required(meta, a)) || (why = parse_entries(meta, a)) ||
+      (why = parse_flags(meta, a)) || (why = parse_tiles(meta, a)) ||
+      (why = parse_launch(meta, a)) || (why = parse_packed(meta, a)) ||
+      (why = parse_kv1(meta, a)) || (why = check_page_panels(a)))
+    return why;
+  return check_key(a);
+}
+
+fa_status fa_artifact_parse(fa_runtime *rt, const void *bytes, size_t size,
+                            fa_artifact *a) {
+  const unsigned char *p = (const unsigned char *)bytes;
+  memset(a, 0, sizeof(*a));
+  uint64_t m = 0, n = 0;
+  fa_status st = parse_header(rt, p, size, a, &m, &n);
+  if (st != FA_OK)
+    return st;
+  cJSON *meta = cJSON_ParseWithLength((const char *)p + FA_ARTIFACT_HEADER_SIZE, m);
+  const char *why = parse_meta(meta, a);
   cJSON_Delete(meta);
+  if (why) {
+    fa_artifact_release(a);
+    return fa_fail(rt, FA_ERROR_CORRUPT_ARTIFACT, "corrupt artifact: %s", why);
+  }
   a->payload = p + FA_ARTIFACT_HEADER_SIZE + m;
   a->payload_size = n;
   return FA_OK;
-fail:
-  cJSON_Delete(meta);
-  fa_artifact_release(a);
-  return fa_fail(rt, st, "corrupt artifact: %s", why);
 }

@@ -1,6 +1,6 @@
 /*===- combine.c - split-KV combine on the host ---------------------------===*
  *
- * DESIGN.md section 1: lse = log sum_s exp(lse_s), out = sum_s exp(lse_s -
+ * docs/SEMANTICS.md (split-KV): lse = log sum_s exp(lse_s), out = sum_s exp(lse_s -
  * lse) out_s, computed with the maximum subtracted; empty splits (lse_s =
  * -inf) weigh 0; when all are empty, out = 0 and lse = -inf (never NaN).
  * f16 outputs are rounded to nearest even by the compiler's _Float16

@@ -13,30 +13,11 @@
 /* The largest "tile_table_inline" an artifact may declare (bytes): the
  * size of the launch's buffer for the by-value tile table. */
 #define FA_MAX_INLINE_TABLE_BYTES 3072
-/* Streams with state of their own per runtime (cuda.c: the fused merge's
- * counters, the block_table mirrors); calls on more streams launch the
- * combine kernel and copy their page lists instead. */
-#define FA_MAX_STREAMS 64
-/* Device mirrors of host block_tables kept per stream (cuda.c,
- * block_table_mirror): a decode step's layers share one table; a few more
- * serve calls that alternate between tables (e.g. a draft and a target
- * model) without a copy each. */
-#define FA_MIRRORS_PER_STREAM 4
-/* A mirror whose table changed in at most FA_MIRROR_SPANS runs of entries
- * (runs fewer than FA_MIRROR_GAP equal entries apart count as one) is
- * patched, run by run, instead of refilled (cuda.c, block_table_mirror). */
-#define FA_MIRROR_SPANS 8
-#define FA_MIRROR_GAP 16
-/* The largest piece of a host-to-device copy from pageable memory
- * (cuda.c, copy_pageable: captured copies, and eager ones where pinned
- * staging is unavailable): copies up to this size return once staged. */
-#define FA_PAGEABLE_COPY_BYTES ((size_t)65536)
-/* Page-locked staging blocks for eager host-to-device copies on HMM/ATS
- * devices (cuda.c, staged_copy): at most this many, each at least 16 KB,
- * made when none is idle; a call waits for a block only when this many
- * copies are in flight. */
-#define FA_PINNED_BLOCKS 32
 #define FA_ERROR_SIZE 512
+
+/* Declarations shared between the runtime's files but not exported from
+ * the library (the cuda_*.h headers' functions). */
+#define FA_HIDDEN __attribute__((visibility("hidden")))
 
 /* Elements of a tensor (the product of its dims; shapes the checks of
  * run.c passed hold at most 2^60). */
@@ -148,7 +129,7 @@ struct fa_kernel {
   void *cu_module, *cu_function, *cu_combine, *cu_append, *cu_dense;
   void *cu_packed, *cu_dense_packed; /* automatic pack_gqa */
   void *cu_kv1, *cu_dense_kv1;       /* one kv head per key block */
-  void *cu_api; /* the driver table that loaded the module */
+  void *cu_api; /* the fa_cuda (cuda_context.h) that loaded the module */
   /* LRU list */
   struct fa_kernel *prev, *next;
   bool in_use; /* returned to a caller: never evicted while the runtime lives */
@@ -197,21 +178,59 @@ fa_status fa_kernel_create(fa_runtime *rt, void *bytes, size_t size,
                            const char *expected_key, fa_kernel **out);
 void fa_kernel_destroy(fa_kernel *k);
 
-/* host.c, cuda.c */
+/* host.c */
 fa_status fa_host_load(fa_runtime *rt, fa_kernel *k);
 fa_status fa_host_launch(fa_runtime *rt, fa_kernel *k,
                          const fa_tensor *const *tensors, int n);
+
+/* schedule.c: the tile table of a "tile_table" cubin for the call's
+ * checked inputs (layout and order in schedule.c): *table (malloc'd,
+ * *words i32, freed by the caller) and *entries, the number of (sequence,
+ * m_block) tiles per head: sum over sequences of ceil(q_len x pack_groups /
+ * block_m). With pages_on_device the block_table stays where it is (device
+ * memory): no page lists are copied, a sequence's list starts at b x
+ * max_pages. */
+fa_status fa_sm90_tile_table(fa_runtime *rt, const fa_kernel *k,
+                             const fa_attention_args *args, bool pages_on_device,
+                             int32_t **table, int64_t *entries, int64_t *words);
+
+/* The CUDA backend (cuda_*.c; its own declarations in cuda_*.h), as the
+ * rest of the runtime sees it. */
+
+/* cuda_module.c: loads the cubin and its entries (at the first launch), and
+ * unloads them. */
 fa_status fa_cuda_load(fa_runtime *rt, fa_kernel *k);
-/* The element type of the artifact's tensor map `i`: out_dtype for "out",
- * f32 for "lse", the input dtype otherwise. */
-/* Automatic num_splits at launch: FlashAttention's occupancy heuristic
- * (flash_api.cpp, num_splits_heuristic): tiles = batch x heads x ceil(rows
- * / block_m) (rows and heads packed with pack_gqa), 1 when tiles fill 80%
- * of the SMs, else the smallest count up to min(128, SMs, key blocks) whose
- * wave efficiency is at least FA_SPLIT_EFFICIENCY of the best. FlashAttention
- * takes 0.85; measured on the H200 (docs/BENCHMARKS.md), 0.95 is 4-6%
- * faster for one decode sequence: 16 splits of 8 kv heads fill 128 of 132
- * SMs where 0.85 gives 15 (120). */
+void fa_cuda_unload(fa_kernel *k);
+/* cuda_launch.c: launches the artifact's kernel(s) on `tensors` (the
+ * artifact's argument order); `args` gives the integer metadata the tile
+ * table is built from; pages_on_device: the block_table is device memory
+ * (fa_cuda_on_device). */
+fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
+                         const fa_tensor *const *tensors, int n,
+                         const fa_attention_args *args, bool pages_on_device);
+/* cuda_context.c: whether `ptr` is device memory the host cannot read
+ * (cuPointerGetAttribute: memory type device and not managed); false for
+ * host, pinned, managed and unregistered memory. And the backend's release,
+ * at fa_runtime_destroy. */
+fa_status fa_cuda_on_device(fa_runtime *rt, const void *ptr, bool *on_device);
+void fa_cuda_release(fa_runtime *rt);
+
+/* cuda_tma.c: the element type of the artifact's tensor map `i` (out_dtype
+ * for "out", f32 for "lse", the input dtype otherwise), and whether `t` can
+ * be described by that map (PTX ISA / CUDA driver: cuTensorMapEncodeTiled
+ * requirements; run.c checks every operand before anything runs). */
+fa_dtype fa_tma_dtype(const fa_kernel *k, int i);
+fa_status fa_tma_check(fa_runtime *rt, const fa_kernel *k, int i,
+                       const fa_tensor *t);
+
+/* cuda_variant.c: automatic num_splits at launch: FlashAttention's
+ * occupancy heuristic (flash_api.cpp, num_splits_heuristic): tiles = batch
+ * x heads x ceil(rows / block_m) (rows and heads packed with pack_gqa), 1
+ * when tiles fill 80% of the SMs, else the smallest count up to min(128,
+ * SMs, key blocks) whose wave efficiency is at least FA_SPLIT_EFFICIENCY of
+ * the best. FlashAttention takes 0.85; measured on the H200
+ * (docs/BENCHMARKS.md), 0.95 is 4-6% faster for one decode sequence: 16
+ * splits of 8 kv heads fill 128 of 132 SMs where 0.85 gives 15 (120). */
 #ifndef FA_SPLIT_EFFICIENCY /* -D for measurements */
 #define FA_SPLIT_EFFICIENCY 0.95
 #endif
@@ -228,32 +247,5 @@ int64_t fa_num_splits_for(int64_t tiles, int64_t blocks, int64_t sms);
  * 0.6-1.1% faster at decode batch 16 / 8k and batch 1 / 128k
  * (docs/BENCHMARKS.md, session 9). */
 unsigned fa_launch_grid(int64_t units, unsigned sms);
-fa_dtype fa_tma_dtype(const fa_kernel *k, int i);
-/* Checks that `t` can be described by the artifact's tensor map `i` (PTX
- * ISA / CUDA driver: cuTensorMapEncodeTiled requirements). */
-/* schedule.c: the tile table of a "tile_table" cubin for the call's
- * checked inputs (layout and order in schedule.c): *table (malloc'd,
- * *words i32, freed by the caller) and *entries, the number of (sequence,
- * m_block) tiles per head: sum over sequences of ceil(q_len x pack_groups /
- * block_m). */
-/* With pages_on_device the block_table stays where it is (device memory):
- * no page lists are copied, a sequence's list starts at b x max_pages. */
-fa_status fa_sm90_tile_table(fa_runtime *rt, const fa_kernel *k,
-                             const fa_attention_args *args, bool pages_on_device,
-                             int32_t **table, int64_t *entries, int64_t *words);
-fa_status fa_tma_check(fa_runtime *rt, const fa_kernel *k, int i,
-                       const fa_tensor *t);
-/* Launches the artifact's kernel(s) on `tensors` (the artifact's argument
- * order); `args` gives the integer metadata the tile table is built from;
- * pages_on_device: the block_table is device memory (fa_cuda_on_device). */
-fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
-                         const fa_tensor *const *tensors, int n,
-                         const fa_attention_args *args, bool pages_on_device);
-/* Whether `ptr` is device memory the host cannot read (cuPointerGetAttribute:
- * memory type device and not managed); false for host, pinned, managed and
- * unregistered memory. */
-fa_status fa_cuda_on_device(fa_runtime *rt, const void *ptr, bool *on_device);
-void fa_cuda_release(fa_runtime *rt);
-void fa_cuda_unload(fa_kernel *k);
 
 #endif

@@ -297,165 +297,177 @@ static fa_status check_cu_seqlens(checker *c, const char *name,
   return FA_OK;
 }
 
-fa_status fa_attention_run(fa_runtime *rt, fa_kernel *k,
-                           const fa_attention_args *a) {
-  if (!rt)
-    return FA_ERROR_INVALID_ARGUMENT;
-  if (!k || !a)
-    return fa_fail(rt, FA_ERROR_INVALID_ARGUMENT, "null kernel or args");
-  if (a->struct_size != sizeof(*a))
-    return fa_fail(rt, FA_ERROR_INVALID_ARGUMENT,
-                   "args struct_size %u, expected %zu", a->struct_size,
-                   sizeof(*a));
-  const fa_attention_config *cfg = &k->artifact.config;
-  const uint32_t f = cfg->flags;
-  const int64_t hq = cfg->num_q_heads, hkv = cfg->num_kv_heads,
-                d = cfg->head_dim, dv = cfg->head_dim_v;
-  checker c = {rt, -1, NULL};
-  fa_status st;
 #define TRY(x)                                                                 \
   do {                                                                         \
-    if ((st = (x)) != FA_OK)                                                   \
-      return st;                                                               \
+    fa_status st_ = (x);                                                       \
+    if (st_ != FA_OK)                                                          \
+      return st_;                                                              \
   } while (0)
-  /* q, out, lse */
+
+/* q, cu_seqlens_q, out and lse: present exactly as the config says, with
+ * the config's heads and head dims. */
+static fa_status check_q_out(checker *c, const fa_attention_config *cfg,
+                             const fa_attention_args *a) {
+  const uint32_t f = cfg->flags;
+  const int64_t hq = cfg->num_q_heads, d = cfg->head_dim, dv = cfg->head_dim_v;
   bool varlenQ = f & FA_VARLEN_Q;
   if (varlenQ) {
-    TRY(expect(&c, "q", &a->q, 3, (int64_t[]){-1, hq, d}));
-    TRY(expect(&c, "cu_seqlens_q", &a->cu_seqlens_q, 1, (int64_t[]){-1}));
-    TRY(see_batch(&c, a->cu_seqlens_q.shape[0] - 1, "cu_seqlens_q (length - 1)"));
-    TRY(expect(&c, "out", &a->out, 3, (int64_t[]){a->q.shape[0], hq, dv}));
+    TRY(expect(c, "q", &a->q, 3, (int64_t[]){-1, hq, d}));
+    TRY(expect(c, "cu_seqlens_q", &a->cu_seqlens_q, 1, (int64_t[]){-1}));
+    TRY(see_batch(c, a->cu_seqlens_q.shape[0] - 1, "cu_seqlens_q (length - 1)"));
+    TRY(expect(c, "out", &a->out, 3, (int64_t[]){a->q.shape[0], hq, dv}));
   } else {
-    TRY(expect(&c, "q", &a->q, 4, (int64_t[]){-1, -1, hq, d}));
-    TRY(absent(&c, "cu_seqlens_q", &a->cu_seqlens_q));
-    TRY(see_batch(&c, a->q.shape[0], "q (dim 0)"));
-    TRY(expect(&c, "out", &a->out, 4,
+    TRY(expect(c, "q", &a->q, 4, (int64_t[]){-1, -1, hq, d}));
+    TRY(absent(c, "cu_seqlens_q", &a->cu_seqlens_q));
+    TRY(see_batch(c, a->q.shape[0], "q (dim 0)"));
+    TRY(expect(c, "out", &a->out, 4,
                (int64_t[]){a->q.shape[0], a->q.shape[1], hq, dv}));
   }
-  if (f & FA_WITH_LSE) {
-    if (varlenQ)
-      TRY(expect(&c, "lse", &a->lse, 2, (int64_t[]){hq, a->q.shape[0]}));
-    else
-      TRY(expect(&c, "lse", &a->lse, 3,
-                 (int64_t[]){a->q.shape[0], hq, a->q.shape[1]}));
-  } else {
-    TRY(absent(&c, "lse", &a->lse));
-  }
-  /* k, v and their metadata */
-  int64_t capacity = -1; /* keys a sequence can hold; -1: per cu_seqlens_k */
+  if (!(f & FA_WITH_LSE))
+    return absent(c, "lse", &a->lse);
+  if (varlenQ)
+    return expect(c, "lse", &a->lse, 2, (int64_t[]){hq, a->q.shape[0]});
+  return expect(c, "lse", &a->lse, 3, (int64_t[]){a->q.shape[0], hq, a->q.shape[1]});
+}
+
+/* k, v and their metadata (block_table, cu_seqlens_k); *capacity: the keys
+ * a sequence can hold (-1: per cu_seqlens_k). */
+static fa_status check_kv(checker *c, const fa_attention_config *cfg,
+                          const fa_attention_args *a, int64_t *capacity) {
+  const uint32_t f = cfg->flags;
+  const int64_t hkv = cfg->num_kv_heads, d = cfg->head_dim, dv = cfg->head_dim_v;
+  *capacity = -1;
   if (f & FA_PAGED) {
-    TRY(expect(&c, "k", &a->k, 4, (int64_t[]){-1, cfg->page_size, hkv, d}));
-    TRY(expect(&c, "v", &a->v, 4, (int64_t[]){a->k.shape[0], cfg->page_size, hkv, dv}));
-    TRY(expect(&c, "block_table", &a->block_table, 2, (int64_t[]){-1, -1}));
-    TRY(see_batch(&c, a->block_table.shape[0], "block_table (dim 0)"));
+    TRY(expect(c, "k", &a->k, 4, (int64_t[]){-1, cfg->page_size, hkv, d}));
+    TRY(expect(c, "v", &a->v, 4, (int64_t[]){a->k.shape[0], cfg->page_size, hkv, dv}));
+    TRY(expect(c, "block_table", &a->block_table, 2, (int64_t[]){-1, -1}));
+    TRY(see_batch(c, a->block_table.shape[0], "block_table (dim 0)"));
     /* A pool of no page holds no key, whatever the table's width (a
      * device block_table's entries are not checked). */
-    capacity = a->k.shape[0] == 0 ? 0 : a->block_table.shape[1] * cfg->page_size;
+    *capacity = a->k.shape[0] == 0 ? 0 : a->block_table.shape[1] * cfg->page_size;
   } else if (f & FA_VARLEN_K) {
-    TRY(expect(&c, "k", &a->k, 3, (int64_t[]){-1, hkv, d}));
-    TRY(expect(&c, "v", &a->v, 3, (int64_t[]){a->k.shape[0], hkv, dv}));
-    TRY(expect(&c, "cu_seqlens_k", &a->cu_seqlens_k, 1, (int64_t[]){-1}));
-    TRY(see_batch(&c, a->cu_seqlens_k.shape[0] - 1, "cu_seqlens_k (length - 1)"));
+    TRY(expect(c, "k", &a->k, 3, (int64_t[]){-1, hkv, d}));
+    TRY(expect(c, "v", &a->v, 3, (int64_t[]){a->k.shape[0], hkv, dv}));
+    TRY(expect(c, "cu_seqlens_k", &a->cu_seqlens_k, 1, (int64_t[]){-1}));
+    TRY(see_batch(c, a->cu_seqlens_k.shape[0] - 1, "cu_seqlens_k (length - 1)"));
   } else {
-    TRY(expect(&c, "k", &a->k, 4, (int64_t[]){-1, -1, hkv, d}));
-    TRY(expect(&c, "v", &a->v, 4,
+    TRY(expect(c, "k", &a->k, 4, (int64_t[]){-1, -1, hkv, d}));
+    TRY(expect(c, "v", &a->v, 4,
                (int64_t[]){a->k.shape[0], a->k.shape[1], hkv, dv}));
-    TRY(see_batch(&c, a->k.shape[0], "k (dim 0)"));
-    capacity = a->k.shape[1];
+    TRY(see_batch(c, a->k.shape[0], "k (dim 0)"));
+    *capacity = a->k.shape[1];
   }
   if (!(f & FA_PAGED))
-    TRY(absent(&c, "block_table", &a->block_table));
+    TRY(absent(c, "block_table", &a->block_table));
   if (!(f & FA_VARLEN_K))
-    TRY(absent(&c, "cu_seqlens_k", &a->cu_seqlens_k));
-  int64_t b = c.batch;
+    TRY(absent(c, "cu_seqlens_k", &a->cu_seqlens_k));
+  return FA_OK;
+}
+
+/* seqused_k, alibi_slopes and the append's k_new, v_new, cache_seqlens
+ * (batch b). */
+static fa_status check_extras(checker *c, const fa_attention_config *cfg,
+                              const fa_attention_args *a) {
+  const uint32_t f = cfg->flags;
+  const int64_t b = c->batch, hq = cfg->num_q_heads, hkv = cfg->num_kv_heads,
+                d = cfg->head_dim, dv = cfg->head_dim_v;
   if (f & FA_SEQUSED_K)
-    TRY(expect(&c, "seqused_k", &a->seqused_k, 1, (int64_t[]){b}));
+    TRY(expect(c, "seqused_k", &a->seqused_k, 1, (int64_t[]){b}));
   else
-    TRY(absent(&c, "seqused_k", &a->seqused_k));
-  if (f & FA_ALIBI) {
-    if (f & FA_ALIBI_PER_BATCH)
-      TRY(expect(&c, "alibi_slopes", &a->alibi_slopes, 2, (int64_t[]){b, hq}));
-    else
-      TRY(expect(&c, "alibi_slopes", &a->alibi_slopes, 1, (int64_t[]){hq}));
-  } else {
-    TRY(absent(&c, "alibi_slopes", &a->alibi_slopes));
+    TRY(absent(c, "seqused_k", &a->seqused_k));
+  if (!(f & FA_ALIBI))
+    TRY(absent(c, "alibi_slopes", &a->alibi_slopes));
+  else if (f & FA_ALIBI_PER_BATCH)
+    TRY(expect(c, "alibi_slopes", &a->alibi_slopes, 2, (int64_t[]){b, hq}));
+  else
+    TRY(expect(c, "alibi_slopes", &a->alibi_slopes, 1, (int64_t[]){hq}));
+  if (!(f & FA_APPEND)) {
+    TRY(absent(c, "k_new", &a->k_new));
+    TRY(absent(c, "v_new", &a->v_new));
+    return absent(c, "cache_seqlens", &a->cache_seqlens);
   }
-  if (f & FA_APPEND) {
-    TRY(expect(&c, "k_new", &a->k_new, 4, (int64_t[]){b, -1, hkv, d}));
-    TRY(expect(&c, "v_new", &a->v_new, 4, (int64_t[]){b, a->k_new.shape[1], hkv, dv}));
-    TRY(expect(&c, "cache_seqlens", &a->cache_seqlens, 1, (int64_t[]){b}));
-    /* The sm90 append kernel copies 16-byte chunks. */
-    if (cfg->target == FA_TARGET_SM90 &&
-        ((uintptr_t)a->k_new.data % 16 != 0 || (uintptr_t)a->v_new.data % 16 != 0))
-      return fa_fail(rt, FA_ERROR_BAD_INPUT,
-                     "'k_new' and 'v_new' must be 16-byte aligned (the sm90 "
-                     "append copies 16-byte chunks)");
-  } else {
-    TRY(absent(&c, "k_new", &a->k_new));
-    TRY(absent(&c, "v_new", &a->v_new));
-    TRY(absent(&c, "cache_seqlens", &a->cache_seqlens));
-  }
-  /* The integer metadata is read on the host: in device memory it would
-   * fault there. Asked of the driver for sm90 cubins, and for host
-   * artifacts once this runtime has loaded the driver anyway. A block_table
-   * may be device memory for a cubin that reads it (page_table): the
-   * kernels read it there, and its entries are not checked (a page outside
-   * the pool reads zeros and an append to it is dropped, in the kernels). */
-  bool pages_on_device = false;
-  if (k->artifact.kind == FA_ARTIFACT_CUBIN || rt->cuda) {
-    const char *meta_names[] = {"cu_seqlens_q", "cu_seqlens_k", "seqused_k", "cache_seqlens",
-                                "block_table"};
-    const fa_tensor *meta[] = {&a->cu_seqlens_q, &a->cu_seqlens_k, &a->seqused_k,
-                               &a->cache_seqlens, &a->block_table};
-    bool device_pages_ok = k->artifact.kind == FA_ARTIFACT_CUBIN && k->artifact.page_table;
-    for (int i = 0; i < 5; ++i) {
-      bool on_device = false;
-      if (!meta[i]->data)
-        continue;
-      if (i == 4 && device_pages_ok) {
-        TRY(fa_cuda_on_device(rt, meta[i]->data, &pages_on_device));
-        continue;
-      }
-      if (fa_cuda_on_device(rt, meta[i]->data, &on_device) != FA_OK || !on_device)
-        continue;
-      return fa_fail(rt, FA_ERROR_BAD_INPUT,
-                     "'%s' is in device memory; it is read on the host and must be "
-                     "host-readable (plain, pinned or managed memory)%s",
-                     meta_names[i],
-                     i == 4 ? " for this kernel (sm90 cubins with page_table take a "
-                              "device block_table)"
-                            : "");
+  TRY(expect(c, "k_new", &a->k_new, 4, (int64_t[]){b, -1, hkv, d}));
+  TRY(expect(c, "v_new", &a->v_new, 4, (int64_t[]){b, a->k_new.shape[1], hkv, dv}));
+  TRY(expect(c, "cache_seqlens", &a->cache_seqlens, 1, (int64_t[]){b}));
+  /* The sm90 append kernel copies 16-byte chunks. */
+  if (cfg->target == FA_TARGET_SM90 &&
+      ((uintptr_t)a->k_new.data % 16 != 0 || (uintptr_t)a->v_new.data % 16 != 0))
+    return fa_fail(c->rt, FA_ERROR_BAD_INPUT,
+                   "'k_new' and 'v_new' must be 16-byte aligned (the sm90 "
+                   "append copies 16-byte chunks)");
+  return FA_OK;
+}
+
+/* The integer metadata is read on the host: in device memory it would
+ * fault there. Asked of the driver for sm90 cubins, and for host
+ * artifacts once this runtime has loaded the driver anyway. A block_table
+ * may be device memory for a cubin that reads it (page_table): the
+ * kernels read it there (*pages_on_device), and its entries are not
+ * checked (a page outside the pool reads zeros and an append to it is
+ * dropped, in the kernels). */
+static fa_status check_metadata_memory(fa_runtime *rt, const fa_kernel *k,
+                                       const fa_attention_args *a, bool *pages_on_device) {
+  const char *meta_names[] = {"cu_seqlens_q", "cu_seqlens_k", "seqused_k", "cache_seqlens",
+                              "block_table"};
+  const fa_tensor *meta[] = {&a->cu_seqlens_q, &a->cu_seqlens_k, &a->seqused_k,
+                             &a->cache_seqlens, &a->block_table};
+  bool device_pages_ok = k->artifact.kind == FA_ARTIFACT_CUBIN && k->artifact.page_table;
+  for (int i = 0; i < 5; ++i) {
+    bool on_device = false;
+    if (!meta[i]->data)
+      continue;
+    if (i == 4 && device_pages_ok) {
+      TRY(fa_cuda_on_device(rt, meta[i]->data, pages_on_device));
+      continue;
     }
-    /* A host kernel reads and writes q, k, v, out and the rest on the
-     * host too (device memory would fault in the kernel). */
-    const char *data_names[] = {"q", "k", "v", "out", "lse", "alibi_slopes", "k_new", "v_new"};
-    const fa_tensor *data[] = {&a->q, &a->k, &a->v, &a->out, &a->lse, &a->alibi_slopes,
-                               &a->k_new, &a->v_new};
-    for (int i = 0; k->artifact.kind == FA_ARTIFACT_HOST_SO && i < 8; ++i) {
-      bool on_device = false;
-      if (data[i]->data && fa_cuda_on_device(rt, data[i]->data, &on_device) == FA_OK &&
-          on_device)
-        return fa_fail(rt, FA_ERROR_BAD_INPUT,
-                       "'%s' is in device memory; a host kernel reads and writes it on "
-                       "the host (plain, pinned or managed memory)",
-                       data_names[i]);
-    }
+    if (fa_cuda_on_device(rt, meta[i]->data, &on_device) != FA_OK || !on_device)
+      continue;
+    return fa_fail(rt, FA_ERROR_BAD_INPUT,
+                   "'%s' is in device memory; it is read on the host and must be "
+                   "host-readable (plain, pinned or managed memory)%s",
+                   meta_names[i],
+                   i == 4 ? " for this kernel (sm90 cubins with page_table take a "
+                            "device block_table)"
+                          : "");
   }
-  /* Values of the integer metadata (host memory). */
-  if (varlenQ)
-    TRY(check_cu_seqlens(&c, "cu_seqlens_q", &a->cu_seqlens_q, a->q.shape[0]));
-  if (f & FA_VARLEN_K)
-    TRY(check_cu_seqlens(&c, "cu_seqlens_k", &a->cu_seqlens_k, a->k.shape[0]));
-  if ((f & FA_PAGED) && !pages_on_device) {
-    const int32_t *bt = (const int32_t *)a->block_table.data;
-    int64_t n = a->block_table.shape[0] * a->block_table.shape[1];
-    for (int64_t i = 0; i < n; ++i)
-      if (bt[i] < 0 || bt[i] >= a->k.shape[0])
-        return fa_fail(rt, FA_ERROR_BAD_INPUT,
-                       "block_table entry [%lld] = %d is past the pool of "
-                       "%lld pages",
-                       (long long)i, bt[i], (long long)a->k.shape[0]);
+  return FA_OK;
+}
+
+/* A host kernel reads and writes q, k, v, out and the rest on the host too
+ * (device memory would fault in the kernel). */
+static fa_status check_host_data(fa_runtime *rt, const fa_attention_args *a) {
+  const char *data_names[] = {"q", "k", "v", "out", "lse", "alibi_slopes", "k_new", "v_new"};
+  const fa_tensor *data[] = {&a->q, &a->k, &a->v, &a->out, &a->lse, &a->alibi_slopes,
+                             &a->k_new, &a->v_new};
+  for (int i = 0; i < 8; ++i) {
+    bool on_device = false;
+    if (data[i]->data && fa_cuda_on_device(rt, data[i]->data, &on_device) == FA_OK &&
+        on_device)
+      return fa_fail(rt, FA_ERROR_BAD_INPUT,
+                     "'%s' is in device memory; a host kernel reads and writes it on "
+                     "the host (plain, pinned or managed memory)",
+                     data_names[i]);
   }
+  return FA_OK;
+}
+
+/* Every entry of a host block_table inside the pool. */
+static fa_status check_block_table(fa_runtime *rt, const fa_attention_args *a) {
+  const int32_t *bt = (const int32_t *)a->block_table.data;
+  int64_t n = a->block_table.shape[0] * a->block_table.shape[1];
+  for (int64_t i = 0; i < n; ++i)
+    if (bt[i] < 0 || bt[i] >= a->k.shape[0])
+      return fa_fail(rt, FA_ERROR_BAD_INPUT,
+                     "block_table entry [%lld] = %d is past the pool of "
+                     "%lld pages",
+                     (long long)i, bt[i], (long long)a->k.shape[0]);
+  return FA_OK;
+}
+
+/* seqused_k and the append's rows within each sequence's capacity
+ * (`capacity`, or per cu_seqlens_k). */
+static fa_status check_capacity(fa_runtime *rt, uint32_t f, int64_t b,
+                                const fa_attention_args *a, int64_t capacity) {
   for (int64_t i = 0; i < b; ++i) {
     int64_t cap = capacity;
     if (f & FA_VARLEN_K) {
@@ -479,28 +491,48 @@ fa_status fa_attention_run(fa_runtime *rt, fa_kernel *k,
                        (long long)cap);
     }
   }
-  /* Window sides of 2^30 keys or more: the sm90 kernels take them as no
-   * bound (convert-flashattn-to-nvgpu: their position sums are i32), which
-   * is exact while every sequence has fewer than 2^30 queries and keys. The
-   * tensors' extents bound both: q's sequence (or packed) dimension, and the
-   * capacity above (packed k: its rows). */
-  if (k->artifact.kind == FA_ARTIFACT_CUBIN &&
-      (cfg->window_left >= (1 << 30) || cfg->window_right >= (1 << 30))) {
-    int64_t most_q = a->q.shape[varlenQ ? 0 : 1];
-    int64_t most_k = capacity >= 0 ? capacity : a->k.shape[0];
-    if (most_q >= (1 << 30) || most_k >= (1 << 30))
-      return fa_fail(rt, FA_ERROR_UNSUPPORTED,
-                     "the sm90 kernels take a window side of 2^30 keys or more as no bound, "
-                     "exact only below 2^30 queries and keys a sequence; this call allows "
-                     "%lld queries and %lld keys",
-                     (long long)most_q, (long long)most_k);
-  }
-  /* No output row (batch, seqlen_q or total_q 0): nothing to attend or
-   * write; an append with rows still runs (its kernel writes the cache). */
-  if (fa_tensor_elements(&a->out) == 0 &&
-      !((f & FA_APPEND) && fa_tensor_elements(&a->k_new) > 0))
+  return FA_OK;
+}
+
+/* Values of the integer metadata (host memory). */
+static fa_status check_metadata_values(checker *c, const fa_attention_config *cfg,
+                                       const fa_attention_args *a, int64_t capacity,
+                                       bool pages_on_device) {
+  const uint32_t f = cfg->flags;
+  if (f & FA_VARLEN_Q)
+    TRY(check_cu_seqlens(c, "cu_seqlens_q", &a->cu_seqlens_q, a->q.shape[0]));
+  if (f & FA_VARLEN_K)
+    TRY(check_cu_seqlens(c, "cu_seqlens_k", &a->cu_seqlens_k, a->k.shape[0]));
+  if ((f & FA_PAGED) && !pages_on_device)
+    TRY(check_block_table(c->rt, a));
+  return check_capacity(c->rt, f, c->batch, a, capacity);
+}
+
+/* Window sides of 2^30 keys or more: the sm90 kernels take them as no
+ * bound (convert-flashattn-to-nvgpu: their position sums are i32), which
+ * is exact while every sequence has fewer than 2^30 queries and keys. The
+ * tensors' extents bound both: q's sequence (or packed) dimension, and the
+ * capacity (packed k: its rows). */
+static fa_status check_window(fa_runtime *rt, const fa_kernel *k, const fa_attention_args *a,
+                              int64_t capacity) {
+  const fa_attention_config *cfg = &k->artifact.config;
+  if (k->artifact.kind != FA_ARTIFACT_CUBIN ||
+      (cfg->window_left < (1 << 30) && cfg->window_right < (1 << 30)))
     return FA_OK;
-  /* Arguments in the artifact's order. */
+  int64_t most_q = a->q.shape[(cfg->flags & FA_VARLEN_Q) ? 0 : 1];
+  int64_t most_k = capacity >= 0 ? capacity : a->k.shape[0];
+  if (most_q >= (1 << 30) || most_k >= (1 << 30))
+    return fa_fail(rt, FA_ERROR_UNSUPPORTED,
+                   "the sm90 kernels take a window side of 2^30 keys or more as no bound, "
+                   "exact only below 2^30 queries and keys a sequence; this call allows "
+                   "%lld queries and %lld keys",
+                   (long long)most_q, (long long)most_k);
+  return FA_OK;
+}
+
+/* The call's tensors in the artifact's argument order. */
+static fa_status order_args(fa_runtime *rt, const fa_kernel *k, const fa_attention_args *a,
+                            const fa_tensor **ordered) {
   static const char *names[] = {"q", "k", "v", "cu_seqlens_q", "cu_seqlens_k",
                                 "seqused_k", "block_table", "alibi_slopes",
                                 "k_new", "v_new", "cache_seqlens", "out", "lse"};
@@ -508,7 +540,6 @@ fa_status fa_attention_run(fa_runtime *rt, fa_kernel *k,
                             &a->cu_seqlens_k, &a->seqused_k, &a->block_table,
                             &a->alibi_slopes, &a->k_new, &a->v_new,
                             &a->cache_seqlens, &a->out, &a->lse};
-  const fa_tensor *ordered[FA_MAX_ARGS];
   for (int i = 0; i < k->artifact.num_args; ++i) {
     ordered[i] = NULL;
     for (int j = 0; j < FA_MAX_ARGS; ++j)
@@ -519,6 +550,41 @@ fa_status fa_attention_run(fa_runtime *rt, fa_kernel *k,
                      "the artifact's argument '%s' has no tensor",
                      k->artifact.arg_names[i]);
   }
+  return FA_OK;
+}
+
+fa_status fa_attention_run(fa_runtime *rt, fa_kernel *k,
+                           const fa_attention_args *a) {
+  if (!rt)
+    return FA_ERROR_INVALID_ARGUMENT;
+  if (!k || !a)
+    return fa_fail(rt, FA_ERROR_INVALID_ARGUMENT, "null kernel or args");
+  if (a->struct_size != sizeof(*a))
+    return fa_fail(rt, FA_ERROR_INVALID_ARGUMENT,
+                   "args struct_size %u, expected %zu", a->struct_size,
+                   sizeof(*a));
+  const fa_attention_config *cfg = &k->artifact.config;
+  const uint32_t f = cfg->flags;
+  checker c = {rt, -1, NULL};
+  int64_t capacity;
+  TRY(check_q_out(&c, cfg, a));
+  TRY(check_kv(&c, cfg, a, &capacity));
+  TRY(check_extras(&c, cfg, a));
+  bool pages_on_device = false;
+  if (k->artifact.kind == FA_ARTIFACT_CUBIN || rt->cuda) {
+    TRY(check_metadata_memory(rt, k, a, &pages_on_device));
+    if (k->artifact.kind == FA_ARTIFACT_HOST_SO)
+      TRY(check_host_data(rt, a));
+  }
+  TRY(check_metadata_values(&c, cfg, a, capacity, pages_on_device));
+  TRY(check_window(rt, k, a, capacity));
+  /* No output row (batch, seqlen_q or total_q 0): nothing to attend or
+   * write; an append with rows still runs (its kernel writes the cache). */
+  if (fa_tensor_elements(&a->out) == 0 &&
+      !((f & FA_APPEND) && fa_tensor_elements(&a->k_new) > 0))
+    return FA_OK;
+  const fa_tensor *ordered[FA_MAX_ARGS];
+  TRY(order_args(rt, k, a, ordered));
   if (k->artifact.kind == FA_ARTIFACT_HOST_SO)
     return fa_host_launch(rt, k, ordered, k->artifact.num_args);
   /* Tensor maps: alignment and strides are checked before the driver. */
@@ -527,5 +593,6 @@ fa_status fa_attention_run(fa_runtime *rt, fa_kernel *k,
       if (strcmp(k->artifact.arg_names[j], k->artifact.tma[i].arg) == 0)
         TRY(fa_tma_check(rt, k, i, ordered[j]));
   return fa_cuda_launch(rt, k, ordered, k->artifact.num_args, a, pages_on_device);
-#undef TRY
 }
+
+#undef TRY

@@ -1,6 +1,6 @@
 /*===- fake_cuda.c - a stand-in libcuda for the launch-path tests --------===*
  *
- * The driver entry points runtime/src/cuda.c loads, with no GPU behind them:
+ * The driver entry points runtime/src/cuda_driver.h lists, with no GPU behind them:
  * a device of fake_state.num_sms SMs, "device memory" that is host memory
  * (cuMemAlloc / cuMemAllocAsync return malloc'd blocks, and fake_device_range
  * marks an address range the test's tensors live in), copies and memsets

@@ -18,13 +18,13 @@
 /* Internal (runtime/src/internal.h): the launch-time split heuristic. */
 int64_t fa_num_splits_heuristic(const fa_kernel *k, int64_t batch,
                                 int64_t sq, int64_t hq, int64_t sk, int64_t sms);
-/* Internal (runtime/src/cuda.c): the persistent kernels' grid. */
+/* Internal (runtime/src/cuda_variant.c): the persistent kernels' grid. */
 unsigned fa_launch_grid(int64_t units, unsigned sms);
 /* Internal (runtime/src/schedule.c): the varlen tile table. */
 fa_status fa_sm90_tile_table(fa_runtime *rt, const fa_kernel *k,
                              const fa_attention_args *args, bool pages_on_device,
                              int32_t **table, int64_t *entries, int64_t *words);
-/* Internal (runtime/src/cuda.c): a call's tensor against tensor map i. */
+/* Internal (runtime/src/cuda_tma.c): a call's tensor against tensor map i. */
 fa_status fa_tma_check(fa_runtime *rt, const fa_kernel *k, int i, const fa_tensor *t);
 
 /* Builds a cubin artifact of config c with metadata `meta` (a stand-in

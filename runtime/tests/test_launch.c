@@ -3,7 +3,7 @@
  * Runs real sm90 artifacts (compiled here by fa-compile; skipped, 77, where
  * ptxas is missing) through fa_attention_run against libfake_cuda.so
  * (fake_cuda.c), which records launches instead of running them, and checks
- * what the runtime asks of the driver (runtime/src/cuda.c):
+ * what the runtime asks of the driver (runtime/src/cuda_*.c):
  *   - the grid: one CTA per work unit below the SM count, one per SM above
  *     (fa_launch_grid); the tile counter zeroed only when the kernel takes
  *     more units than CTAs;

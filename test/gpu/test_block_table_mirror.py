@@ -4,7 +4,7 @@
 
 The runtime copies a host block_table into a device buffer of the call's
 stream, and only when the table's contents changed since the stream's last
-call (runtime/src/cuda.c, block_table_mirror). What this checks, on decode
+call (runtime/src/cuda_mirror.c). What this checks, on decode
 over 16-key pages (32 query / 8 kv heads, head_dim 128, bf16, pack_gqa,
 seqused_k, automatic num_splits) at batch 16 / 8k and batch 1 / 32k (split):
   - a sequence of calls on one stream, each over a pool with its pages in

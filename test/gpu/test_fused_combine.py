@@ -2,8 +2,8 @@
 """The split-KV combine fused into the partial kernel (run on the H200).
 
 The unit that finishes a tile's last split merges the tile, counted on a
-per-stream u32 array that every launch leaves at zero (runtime/src/cuda.c,
-merge_counters). What this checks, with out and lse poisoned (NaN) before
+per-stream u32 array that every launch leaves at zero (runtime/src/cuda_stream.c,
+fa_cuda_merge_counters). What this checks, with out and lse poisoned (NaN) before
 every call:
   - repeated calls and calls of other shapes on one stream (each launch's
     tile and split counts differ, so a counter left nonzero would skip or

@@ -22,7 +22,7 @@
 //   neither NVGPU nor NVVM has the register-A form (PTX ISA 9.7.15.5.2);
 // - the epilogue writes out (bf16/f16 pairs) and lse (f32).
 //
-// The kernel takes the runtime's launch ABI (runtime/src/cuda.c): one
+// The kernel takes the runtime's launch ABI (runtime/src/cuda_launch.c): one
 // pointer per argument, the int64 dims of each, then one CUtensorMap per TMA
 // argument (q, k, v) as a 128-byte grid-constant parameter.
 //

@@ -194,7 +194,7 @@ struct Sm90AppendSpec {
 constexpr int64_t kSm90InlineTableBytes = 2048;
 
 /// The gpu.module `@<name>_module` (MLIR text) holding kernel `@<name>`.
-/// Kernel parameters (the runtime's launch ABI, runtime/src/cuda.c): q, k,
+/// Kernel parameters (the runtime's launch ABI, runtime/src/cuda_launch.c): q, k,
 /// v, out[, lse] as !llvm.ptr<1>; the dims of q, k, v, out[, lse] as i64 (4,
 /// 4, 4, 4, 3; varlen 3, 3, 3, 3, 2); the CUtensorMaps of q, k, v [and out
 /// with tmaStore] as 128-byte grid-constant byval parameters (boxes 64 x 1
