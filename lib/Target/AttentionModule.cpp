@@ -94,7 +94,14 @@ LogicalResult addRegions(AttentionOp op, StringRef regions, std::string &error) 
     error = "the config's regions do not parse";
     return failure();
   }
-  for (auto fn : llvm::make_early_inc_range(parsed->getOps<func::FuncOp>())) {
+  for (Operation &top : llvm::make_early_inc_range(*parsed->getBody())) {
+    auto fn = dyn_cast<func::FuncOp>(top);
+    if (!fn || fn.getBody().empty()) {
+      error = "the config's regions: only score(...) { ... } and mask(...) { ... } may "
+              "appear, found '" +
+              top.getName().getStringRef().str() + "'";
+      return failure();
+    }
     StringRef name = fn.getSymName();
     Region &into = name == "score" ? op.getScore() : op.getMask();
     if ((name != "score" && name != "mask") || !into.empty()) {

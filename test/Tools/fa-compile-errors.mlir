@@ -15,3 +15,8 @@
 // ALIBI: fa-compile: --alibi takes heads or batch-heads, got 'bogus'
 // TARGET: fa-compile: --target takes host or sm90, got 'sm80'
 // TUNING: fa-compile: the sm90 tuning options (--block-m ... --l2-hint-kv) need --target sm90
+
+// A regions file holds score / mask regions and nothing else: text that
+// closes a region and adds an op of its own is refused, never compiled in.
+// RUN: not fa-compile --d 64 --dtype f32 --regions-file %S/Inputs/injected.regions -o %t.faa 2>&1 | FileCheck %s --check-prefix=INJECT
+// INJECT: only score(...) { ... } and mask(...) { ... } may appear, found 'llvm.func'

@@ -686,7 +686,7 @@ Value AttentionKernelBuilder::slotBase(int64_t base, Value slot) {
 Value AttentionKernelBuilder::treeReduce(const Values &vals, const Combine &combine) {
   assert(!vals.empty() && "a row holds at least one score per thread");
   const size_t chains = std::max<int64_t>(k.reduceChains, 1);
-  Values acc;
+  std::vector<Value> acc;
   for (size_t i = 0; i < vals.size(); ++i) {
     if (i < chains)
       acc.push_back(vals[i]);
@@ -694,7 +694,7 @@ Value AttentionKernelBuilder::treeReduce(const Values &vals, const Combine &comb
       acc[i % chains] = combine(acc[i % chains], vals[i]);
   }
   while (acc.size() > 1) {
-    Values next;
+    std::vector<Value> next;
     for (size_t i = 0; i + 1 < acc.size(); i += 2)
       next.push_back(combine(acc[i], acc[i + 1]));
     if (acc.size() % 2)
