@@ -1,0 +1,23 @@
+//===- Sm90Spec.h - which sm_90a kernel a planned attention gets -*- C++ -*-===//
+
+#ifndef FLASHATTN_LIB_CONVERSION_FLASHATTNTONVGPU_SM90SPEC_H
+#define FLASHATTN_LIB_CONVERSION_FLASHATTNTONVGPU_SM90SPEC_H
+
+#include "flashattn/Conversion/FlashAttnToNVGPU/Sm90Kernel.h"
+#include "flashattn/Conversion/Passes.h"
+#include "flashattn/Dialect/FlashAttn/IR/FlashAttn.h"
+
+namespace mlir::flashattn {
+
+/// The kernel spec of a planned (target sm90), memref-form `op`, or a
+/// failure with the reason in `why`.
+FailureOr<Sm90KernelSpec> sm90SpecFor(AttentionOp op, std::string &why,
+                                      const Sm90CodegenOptions &options);
+
+/// The flashattn.combine that reads the partial results of `op` (split-KV
+/// partial form, memref form), or null.
+CombineOp findSm90Combine(AttentionOp op);
+
+} // namespace mlir::flashattn
+
+#endif
