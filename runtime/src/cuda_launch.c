@@ -77,12 +77,14 @@ typedef struct kernel_launch {
   void *const *merge;
 } kernel_launch;
 
-/* The values a launch's parameters point at. */
+/* A launch's kernel parameters (`params`, `p` of them: one per abi
+ * parameter, `rank` per dims) and the values they point at. */
 typedef struct param_values {
+  void *params[FA_MAX_PARAMS];
   void *ptrs[FA_MAX_PARAMS];
   int64_t dims[FA_MAX_ARGS * 5];
   fa_cu_tensor_map maps[FA_MAX_TMA];
-  int d, m;
+  int p, d, m;
 } param_values;
 
 static const fa_cu_tensor *launch_tensor(const kernel_launch *l, const char *name) {
@@ -92,10 +94,11 @@ static const fa_cu_tensor *launch_tensor(const kernel_launch *l, const char *nam
   return NULL;
 }
 
-/* Parameter i of the launched entry from a tensor of the launch: its
- * pointer, dims (the tensor has the parameter's rank) or tensor map. */
+/* Abi parameter i of the launched entry from a tensor of the launch: its
+ * pointer, dims (one int64 kernel parameter each; the tensor has the
+ * parameter's rank) or tensor map. */
 static fa_status tensor_param(fa_runtime *rt, const fa_cuda *cu, const fa_kernel *k,
-                              const kernel_launch *l, int i, param_values *v, void **param) {
+                              const kernel_launch *l, int i, param_values *v) {
   const fa_param *p = &l->abi->params[i];
   const fa_cu_tensor *t = launch_tensor(l, p->arg);
   if (!t)
@@ -107,27 +110,27 @@ static fa_status tensor_param(fa_runtime *rt, const fa_cuda *cu, const fa_kernel
                    p->arg, p->rank, (int)t->rank);
   if (p->kind == FA_PARAM_PTR) {
     v->ptrs[i] = t->data;
-    *param = &v->ptrs[i];
+    v->params[v->p++] = &v->ptrs[i];
     return FA_OK;
   }
   if (p->kind == FA_PARAM_DIMS) {
-    *param = &v->dims[v->d];
-    for (int r = 0; r < t->rank; ++r)
-      v->dims[v->d++] = t->shape[r];
+    for (int r = 0; r < t->rank; ++r) {
+      v->dims[v->d] = t->shape[r];
+      v->params[v->p++] = &v->dims[v->d++];
+    }
     return FA_OK;
   }
-  *param = v->maps[v->m].bytes;
+  v->params[v->p++] = v->maps[v->m].bytes;
   return fa_cuda_encode_map(rt, cu, k, &p->tma, t, &v->maps[v->m++]);
 }
 
-/* Parameter i of the launched entry from the launch's own values: a
+/* Abi parameter i of the launched entry from the launch's own values: a
  * pointer's slot, or the by-value table. */
-static fa_status launch_param(fa_runtime *rt, const kernel_launch *l, int i, param_values *v,
-                              void **param) {
+static fa_status launch_param(fa_runtime *rt, const kernel_launch *l, int i, param_values *v) {
   static const unsigned char no_table[FA_MAX_INLINE_TABLE_BYTES];
   fa_param_kind kind = l->abi->params[i].kind;
   if (kind == FA_PARAM_TILE_TABLE_INLINE) {
-    *param = (void *)(uintptr_t)(l->inline_table ? l->inline_table : no_table);
+    v->params[v->p++] = (void *)(uintptr_t)(l->inline_table ? l->inline_table : no_table);
     return FA_OK;
   }
   if (kind >= FA_PARAM_MERGE_OUT && !l->merge)
@@ -137,19 +140,17 @@ static fa_status launch_param(fa_runtime *rt, const kernel_launch *l, int i, par
                : kind == FA_PARAM_TILE_TABLE ? l->tile_table
                : kind == FA_PARAM_PAGE_TABLE ? l->page_table
                                              : l->merge[kind - FA_PARAM_MERGE_OUT];
-  *param = &v->ptrs[i];
+  v->params[v->p++] = &v->ptrs[i];
   return FA_OK;
 }
 
 static fa_status launch_one(fa_runtime *rt, const fa_cuda *cu, const fa_kernel *k,
                             void *stream, const kernel_launch *l) {
   param_values v;
-  v.d = v.m = 0;
-  void *params[FA_MAX_PARAMS];
+  v.p = v.d = v.m = 0;
   for (int i = 0; i < l->abi->num_params; ++i) {
-    fa_status st = l->abi->params[i].kind <= FA_PARAM_TMA
-                       ? tensor_param(rt, cu, k, l, i, &v, &params[i])
-                       : launch_param(rt, l, i, &v, &params[i]);
+    fa_status st = l->abi->params[i].kind <= FA_PARAM_TMA ? tensor_param(rt, cu, k, l, i, &v)
+                                                          : launch_param(rt, l, i, &v);
     if (st != FA_OK)
       return st;
   }
@@ -159,7 +160,7 @@ static fa_status launch_one(fa_runtime *rt, const fa_cuda *cu, const fa_kernel *
     for (int i = 0; i < 3; ++i)
       block[i] = (unsigned)k->artifact.block[i];
   CUresult r = cu->drv.cuLaunchKernel(l->function, l->grid, 1, 1, block[0], block[1], block[2],
-                                      l->smem, (CUstream)stream, params, NULL);
+                                      l->smem, (CUstream)stream, v.params, NULL);
   if (r != 0)
     return fa_fail(rt, FA_ERROR_CUDA, "cuLaunchKernel failed: %s", fa_cu_error(&cu->drv, r));
   return FA_OK;
