@@ -514,10 +514,10 @@ static bool expects(const fa_artifact *a, fa_entry_role role, fa_param_kind kind
   }
 }
 
-static const char *const kParamKinds[] = {"ptr",        "dims",       "tma",
-                                          "tile_counter", "tile_table", "tile_table_inline",
-                                          "page_table", "merge_out",  "merge_lse",
-                                          "merge_counters"};
+/* The kinds' names, in fa_param_kind's order. */
+static const char *const kParamKinds[] = {
+    "ptr",        "dims",      "tma",       "tile_counter", "tile_table", "tile_table_inline",
+    "page_table", "merge_out", "merge_lse", "merge_counters"};
 #define NUM_PARAM_KINDS ((int)(sizeof kParamKinds / sizeof kParamKinds[0]))
 
 /* One parameter's fields: NULL, or what is wrong with them. The argument
@@ -548,7 +548,7 @@ static const char *parse_param(const cJSON *o, const fa_artifact *a, const char 
   if (!cJSON_IsString(arg) || t == n)
     return "its \"arg\" is not one of the entry's tensors";
   snprintf(p->arg, sizeof(p->arg), "%s", arg->valuestring);
-  double rank;
+  double rank = 0;
   if (p->kind == FA_PARAM_DIMS &&
       (!number(o, "rank", &rank) || !(rank >= 1 && rank <= 5) || rank != floor(rank)))
     return "rank outside 1..5";
