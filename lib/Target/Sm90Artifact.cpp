@@ -49,6 +49,88 @@ static std::string findPtxas() {
   return "";
 }
 
+namespace json = llvm::json;
+
+/// `entry`'s #flashattn.kernel_abi in `entries`, or null.
+static KernelAbiAttr abiOf(Sm90EntriesAttr entries, StringRef entry) {
+  DictionaryAttr abi = entries.getAbi();
+  return abi ? dyn_cast_or_null<KernelAbiAttr>(abi.get(entry)) : KernelAbiAttr();
+}
+
+/// The first parameter of `abi` of `kind` (and argument `arg`), or null.
+static KernelParamAttr findParam(KernelAbiAttr abi, ParamKind kind, StringRef arg = "") {
+  if (abi)
+    for (Attribute a : abi.getParams())
+      if (auto p = cast<KernelParamAttr>(a); p.getKind() == kind && (arg.empty() || p.getArg() == arg))
+        return p;
+  return {};
+}
+
+/// A tensor-map parameter as the metadata's "tma" lists hold it.
+static json::Object tmaJson(KernelParamAttr p) {
+  // Strings copied: the attributes' context ends before the metadata is
+  // written.
+  json::Object m{{"arg", p.getArg().str()}, {"box", json::Array(p.getBox().asArrayRef())},
+                 {"swizzle", p.getSwizzle()}};
+  if (p.getGroup())
+    m["group"] = p.getGroup();
+  if (p.getPagePanels())
+    m["page_panels"] = true;
+  return m;
+}
+
+/// One parameter of the metadata's "abi" lists.
+static json::Object paramJson(KernelParamAttr p) {
+  json::Object m = p.getKind() == ParamKind::tma ? tmaJson(p) : json::Object();
+  m["kind"] = stringifyParamKind(p.getKind());
+  if (p.getKind() == ParamKind::ptr || p.getKind() == ParamKind::dims)
+    m["arg"] = p.getArg().str();
+  if (p.getKind() == ParamKind::dims)
+    m["rank"] = p.getRank();
+  if (p.getKind() == ParamKind::tile_table_inline)
+    m["bytes"] = p.getBytes();
+  return m;
+}
+
+/// What the artifact writer needs from an op's #flashattn.sm90_entries.
+static void readEntries(Sm90EntriesAttr entries, Sm90Ptx &result) {
+  result.kernel = entries.getKernel().getLeafReference().str();
+  auto leaf = [](SymbolRefAttr ref) {
+    return ref ? ref.getLeafReference().str() : std::string();
+  };
+  result.dense = leaf(entries.getDense());
+  result.append = leaf(entries.getAppend());
+  result.combine = leaf(entries.getCombine());
+  result.packedGroups = entries.getPackedGroups();
+  result.kvHeadsPerBlock = entries.getKvHeadsPerBlock();
+  result.kvRowCopies = entries.getKvRowCopies();
+  KernelAbiAttr main = abiOf(entries, result.kernel);
+  if (!main)
+    return; // the text generator's kernels: PTX only
+  result.hasAbi = true;
+  result.smem = main.getSmem();
+  result.threads = main.getThreads();
+  result.outTma = static_cast<bool>(findParam(main, ParamKind::tma, "out"));
+  result.tileTable = static_cast<bool>(findParam(main, ParamKind::tile_table));
+  result.tileCounter = static_cast<bool>(findParam(main, ParamKind::tile_counter));
+  result.denseTileCounter = static_cast<bool>(
+      findParam(abiOf(entries, result.dense), ParamKind::tile_counter));
+  KernelParamAttr q = findParam(main, ParamKind::tma, "q");
+  result.packGroups = q && q.getGroup() ? q.getGroup() : 1;
+  for (NamedAttribute e : entries.getAbi()) {
+    auto abi = cast<KernelAbiAttr>(e.getValue());
+    json::Array params, tma;
+    for (Attribute a : abi.getParams()) {
+      auto p = cast<KernelParamAttr>(a);
+      params.push_back(paramJson(p));
+      if (p.getKind() == ParamKind::tma)
+        tma.push_back(tmaJson(p));
+    }
+    result.abi[e.getName().str()] = std::move(params);
+    result.tma[e.getName().str()] = std::move(tma);
+  }
+}
+
 LogicalResult mlir::flashattn::compileSm90Ptx(const fa_attention_config &config,
                                              Sm90Ptx &result,
                                              std::string &error,
@@ -89,39 +171,16 @@ LogicalResult mlir::flashattn::compileSm90Ptx(const fa_attention_config &config,
           "flashattn-sm90-pipeline", error)))
     return failure();
   ModuleOp module = lowering.module();
-  std::string &kernel = result.kernel;
-  int64_t &smem = result.smem;
   module.walk([&](AttentionOp op) {
-    if (auto sym = op->getAttrOfType<SymbolRefAttr>("flashattn.sm90_kernel"))
-      kernel = sym.getLeafReference().str();
-    if (auto s = op->getAttrOfType<IntegerAttr>("flashattn.sm90_smem"))
-      smem = s.getInt();
-    if (auto t = op->getAttrOfType<IntegerAttr>("flashattn.sm90_threads"))
-      result.threads = t.getInt();
-    result.outTma = op->hasAttr("flashattn.sm90_out_tma");
-    result.tileTable = op->hasAttr("flashattn.sm90_tile_table");
+    auto entries = op->getAttrOfType<Sm90EntriesAttr>("flashattn.sm90");
+    if (!entries)
+      return;
+    readEntries(entries, result);
     result.pageTable = op.isPaged();
-    result.kvRowCopies = op->hasAttr("flashattn.sm90_kv_row_copies");
-    if (auto sym = op->getAttrOfType<SymbolRefAttr>("flashattn.sm90_append"))
-      result.append = sym.getLeafReference().str();
-    if (auto sym = op->getAttrOfType<SymbolRefAttr>("flashattn.sm90_dense"))
-      result.dense = sym.getLeafReference().str();
-    if (auto g = op->getAttrOfType<IntegerAttr>("flashattn.sm90_packed_groups"))
-      result.packedGroups = g.getInt();
-    if (auto g = op->getAttrOfType<IntegerAttr>("flashattn.sm90_pack_gqa"))
-      result.packGroups = g.getInt();
-    if (auto hp = op->getAttrOfType<IntegerAttr>("flashattn.sm90_kv_heads_per_block"))
-      result.kvHeadsPerBlock = hp.getInt();
     if (PlanAttr plan = op.getPlanAttr()) {
       result.blockM = plan.getBlockM();
       result.blockN = plan.getBlockN();
     }
-    result.tileCounter = op->hasAttr("flashattn.sm90_tile_counter");
-    result.denseTileCounter = op->hasAttr("flashattn.sm90_dense_tile_counter");
-  });
-  module.walk([&](CombineOp op) {
-    if (auto sym = op->getAttrOfType<SymbolRefAttr>("flashattn.sm90_kernel"))
-      result.combine = sym.getLeafReference().str();
   });
   if (lowered.num_splits > 1 && result.combine.empty()) {
     error = "split-KV without a combine kernel";
@@ -149,6 +208,11 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
   Sm90Ptx compiled;
   if (failed(compileSm90Ptx(config, compiled, error, overrides)))
     return failure();
+  if (!compiled.hasAbi) {
+    error = "the kernels carry no #flashattn.kernel_abi (the text generator's are for "
+            "PTX comparisons only)";
+    return failure();
+  }
   const std::string &ptx = compiled.ptx, &kernel = compiled.kernel;
   int64_t smem = compiled.smem;
   // ptxas: PTX -> sm_90a cubin, with a check for spills.
@@ -264,55 +328,13 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
     error = "cannot read the cubin";
     return failure();
   }
-  namespace json = llvm::json;
-  auto map = [](StringRef arg, json::Array box) {
-    return json::Object{{"arg", arg}, {"box", std::move(box)}, {"swizzle", 128}};
+  auto tmaOf = [&](const std::string &entry) {
+    json::Array *list = compiled.tma.getArray(entry);
+    return list ? *list : json::Array();
   };
-  // pack_gqa: q viewed as [B, Sq, Hkv, G, D] ("group": the runtime splits
-  // the head dimension), box G heads x block_m / G positions. Varlen
-  // tensors ([T, H, D]) have no batch dimension: their boxes lose the
-  // trailing 1.
-  // With HP kv heads per key block, k/v boxes hold HP heads, a block
-  // block_n / HP keys (what the runtime counts key blocks in), and q's
-  // group is HP x Hq / Hkv heads.
+  json::Array tma = tmaOf(kernel);
   int64_t g = compiled.packGroups, bm = compiled.blockM, hp = compiled.kvHeadsPerBlock,
           bn = compiled.blockN / hp;
-  auto boxOf = [](bool varlen, json::Array box) {
-    if (varlen)
-      box.erase(box.end() - 1);
-    return box;
-  };
-  bool varlenQ = config.flags & FA_VARLEN_Q, varlenK = config.flags & FA_VARLEN_K;
-  // Paged KV: one box per page, of min(block_n, page_size) rows.
-  int64_t kvRows = config.flags & FA_PAGED ? std::min<int64_t>(bn, config.page_size) : bn;
-  // The tensor maps of a kernel with the query heads packed by `groups`
-  // (1: not packed), with or without the TMA store of out, k/v boxes of
-  // `kvHeads` heads.
-  auto mapList = [&](int64_t groups, bool outTma, int64_t kvHeads) {
-    json::Object qMap =
-        groups > 1 ? map("q", boxOf(varlenQ, json::Array{64, groups, 1, bm / groups, 1}))
-                   : map("q", boxOf(varlenQ, json::Array{64, 1, bm, 1}));
-    if (groups > 1)
-      qMap["group"] = groups;
-    // Pages smaller than a key block, one kv head a box: one box per page
-    // through the page panel view (sm90PagePanels; the one-head twins'
-    // blocks have blockN rows as well).
-    bool panels = (config.flags & FA_PAGED) &&
-                  sm90PagePanels(config.page_size, compiled.blockN, kvHeads,
-                                 compiled.kvRowCopies);
-    auto kvMap = [&](StringRef arg) {
-      if (!panels)
-        return map(arg, boxOf(varlenK, json::Array{64, kvHeads, kvRows, 1}));
-      json::Object m = map(arg, json::Array{64, 8, config.head_dim / 64, config.page_size / 8, 1});
-      m["page_panels"] = true;
-      return m;
-    };
-    json::Array maps{std::move(qMap), kvMap("k"), kvMap("v")};
-    if (outTma)
-      maps.push_back(map("out", json::Array{64, 1, 64, 1}));
-    return maps;
-  };
-  json::Array tma = mapList(g, compiled.outTma, hp);
   json::Array argNames{"q", "k", "v", "out"};
   if (config.flags & FA_WITH_LSE)
     argNames.push_back("lse");
@@ -365,7 +387,7 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
     meta["packed_groups"] = pg;
     // The packed kernels' whole tensor-map list (their parameters): q
     // grouped, k, v, and never out (no TMA store with pack_gqa).
-    meta["packed_tma"] = mapList(pg, false, 1);
+    meta["packed_tma"] = tmaOf(kernel + "_packed");
   }
   // Several kv heads per key block: the one-head kernels (block_n x HP
   // keys a block, groups of G / HP heads, k/v boxes of one head), for
@@ -375,7 +397,7 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
     meta["kv1_entry"] = kernel + "_kv1";
     if (!compiled.dense.empty())
       meta["kv1_dense_entry"] = compiled.dense + "_kv1";
-    meta["kv1_tma"] = mapList(g / hp, false, 1);
+    meta["kv1_tma"] = tmaOf(kernel + "_kv1");
   }
   if (!compiled.combine.empty()) {
     meta["combine_entry"] = compiled.combine;
@@ -383,6 +405,9 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
     // take out, lse and the merge counters after their other parameters.
     meta["fused_combine"] = true;
   }
+  // Every entry's parameters, in order: the runtime packs launches from
+  // them.
+  meta["abi"] = std::move(compiled.abi);
   return packageArtifact(config, FA_ARTIFACT_CUBIN, meta,
                          (*cubin)->getBuffer(), artifact, error);
 }

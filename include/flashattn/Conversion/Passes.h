@@ -55,7 +55,8 @@ struct Sm90CodegenOptions {
 };
 
 /// convert-flashattn-to-nvgpu: planned sm90 attention -> a gpu.module with
-/// the sm_90a kernel, named on the op (attribute flashattn.sm90_kernel).
+/// the sm_90a kernels, named on the op (attribute flashattn.sm90, a
+/// #flashattn.sm90_entries with each entry's #flashattn.kernel_abi).
 void populateFlashAttnToNVGPUConversionPatterns(
     RewritePatternSet &patterns, const Sm90CodegenOptions &options = {});
 

@@ -35,12 +35,13 @@ def ConvertFlashAttnToNVGPU : Pass<"convert-flashattn-to-nvgpu", "::mlir::Module
   let description = [{
     For every `flashattn.attention` planned for `sm90` (memref form), adds a
     `gpu.module` holding an sm_90a kernel in the LLVM/NVVM dialects and names
-    it on the op (`flashattn.sm90_kernel = @module::@kernel`, with
-    `flashattn.sm90_smem`, `flashattn.sm90_threads` and, when O leaves by
-    TMA, `flashattn.sm90_out_tma`, with varlen, seqused_k, paged KV or
-    append `flashattn.sm90_tile_table`); the op stays as the host-side
-    description of the launch (the runtime launches the kernel with the
-    op's operands).
+    it on the op (`flashattn.sm90 = #flashattn.sm90_entries<kernel =
+    @module::@kernel, ...>`, with every entry's `#flashattn.kernel_abi`:
+    threads, dynamic shared memory and the parameters in order, which the
+    kernel's `llvm.func` also carries as `flashattn.abi` and is verified
+    against); the op stays as the host-side description of the launch (the
+    runtime launches the kernel with the op's operands, packed as the ABI
+    says).
 
     The kernel has FlashAttention-3's shape (arXiv 2407.08608), sized by
     the plan: a producer warpgroup whose one
@@ -63,7 +64,8 @@ def ConvertFlashAttnToNVGPU : Pass<"convert-flashattn-to-nvgpu", "::mlir::Module
     and split-KV in the partial form of `flashattn-split-kv`:
     the partial op's kernel writes f32 partial out / lse per (tile, split),
     and the `flashattn.combine` that reads them becomes a second kernel of
-    the same gpu.module (`flashattn.sm90_kernel` on the combine names it).
+    the same gpu.module (`combine` in the entries; the combine op's
+    `flashattn.sm90` names it too).
     Anything else (ALiBi, split-KV not yet in the partial form, plans the
     kernel cannot hold) is reported. Score and mask
     regions are inlined into the kernel at every score (the mask on every
@@ -80,14 +82,14 @@ def ConvertFlashAttnToNVGPU : Pass<"convert-flashattn-to-nvgpu", "::mlir::Module
     always) and, for paged KV, per-row cp.async copies by the 128
     producer threads instead of a TMA box per page (auto: page sizes below
     8 or that neither divide nor are multiples of block_n). `dense-entry`
-    adds to a split-KV module a third kernel, `<name>_dense` (named on the
-    op by `flashattn.sm90_dense`), the same attention without splits: a
+    adds to a split-KV module a third kernel, `<name>_dense` (the entries'
+    `dense`), the same attention without splits: a
     runtime whose automatic split count comes out 1 launches it instead of
     the partial kernel and the combine. `packed-entry` adds, for GQA the
     plan did not pack (dynamic lengths with automatic pack_gqa), the same
     kernels with the query heads of a kv head packed into a tile's rows
-    (`<name>_packed`, `<name>_dense_packed`; `flashattn.sm90_packed_groups`
-    on the op gives G): a runtime launches them when a call's queries of a
+    (`<name>_packed`, `<name>_dense_packed`; the entries' `packed_groups`
+    gives G): a runtime launches them when a call's queries of a
     kv head fit one tile.
   }];
   let options = [

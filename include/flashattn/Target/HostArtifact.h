@@ -13,6 +13,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "mlir/Support/LLVM.h"
+#include "llvm/Support/JSON.h"
 
 #include <string>
 #include <vector>
@@ -59,6 +60,11 @@ struct Sm90Ptx {
   /// a block; packGroups then counts HP x Hq / Hkv heads)
   int64_t kvHeadsPerBlock = 1;
   bool autoSplits = false;  ///< num_splits 0: the runtime picks the count
+  /// Each entry's parameters (metadata "abi") and its tensor maps (the
+  /// "tma" lists), from the kernels' #flashattn.kernel_abi; hasAbi false
+  /// for the text generator's kernels (PTX only).
+  bool hasAbi = false;
+  llvm::json::Object abi, tma;
   bool tileTable = false;   ///< takes the runtime's tile table (varlen)
   bool pageTable = false;   ///< paged: takes the page lists after the table
   bool kvRowCopies = false; ///< paged KV by per-row copies (40-register producer)

@@ -2,7 +2,7 @@
 //
 // convert-flashattn-to-nvgpu: each flashattn.attention planned for sm90 gets
 // an sm_90a kernel (Sm90Kernel.cpp) in a gpu.module of the enclosing module;
-// the op is annotated with the kernel's symbol (flashattn.sm90_kernel) and
+// the op is annotated with its kernels and their ABIs (flashattn.sm90) and
 // stays as the host-side description of the launch.
 //
 //===----------------------------------------------------------------------===//
@@ -34,7 +34,35 @@ namespace mlir::flashattn {
 using namespace mlir;
 using namespace mlir::flashattn;
 
-static constexpr StringLiteral kKernelAttr = "flashattn.sm90_kernel";
+/// The op's kernels: a #flashattn.sm90_entries.
+static constexpr StringLiteral kEntriesAttr = "flashattn.sm90";
+
+/// @<name>_module::@<name><suffix>.
+static SymbolRefAttr entryRef(MLIRContext *ctx, StringRef name, StringRef suffix = "") {
+  return SymbolRefAttr::get(StringAttr::get(ctx, name + "_module"),
+                            {FlatSymbolRefAttr::get(StringAttr::get(ctx, name + suffix))});
+}
+
+/// The op's #flashattn.sm90_entries: its kernels in `module` (`name`,
+/// `<name>_dense`, `<name>_append`, `<name>_combine`, the twins) and each
+/// one's #flashattn.kernel_abi, read from the functions' flashattn.abi
+/// (none with the text generator).
+static Sm90EntriesAttr entriesAttr(gpu::GPUModuleOp module, StringRef name,
+                                   const Sm90KernelSpec &spec, bool dense, bool append,
+                                   bool combine, int64_t packedGroups) {
+  MLIRContext *ctx = module.getContext();
+  SmallVector<NamedAttribute> abis;
+  for (auto fn : module.getOps<LLVM::LLVMFuncOp>())
+    if (auto abi = fn->getAttrOfType<KernelAbiAttr>("flashattn.abi"))
+      abis.push_back(NamedAttribute(fn.getSymNameAttr(), abi));
+  auto ref = [&](bool present, StringRef suffix) {
+    return present ? entryRef(ctx, name, suffix) : SymbolRefAttr();
+  };
+  return Sm90EntriesAttr::get(ctx, entryRef(ctx, name), ref(dense, "_dense"),
+                              ref(append, "_append"), ref(combine, "_combine"), packedGroups,
+                              spec.kvHeadsPerBlock, spec.kvRowCopies,
+                              abis.empty() ? DictionaryAttr() : DictionaryAttr::get(ctx, abis));
+}
 
 /// The flashattn.combine that reads the partial results of `op` (split-KV
 /// partial form, memref form), or null.
@@ -328,7 +356,7 @@ struct AttentionToSm90Kernel : OpRewritePattern<AttentionOp> {
 
   LogicalResult matchAndRewrite(AttentionOp op,
                                 PatternRewriter &rewriter) const override {
-    if (op->hasAttr(kKernelAttr))
+    if (op->hasAttr(kEntriesAttr))
       return rewriter.notifyMatchFailure(op, "kernel already generated");
     std::string why;
     FailureOr<Sm90KernelSpec> spec = specFor(op, why, options);
@@ -484,46 +512,18 @@ struct AttentionToSm90Kernel : OpRewritePattern<AttentionOp> {
       rewriter.eraseOp(stub);
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                     rewriter.getUnitAttr());
-    // @<name>_module::@<entry>
-    auto entryRef = [&](const std::string &entry) {
-      return SymbolRefAttr::get(rewriter.getStringAttr(name + "_module"),
-                                {FlatSymbolRefAttr::get(rewriter.getStringAttr(entry))});
-    };
     rewriter.modifyOpInPlace(op, [&] {
-      op->setAttr(kKernelAttr, entryRef(name));
-      op->setAttr("flashattn.sm90_smem",
-                  rewriter.getI64IntegerAttr(sm90SharedMemoryBytes(*spec)));
-      op->setAttr("flashattn.sm90_threads",
-                  rewriter.getI64IntegerAttr(sm90Threads(*spec)));
-      if (spec->tmaStore)
-        op->setAttr("flashattn.sm90_out_tma", rewriter.getUnitAttr());
-      if (spec->tileTable)
-        op->setAttr("flashattn.sm90_tile_table", rewriter.getUnitAttr());
-      if (spec->kvRowCopies)
-        op->setAttr("flashattn.sm90_kv_row_copies", rewriter.getUnitAttr());
-      // The kernels that take the tile counter (the runtime zeroes it).
-      if (spec->heavyFirst)
-        op->setAttr("flashattn.sm90_tile_counter", rewriter.getUnitAttr());
-      if (dense && dspec.heavyFirst)
-        op->setAttr("flashattn.sm90_dense_tile_counter", rewriter.getUnitAttr());
-      if (packedEntry)
-        op->setAttr("flashattn.sm90_packed_groups", rewriter.getI64IntegerAttr(groups));
-      if (dense)
-        op->setAttr("flashattn.sm90_dense", entryRef(name + "_dense"));
-      if (op.hasAppend())
-        op->setAttr("flashattn.sm90_append", entryRef(name + "_append"));
-      // The row group of the packed q map: Hq / Hkv heads, times the kv
-      // heads of a key block.
-      if (spec->packGroups > 1)
-        op->setAttr("flashattn.sm90_pack_gqa",
-                    rewriter.getI64IntegerAttr(spec->packGroups * spec->kvHeadsPerBlock));
-      if (spec->kvHeadsPerBlock > 1)
-        op->setAttr("flashattn.sm90_kv_heads_per_block",
-                    rewriter.getI64IntegerAttr(spec->kvHeadsPerBlock));
+      op->setAttr(kEntriesAttr,
+                  entriesAttr(cloned, name, *spec, dense, op.hasAppend(),
+                              static_cast<bool>(combine), packedEntry ? groups : 0));
     });
     if (combine)
       rewriter.modifyOpInPlace(combine, [&] {
-        combine->setAttr(kKernelAttr, entryRef(name + "_combine"));
+        combine->setAttr(kEntriesAttr,
+                         Sm90EntriesAttr::get(op.getContext(),
+                                              entryRef(op.getContext(), name, "_combine"),
+                                              nullptr, nullptr, nullptr, 0, 1, false,
+                                              nullptr));
       });
     return success();
   }
@@ -587,7 +587,7 @@ struct ConvertFlashAttnToNVGPUPass
     // Planned sm90 attention that did not get a kernel: say why.
     WalkResult result = getOperation()->walk([&](AttentionOp op) {
       PlanAttr plan = op.getPlanAttr();
-      if (!plan || plan.getTarget() != Target::sm90 || op->hasAttr(kKernelAttr))
+      if (!plan || plan.getTarget() != Target::sm90 || op->hasAttr(kEntriesAttr))
         return WalkResult::advance();
       std::string why;
       (void)specFor(op, why, options);

@@ -32,6 +32,7 @@
 #include "KernelEmitter.h"
 #include "Sm90Layout.h"
 
+#include "flashattn/Dialect/FlashAttn/IR/FlashAttn.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
@@ -63,19 +64,69 @@ struct KernelFunc {
   }
 };
 
-/// Builds `llvm.func @name(params) attributes {nvvm.kernel, nvvm.maxntid =
-/// [threads, 1, 1][, nvvm.minctasm = 1]}` with its entry block; a parameter
-/// with `byvalBytes` > 0 is a grid-constant byval array of that many bytes.
-struct Param {
-  std::string name;
-  Type type;
-  int64_t byvalBytes = 0, align = 0;
+/// One entry of a kernel's ABI and the stem of the names its LLVM
+/// parameters get inside the builder (`P[...]`): ptr -> stem, dims ->
+/// stem "d0" .. stem "d<rank-1>", tma -> stem "map", the others -> stem.
+struct AbiParam {
+  KernelParamAttr attr;
+  std::string stem;
 };
+
+struct AbiBuilder {
+  MLIRContext *ctx;
+  std::vector<AbiParam> params;
+  void add(ParamKind kind, StringRef arg, std::string stem, int64_t rank = 0,
+           ArrayRef<int64_t> box = {}, int64_t group = 0, bool panels = false,
+           int64_t bytes = 0) {
+    params.push_back({KernelParamAttr::get(ctx, kind, arg, rank,
+                                           box.empty() ? DenseI64ArrayAttr()
+                                                       : DenseI64ArrayAttr::get(ctx, box),
+                                           box.empty() ? 0 : 128,
+                                           group, panels, bytes),
+                      std::move(stem)});
+  }
+  void ptr(StringRef arg, std::string stem) { add(ParamKind::ptr, arg, std::move(stem)); }
+  void dims(StringRef arg, std::string stem, int64_t rank) {
+    add(ParamKind::dims, arg, std::move(stem), rank);
+  }
+  void scalar(ParamKind kind, std::string stem) { add(kind, "", std::move(stem)); }
+};
+
+/// Builds `llvm.func @name(...) attributes {nvvm.kernel, nvvm.maxntid =
+/// [threads, 1, 1][, nvvm.minctasm = 1], flashattn.abi = ...}` with its
+/// entry block, its parameters those `abi` describes: pointers
+/// !llvm.ptr<1>, dims i64, tensor maps 128-byte grid-constant byval arrays
+/// (align 64), the inline tile table a byval array of its bytes (align 16).
 KernelFunc buildKernelFunc(KernelEmitter &w, const std::string &name,
-                           const std::vector<Param> &params, int64_t threads, bool minCtas) {
+                           const std::vector<AbiParam> &abi, int64_t threads, int64_t smem,
+                           bool minCtas) {
   MLIRContext *ctx = w.b.getContext();
+  struct Llvm {
+    std::string name;
+    Type type;
+    int64_t byvalBytes = 0, align = 0;
+  };
+  std::vector<Llvm> params;
+  SmallVector<Attribute> abiAttrs;
+  for (const AbiParam &p : abi) {
+    abiAttrs.push_back(p.attr);
+    switch (p.attr.getKind()) {
+    case ParamKind::dims:
+      for (int64_t i = 0; i < p.attr.getRank(); ++i)
+        params.push_back({p.stem + "d" + std::to_string(i), w.i64T});
+      break;
+    case ParamKind::tma:
+      params.push_back({p.stem + "map", w.ptrT, 128, 64});
+      break;
+    case ParamKind::tile_table_inline:
+      params.push_back({p.stem, w.ptrT, p.attr.getBytes(), 16});
+      break;
+    default:
+      params.push_back({p.stem, w.gptrT});
+    }
+  }
   SmallVector<Type> types;
-  for (const Param &p : params)
+  for (const Llvm &p : params)
     types.push_back(p.type);
   auto fnType = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), types);
   auto func = LLVM::LLVMFuncOp::create(w.b, w.loc, name, fnType);
@@ -83,6 +134,8 @@ KernelFunc buildKernelFunc(KernelEmitter &w, const std::string &name,
   func->setAttr("nvvm.maxntid", DenseI32ArrayAttr::get(ctx, {int32_t(threads), 1, 1}));
   if (minCtas)
     func->setAttr("nvvm.minctasm", w.b.getI32IntegerAttr(1));
+  func->setAttr("flashattn.abi",
+                KernelAbiAttr::get(ctx, threads, smem, ArrayAttr::get(ctx, abiAttrs)));
   KernelFunc kf{func, {}};
   Block *entry = func.addEntryBlock(w.b);
   for (auto [i, p] : llvm::enumerate(params)) {
@@ -311,7 +364,7 @@ public:
 private:
   // Parameters, prologue, problem sizes.
   void declareRegionsAndSmem();
-  std::vector<Param> kernelParams();
+  std::vector<AbiParam> kernelParams();
   void initBarriers();
   void problemSizes();
 
@@ -502,48 +555,73 @@ void AttentionKernelBuilder::declareRegionsAndSmem() {
                          LLVM::Linkage::External, k.name + "_smem", Attribute(), 1024, 3);
 }
 
-std::vector<Param> AttentionKernelBuilder::kernelParams() {
-  // Parameters (the runtime's launch ABI).
-  std::vector<Param> params = {{"q", w.gptrT}, {"k", w.gptrT}, {"v", w.gptrT}, {"o", w.gptrT}};
+std::vector<AbiParam> AttentionKernelBuilder::kernelParams() {
+  // Parameters (the runtime's launch ABI): pointers, dims, tensor maps,
+  // then the scheduler's and the merge's.
+  AbiBuilder abi{builder.getContext(), {}};
+  abi.ptr("q", "q");
+  abi.ptr("k", "k");
+  abi.ptr("v", "v");
+  abi.ptr("out", "o");
   if (k.lse)
-    params.push_back({"lse", w.gptrT});
+    abi.ptr("lse", "lse");
   // Split-KV partial form: out [S, B, Sq, H, D] f32, lse [S, B, H, Sq].
   // Varlen: q and out [Tq, H, D], k and v [Tk, Hkv, D], lse [Hq, Tq].
-  auto rankOf = [&](char n) -> int {
-    if (n == 'o')
-      return partial ? 5 : k.varlenQ ? 3 : 4;
-    return (n == 'q' ? k.varlenQ : k.varlenK) ? 3 : 4;
-  };
-  for (const char *n : {"q", "k", "v", "o"})
-    for (int i = 0; i < rankOf(n[0]); ++i)
-      params.push_back({std::string(n) + "d" + std::to_string(i), w.i64T});
+  abi.dims("q", "q", k.varlenQ ? 3 : 4);
+  abi.dims("k", "k", k.varlenK ? 3 : 4);
+  abi.dims("v", "v", k.varlenK ? 3 : 4);
+  abi.dims("out", "o", partial ? 5 : k.varlenQ ? 3 : 4);
   if (k.lse)
-    for (int i = 0; i < (partial ? 4 : k.varlenQ ? 2 : 3); ++i)
-      params.push_back({"ld" + std::to_string(i), w.i64T});
+    abi.dims("lse", "l", partial ? 4 : k.varlenQ ? 2 : 3);
+  // The tensor maps, boxes innermost first (64 columns: the 128-byte
+  // swizzle's extent). Varlen tensors ([T, H, D]) have no batch dimension:
+  // their boxes lose the trailing 1. pack_gqa: q viewed as [B, Sq, Hkv, G,
+  // D], box G heads x block_m / G positions. K/V: HP heads x the key
+  // block's (or a page's) keys, or with page panels one page as {64, 8,
+  // D / 64, page / 8, 1}.
+  auto box = [](bool varlen, SmallVector<int64_t> b) {
+    if (varlen)
+      b.pop_back();
+    return b;
+  };
+  if (packed)
+    abi.add(ParamKind::tma, "q", "q", 0, box(k.varlenQ, {64, G, 1, BM / G, 1}), G);
+  else
+    abi.add(ParamKind::tma, "q", "q", 0, box(k.varlenQ, {64, 1, BM, 1}));
+  const int64_t kvRows = k.pageSize ? std::min<int64_t>(KB, k.pageSize) : KB;
+  for (const char *n : {"k", "v"}) {
+    if (panels)
+      abi.add(ParamKind::tma, n, n, 0, {64, 8, D / 64, k.pageSize / 8, 1}, 0, true);
+    else
+      abi.add(ParamKind::tma, n, n, 0, box(k.varlenK, {64, HP, kvRows, 1}));
+  }
   maps = {"qmap", "kmap", "vmap"};
-  if (k.tmaStore)
+  if (k.tmaStore) {
+    abi.add(ParamKind::tma, "out", "o", 0, {64, 1, 64, 1});
     maps.push_back("omap");
-  for (const std::string &n : maps)
-    params.push_back({n, w.ptrT, 128, 64});
+  }
   // Dynamic schedule: a u32 tile counter, zero at launch.
   if (k.heavyFirst)
-    params.push_back({"tile_counter", w.gptrT});
+    abi.scalar(ParamKind::tile_counter, "tile_counter");
   // Sequence-aware tiles: the runtime's tile table (Sm90KernelSpec::tileTable).
   if (k.tileTable) {
-    params.push_back({"tile_table", w.gptrT});
-    params.push_back({"tile_table_inline", w.ptrT, kSm90InlineTableBytes, 16});
+    abi.scalar(ParamKind::tile_table, "tile_table");
+    abi.add(ParamKind::tile_table_inline, "", "tile_table_inline", 0, {}, 0, false,
+            kSm90InlineTableBytes);
   }
   // Paged KV: the page lists. The runtime passes either the block_table
   // itself (device memory: a sequence's list at b x max_pages) or the copies
   // of the lists it put in the tile table; t.kRow is where the tile's list
   // starts either way.
   if (k.pageSize)
-    params.push_back({"page_table", w.gptrT});
+    abi.scalar(ParamKind::page_table, "page_table");
   // Fused combine: the final out and lse, and the per-tile counters.
-  if (fused)
-    for (const char *n : {"merge_out", "merge_lse", "merge_counters"})
-      params.push_back({n, w.gptrT});
-  return params;
+  if (fused) {
+    abi.scalar(ParamKind::merge_out, "merge_out");
+    abi.scalar(ParamKind::merge_lse, "merge_lse");
+    abi.scalar(ParamKind::merge_counters, "merge_counters");
+  }
+  return abi.params;
 }
 
 void AttentionKernelBuilder::initBarriers() {
@@ -648,11 +726,11 @@ void AttentionKernelBuilder::problemSizes() {
 
 void AttentionKernelBuilder::build() {
   declareRegionsAndSmem();
-  std::vector<Param> params = kernelParams();
+  std::vector<AbiParam> params = kernelParams();
   // One CTA per SM: e.g. with C = 2, 384 threads at 168 registers each, the
   // budget setmaxnreg redistributes.
   OpBuilder::InsertionGuard funcGuard(builder);
-  P = buildKernelFunc(w, k.name, params, threads, /*minCtas=*/true);
+  P = buildKernelFunc(w, k.name, params, threads, L.total(), /*minCtas=*/true);
   initBarriers();
   problemSizes();
   Value wg = w.divui(tid, c128);
@@ -2422,20 +2500,19 @@ void mlir::flashattn::buildSm90CombineKernel(OpBuilder &builder, Location loc,
                                              const Sm90CombineSpec &k) {
   KernelEmitter w(builder, loc);
   const Type etT = k.f16 ? Type(builder.getF16Type()) : Type(builder.getBF16Type());
-  std::vector<Param> params = {{"po", w.gptrT}, {"pl", w.gptrT}, {"o", w.gptrT}};
+  AbiBuilder abi{builder.getContext(), {}};
+  abi.ptr("partial_out", "po");
+  abi.ptr("partial_lse", "pl");
+  abi.ptr("out", "o");
   if (k.lse)
-    params.push_back({"lse", w.gptrT});
-  auto dims = [&](const char *n, int rank) {
-    for (int i = 0; i < rank; ++i)
-      params.push_back({std::string(n) + "d" + std::to_string(i), w.i64T});
-  };
-  dims("po", 5);
-  dims("pl", 4);
-  dims("o", 4);
+    abi.ptr("lse", "lse");
+  abi.dims("partial_out", "po", 5);
+  abi.dims("partial_lse", "pl", 4);
+  abi.dims("out", "o", 4);
   if (k.lse)
-    dims("l", 3);
+    abi.dims("lse", "l", 3);
   OpBuilder::InsertionGuard guard(builder);
-  KernelFunc P = buildKernelFunc(w, k.name, params, 128, /*minCtas=*/false);
+  KernelFunc P = buildKernelFunc(w, k.name, abi.params, 128, 0, /*minCtas=*/false);
   // One thread per output element e = ((b * Sq + i) * H + h) * D + d, a
   // grid-stride loop over all of them.
   auto [first, stride] = gridStride(w, 128);
@@ -2482,16 +2559,19 @@ void mlir::flashattn::buildSm90CombineKernel(OpBuilder &builder, Location loc,
 void mlir::flashattn::buildSm90AppendKernel(OpBuilder &builder, Location loc,
                                             const Sm90AppendSpec &k) {
   KernelEmitter w(builder, loc);
-  std::vector<Param> params = {{"kn", w.gptrT}, {"vn", w.gptrT}, {"kc", w.gptrT}, {"vc", w.gptrT}};
-  for (const char *n : {"kn", "vn", "kc", "vc"})
-    for (int i = 0; i < 4; ++i)
-      params.push_back({std::string(n) + "d" + std::to_string(i), w.i64T});
-  params.push_back({"table", w.gptrT});
+  AbiBuilder abi{builder.getContext(), {}};
+  const std::pair<const char *, const char *> tensors[] = {
+      {"k_new", "kn"}, {"v_new", "vn"}, {"k", "kc"}, {"v", "vc"}};
+  for (auto [arg, stem] : tensors)
+    abi.ptr(arg, stem);
+  for (auto [arg, stem] : tensors)
+    abi.dims(arg, stem, 4);
+  abi.scalar(ParamKind::tile_table, "table");
   // Paged: the page lists (the attention kernel's %page_table).
   if (k.paged)
-    params.push_back({"pages", w.gptrT});
+    abi.scalar(ParamKind::page_table, "pages");
   OpBuilder::InsertionGuard guard(builder);
-  KernelFunc P = buildKernelFunc(w, k.name, params, 256, /*minCtas=*/false);
+  KernelFunc P = buildKernelFunc(w, k.name, abi.params, 256, 0, /*minCtas=*/false);
   // One thread per 16-byte chunk e = ((b * S_new + r) * Hkv + g) * (D / 8)
   // + c of k_new and of v_new, a grid-stride loop over all of them.
   auto sext = [&](Value v) { return w.extsi(v, w.i64T); };

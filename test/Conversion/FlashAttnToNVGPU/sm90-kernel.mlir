@@ -8,7 +8,7 @@
 // The code-generation overrides: without the scheduler barrier and the
 // TMA-store epilogue, no named-barrier turns and no bulk tensor stores.
 // OFF-LABEL: func.func @gqa
-// OFF-NOT: flashattn.sm90_out_tma
+// OFF-NOT: arg = "out", box
 // OFF: gpu.module @fa_sm90_0_module
 // OFF-NOT: nvvm.barrier.arrive
 // OFF-NOT: nvvm.cp.async.bulk.tensor.global.shared.cta
@@ -34,14 +34,15 @@
 // threads (a producer and 2 consumer warpgroups).
 // CHECK: module attributes {gpu.container_module}
 // CHECK-LABEL: func.func @gqa
-// CHECK: flashattn.attention {{.*}}flashattn.sm90_kernel = @fa_sm90_0_module::@fa_sm90_0, flashattn.sm90_out_tma, flashattn.sm90_smem = 196696 : i64, flashattn.sm90_threads = 384 : i64
+// CHECK: flashattn.attention {{.*}}flashattn.sm90 = #flashattn.sm90_entries<kernel = @fa_sm90_0_module::@fa_sm90_0, abi = {fa_sm90_0 = #flashattn.kernel_abi<threads = 384, smem = 196696, params = [#flashattn.param<kind = ptr, arg = "q">,
+// CHECK-SAME: #flashattn.param<kind = tma, arg = "out", box = [64, 1, 64, 1], swizzle = 128>, #flashattn.param<kind = tile_counter>]>}>
 // CHECK-SAME: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 128, stages = 2, consumers = 2, schedule = lpt, num_splits = 1, pack_gqa = false>
 // The kernel: the runtime's ABI (pointers, i64 dims, 3 tensor maps as
 // 128-byte grid constants, then the lpt schedule's tile counter), 384
 // threads, one CTA per SM, dynamic shared memory 1024-aligned.
 // CHECK: gpu.module @fa_sm90_0_module
 // CHECK: llvm.mlir.global external @fa_sm90_0_smem() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<0 x i8>
-// CHECK: llvm.func @fa_sm90_0(%{{.*}}: !llvm.ptr<1>, {{.*}}, %{{.*}}: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>, nvvm.grid_constant}, %[[COUNTER:.*]]: !llvm.ptr<1>) attributes {nvvm.kernel, nvvm.maxntid = array<i32: 384, 1, 1>, nvvm.minctasm = 1 : i32}
+// CHECK: llvm.func @fa_sm90_0(%{{.*}}: !llvm.ptr<1>, {{.*}}, %{{.*}}: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>, nvvm.grid_constant}, %[[COUNTER:.*]]: !llvm.ptr<1>) attributes {flashattn.abi = #flashattn.kernel_abi<threads = 384, smem = 196696, params = [{{.*}}]>, nvvm.kernel, nvvm.maxntid = array<i32: 384, 1, 1>, nvvm.minctasm = 1 : i32}
 // Thread 0 prefetches the 4 tensor maps (q, k, v, out) from the parameter
 // space, then initializes the mbarriers: full_Q (1 arrival + TMA bytes),
 // empty_Q (the 256 consumer threads), then full / empty K and V per stage;
@@ -366,8 +367,9 @@ func.func @f32(%q: memref<1x64x2x64xf32>, %k: memref<1x64x2x64xf32>, %v: memref<
 // per (tile, split); the combine reading them becomes a second kernel of the
 // same module.
 // CHECK-LABEL: func.func @split
-// CHECK: flashattn.attention {{.*}}flashattn.sm90_kernel = @fa_sm90_0_module::@fa_sm90_0,
-// CHECK: flashattn.combine {{.*}}{flashattn.sm90_kernel = @fa_sm90_0_module::@fa_sm90_0_combine}
+// CHECK: flashattn.attention {{.*}}flashattn.sm90 = #flashattn.sm90_entries<kernel = @fa_sm90_0_module::@fa_sm90_0, combine = @fa_sm90_0_module::@fa_sm90_0_combine,
+// CHECK-SAME: #flashattn.param<kind = merge_out>, #flashattn.param<kind = merge_lse>, #flashattn.param<kind = merge_counters>]>
+// CHECK: flashattn.combine {{.*}}{flashattn.sm90 = #flashattn.sm90_entries<kernel = @fa_sm90_0_module::@fa_sm90_0_combine>}
 // CHECK: gpu.module @fa_sm90_0_module
 // CHECK: llvm.func @fa_sm90_0(
 // The split count is the partial out's leading dimension, read at run
@@ -471,8 +473,8 @@ func.func @plan_smem(%q: memref<1x64x2x256xbf16>, %k: memref<1x64x2x256xbf16>, %
 // no TMA store (rows of one tile are spread over heads).
 // CHECK-LABEL: func.func @pack_gqa
 // CHECK: flashattn.attention
-// CHECK-NOT: flashattn.sm90_out_tma
-// CHECK-SAME: flashattn.sm90_pack_gqa = 4 : i64
+// CHECK-NOT: arg = "out", box
+// CHECK-SAME: #flashattn.param<kind = tma, arg = "q", box = [64, 4, 1, 32, 1], swizzle = 128, group = 4>
 // CHECK-SAME: pack_gqa = true
 // CHECK: llvm.func @fa_sm90_0(
 // CHECK: %[[ROWS:.*]] = arith.muli %{{.*}}, %[[G:c4_i32[_0-9]*]] : i32
@@ -510,7 +512,7 @@ func.func @pack_gqa_group(%q: memref<1x8x6x64xbf16>, %k: memref<1x64x1x64xbf16>,
 // sequence's fields; no TMA store (a tile's last rows would land in the
 // next sequence).
 // CHECK-LABEL: func.func @varlen
-// CHECK: flashattn.attention {{.*}}flashattn.sm90_tile_table
+// CHECK: flashattn.attention {{.*}}#flashattn.param<kind = tile_table>
 // CHECK: llvm.func @fa_sm90_0(%{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %[[TQ:arg5]]: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %[[QMAP:arg19]]: !llvm.ptr {{{.*}}}, %{{.*}}: !llvm.ptr {{{.*}}}, %{{.*}}: !llvm.ptr {{{.*}}}, %{{.*}}: !llvm.ptr<1>, %[[TABLE:arg23]]: !llvm.ptr<1>, %[[INLINE:arg24]]: !llvm.ptr {llvm.align = 16 : i64, llvm.byval = !llvm.array<2048 x i8>, nvvm.grid_constant})
 // CHECK: %[[GLOBAL:.*]] = llvm.addrspacecast %[[TABLE]] : !llvm.ptr<1> to !llvm.ptr
 // CHECK: %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr<1>
@@ -550,7 +552,7 @@ func.func @varlen(%q: memref<?x8x128xbf16>, %k: memref<?x2x128xbf16>, %v: memref
 // seqused_k on dense tensors: the tile table too (k lengths from
 // seqused_k), 4-D maps.
 // CHECK-LABEL: func.func @seqused_k
-// CHECK: flashattn.attention {{.*}}flashattn.sm90_tile_table
+// CHECK: flashattn.attention {{.*}}#flashattn.param<kind = tile_table>
 // CHECK: llvm.func @fa_sm90_0(
 // CHECK-SAME: %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr {llvm.align = 16 : i64, llvm.byval = !llvm.array<2048 x i8>, nvvm.grid_constant})
 func.func @seqused_k(%q: memref<2x1x8x128xbf16>, %k: memref<2x512x8x128xbf16>, %v: memref<2x512x8x128xbf16>,
@@ -567,8 +569,8 @@ func.func @seqused_k(%q: memref<2x1x8x128xbf16>, %k: memref<2x512x8x128xbf16>, %
 // sequence's start from the tile table the attention kernel also takes;
 // the op names it.
 // CHECK-LABEL: func.func @append
-// CHECK: flashattn.attention {{.*}}flashattn.sm90_append = @fa_sm90_0_module::@fa_sm90_0_append
-// CHECK-SAME: flashattn.sm90_tile_table
+// CHECK: flashattn.attention {{.*}}append = @fa_sm90_0_module::@fa_sm90_0_append
+// CHECK-SAME: #flashattn.param<kind = tile_table>
 // CHECK: llvm.func @fa_sm90_0(
 // CHECK: llvm.func @fa_sm90_0_append(%{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, {{(%[^:]*: i64, )+}}%[[TABLE:.*]]: !llvm.ptr<1>)
 // CHECK: scf.for
@@ -601,7 +603,7 @@ func.func @append(%q: memref<2x4x8x128xbf16>, %k: memref<2x512x2x128xbf16>, %v: 
 // BADHP: error: convert-flashattn-to-nvgpu: kv-heads-per-block applies to pack_gqa kernels over paged KV
 // BADHP: error: convert-flashattn-to-nvgpu: kv-heads-per-block = 3 needs to divide 8 and Hkv (2), hp x page_size to divide block_n (16, 128) and hp x Hq / Hkv (4) to divide block_m (128)
 // CHECK-LABEL: func.func @paged16
-// CHECK: flashattn.attention {{.*}}flashattn.sm90_kv_heads_per_block = 2 : i64, flashattn.sm90_pack_gqa = 8 : i64{{.*}}flashattn.sm90_tile_table
+// CHECK: flashattn.attention {{.*}}kv_heads_per_block = 2, abi = {{.*}}arg = "q", box = [64, 8, 1, 16, 1], swizzle = 128, group = 8>{{.*}}#flashattn.param<kind = tile_table>
 // CHECK: llvm.func @fa_sm90_0({{.*}}, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr {{{.*}}}, %[[PAGES:arg[0-9]+]]: !llvm.ptr<1>) attributes
 // CHECK: %[[LANE:.*]] = arith.remui %{{.*}}, %c32_i32 : i32
 // CHECK: %[[HEAD0:.*]] = arith.muli %{{.*}}, %c2_i32{{.*}} : i32
@@ -633,7 +635,7 @@ func.func @paged16(%q: memref<2x1x8x64xbf16>, %k: memref<64x16x2x64xbf16>, %v: m
 // MQA over 16-key pages: one kv head, so one head per box (block_n /
 // page_size = 8 boxes, one per page, at head_dim 64), at the tile's kv head.
 // CHECK-LABEL: func.func @paged16_mqa
-// CHECK-NOT: sm90_kv_heads_per_block
+// CHECK-NOT: kv_heads_per_block
 // CHECK: %[[LANE:.*]] = arith.remui %{{.*}}, %c32_i32 : i32
 // CHECK: nvvm.bar.warp.sync
 // CHECK: %[[MINE:.*]] = arith.cmpi ult, %[[LANE]], %c8_i32{{.*}} : i32

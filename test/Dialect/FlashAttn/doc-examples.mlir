@@ -62,3 +62,14 @@ func.func @plan() attributes {plan =
                     pack_gqa = false>} {
   return
 }
+
+// CHECK-LABEL: func.func @kernel_abi
+// CHECK-SAME: #flashattn.kernel_abi<threads = 128, smem = 0, params = [#flashattn.param<kind = ptr, arg = "partial_out">, #flashattn.param<kind = dims, arg = "partial_out", rank = 5>]>
+// CHECK-SAME: #flashattn.param<kind = tma, arg = "q", box = [64, 1, 128, 1], swizzle = 128>
+func.func @kernel_abi() attributes {param =
+    #flashattn.param<kind = tma, arg = "q", box = [64, 1, 128, 1], swizzle = 128>,
+    abi = #flashattn.kernel_abi<threads = 128, smem = 0, params = [
+        #flashattn.param<kind = ptr, arg = "partial_out">,
+        #flashattn.param<kind = dims, arg = "partial_out", rank = 5>]>} {
+  return
+}

@@ -113,4 +113,136 @@ def FlashAttn_PlanAttr : AttrDef<FlashAttn_Dialect, "Plan"> {
   let genVerifyDecl = 1;
 }
 
+
+//===----------------------------------------------------------------------===//
+// Kernel ABI (the compiler-to-runtime contract of a generated kernel)
+//===----------------------------------------------------------------------===//
+
+def FlashAttn_ParamPtr : I32EnumAttrCase<"ptr", 0>;
+def FlashAttn_ParamDims : I32EnumAttrCase<"dims", 1>;
+def FlashAttn_ParamTma : I32EnumAttrCase<"tma", 2>;
+def FlashAttn_ParamTileCounter : I32EnumAttrCase<"tile_counter", 3>;
+def FlashAttn_ParamTileTable : I32EnumAttrCase<"tile_table", 4>;
+def FlashAttn_ParamTileTableInline : I32EnumAttrCase<"tile_table_inline", 5>;
+def FlashAttn_ParamPageTable : I32EnumAttrCase<"page_table", 6>;
+def FlashAttn_ParamMergeOut : I32EnumAttrCase<"merge_out", 7>;
+def FlashAttn_ParamMergeLse : I32EnumAttrCase<"merge_lse", 8>;
+def FlashAttn_ParamMergeCounters : I32EnumAttrCase<"merge_counters", 9>;
+
+def FlashAttn_ParamKind : I32EnumAttr<"ParamKind", "kind of a kernel parameter",
+    [FlashAttn_ParamPtr, FlashAttn_ParamDims, FlashAttn_ParamTma,
+     FlashAttn_ParamTileCounter, FlashAttn_ParamTileTable,
+     FlashAttn_ParamTileTableInline, FlashAttn_ParamPageTable,
+     FlashAttn_ParamMergeOut, FlashAttn_ParamMergeLse,
+     FlashAttn_ParamMergeCounters]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::flashattn";
+}
+
+def FlashAttn_KernelParamAttr : AttrDef<FlashAttn_Dialect, "KernelParam"> {
+  let mnemonic = "param";
+  let summary = "one parameter (or group of parameters) of a generated kernel";
+  let description = [{
+    What a launch passes at this position of a kernel's parameter list:
+
+    - `ptr`, `arg = "q"`: the device address of argument `arg` (8 bytes);
+    - `dims`, `arg`, `rank`: `rank` int64 values, `arg`'s shape (row-major);
+    - `tma`, `arg`, `box`, `swizzle` (bytes: 0, 32, 64 or 128), optional
+      `group` (pack_gqa: the head dimension split into heads / group x
+      group) and `page_panels` (paged KV, one box a page): one 128-byte
+      CUtensorMap of `arg` passed by value (a grid-constant parameter; PTX
+      ISA 5.5, "Tensor Memory"; CUDA driver API cuTensorMapEncodeTiled), box
+      innermost first;
+    - `tile_counter`: the dynamic scheduler's u32 counter (zero at launch
+      when the kernel has more tiles than CTAs);
+    - `tile_table`: the device tile table, or null with the table passed
+      inline; `tile_table_inline`, `bytes`: the table by value;
+    - `page_table`: the page lists (a device block_table or the tile table);
+    - `merge_out`, `merge_lse`, `merge_counters`: the fused split-KV merge's
+      final out, lse and per-tile counters.
+
+    Example:
+
+    ```mlir
+    #flashattn.param<kind = tma, arg = "q", box = [64, 1, 128, 1], swizzle = 128>
+    ```
+  }];
+  let parameters = (ins
+    EnumParameter<FlashAttn_ParamKind>:$kind,
+    StringRefParameter<"the argument's name", "\"\"">:$arg,
+    DefaultValuedParameter<"int64_t", "0">:$rank,
+    OptionalParameter<"::mlir::DenseI64ArrayAttr">:$box,
+    DefaultValuedParameter<"int64_t", "0">:$swizzle,
+    DefaultValuedParameter<"int64_t", "0">:$group,
+    DefaultValuedParameter<"bool", "false">:$page_panels,
+    DefaultValuedParameter<"int64_t", "0">:$bytes
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// LLVM-level parameters this entry stands for (`rank` for dims, else 1).
+    int64_t getNumLLVMParams() const;
+  }];
+}
+
+def FlashAttn_KernelAbiAttr : AttrDef<FlashAttn_Dialect, "KernelAbi"> {
+  let mnemonic = "kernel_abi";
+  let summary = "the launch contract of one generated kernel";
+  let description = [{
+    Set by `convert-flashattn-to-nvgpu` on every kernel it builds (the
+    discardable attribute `flashattn.abi` of the `llvm.func`) and, keyed by
+    entry name, in the op's `#flashattn.sm90_entries`: `threads` per CTA,
+    `smem` bytes of dynamic shared memory, and `params`, the kernel's
+    parameters in order (`#flashattn.param`). The verifier checks the
+    function's signature against it (pointers `!llvm.ptr<1>`, dims `i64`,
+    tensor maps and an inline table as byval `!llvm.ptr`). The artifact
+    writer serializes it (metadata "abi"); the runtime packs the launch's
+    arguments from it.
+
+    Example:
+
+    ```mlir
+    #flashattn.kernel_abi<threads = 128, smem = 0, params = [
+        #flashattn.param<kind = ptr, arg = "partial_out">,
+        #flashattn.param<kind = dims, arg = "partial_out", rank = 5>]>
+    ```
+  }];
+  let parameters = (ins
+    "int64_t":$threads,
+    "int64_t":$smem,
+    "::mlir::ArrayAttr":$params
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def FlashAttn_Sm90EntriesAttr : AttrDef<FlashAttn_Dialect, "Sm90Entries"> {
+  let mnemonic = "sm90_entries";
+  let summary = "the sm90 kernels generated for one op";
+  let description = [{
+    Set by `convert-flashattn-to-nvgpu` on a `flashattn.attention` (and on the
+    `flashattn.combine` that reads its partial results) as the attribute
+    `flashattn.sm90`: `kernel`, the entry (`@module::@name`); optional
+    `dense` (automatic num_splits: the entry without splits), `append` (the
+    kv-cache copy kernel launched first), `combine` (the split-KV merge
+    kernel); `packed_groups` > 0 when the module also holds the pack_gqa
+    twins `<entry>_packed` (Hq / Hkv heads a group), `kv_heads_per_block`
+    > 1 when a key block holds that many kv heads (twins `<entry>_kv1` hold
+    one); `kv_row_copies` when paged K/V are copied row by row; and `abi`,
+    each entry's `#flashattn.kernel_abi` by name.
+  }];
+  let parameters = (ins
+    "::mlir::SymbolRefAttr":$kernel,
+    OptionalParameter<"::mlir::SymbolRefAttr">:$dense,
+    OptionalParameter<"::mlir::SymbolRefAttr">:$append,
+    OptionalParameter<"::mlir::SymbolRefAttr">:$combine,
+    DefaultValuedParameter<"int64_t", "0">:$packed_groups,
+    DefaultValuedParameter<"int64_t", "1">:$kv_heads_per_block,
+    DefaultValuedParameter<"bool", "false">:$kv_row_copies,
+    OptionalParameter<"::mlir::DictionaryAttr">:$abi
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 #endif // FLASHATTN_ATTRS

@@ -46,6 +46,7 @@ def FlashAttn_Dialect : Dialect {
     `flashattn.combine`.
   }];
   let useDefaultAttributePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
   let hasConstantMaterializer = 0;
 }
 
