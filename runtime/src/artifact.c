@@ -175,6 +175,9 @@ void fa_artifact_free(void *bytes) { free(bytes); }
 void fa_artifact_release(fa_artifact *a) {
   free(a->regions);
   a->regions = NULL;
+  free(a->abi_params);
+  a->abi_params = NULL;
+  memset(a->abi, 0, sizeof(a->abi));
 }
 
 /* An optional string field, copied into buf ("" when absent); false when
@@ -230,20 +233,6 @@ static bool parse_tma(const cJSON *m, fa_tma_desc *t) {
   if (!opt_bool(m, "page_panels", &panels) || (panels && (t->rank != 5 || group > 1)))
     return false;
   t->page_panels = panels;
-  return true;
-}
-
-/* A list of at most 4 tensor maps (absent: none). */
-static bool parse_tma_list(const cJSON *list, fa_tma_desc *maps, int *n) {
-  *n = 0;
-  if (!list)
-    return true;
-  if (!cJSON_IsArray(list) || cJSON_GetArraySize(list) > 4)
-    return false;
-  *n = cJSON_GetArraySize(list);
-  for (int i = 0; i < *n; ++i)
-    if (!parse_tma(cJSON_GetArrayItem(list, i), &maps[i]))
-      return false;
   return true;
 }
 
@@ -375,8 +364,7 @@ static const char *parse_tiles(const cJSON *meta, fa_artifact *a) {
   return NULL;
 }
 
-/* The argument names, the launch fields (block, smem, grid) and the tensor
- * maps. */
+/* The argument names and the launch fields (block, smem, grid). */
 static const char *parse_launch(const cJSON *meta, fa_artifact *a) {
   const cJSON *args = cJSON_GetObjectItemCaseSensitive(meta, "args");
   a->num_args = cJSON_GetArraySize(args);
@@ -406,53 +394,37 @@ static const char *parse_launch(const cJSON *meta, fa_artifact *a) {
   const cJSON *grid = cJSON_GetObjectItemCaseSensitive(meta, "grid");
   snprintf(a->grid, sizeof(a->grid), "%s",
            cJSON_IsString(grid) ? grid->valuestring : "persistent");
-  if (!parse_tma_list(cJSON_GetObjectItemCaseSensitive(meta, "tma"), a->tma, &a->num_tma))
-    return "bad tma list (at most 4 maps of rank 1..5, box 1..256, swizzle 0/32/64/128)";
   return NULL;
 }
 
-/* Automatic pack_gqa: packed entries, G and their own map list, whose q
- * map views q as [B, S, Hkv, G, D] (varlen [T, Hkv, G, D]): box (64, G, 1,
- * block_m / G[, 1]). */
+/* Automatic pack_gqa: packed entries and G = Hq / Hkv (their q map:
+ * check_packed_map). */
 static const char *parse_packed(const cJSON *meta, fa_artifact *a) {
-  const char *bad = "bad packed_entry (with packed_groups = Hq / Hkv, a packed_tma list "
-                    "whose q map is grouped by it over block_m / G positions, and "
-                    "packed_dense_entry exactly with dense_entry)";
-  const cJSON *packed_tma = cJSON_GetObjectItemCaseSensitive(meta, "packed_tma");
+  const char *bad = "bad packed_entry (with packed_groups = Hq / Hkv, a q map grouped by "
+                    "it over block_m / G positions, and packed_dense_entry exactly with "
+                    "dense_entry)";
   if (!opt_string(meta, "packed_entry", a->packed_entry, sizeof(a->packed_entry)) ||
       !opt_string(meta, "packed_dense_entry", a->packed_dense_entry,
                   sizeof(a->packed_dense_entry)))
     return bad;
   if (!a->packed_entry[0])
-    return a->packed_dense_entry[0] || packed_tma ? bad : NULL;
+    return a->packed_dense_entry[0] ? bad : NULL;
   double g = 0;
   if (!number(meta, "packed_groups", &g) || !(g >= 2 && g <= 256) ||
-      !parse_tma_list(packed_tma, a->packed_tma, &a->num_packed_tma) ||
-      a->num_packed_tma < 1 || a->config.num_kv_heads <= 0 ||
-      a->config.num_q_heads != (int)g * a->config.num_kv_heads ||
+      a->config.num_kv_heads <= 0 || a->config.num_q_heads != (int)g * a->config.num_kv_heads ||
       (a->packed_dense_entry[0] != '\0') != (a->dense_entry[0] != '\0'))
-    return bad;
-  bool q_ok = false;
-  for (int i = 0; i < a->num_packed_tma; ++i) {
-    const fa_tma_desc *t = &a->packed_tma[i];
-    if (strcmp(t->arg, "q") == 0)
-      q_ok = t->group == (int)g && t->rank == ((a->config.flags & FA_VARLEN_Q) ? 4 : 5) &&
-             t->box[1] == (int)g && a->block_m > 0 && t->box[3] * (int)g == a->block_m;
-  }
-  if (!q_ok)
     return bad;
   a->packed_groups = (int)g;
   return NULL;
 }
 
-/* Several kv heads per key block: HP, and the one-head kernels with their
- * map list: pack_groups = HP x Hq / Hkv, with Hq / Hkv >= 2 and HP dividing
- * Hkv. */
+/* Several kv heads per key block: HP, and the one-head kernels:
+ * pack_groups = HP x Hq / Hkv, with Hq / Hkv >= 2 and HP dividing Hkv
+ * (their maps: check_twin_maps). */
 static const char *parse_kv1(const cJSON *meta, fa_artifact *a) {
   const char *bad = "bad kv_heads_per_block (HP in [2, 8] dividing Hkv, pack_groups = HP x "
-                    "Hq / Hkv, with kv1_entry, kv1_tma, and kv1_dense_entry exactly with "
-                    "dense_entry)";
-  const cJSON *kv1_tma = cJSON_GetObjectItemCaseSensitive(meta, "kv1_tma");
+                    "Hq / Hkv, with kv1_entry and its tensor maps, and kv1_dense_entry "
+                    "exactly with dense_entry)";
   double hp = 1;
   if (cJSON_GetObjectItemCaseSensitive(meta, "kv_heads_per_block") &&
       (!number(meta, "kv_heads_per_block", &hp) || !(hp >= 2 && hp <= 8)))
@@ -466,24 +438,270 @@ static const char *parse_kv1(const cJSON *meta, fa_artifact *a) {
       (!a->kv1_entry[0] || a->pack_groups < 2 * hpi || a->config.num_kv_heads <= 0 ||
        a->config.num_kv_heads % hpi != 0 ||
        a->config.num_q_heads * hpi != a->pack_groups * a->config.num_kv_heads ||
-       !parse_tma_list(kv1_tma, a->kv1_tma, &a->num_kv1_tma) || a->num_kv1_tma < 1 ||
        (a->kv1_dense_entry[0] != '\0') != (a->dense_entry[0] != '\0')))
     return bad;
-  if (hpi == 1 && (a->kv1_entry[0] || a->kv1_dense_entry[0] || kv1_tma))
+  if (hpi == 1 && (a->kv1_entry[0] || a->kv1_dense_entry[0]))
     return bad;
   return NULL;
 }
 
+/* The entry names by role ("" = absent; the main entry always present). */
+static const char *entry_name(const fa_artifact *a, fa_entry_role role) {
+  const char *names[FA_NUM_ENTRIES] = {a->entry,     a->dense_entry,     a->packed_entry,
+                                       a->packed_dense_entry, a->kv1_entry,
+                                       a->kv1_dense_entry,    a->combine_entry,
+                                       a->append_entry};
+  return names[role];
+}
+
+static bool is_dense(fa_entry_role role) {
+  return role == FA_ENTRY_DENSE || role == FA_ENTRY_PACKED_DENSE || role == FA_ENTRY_KV1_DENSE;
+}
+
+static bool has_arg(const fa_artifact *a, const char *name) {
+  for (int i = 0; i < a->num_args; ++i)
+    if (!strcmp(a->arg_names[i], name))
+      return true;
+  return false;
+}
+
+/* The tensors an entry takes (its "ptr" and "dims" parameters name them,
+ * in this order): a split-KV partial kernel q, k, v and the partial out,
+ * lse; the combine partial_out, partial_lse, out[, lse]; the append k_new,
+ * v_new, k, v; the other attention kernels the artifact's args. */
+static int entry_tensors(const fa_artifact *a, fa_entry_role role,
+                         const char *names[FA_MAX_ARGS]) {
+  static const char *partial[] = {"q", "k", "v", "out", "lse"};
+  static const char *combine[] = {"partial_out", "partial_lse", "out", "lse"};
+  static const char *append[] = {"k_new", "v_new", "k", "v"};
+  const char *const *list = NULL;
+  int n = 0;
+  if (role == FA_ENTRY_COMBINE)
+    list = combine, n = has_arg(a, "lse") ? 4 : 3;
+  else if (role == FA_ENTRY_APPEND)
+    list = append, n = 4;
+  else if (!is_dense(role) && a->combine_entry[0])
+    list = partial, n = 5;
+  if (list) {
+    for (int i = 0; i < n; ++i)
+      names[i] = list[i];
+    return n;
+  }
+  for (int i = 0; i < a->num_args; ++i)
+    names[i] = a->arg_names[i];
+  return a->num_args;
+}
+
+/* Whether an entry takes a parameter of a launch value's kind, as the
+ * metadata's flags (which decide the values: cuda_launch.c) say. */
+static bool expects(const fa_artifact *a, fa_entry_role role, fa_param_kind kind) {
+  const bool attention = role < FA_ENTRY_COMBINE, dense = is_dense(role);
+  switch (kind) {
+  case FA_PARAM_TILE_COUNTER:
+    return attention && (dense ? a->dense_tile_counter : a->tile_counter);
+  case FA_PARAM_TILE_TABLE:
+    return role == FA_ENTRY_APPEND || (attention && a->tile_table);
+  case FA_PARAM_TILE_TABLE_INLINE:
+    return attention && a->tile_table_inline > 0;
+  case FA_PARAM_PAGE_TABLE:
+    return role != FA_ENTRY_COMBINE && a->page_table;
+  case FA_PARAM_MERGE_OUT:
+  case FA_PARAM_MERGE_LSE:
+  case FA_PARAM_MERGE_COUNTERS:
+    return attention && !dense && a->fused_combine;
+  default:
+    return false;
+  }
+}
+
+/* The kinds' names, in fa_param_kind's order. */
+static const char *const kParamKinds[] = {
+    "ptr",        "dims",      "tma",       "tile_counter", "tile_table", "tile_table_inline",
+    "page_table", "merge_out", "merge_lse", "merge_counters"};
+#define NUM_PARAM_KINDS ((int)(sizeof kParamKinds / sizeof kParamKinds[0]))
+
+/* One parameter's fields: NULL, or what is wrong with them. The argument
+ * of ptr, dims and tma is one of the entry's `n` tensors. */
+static const char *parse_param(const cJSON *o, const fa_artifact *a, const char *const *tensors,
+                               int n, fa_param *p) {
+  const cJSON *kind = cJSON_GetObjectItemCaseSensitive(o, "kind");
+  if (!cJSON_IsObject(o) || !cJSON_IsString(kind))
+    return "not an object with a string \"kind\"";
+  int k = 0;
+  while (k < NUM_PARAM_KINDS && strcmp(kParamKinds[k], kind->valuestring))
+    ++k;
+  if (k == NUM_PARAM_KINDS)
+    return "unknown kind";
+  p->kind = (fa_param_kind)k;
+  if (p->kind == FA_PARAM_TILE_TABLE_INLINE) {
+    double bytes;
+    if (!number(o, "bytes", &bytes) || bytes != a->tile_table_inline)
+      return "bytes differ from the metadata's tile_table_inline";
+    p->bytes = a->tile_table_inline;
+  }
+  if (p->kind > FA_PARAM_TMA)
+    return NULL;
+  const cJSON *arg = cJSON_GetObjectItemCaseSensitive(o, "arg");
+  int t = 0;
+  while (cJSON_IsString(arg) && t < n && strcmp(tensors[t], arg->valuestring))
+    ++t;
+  if (!cJSON_IsString(arg) || t == n)
+    return "its \"arg\" is not one of the entry's tensors";
+  snprintf(p->arg, sizeof(p->arg), "%s", arg->valuestring);
+  double rank = 0;
+  if (p->kind == FA_PARAM_DIMS &&
+      (!number(o, "rank", &rank) || !(rank >= 1 && rank <= 5) || rank != floor(rank)))
+    return "rank outside 1..5";
+  p->rank = p->kind == FA_PARAM_DIMS ? (int)rank : 0;
+  if (p->kind == FA_PARAM_TMA && !parse_tma(o, &p->tma))
+    return "bad tensor map (box of rank 1..5, entries 1..256, swizzle 0/32/64/128)";
+  return NULL;
+}
+
+/* Where an entry's parameter list disagrees with its tensors and the
+ * metadata's flags: the i-th pointer (and the i-th dims) is of the i-th
+ * tensor, at most FA_MAX_TMA maps, each launch value at most once and
+ * exactly where the flags ask for it. `counts`: of each kind so far. */
+static const char *check_param(const fa_artifact *a, fa_entry_role role,
+                               const char *const *tensors, const fa_param *p, int counts[]) {
+  int seen = counts[p->kind]++;
+  if ((p->kind == FA_PARAM_PTR || p->kind == FA_PARAM_DIMS) && strcmp(p->arg, tensors[seen]))
+    return "not in the order of the entry's tensors";
+  if (p->kind == FA_PARAM_TMA && seen >= FA_MAX_TMA)
+    return "more than 4 tensor maps";
+  if (p->kind > FA_PARAM_TMA && (seen > 0 || !expects(a, role, p->kind)))
+    return seen > 0 ? "given twice" : "a parameter the metadata's flags do not ask for";
+  return NULL;
+}
+
+/* One entry's list of `num` parameters into `params`; NULL, or the
+ * message in `why`. */
+static const char *parse_entry_abi(const cJSON *list, const fa_artifact *a, fa_entry_role role,
+                                   fa_param *params, int num, char *why, size_t n) {
+  const char *name = entry_name(a, role);
+  const char *tensors[FA_MAX_ARGS];
+  int nt = entry_tensors(a, role, tensors);
+  int counts[NUM_PARAM_KINDS] = {0};
+  for (int i = 0; i < num; ++i) {
+    const cJSON *o = cJSON_GetArrayItem(list, i);
+    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(o, "kind");
+    const char *bad = parse_param(o, a, tensors, nt, &params[i]);
+    if (!bad)
+      bad = check_param(a, role, tensors, &params[i], counts);
+    if (bad) {
+      snprintf(why, n, "bad abi of entry '%s', parameter %d (%s): %s", name, i,
+               cJSON_IsString(kind) ? kind->valuestring : "?", bad);
+      return why;
+    }
+  }
+  for (int k = 0; k < NUM_PARAM_KINDS; ++k) {
+    const bool tensor = k <= FA_PARAM_DIMS;
+    const int want = tensor ? nt : (int)expects(a, role, (fa_param_kind)k);
+    if (k != FA_PARAM_TMA && counts[k] != want) {
+      snprintf(why, n, "bad abi of entry '%s': %d %s parameters, %s %d", name, counts[k],
+               kParamKinds[k], tensor ? "its tensors" : "the metadata's flags", want);
+      return why;
+    }
+  }
+  return NULL;
+}
+
+/* Each present entry's list in the abi (a list of at most FA_MAX_PARAMS),
+ * and no name in it that is not an entry; *total: their parameters. */
+static const char *abi_lists(const cJSON *abi, const fa_artifact *a, const cJSON *lists[],
+                             int *total, char *why, size_t n) {
+  for (const cJSON *e = abi->child; e; e = e->next) {
+    int r = 0;
+    while (r < FA_NUM_ENTRIES && (!entry_name(a, r)[0] || strcmp(entry_name(a, r), e->string)))
+      ++r;
+    if (r == FA_NUM_ENTRIES) {
+      snprintf(why, n, "bad abi: '%s' is not an entry of the artifact", e->string);
+      return why;
+    }
+  }
+  *total = 0;
+  for (int r = 0; r < FA_NUM_ENTRIES; ++r) {
+    const char *name = entry_name(a, r);
+    lists[r] = name[0] ? cJSON_GetObjectItemCaseSensitive(abi, name) : NULL;
+    int size = cJSON_IsArray(lists[r]) ? cJSON_GetArraySize(lists[r]) : -1;
+    if (name[0] && (size < 0 || size > FA_MAX_PARAMS)) {
+      snprintf(why, n, "bad abi: no list of at most %d parameters for entry '%s'",
+               FA_MAX_PARAMS, name);
+      return why;
+    }
+    *total += name[0] ? size : 0;
+  }
+  return NULL;
+}
+
+/* "abi": every entry's parameter list, in parameter order (cubins only,
+ * where it is required). */
+static const char *parse_abi(const cJSON *meta, fa_artifact *a, char *why, size_t n) {
+  const cJSON *abi = cJSON_GetObjectItemCaseSensitive(meta, "abi");
+  if (a->kind != FA_ARTIFACT_CUBIN)
+    return NULL;
+  if (!cJSON_IsObject(abi))
+    return "metadata lacks its abi (an object: each entry's parameter list)";
+  const cJSON *lists[FA_NUM_ENTRIES];
+  int total = 0;
+  if (abi_lists(abi, a, lists, &total, why, n))
+    return why;
+  a->abi_params = (fa_param *)calloc(total > 0 ? (size_t)total : 1, sizeof(fa_param));
+  if (!a->abi_params)
+    return "out of memory";
+  fa_param *next = a->abi_params;
+  for (int r = 0; r < FA_NUM_ENTRIES; ++r) {
+    if (!lists[r])
+      continue;
+    int num = cJSON_GetArraySize(lists[r]);
+    if (parse_entry_abi(lists[r], a, r, next, num, why, n))
+      return why;
+    a->abi[r] = (fa_abi){num, next};
+    next += num;
+  }
+  return NULL;
+}
+
+/* The tensor maps of an entry's list. */
+static int entry_maps(const fa_artifact *a, fa_entry_role role, const fa_tma_desc *maps[]) {
+  int n = 0;
+  for (int i = 0; i < a->abi[role].num_params; ++i)
+    if (a->abi[role].params[i].kind == FA_PARAM_TMA)
+      maps[n++] = &a->abi[role].params[i].tma;
+  return n;
+}
+
+/* The packed kernels' q map views q as [B, S, Hkv, G, D] (varlen [T, Hkv,
+ * G, D]): box (64, G, 1, block_m / G[, 1]); the one-head kernels have
+ * tensor maps. */
+static const char *check_twin_maps(const fa_artifact *a) {
+  const fa_tma_desc *maps[FA_MAX_TMA];
+  const int g = a->packed_groups;
+  for (int r = FA_ENTRY_PACKED; r <= FA_ENTRY_PACKED_DENSE && g; ++r) {
+    if (!entry_name(a, r)[0])
+      continue;
+    bool q_ok = false;
+    for (int i = 0, n = entry_maps(a, r, maps); i < n; ++i)
+      if (strcmp(maps[i]->arg, "q") == 0)
+        q_ok = maps[i]->group == g && maps[i]->rank == ((a->config.flags & FA_VARLEN_Q) ? 4 : 5) &&
+               maps[i]->box[1] == g && a->block_m > 0 && maps[i]->box[3] * g == a->block_m;
+    if (!q_ok)
+      return "bad packed_entry (with packed_groups = Hq / Hkv, a q map grouped by it over "
+             "block_m / G positions)";
+  }
+  if (a->kv1_entry[0] && entry_maps(a, FA_ENTRY_KV1, maps) < 1)
+    return "bad kv_heads_per_block (with kv1_entry and its tensor maps)";
+  return NULL;
+}
+
 /* Page panel maps (a pool [P, S, H, D] seen as {64, 8, H D / 64, S / 8,
- * P}), in any of the three map lists: k or v of a paged artifact, one box
- * per page. */
+ * P}), of any entry: k or v of a paged artifact, one box per page. */
 static const char *check_page_panels(const fa_artifact *a) {
-  const fa_tma_desc *lists[3] = {a->tma, a->packed_tma, a->kv1_tma};
-  int counts[3] = {a->num_tma, a->num_packed_tma, a->num_kv1_tma};
   const fa_attention_config *c = &a->config;
-  for (int l = 0; l < 3; ++l)
-    for (int i = 0; i < counts[l]; ++i) {
-      const fa_tma_desc *t = &lists[l][i];
+  const fa_tma_desc *maps[FA_MAX_TMA];
+  for (int r = 0; r < FA_NUM_ENTRIES; ++r)
+    for (int i = 0, n = entry_maps(a, r, maps); i < n; ++i) {
+      const fa_tma_desc *t = maps[i];
       if (t->page_panels &&
           (!(c->flags & FA_PAGED) || (strcmp(t->arg, "k") && strcmp(t->arg, "v")) ||
            c->page_size % 8 != 0 || c->head_dim % 64 != 0 || t->box[0] != 64 ||
@@ -505,14 +723,16 @@ static const char *check_key(const fa_artifact *a) {
   return NULL;
 }
 
-static const char *parse_meta(const cJSON *meta, fa_artifact *a) {
+/* `buf`: room for a message naming an abi's entry and parameter. */
+static const char *parse_meta(const cJSON *meta, fa_artifact *a, char *buf, size_t n) {
   const char *why;
   if (!cJSON_IsObject(meta))
     return "metadata is not a JSON object";
   if ((why = parse_required(meta, a)) || (why = parse_entries(meta, a)) ||
       (why = parse_flags(meta, a)) || (why = parse_tiles(meta, a)) ||
       (why = parse_launch(meta, a)) || (why = parse_packed(meta, a)) ||
-      (why = parse_kv1(meta, a)) || (why = check_page_panels(a)))
+      (why = parse_kv1(meta, a)) || (why = parse_abi(meta, a, buf, n)) ||
+      (why = check_twin_maps(a)) || (why = check_page_panels(a)))
     return why;
   return check_key(a);
 }
@@ -526,7 +746,8 @@ fa_status fa_artifact_parse(fa_runtime *rt, const void *bytes, size_t size,
   if (st != FA_OK)
     return st;
   cJSON *meta = cJSON_ParseWithLength((const char *)p + FA_ARTIFACT_HEADER_SIZE, m);
-  const char *why = parse_meta(meta, a);
+  char buf[256];
+  const char *why = parse_meta(meta, a, buf, sizeof(buf));
   cJSON_Delete(meta);
   if (why) {
     fa_artifact_release(a);

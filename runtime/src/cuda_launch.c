@@ -1,36 +1,45 @@
 /*===- cuda_launch.c - a launch of a cubin artifact -----------------------===*
  *
- * Launch ABI of a cubin artifact: the kernel takes one device pointer per
- * argument in the metadata's "args" order followed by one int64 per
- * dimension of each argument (row-major shapes), block = metadata "block",
- * dynamic shared memory = "smem" (cuda_module.c), grid = min(work units,
- * SMs) ("persistent"; fa_launch_grid), then one 128-byte CUtensorMap per
- * metadata "tma" entry (cuda_tma.c). With metadata "tile_counter": true the
- * kernel takes one more pointer after the tensor maps: a u32 zero at launch
- * (a stream-ordered allocation per launch, so concurrent launches on
- * several streams never share it; zeroed by cuMemsetD32Async, or with a
- * tile table the table's zero word 3), the dynamic tile scheduler's
- * counter; a launch with no more work units (tiles x splits) than CTAs (the
- * grid) never reads it, and gets an unzeroed address instead. With metadata
- * "tile_table": true (varlen, seqused_k, paged, append) the next parameter
- * is the tile table (schedule.c), built on the host from the call's
- * cu_seqlens / seqused_k and copied into the same stream-ordered scratch
- * (cuda_staging.c); a call with no query rows launches nothing. With
- * "tile_table_inline": N the attention kernels take N more bytes by value
- * after the table pointer: a launch whose table fits there, with no counter
- * to zero, no append and no page lists to copy, passes the table that way
- * and a null pointer, and copies nothing. With "page_table": true the last
- * parameter holds the page lists (the device block_table, a stream's mirror
- * of a host one (cuda_mirror.c), or the tile table with copies of a
- * host-readable one).
+ * Launch ABI of a cubin artifact: described by the artifact itself. Its
+ * metadata's "abi" gives each entry's parameter list (artifact.c parses it
+ * into fa_abi), and launch_one packs the parameters by walking it: "ptr"
+ * the device pointer of the launch's tensor of that name, "dims" its shape
+ * (row-major int64s, as many as its rank, which must be the parameter's),
+ * "tma" one 128-byte CUtensorMap of it (cuda_tma.c), and the launch's own
+ * values below, each where the list puts it. Block = metadata "block" (the
+ * combine 128 threads, the append 256), dynamic shared memory = "smem"
+ * (cuda_module.c), grid = min(work units, SMs) ("persistent";
+ * fa_launch_grid).
+ *
+ * The values (which the metadata's flags ask for, and artifact.c checked
+ * that the abi has exactly those): "tile_counter" (flags "tile_counter",
+ * the dense entries "dense_tile_counter"): a u32 zero at launch (a
+ * stream-ordered allocation per launch, so concurrent launches on several
+ * streams never share it; zeroed by cuMemsetD32Async, or with a tile table
+ * the table's zero word 3), the dynamic tile scheduler's counter; a launch
+ * with no more work units (tiles x splits) than CTAs (the grid) never reads
+ * it, and gets an unzeroed address instead. "tile_table" (varlen,
+ * seqused_k, paged, append): the tile table (schedule.c), built on the host
+ * from the call's cu_seqlens / seqused_k and copied into the same
+ * stream-ordered scratch (cuda_staging.c); a call with no query rows
+ * launches nothing. "tile_table_inline" (N bytes by value, the attention
+ * kernels): a launch whose table fits there, with no counter to zero, no
+ * append and no page lists to copy, passes the table that way and a null
+ * table pointer, and copies nothing; others pass zeros. "page_table": the
+ * page lists (the device block_table, a stream's mirror of a host one
+ * (cuda_mirror.c), or the tile table with copies of a host-readable one).
+ * "merge_out", "merge_lse", "merge_counters" (split-KV "fused_combine", the
+ * partial kernels): below.
  *
  * Split-KV (metadata "combine_entry", config num_splits = S > 1, or 0 and
  * the count chosen per launch, cuda_variant.c): the runtime allocates a
  * stream-ordered workspace for the partial results, out f32 [S, B, Sq, H,
  * Dv] and lse f32 [S, B, H, Sq]; the attention kernel takes them in place of
- * out and lse, then merges them itself ("fused_combine", with the counters
- * of cuda_stream.c / cuda_graph.c) or the combine kernel (args partial_out,
- * partial_lse, out[, lse], their dims; 128 threads, a grid-stride loop)
+ * out and lse (their abi's "out" and "lse"), then merges them itself
+ * ("fused_combine": the caller's out, lse or null and the counters of
+ * cuda_stream.c / cuda_graph.c, or null counters for no merge) or the
+ * combine kernel (tensors partial_out, partial_lse, out[, lse]; 128
+ * threads, a grid-stride loop)
  * merges them into the caller's out and lse; the workspace is freed on the
  * stream (cuMemFreeAsync). (A call with no output row never gets here:
  * run.c returns first, unless it appends rows.)
@@ -48,75 +57,110 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One kernel launch: pointers of `tensors`, their dims, then (attention
- * kernels, with_tma) the tensor maps of the metadata's "tma" entries, found
- * by `names`; then the parameters that are not null, in this order. An
- * attention kernel with "tile_table_inline" also takes that many bytes by
- * value after the table pointer: `inline_table` (the table itself, with a
- * null `tile_table`), or zeros. `merge`: a fused-combine partial kernel's
- * out, lse and counters (null counters: no merge). */
+/* One kernel launch: the parameters of the entry's list `abi`, the
+ * pointers, dims and tensor maps of `tensors` (found by `names`, n of
+ * them), the other kinds from the fields below: the tile counter, table
+ * and page lists (null pointers where the launch has none), the by-value
+ * table (`inline_table`, with a null `tile_table`, or zeros), and
+ * `merge`, a fused-combine partial kernel's out, lse and counters (null
+ * counters: no merge). `attention`: the block is the artifact's. */
 typedef struct kernel_launch {
   void *function;
+  const fa_abi *abi;
   const fa_cu_tensor *tensors;
   const char *const *names;
   int n;
-  bool with_tma;
+  bool attention;
   unsigned grid, smem;
   void *tile_counter, *tile_table, *page_table;
   const void *inline_table;
   void *const *merge;
 } kernel_launch;
 
+/* A launch's kernel parameters (`params`, `p` of them: one per abi
+ * parameter, `rank` per dims) and the values they point at. */
+typedef struct param_values {
+  void *params[FA_MAX_PARAMS];
+  void *ptrs[FA_MAX_PARAMS];
+  int64_t dims[FA_MAX_ARGS * 5];
+  fa_cu_tensor_map maps[FA_MAX_TMA];
+  int p, d, m;
+} param_values;
+
+static const fa_cu_tensor *launch_tensor(const kernel_launch *l, const char *name) {
+  for (int i = 0; i < l->n; ++i)
+    if (!strcmp(l->names[i], name))
+      return &l->tensors[i];
+  return NULL;
+}
+
+/* Abi parameter i of the launched entry from a tensor of the launch: its
+ * pointer, dims (one int64 kernel parameter each; the tensor has the
+ * parameter's rank) or tensor map. */
+static fa_status tensor_param(fa_runtime *rt, const fa_cuda *cu, const fa_kernel *k,
+                              const kernel_launch *l, int i, param_values *v) {
+  const fa_param *p = &l->abi->params[i];
+  const fa_cu_tensor *t = launch_tensor(l, p->arg);
+  if (!t)
+    return fa_fail(rt, FA_ERROR_CORRUPT_ARTIFACT,
+                   "abi parameter %d: the launch has no tensor '%s'", i, p->arg);
+  if (p->kind == FA_PARAM_DIMS && t->rank != p->rank)
+    return fa_fail(rt, FA_ERROR_CORRUPT_ARTIFACT,
+                   "abi parameter %d: dims of '%s' of rank %d, the tensor's rank is %d", i,
+                   p->arg, p->rank, (int)t->rank);
+  if (p->kind == FA_PARAM_PTR) {
+    v->ptrs[i] = t->data;
+    v->params[v->p++] = &v->ptrs[i];
+    return FA_OK;
+  }
+  if (p->kind == FA_PARAM_DIMS) {
+    for (int r = 0; r < t->rank; ++r) {
+      v->dims[v->d] = t->shape[r];
+      v->params[v->p++] = &v->dims[v->d++];
+    }
+    return FA_OK;
+  }
+  v->params[v->p++] = v->maps[v->m].bytes;
+  return fa_cuda_encode_map(rt, cu, k, &p->tma, t, &v->maps[v->m++]);
+}
+
+/* Abi parameter i of the launched entry from the launch's own values: a
+ * pointer's slot, or the by-value table. */
+static fa_status launch_param(fa_runtime *rt, const kernel_launch *l, int i, param_values *v) {
+  static const unsigned char no_table[FA_MAX_INLINE_TABLE_BYTES];
+  fa_param_kind kind = l->abi->params[i].kind;
+  if (kind == FA_PARAM_TILE_TABLE_INLINE) {
+    v->params[v->p++] = (void *)(uintptr_t)(l->inline_table ? l->inline_table : no_table);
+    return FA_OK;
+  }
+  if (kind >= FA_PARAM_MERGE_OUT && !l->merge)
+    return fa_fail(rt, FA_ERROR_CORRUPT_ARTIFACT,
+                   "abi parameter %d: the fused merge's, in a launch with no merge", i);
+  v->ptrs[i] = kind == FA_PARAM_TILE_COUNTER ? l->tile_counter
+               : kind == FA_PARAM_TILE_TABLE ? l->tile_table
+               : kind == FA_PARAM_PAGE_TABLE ? l->page_table
+                                             : l->merge[kind - FA_PARAM_MERGE_OUT];
+  v->params[v->p++] = &v->ptrs[i];
+  return FA_OK;
+}
+
 static fa_status launch_one(fa_runtime *rt, const fa_cuda *cu, const fa_kernel *k,
                             void *stream, const kernel_launch *l) {
-  void *ptrs[FA_MAX_ARGS];
-  int64_t dims[FA_MAX_ARGS * 5];
-  /* Pointers, up to 5 dims each, 4 tensor maps, the tile counter, table,
-   * its copy, page lists and the merge's 3 pointers. */
-  void *params[FA_MAX_ARGS * 6 + 11];
-  void *merge_ptrs[3];
-  void *tile_counter = l->tile_counter, *tile_table = l->tile_table;
-  void *page_table = l->page_table;
-  static const unsigned char no_table[FA_MAX_INLINE_TABLE_BYTES];
-  fa_cu_tensor_map maps[4];
-  int p = 0, d = 0;
-  for (int i = 0; i < l->n; ++i) {
-    ptrs[i] = l->tensors[i].data;
-    params[p++] = &ptrs[i];
-  }
-  for (int i = 0; i < l->n; ++i)
-    for (int r = 0; r < l->tensors[i].rank; ++r) {
-      dims[d] = l->tensors[i].shape[r];
-      params[p++] = &dims[d++];
-    }
-  if (l->with_tma) {
-    fa_status st = fa_cuda_encode_maps(rt, cu, k, l->tensors, l->names, l->n, maps);
+  param_values v;
+  v.p = v.d = v.m = 0;
+  for (int i = 0; i < l->abi->num_params; ++i) {
+    fa_status st = l->abi->params[i].kind <= FA_PARAM_TMA ? tensor_param(rt, cu, k, l, i, &v)
+                                                          : launch_param(rt, l, i, &v);
     if (st != FA_OK)
       return st;
-    for (int i = 0; i < k->artifact.num_tma; ++i)
-      params[p++] = maps[i].bytes;
   }
-  if (tile_counter)
-    params[p++] = &tile_counter;
-  if (tile_table || (l->with_tma && k->artifact.tile_table)) {
-    params[p++] = &tile_table;
-    if (l->with_tma && k->artifact.tile_table_inline)
-      params[p++] = (void *)(uintptr_t)(l->inline_table ? l->inline_table : no_table);
-  }
-  if (page_table)
-    params[p++] = &page_table;
-  if (l->merge)
-    for (int i = 0; i < 3; ++i) {
-      merge_ptrs[i] = l->merge[i];
-      params[p++] = &merge_ptrs[i];
-    }
   /* Non-attention entries: the combine takes 128 threads, the append 256. */
   unsigned block[3] = {l->function == k->cu_append ? 256u : 128u, 1, 1};
-  if (l->with_tma)
+  if (l->attention)
     for (int i = 0; i < 3; ++i)
       block[i] = (unsigned)k->artifact.block[i];
   CUresult r = cu->drv.cuLaunchKernel(l->function, l->grid, 1, 1, block[0], block[1], block[2],
-                                      l->smem, (CUstream)stream, params, NULL);
+                                      l->smem, (CUstream)stream, v.params, NULL);
   if (r != 0)
     return fa_fail(rt, FA_ERROR_CUDA, "cuLaunchKernel failed: %s", fa_cu_error(&cu->drv, r));
   return FA_OK;
@@ -155,6 +199,7 @@ typedef struct launch_plan {
   int64_t tiles, splits, b, sq, h, dv;
   unsigned grid;
   void *attention, *combine; /* combine: NULL without partial results */
+  const fa_abi *abi;         /* the attention kernel's parameters */
   bool takes_counter;
   const void *inline_table;
   /* The scratch: table | counter | partial out | partial lse. */
@@ -216,23 +261,16 @@ static fa_status fill_empty_rows(fa_runtime *rt, const fa_cuda *cu, const launch
   return FA_OK;
 }
 
-/* The kernels (fa_cuda_choose_variant). A twin's own map list is checked
- * here: run.c checked the call's tensors against the main list only (the
- * one-head twins' page panel maps, for one, exist only here). */
+/* The kernels (fa_cuda_choose_variant). A twin's own tensor maps are
+ * checked here: run.c checked the call's tensors against the main entries'
+ * only (the one-head twins' page panel maps, for one, exist only here). */
 static fa_status plan_variant(fa_runtime *rt, const fa_cuda *cu, launch_plan *p) {
   fa_kernel *k = fa_cuda_choose_variant(p->k, p->q, p->call, (int64_t)cu->num_sms,
                                         &p->storage->views);
   if (k == p->k)
     return FA_OK;
   p->k = k;
-  for (int i = 0; i < k->artifact.num_tma; ++i)
-    for (int j = 0; j < p->n; ++j)
-      if (!strcmp(p->names[j], k->artifact.tma[i].arg)) {
-        fa_status st = fa_tma_check(rt, k, i, p->tensors[j]);
-        if (st != FA_OK)
-          return st;
-      }
-  return FA_OK;
+  return fa_tma_check_call(rt, k, p->names, p->tensors, p->n);
 }
 
 /* Whether the stream is capturing, asked once where it matters (the
@@ -309,6 +347,7 @@ static void plan_kernels(launch_plan *p) {
   const bool use_dense = k->cu_combine && p->splits == 1 && k->cu_dense;
   p->combine = use_dense ? NULL : k->cu_combine;
   p->attention = use_dense ? k->cu_dense : k->cu_function;
+  p->abi = &k->artifact.abi[use_dense ? FA_ENTRY_DENSE : FA_ENTRY_MAIN];
   p->takes_counter = use_dense ? k->artifact.dense_tile_counter : k->artifact.tile_counter;
 }
 
@@ -447,13 +486,32 @@ static fa_status prepare_scratch(fa_runtime *rt, fa_cuda *cu, launch_plan *p) {
   return FA_OK;
 }
 
+/* The attention kernel's tensor maps of the call's tensors, encoded and
+ * dropped (not a split-KV partial kernel's out and lse). */
+static fa_status probe_maps(fa_runtime *rt, const fa_cuda *cu, const launch_plan *p) {
+  const bool partial = p->combine != NULL;
+  for (int i = 0; i < p->abi->num_params; ++i) {
+    const fa_param *m = &p->abi->params[i];
+    if (m->kind != FA_PARAM_TMA ||
+        (partial && (!strcmp(m->arg, "out") || !strcmp(m->arg, "lse"))))
+      continue;
+    for (int j = 0; j < p->n; ++j) {
+      fa_cu_tensor_map map;
+      fa_status st = strcmp(p->names[j], m->arg)
+                         ? FA_OK : fa_cuda_encode_map(rt, cu, p->k, &m->tma, &p->args[j], &map);
+      if (st != FA_OK)
+        return st;
+    }
+  }
+  return FA_OK;
+}
+
 /* kv-cache append: k_new / v_new into the cache before the attention reads
  * it (the checks of run.c kept every position inside the cache). The
  * attention's tensor maps are encoded first, so that a call failing there
  * has not written the cache yet. */
 static fa_status launch_append(fa_runtime *rt, const fa_cuda *cu, const launch_plan *p) {
-  fa_cu_tensor_map probe[4];
-  fa_status st = fa_cuda_encode_maps(rt, cu, p->k, p->args, p->names, p->n, probe);
+  fa_status st = probe_maps(rt, cu, p);
   if (st != FA_OK)
     return st;
   fa_cu_tensor rows[4] = {fa_cu_tensor_of(&p->call->k_new), fa_cu_tensor_of(&p->call->v_new),
@@ -465,16 +523,17 @@ static fa_status launch_append(fa_runtime *rt, const fa_cuda *cu, const launch_p
     return FA_OK;
   int64_t blocks = (chunks + 255) / 256;
   unsigned grid = blocks < (int64_t)p->sms * 8 ? (unsigned)blocks : p->sms * 8;
-  kernel_launch l = {.function = p->k->cu_append, .tensors = rows, .names = row_names, .n = 4,
-                     .grid = grid, .tile_table = p->dtable, .page_table = p->pages};
+  kernel_launch l = {.function = p->k->cu_append, .abi = &p->k->artifact.abi[FA_ENTRY_APPEND],
+                     .tensors = rows, .names = row_names, .n = 4, .grid = grid,
+                     .tile_table = p->dtable, .page_table = p->pages};
   return launch_one(rt, cu, p->k, p->stream, &l);
 }
 
 /* The attention kernel on the call's own out and lse (no partial
  * results). */
 static fa_status launch_attention(fa_runtime *rt, const fa_cuda *cu, const launch_plan *p) {
-  kernel_launch l = {.function = p->attention, .tensors = p->args, .names = p->names,
-                     .n = p->n, .with_tma = true, .grid = p->grid,
+  kernel_launch l = {.function = p->attention, .abi = p->abi, .tensors = p->args,
+                     .names = p->names, .n = p->n, .attention = true, .grid = p->grid,
                      .smem = (unsigned)p->k->artifact.smem, .tile_counter = p->counter,
                      .tile_table = p->dtable, .page_table = p->pages,
                      .inline_table = p->inline_table};
@@ -494,8 +553,9 @@ static fa_status launch_combine(fa_runtime *rt, const fa_cuda *cu, const launch_
   int64_t blocks = (total + 127) / 128;
   unsigned grid = blocks < (int64_t)p->sms * 16 ? (unsigned)(blocks > 0 ? blocks : 1)
                                                 : p->sms * 16;
-  kernel_launch l = {.function = p->k->cu_combine, .tensors = second, .names = second_names,
-                     .n = p->lse ? 4 : 3, .grid = grid};
+  kernel_launch l = {.function = p->k->cu_combine,
+                     .abi = &p->k->artifact.abi[FA_ENTRY_COMBINE], .tensors = second,
+                     .names = second_names, .n = p->lse ? 4 : 3, .grid = grid};
   return launch_one(rt, cu, p->k, p->stream, &l);
 }
 
@@ -511,8 +571,9 @@ static fa_status launch_split(fa_runtime *rt, const fa_cuda *cu, const launch_pl
   const char *first_names[5] = {"q", "k", "v", "out", "lse"};
   void *merge[3] = {p->out->data, p->lse ? p->lse->data : NULL,
                     (void *)(uintptr_t)p->merge_ctr};
-  kernel_launch l = {.function = p->attention, .tensors = first, .names = first_names, .n = 5,
-                     .with_tma = true, .grid = p->grid, .smem = (unsigned)p->k->artifact.smem,
+  kernel_launch l = {.function = p->attention, .abi = p->abi, .tensors = first,
+                     .names = first_names, .n = 5, .attention = true, .grid = p->grid,
+                     .smem = (unsigned)p->k->artifact.smem,
                      .tile_counter = p->counter, .tile_table = p->dtable,
                      .page_table = p->pages, .inline_table = p->inline_table,
                      .merge = p->k->artifact.fused_combine ? merge : NULL};

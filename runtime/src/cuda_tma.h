@@ -24,11 +24,11 @@ typedef struct fa_cu_tensor_map {
   _Alignas(64) unsigned char bytes[128];
 } fa_cu_tensor_map;
 
-/* Encodes the artifact's tensor maps for `tensors` (found by `names`, n of
- * them) into `maps` (one per metadata "tma" entry) with
- * cuTensorMapEncodeTiled. fa_tma_check (internal.h) checked them first. */
-fa_status fa_cuda_encode_maps(fa_runtime *rt, const fa_cuda *cu, const fa_kernel *k,
-                              const fa_cu_tensor *tensors, const char *const *names,
-                              int n, fa_cu_tensor_map *maps) FA_HIDDEN;
+/* Encodes tensor map `m` of kernel `k` for tensor `t` into `map` with
+ * cuTensorMapEncodeTiled. fa_tma_check (internal.h) checked the call's
+ * tensors first. */
+fa_status fa_cuda_encode_map(fa_runtime *rt, const fa_cuda *cu, const fa_kernel *k,
+                             const fa_tma_desc *m, const fa_cu_tensor *t,
+                             fa_cu_tensor_map *map) FA_HIDDEN;
 
 #endif

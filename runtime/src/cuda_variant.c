@@ -80,15 +80,15 @@ int64_t fa_cuda_split_count(const fa_kernel *k, const int32_t *table, int64_t en
 
 /* `view` = kernel `k` seen through twin entries of its cubin: `fn` and
  * `dense` in place of the main and dense functions, with the twins' own
- * tensor-map list (the caller sets the tile sizes that differ). */
+ * parameter lists (`role`, and its dense twin after it; the caller sets
+ * the tile sizes that differ). */
 static void twin_view(fa_kernel *view, const fa_kernel *k, void *fn, void *dense,
-                      const fa_tma_desc *tma, int num_tma) {
+                      fa_entry_role role) {
   *view = *k;
   view->cu_function = fn;
   view->cu_dense = dense;
-  view->artifact.num_tma = num_tma;
-  for (int i = 0; i < num_tma; ++i)
-    view->artifact.tma[i] = tma[i];
+  view->artifact.abi[FA_ENTRY_MAIN] = k->artifact.abi[role];
+  view->artifact.abi[FA_ENTRY_DENSE] = k->artifact.abi[role + 1];
 }
 
 /* The most query rows of one sequence in the call. */
@@ -108,15 +108,14 @@ static int64_t longest_query(const fa_kernel *k, const fa_tensor *q,
  * a kv head fit one tile (q_len x G <= block_m: decode, speculative
  * decode), as FlashAttention-3 decides; measured on the H200, packing
  * longer prefills costs up to 16% (docs/BENCHMARKS.md). The launch then
- * sees the artifact through a view with the packed kernels, q map and G:
- * their own map list, q grouped, and never out (no TMA store). */
+ * sees the artifact through a view with the packed kernels, their
+ * parameter lists (q's map grouped, never one of out: no TMA store) and G. */
 static fa_kernel *packed_variant(fa_kernel *k, const fa_tensor *q,
                                  const fa_attention_args *call, fa_kernel *view) {
   if (!k->cu_packed || !q ||
       longest_query(k, q, call) * k->artifact.packed_groups > k->artifact.block_m)
     return k;
-  twin_view(view, k, k->cu_packed, k->cu_dense_packed, k->artifact.packed_tma,
-            k->artifact.num_packed_tma);
+  twin_view(view, k, k->cu_packed, k->cu_dense_packed, FA_ENTRY_PACKED);
   view->artifact.pack_groups = k->artifact.packed_groups;
   return view;
 }
@@ -137,7 +136,7 @@ static fa_kernel *kv1_variant(fa_kernel *k, const fa_tensor *q,
   if (10 * tiles >= 8 * sms)
     return k;
   int hp = k->artifact.kv_heads_per_block;
-  twin_view(view, k, k->cu_kv1, k->cu_dense_kv1, k->artifact.kv1_tma, k->artifact.num_kv1_tma);
+  twin_view(view, k, k->cu_kv1, k->cu_dense_kv1, FA_ENTRY_KV1);
   view->artifact.block_n = k->artifact.block_n * hp;
   view->artifact.pack_groups = k->artifact.pack_groups / hp;
   view->artifact.kv_heads_per_block = 1;

@@ -45,6 +45,56 @@ typedef struct fa_tma_desc {
   int page_panels;
 } fa_tma_desc;
 
+/* A kernel parameter of the metadata's "abi" (docs/ARCHITECTURE.md,
+ * Runtime): an argument's device pointer (8 bytes) or its `rank` int64
+ * dims (row-major), a tensor map of it (128 bytes), or one of the
+ * launch's own values (cuda_launch.c). */
+typedef enum fa_param_kind {
+  FA_PARAM_PTR,
+  FA_PARAM_DIMS,
+  FA_PARAM_TMA,
+  FA_PARAM_TILE_COUNTER,
+  FA_PARAM_TILE_TABLE,
+  FA_PARAM_TILE_TABLE_INLINE, /* `bytes` by value */
+  FA_PARAM_PAGE_TABLE,
+  FA_PARAM_MERGE_OUT,
+  FA_PARAM_MERGE_LSE,
+  FA_PARAM_MERGE_COUNTERS
+} fa_param_kind;
+
+typedef struct fa_param {
+  fa_param_kind kind;
+  char arg[16]; /* ptr, dims, tma */
+  int rank;     /* dims */
+  int bytes;    /* tile_table_inline */
+  fa_tma_desc tma;
+} fa_param;
+
+/* The most parameters of one kernel: a pointer and up to 5 dims per
+ * argument, 4 tensor maps, the tile counter, table, its copy, page lists
+ * and the merge's 3 pointers. At most 4 tensor maps. */
+#define FA_MAX_PARAMS (FA_MAX_ARGS * 6 + 11)
+#define FA_MAX_TMA 4
+
+/* The entries of a cubin, by role (fa_artifact's entry names). */
+typedef enum fa_entry_role {
+  FA_ENTRY_MAIN,
+  FA_ENTRY_DENSE,
+  FA_ENTRY_PACKED,
+  FA_ENTRY_PACKED_DENSE,
+  FA_ENTRY_KV1,
+  FA_ENTRY_KV1_DENSE,
+  FA_ENTRY_COMBINE,
+  FA_ENTRY_APPEND,
+  FA_NUM_ENTRIES
+} fa_entry_role;
+
+/* One entry's parameters, in order. */
+typedef struct fa_abi {
+  int num_params;
+  const fa_param *params;
+} fa_abi;
+
 /* A parsed artifact (views into `bytes`, which the kernel owns). */
 typedef struct fa_artifact {
   fa_artifact_kind kind;
@@ -60,8 +110,8 @@ typedef struct fa_artifact {
   char arg_names[FA_MAX_ARGS][16];
   int block[3], smem;     /* cubin launch */
   char grid[16];          /* "persistent" or "tiles" */
-  /* The kernel takes, after its tensor maps, a u32 tile counter that must
-   * be zero at launch (the dynamic tile scheduler). */
+  /* The kernel takes a u32 tile counter that must be zero at launch (the
+   * dynamic tile scheduler; its abi's "tile_counter"). */
   bool tile_counter;
   /* Split-KV with the count chosen per launch (config num_splits 0), and
    * the tile sizes the choice needs (block_m query rows, block_n keys,
@@ -69,44 +119,39 @@ typedef struct fa_artifact {
   bool auto_splits;
   int block_m, block_n, pack_groups;
   /* The kernels take the tile table the runtime builds per launch from
-   * cu_seqlens_q / cu_seqlens_k / seqused_k (schedule.c), after the tile
-   * counter (then its inline copy and the page lists). */
+   * cu_seqlens_q / cu_seqlens_k / seqused_k (schedule.c; "tile_table"). */
   bool tile_table;
-  /* Bytes of the table copy the attention kernels take by value after the
-   * table pointer ("tile_table_inline"; 0: no such parameter). Trusted as
+  /* Bytes of the table copy the attention kernels take by value
+   * ("tile_table_inline"; 0: no such parameter). Trusted as
    * the compiler wrote it: the kernel's parameter has this size
    * (kSm90InlineTableBytes), and a table is passed there only if it fits. */
   int tile_table_inline;
-  /* Paged: the kernels take the page lists after the tile table (the
-   * call's block_table in device memory, or the table's copies). Older
-   * cubins read the copies in the table alone. */
+  /* Paged: the kernels take the page lists (the call's block_table in
+   * device memory, or the table's copies). Older cubins read the copies in
+   * the table alone. */
   bool page_table;
   /* The dense entry takes the tile counter (its own schedule; the split
    * partial kernel may not). */
   bool dense_tile_counter;
   /* Split-KV: the partial kernels also merge ("fused_combine"). They take
-   * the final out, lse (or null) and the u32 merge counters after their
-   * other parameters; null counters leave the merge to the combine. */
+   * the final out, lse (or null) and the u32 merge counters; null counters
+   * leave the merge to the combine. */
   bool fused_combine;
-  /* Tensor maps (TMA) the kernel takes after its pointer/dim parameters:
-   * the argument, the box in TMA order (innermost first) and the swizzle in
-   * bytes (0, 32, 64, 128). */
-  int num_tma;
-  fa_tma_desc tma[4];
   /* Automatic pack_gqa: the kernels with the query heads packed (launched
-   * when a call's queries of a kv head fit one tile), G, and their q map;
-   * "" / 0 when absent. */
+   * when a call's queries of a kv head fit one tile) and G; "" / 0 when
+   * absent. */
   char packed_entry[128], packed_dense_entry[128];
-  int packed_groups, num_packed_tma;
-  fa_tma_desc packed_tma[4]; /* the packed kernels' whole map list */
+  int packed_groups;
   /* Several kv heads per key block (1 when not): the kernels' block_n
    * counts keys of HP heads, pack_groups HP x Hq / Hkv heads; the one-head
-   * kernels (block_n x HP keys, pack_groups / HP heads) and their map list
-   * are launched when a call has too few tiles ("" / 0 when absent). */
+   * kernels (block_n x HP keys, pack_groups / HP heads) are launched when a
+   * call has too few tiles ("" when absent). */
   int kv_heads_per_block;
   char kv1_entry[128], kv1_dense_entry[128];
-  int num_kv1_tma;
-  fa_tma_desc kv1_tma[4];
+  /* Each entry's parameter list ("abi"; num_params 0 for an absent entry),
+   * views into abi_params (owned). */
+  fa_abi abi[FA_NUM_ENTRIES];
+  fa_param *abi_params;
   const unsigned char *payload;
   size_t payload_size;
 } fa_artifact;
@@ -215,13 +260,18 @@ fa_status fa_cuda_launch(fa_runtime *rt, fa_kernel *k,
 fa_status fa_cuda_on_device(fa_runtime *rt, const void *ptr, bool *on_device);
 void fa_cuda_release(fa_runtime *rt);
 
-/* cuda_tma.c: the element type of the artifact's tensor map `i` (out_dtype
+/* cuda_tma.c: the element type of tensor map `m` of the artifact (out_dtype
  * for "out", f32 for "lse", the input dtype otherwise), and whether `t` can
  * be described by that map (PTX ISA / CUDA driver: cuTensorMapEncodeTiled
- * requirements; run.c checks every operand before anything runs). */
-fa_dtype fa_tma_dtype(const fa_kernel *k, int i);
-fa_status fa_tma_check(fa_runtime *rt, const fa_kernel *k, int i,
+ * requirements). fa_tma_check_call checks the maps of the kernel's main and
+ * dense entries over the call's tensors (`names`, n of them; not a split-KV
+ * partial kernel's out and lse, which are the runtime's): run.c before
+ * anything runs, the launch for a twin's own maps. */
+fa_dtype fa_tma_dtype(const fa_artifact *a, const fa_tma_desc *m);
+fa_status fa_tma_check(fa_runtime *rt, const fa_kernel *k, const fa_tma_desc *m,
                        const fa_tensor *t);
+fa_status fa_tma_check_call(fa_runtime *rt, const fa_kernel *k, const char *const *names,
+                            const fa_tensor *const *tensors, int n);
 
 /* cuda_variant.c: automatic num_splits at launch: FlashAttention's
  * occupancy heuristic (flash_api.cpp, num_splits_heuristic): tiles = batch

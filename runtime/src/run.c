@@ -588,10 +588,10 @@ fa_status fa_attention_run(fa_runtime *rt, fa_kernel *k,
   if (k->artifact.kind == FA_ARTIFACT_HOST_SO)
     return fa_host_launch(rt, k, ordered, k->artifact.num_args);
   /* Tensor maps: alignment and strides are checked before the driver. */
-  for (int i = 0; i < k->artifact.num_tma; ++i)
-    for (int j = 0; j < k->artifact.num_args; ++j)
-      if (strcmp(k->artifact.arg_names[j], k->artifact.tma[i].arg) == 0)
-        TRY(fa_tma_check(rt, k, i, ordered[j]));
+  const char *names[FA_MAX_ARGS];
+  for (int i = 0; i < k->artifact.num_args; ++i)
+    names[i] = k->artifact.arg_names[i];
+  TRY(fa_tma_check_call(rt, k, names, ordered, k->artifact.num_args));
   return fa_cuda_launch(rt, k, ordered, k->artifact.num_args, a, pages_on_device);
 }
 

@@ -12,6 +12,7 @@
 
 #include "common.h"
 
+#include "abi_stub.h"
 #include "flashattn/artifact.h"
 #include "flashattn/version.h"
 
@@ -24,14 +25,16 @@ unsigned fa_launch_grid(int64_t units, unsigned sms);
 fa_status fa_sm90_tile_table(fa_runtime *rt, const fa_kernel *k,
                              const fa_attention_args *args, bool pages_on_device,
                              int32_t **table, int64_t *entries, int64_t *words);
-/* Internal (runtime/src/cuda_tma.c): a call's tensor against tensor map i. */
-fa_status fa_tma_check(fa_runtime *rt, const fa_kernel *k, int i, const fa_tensor *t);
+/* Internal (runtime/src/cuda_tma.c): the call's tensors against the tensor
+ * maps of the main and dense entries. */
+fa_status fa_tma_check_call(fa_runtime *rt, const fa_kernel *k, const char *const *names,
+                            const fa_tensor *const *tensors, int n);
 
-/* Builds a cubin artifact of config c with metadata `meta` (a stand-in
- * payload: cubins load without a driver, at their first launch) and loads
- * it into *k: fa_kernel_load_artifact's status. */
-static fa_status load_cubin(fa_runtime *rt, const fa_attention_config *c, const char *meta,
-                            const char *what, fa_kernel **k) {
+/* Builds a cubin artifact of config c with metadata `meta` as written
+ * (a stand-in payload: cubins load without a driver, at their first
+ * launch) and loads it into *k: fa_kernel_load_artifact's status. */
+static fa_status load_cubin_as_is(fa_runtime *rt, const fa_attention_config *c,
+                                  const char *meta, const char *what, fa_kernel **k) {
   static const char payload[] = "not a real cubin";
   void *bytes = NULL;
   size_t size = 0;
@@ -40,6 +43,17 @@ static fa_status load_cubin(fa_runtime *rt, const fa_attention_config *c, const 
         "building %s", what);
   fa_status st = fa_kernel_load_artifact(rt, bytes, size, k);
   fa_artifact_free(bytes);
+  return st;
+}
+
+/* The same with the abi the compiler writes for `meta`'s launch fields
+ * added where `meta` has none (abi_stub.h): the tests below check the
+ * other fields. */
+static fa_status load_cubin(fa_runtime *rt, const fa_attention_config *c, const char *meta,
+                            const char *what, fa_kernel **k) {
+  char *full = abi_stub_add(meta);
+  fa_status st = load_cubin_as_is(rt, c, full, what, k);
+  free(full);
   return st;
 }
 
@@ -247,6 +261,79 @@ int main(void) {
     c.flags = 0;
     c.num_q_heads = c.num_kv_heads = 2;
     c.head_dim = c.head_dim_v = saved_d;
+  }
+
+  /* The "abi" (each entry's parameter list, in order): required of a
+   * cubin, one list per entry and no other name, known kinds, arguments
+   * of the entry's tensors with pointers then dims in their order, ranks
+   * 1..5, and each launch value exactly where the flags ask for it. The
+   * message names the entry and the parameter. */
+  {
+#define PTRS "{\"kind\":\"ptr\",\"arg\":\"q\"},{\"kind\":\"ptr\",\"arg\":\"k\"}," \
+             "{\"kind\":\"ptr\",\"arg\":\"v\"},{\"kind\":\"ptr\",\"arg\":\"out\"},"
+#define DIMS3 "{\"kind\":\"dims\",\"arg\":\"q\",\"rank\":4},"                  \
+              "{\"kind\":\"dims\",\"arg\":\"k\",\"rank\":4},"                  \
+              "{\"kind\":\"dims\",\"arg\":\"v\",\"rank\":4}"
+#define HEAD "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"],"
+    struct {
+      const char *meta, *want[2];
+      int splits;
+    } bad[] = {
+        {HEAD "\"tile_counter\":true}", {"lacks its abi", ""}, 1},
+        {HEAD "\"abi\":[]}", {"lacks its abi", ""}, 1},
+        {HEAD "\"abi\":{\"k\":[{\"kind\":\"pointer\",\"arg\":\"q\"}]}}",
+         {"entry 'k', parameter 0 (pointer)", "unknown kind"}, 1},
+        {HEAD "\"abi\":{\"k\":[" PTRS DIMS3 ",{\"kind\":\"dims\",\"arg\":\"out\",\"rank\":6}]}}",
+         {"entry 'k', parameter 7 (dims)", "rank outside 1..5"}, 1},
+        {HEAD "\"abi\":{\"k\":[" PTRS DIMS3 ",{\"kind\":\"dims\",\"arg\":\"out\"}]}}",
+         {"entry 'k', parameter 7 (dims)", "rank outside 1..5"}, 1},
+        {HEAD "\"abi\":{\"k\":[{\"kind\":\"ptr\",\"arg\":\"x\"}]}}",
+         {"entry 'k', parameter 0 (ptr)", "not one of the entry's tensors"}, 1},
+        {HEAD "\"abi\":{\"k\":[{\"kind\":\"ptr\",\"arg\":\"k\"}]}}",
+         {"entry 'k', parameter 0 (ptr)", "order of the entry's tensors"}, 1},
+        {HEAD "\"abi\":{\"k\":[" PTRS DIMS3 "]}}", {"entry 'k'", "3 dims parameters"}, 1},
+        {HEAD "\"abi\":{\"k\":[" PTRS DIMS3 ",{\"kind\":\"dims\",\"arg\":\"out\",\"rank\":4},"
+              "{\"kind\":\"tile_counter\"}]}}",
+         {"entry 'k', parameter 8 (tile_counter)", "flags do not ask"}, 1},
+        {HEAD "\"tile_counter\":true,\"abi\":{\"k\":[" PTRS DIMS3
+              ",{\"kind\":\"dims\",\"arg\":\"out\",\"rank\":4}]}}",
+         {"entry 'k'", "0 tile_counter parameters"}, 1},
+        {HEAD "\"abi\":{\"k\":[" PTRS DIMS3 ",{\"kind\":\"dims\",\"arg\":\"out\",\"rank\":4},"
+              "{\"kind\":\"tma\",\"arg\":\"q\",\"box\":[64,1,512,1],\"swizzle\":128}]}}",
+         {"entry 'k', parameter 8 (tma)", "bad tensor map"}, 1},
+        {HEAD "\"abi\":{\"k\":[" PTRS DIMS3 ",{\"kind\":\"dims\",\"arg\":\"out\",\"rank\":4}],"
+              "\"zz\":[]}}",
+         {"'zz' is not an entry", ""}, 1},
+        /* a split-KV partial kernel takes q, k, v and the partial out, lse */
+        {HEAD "\"combine_entry\":\"c\",\"abi\":{\"c\":[],\"k\":[" PTRS DIMS3
+              ",{\"kind\":\"dims\",\"arg\":\"out\",\"rank\":5}]}}",
+         {"entry 'k'", "4 ptr parameters, its tensors 5"}, 2},
+        /* the combine entry's list is missing */
+        {HEAD "\"combine_entry\":\"c\",\"abi\":{\"k\":[{\"kind\":\"ptr\",\"arg\":\"q\"},"
+              "{\"kind\":\"ptr\",\"arg\":\"k\"},{\"kind\":\"ptr\",\"arg\":\"v\"},"
+              "{\"kind\":\"ptr\",\"arg\":\"out\"},{\"kind\":\"ptr\",\"arg\":\"lse\"},"
+              DIMS3 ",{\"kind\":\"dims\",\"arg\":\"out\",\"rank\":5},"
+              "{\"kind\":\"dims\",\"arg\":\"lse\",\"rank\":4}]}}",
+         {"no list", "entry 'c'"}, 2},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+      c.num_splits = bad[i].splits;
+      CHECK_STATUS(load_cubin_as_is(rt, &c, bad[i].meta, "a bad abi", &k),
+                   FA_ERROR_CORRUPT_ARTIFACT, rt);
+      for (int w = 0; w < 2; ++w)
+        CHECK(strstr(fa_runtime_last_error(rt), bad[i].want[w]) != NULL,
+              "abi case %zu: want \"%s\": %s", i, bad[i].want[w], fa_runtime_last_error(rt));
+    }
+    c.num_splits = 1;
+    /* The same list, right, loads. */
+    CHECK_STATUS(load_cubin_as_is(rt, &c,
+                                  HEAD "\"abi\":{\"k\":[" PTRS DIMS3
+                                       ",{\"kind\":\"dims\",\"arg\":\"out\",\"rank\":4}]}}",
+                                  "a hand-written abi", &k),
+                 FA_OK, rt);
+#undef PTRS
+#undef DIMS3
+#undef HEAD
   }
 
   /* Automatic num_splits: "auto_splits" needs config num_splits 0 and the
@@ -505,7 +592,9 @@ int main(void) {
                  {3, {160, 2, 64, 0}, FA_ERROR_SHAPE_MISMATCH}};
     for (int i = 0; i < 4; ++i) {
       fa_tensor pool = make_tensor(pools[i].rank, pools[i].shape, 2);
-      CHECK_STATUS(fa_tma_check(rt, k, 0, &pool), pools[i].want, rt);
+      const char *name = "k";
+      const fa_tensor *tensor = &pool;
+      CHECK_STATUS(fa_tma_check_call(rt, k, &name, &tensor, 1), pools[i].want, rt);
       if (pools[i].want != FA_OK)
         CHECK(strstr(fa_runtime_last_error(rt), i == 3 ? "rank" : "page panel map") != NULL,
               "pool %d: %s", i, fa_runtime_last_error(rt));

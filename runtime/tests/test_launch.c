@@ -49,6 +49,7 @@
 #include <stdbool.h>
 #include <unistd.h>
 
+#include "abi_stub.h"
 #include "common.h"
 #include "fake_cuda.h"
 #include "flashattn/artifact.h"
@@ -100,6 +101,46 @@ static int compile(const char *dir, const char *name, const char *args, char *pa
   }
   fprintf(stderr, "fa-compile %s failed:\n%s\n", args, text);
   return 1;
+}
+
+/* The metadata of the artifact file at `path` (NULL when unreadable). */
+static cJSON *artifact_metadata(const char *path) {
+  FILE *f = fopen(path, "rb");
+  unsigned char head[FA_ARTIFACT_HEADER_SIZE];
+  uint64_t m = 0;
+  char *text = NULL;
+  if (f && fread(head, 1, sizeof head, f) == sizeof head) {
+    memcpy(&m, head + 48, 8);
+    text = m < (1u << 24) ? (char *)malloc(m + 1) : NULL;
+    if (text && fread(text, 1, m, f) != m) {
+      free(text);
+      text = NULL;
+    }
+  }
+  if (f)
+    fclose(f);
+  cJSON *meta = text ? cJSON_ParseWithLength(text, m) : NULL;
+  free(text);
+  return meta;
+}
+
+/* The compiler's "abi" is the order the kernels took before it existed
+ * (abi_stub.h): each entry's pointers, dims (ranks of the call's tensors),
+ * tensor maps and launch values, so the runtime packs the same parameter
+ * buffers from it. */
+static void check_abi(const char *name, const char *path) {
+  cJSON *meta = artifact_metadata(path);
+  cJSON *want = meta ? abi_stub_derive(meta) : NULL;
+  const cJSON *got = meta ? cJSON_GetObjectItemCaseSensitive(meta, "abi") : NULL;
+  if (!cJSON_Compare(got, want, true)) {
+    char *g = got ? cJSON_PrintUnformatted(got) : NULL, *w = cJSON_PrintUnformatted(want);
+    CHECK(false, "%s: the artifact's abi\n  %s\nis not the launch order\n  %s", name,
+          g ? g : "(none)", w ? w : "?");
+    free(g);
+    free(w);
+  }
+  cJSON_Delete(want);
+  cJSON_Delete(meta);
 }
 
 static void clear_launches(void) { fake->num_launches = 0; }
@@ -256,6 +297,9 @@ int main(void) {
     rc = compile(dir, artifacts[i].name, artifacts[i].args, artifacts[i].path, 512);
   if (rc != 0)
     return rc;
+  for (size_t i = 0; i < sizeof(artifacts) / sizeof(artifacts[0]); ++i)
+    if (strstr(artifacts[i].args, "--target sm90"))
+      check_abi(artifacts[i].name, artifacts[i].path);
 
   setenv("FLASHATTN_LIBCUDA", FA_TEST_FAKE_CUDA, 1);
   void *lib = dlopen(FA_TEST_FAKE_CUDA, RTLD_NOW | RTLD_LOCAL);
@@ -917,13 +961,15 @@ int main(void) {
     void *bytes = NULL;
     size_t size = 0;
     fa_kernel *sk = NULL;
-    CHECK(fa_artifact_build(&c, FA_COMPILER_VERSION, FA_ARTIFACT_CUBIN,
-                            "{\"entry\":\"p\",\"args\":[\"q\",\"k\",\"v\",\"out\",\"lse\"],"
-                            "\"block\":[384,1,1],\"smem\":1024,\"grid\":\"persistent\","
-                            "\"combine_entry\":\"c\",\"tile_counter\":true,"
-                            "\"block_m\":128,\"block_n\":128}",
-                            payload, sizeof(payload), &bytes, &size) == FA_OK,
+    char *meta = abi_stub_add(
+        "{\"entry\":\"p\",\"args\":[\"q\",\"k\",\"v\",\"out\",\"lse\"],"
+        "\"block\":[384,1,1],\"smem\":1024,\"grid\":\"persistent\","
+        "\"combine_entry\":\"c\",\"tile_counter\":true,"
+        "\"block_m\":128,\"block_n\":128}");
+    CHECK(fa_artifact_build(&c, FA_COMPILER_VERSION, FA_ARTIFACT_CUBIN, meta, payload,
+                            sizeof(payload), &bytes, &size) == FA_OK,
           "building the split-KV stand-in");
+    free(meta);
     CHECK_STATUS(fa_kernel_load_artifact(rt, bytes, size, &sk), FA_OK, rt);
     fa_artifact_free(bytes);
     if (sk) {
@@ -1075,10 +1121,11 @@ int main(void) {
     static const char payload[] = "not a real cubin";
     void *bytes = NULL;
     size_t size = 0;
-    CHECK(fa_artifact_build(&c, FA_COMPILER_VERSION, FA_ARTIFACT_CUBIN,
-                            "{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"]}",
-                            payload, sizeof(payload), &bytes, &size) == FA_OK,
+    char *meta = abi_stub_add("{\"entry\":\"k\",\"args\":[\"q\",\"k\",\"v\",\"out\"]}");
+    CHECK(fa_artifact_build(&c, FA_COMPILER_VERSION, FA_ARTIFACT_CUBIN, meta, payload,
+                            sizeof(payload), &bytes, &size) == FA_OK,
           "building the config stand-in");
+    free(meta);
     fa_kernel *ck = NULL;
     CHECK_STATUS(fa_kernel_load_artifact(rt, bytes, size, &ck), FA_OK, rt);
     const char *bad[][2] = {{"\"head_dim\":128", "\"head_dim\":3e9"},

@@ -1,6 +1,6 @@
-// Test kernels for the runtime's CUDA backend (not product code): they follow
-// the launch ABI of runtime/src/cuda_launch.c (one pointer per argument, then the
-// int64 dims of each argument, then one CUtensorMap per "tma" entry) so that
+// Test kernels for the runtime's CUDA backend (not product code): they take the
+// parameters test_runtime_launch.py's "abi" lists (one pointer per argument, then
+// the int64 dims of each argument, then one CUtensorMap per "tma" param) so that
 // test_runtime_launch.py can check loading, launching on a stream and the
 // tensor-map encoding on a real driver. Built with nvcc on the GPU machine.
 #include <cuda.h>

@@ -160,6 +160,15 @@ def main():
         rt_lib.fa_artifact_free(b)
         return st, k
 
+    def abi(entry, maps=()):
+        """The "abi" of a test kernel: q, k, v, out pointers, their 4-D dims,
+        then a tensor map per entry of `maps` (runtime_kernels.cu)."""
+        names = ["q", "k", "v", "out"]
+        params = [{"kind": "ptr", "arg": n} for n in names]
+        params += [{"kind": "dims", "arg": n, "rank": 4} for n in names]
+        params += [dict(m, kind="tma") for m in maps]
+        return '"abi":' + json.dumps({entry: params})
+
     B, S, H, D = 2, 1000, 4, 64
     q = torch.randn(B, S, H, D, device="cuda", dtype=torch.bfloat16)
     kv = torch.randn(B, S, H, D, device="cuda", dtype=torch.bfloat16)
@@ -175,7 +184,7 @@ def main():
 
     # 2. Launch through the runtime's ABI on our stream.
     st, k = load('{"entry":"fa_test_copy","args":["q","k","v","out"],"block":[256,1,1],'
-                 '"grid":"persistent"}', cfg)
+                 '"grid":"persistent",' + abi("fa_test_copy") + '}', cfg)
     check("load_cubin", st == FA_OK, rt_lib.fa_runtime_last_error(rt).decode())
     out = torch.full_like(q, float("nan"))
     st = run(k, q, out)
@@ -184,8 +193,9 @@ def main():
 
     # 3. A tensor map encoded by the runtime, read by TMA in the kernel.
     cfg.causal = 1  # another config (another key) for the second kernel
-    st, k2 = load('{"entry":"fa_test_tma","args":["q","k","v","out"],"block":[128,1,1],'
-                  '"tma":[{"arg":"q","box":[64,1,8,1],"swizzle":0}]}', cfg)
+    st, k2 = load('{"entry":"fa_test_tma","args":["q","k","v","out"],"block":[128,1,1],' +
+                  abi("fa_test_tma", [{"arg": "q", "box": [64, 1, 8, 1], "swizzle": 0}]) + '}',
+                  cfg)
     check("load_tma_cubin", st == FA_OK, rt_lib.fa_runtime_last_error(rt).decode())
     out = torch.zeros_like(q)
     st = run(k2, q, out)

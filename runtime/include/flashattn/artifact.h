@@ -15,12 +15,19 @@
  *       64     8  XXH3-64 checksum of the M + P bytes that follow
  *       72     M  metadata: JSON object {"compiler_version", "config": {...},
  *                 "entry", "args": [names], "target", and for cubins "block",
- *                 "grid", "smem", "tma": [{"arg", "box" (innermost first),
- *                 "swizzle"[, "group"][, "page_panels"]}], and the optional
- *                 launch fields of the kernel's forms (split-KV, tile table,
- *                 packed GQA, one-head twins, append: docs/ARCHITECTURE.md,
- *                 "The sm_90a lowering", lists them under
- *                 lib/Target/Sm90Artifact.cpp; artifact.c checks them)}
+ *                 "grid", "smem", the optional launch fields of the
+ *                 kernel's forms (split-KV, tile table, packed GQA,
+ *                 one-head twins, append: docs/ARCHITECTURE.md, "The sm_90a
+ *                 lowering", lists them under lib/Target/Sm90Artifact.cpp;
+ *                 artifact.c checks them), and "abi": {entry name: [params
+ *                 in parameter order]} for every entry, each param {"kind":
+ *                 "ptr" | "dims" (with "rank") | "tma" (with "box"
+ *                 (innermost first), "swizzle"[, "group"][,
+ *                 "page_panels"]), with "arg" naming a tensor of the entry;
+ *                 or "tile_counter" | "tile_table" | "tile_table_inline"
+ *                 (with "bytes") | "page_table" | "merge_out" |
+ *                 "merge_lse" | "merge_counters"} (docs/ARCHITECTURE.md,
+ *                 Runtime)}
  *     72+M     P  payload
  * A file that is shorter, has another magic/version, a checksum mismatch, or
  * whose key is not the one its config hashes to is rejected with
