@@ -66,7 +66,7 @@ static KernelParamAttr findParam(KernelAbiAttr abi, ParamKind kind, StringRef ar
   return {};
 }
 
-/// A tensor-map parameter as the metadata's "tma" lists hold it.
+/// The fields of a tensor-map parameter.
 static json::Object tmaJson(KernelParamAttr p) {
   // Strings copied: the attributes' context ends before the metadata is
   // written.
@@ -119,15 +119,12 @@ static void readEntries(Sm90EntriesAttr entries, Sm90Ptx &result) {
   result.packGroups = q && q.getGroup() ? q.getGroup() : 1;
   for (NamedAttribute e : entries.getAbi()) {
     auto abi = cast<KernelAbiAttr>(e.getValue());
-    json::Array params, tma;
+    json::Array params;
     for (Attribute a : abi.getParams()) {
       auto p = cast<KernelParamAttr>(a);
       params.push_back(paramJson(p));
-      if (p.getKind() == ParamKind::tma)
-        tma.push_back(tmaJson(p));
     }
     result.abi[e.getName().str()] = std::move(params);
-    result.tma[e.getName().str()] = std::move(tma);
   }
 }
 
@@ -328,11 +325,6 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
     error = "cannot read the cubin";
     return failure();
   }
-  auto tmaOf = [&](const std::string &entry) {
-    json::Array *list = compiled.tma.getArray(entry);
-    return list ? *list : json::Array();
-  };
-  json::Array tma = tmaOf(kernel);
   int64_t g = compiled.packGroups, bm = compiled.blockM, hp = compiled.kvHeadsPerBlock,
           bn = compiled.blockN / hp;
   json::Array argNames{"q", "k", "v", "out"};
@@ -344,7 +336,6 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
                     {"block", json::Array{compiled.threads, 1, 1}},
                     {"grid", "persistent"},
                     {"smem", smem},
-                    {"tma", std::move(tma)},
                     {"block_m", bm},
                     {"block_n", bn},
                     {"pack_groups", g}};
@@ -387,7 +378,6 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
     meta["packed_groups"] = pg;
     // The packed kernels' whole tensor-map list (their parameters): q
     // grouped, k, v, and never out (no TMA store with pack_gqa).
-    meta["packed_tma"] = tmaOf(kernel + "_packed");
   }
   // Several kv heads per key block: the one-head kernels (block_n x HP
   // keys a block, groups of G / HP heads, k/v boxes of one head), for
@@ -397,7 +387,6 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
     meta["kv1_entry"] = kernel + "_kv1";
     if (!compiled.dense.empty())
       meta["kv1_dense_entry"] = compiled.dense + "_kv1";
-    meta["kv1_tma"] = tmaOf(kernel + "_kv1");
   }
   if (!compiled.combine.empty()) {
     meta["combine_entry"] = compiled.combine;

@@ -6,12 +6,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "flashattn/Transforms/Passes.h"
+#include "flashattn/Transforms/PlanSm90.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
+#include <tuple>
 
 namespace mlir::flashattn {
 #define GEN_PASS_DEF_FLASHATTNPLAN
@@ -39,7 +41,8 @@ PlanAttr mlir::flashattn::computePlan(AttentionOp op, Target target,
           64, llvm::PowerOf2Ceil(std::max<int64_t>(1, qType.getDimSize(1))));
     return PlanAttr::get(ctx, Target::host, blockM, /*block_n=*/64,
                          /*stages=*/1, /*consumers=*/1, Schedule::static_,
-                         opSplits > 0 ? opSplits : 1, opPack.value_or(false));
+                         opSplits > 0 ? opSplits : 1, opPack.value_or(false),
+                         Sm90CodegenAttr());
   }
 
   // sm90: FlashAttention-3's forward shape (arXiv 2407.08608): a TMA
@@ -98,13 +101,85 @@ PlanAttr mlir::flashattn::computePlan(AttentionOp op, Target target,
   // runtime/src/cuda_variant.c, for artifacts compiled with num_splits 0).
   int64_t splits = opSplits > 0 ? opSplits : 1;
   return PlanAttr::get(ctx, Target::sm90, blockM, blockN, /*stages=*/2,
-                       consumers, schedule, splits, pack);
+                       consumers, schedule, splits, pack, Sm90CodegenAttr());
 }
 
 namespace {
+/// "auto", "on" or "off" as an override; false when the text is none of
+/// them (reported by the caller).
+bool parseSwitch(StringRef text, std::optional<bool> &out) {
+  if (text == "auto")
+    return true;
+  if (text != "on" && text != "off")
+    return false;
+  out = text == "on";
+  return true;
+}
+
+/// "auto", "normal", "first" or "last" as an L2 priority override.
+bool parseL2(StringRef text, std::optional<L2Priority> &out) {
+  if (text == "auto")
+    return true;
+  std::optional<L2Priority> p = llvm::StringSwitch<std::optional<L2Priority>>(text)
+                                    .Case("normal", L2Priority::normal)
+                                    .Case("first", L2Priority::evict_first)
+                                    .Case("last", L2Priority::evict_last)
+                                    .Default(std::nullopt);
+  out = p;
+  return p.has_value();
+}
+
 struct FlashAttnPlanPass
     : public flashattn::impl::FlashAttnPlanBase<FlashAttnPlanPass> {
   using Base::Base;
+
+  /// The code-generation overrides of the options; false (reported) for a
+  /// value they do not take.
+  bool overrides(Sm90CodegenOverrides &o) {
+    for (auto [text, slot] : {std::pair{&schedulerBarrier, &o.schedulerBarrier},
+                              std::pair{&tmaStore, &o.tmaStore},
+                              std::pair{&earlyQRelease, &o.earlyQRelease},
+                              std::pair{&kvRowCopies, &o.kvRowCopies}})
+      if (!parseSwitch(*text, *slot)) {
+        getOperation()->emitError()
+            << "flashattn-plan: scheduler-barrier, tma-store, early-q-release and "
+               "kv-row-copies take auto, on or off, got '"
+            << *text << "'";
+        return false;
+      }
+    for (auto [name, text, slot] : {std::tuple{"l2-hint-q", &l2HintQ, &o.l2HintQ},
+                                    std::tuple{"l2-hint-kv", &l2HintKV, &o.l2HintKV}})
+      if (!parseL2(*text, *slot)) {
+        getOperation()->emitError() << "flashattn-plan: " << name
+                                    << " takes auto, normal, first or last, got '" << *text
+                                    << "'";
+        return false;
+      }
+    o.kvHeadsPerBlock = kvHeadsPerBlock;
+    return true;
+  }
+
+  /// `op`'s plan: the computed one with the tile overrides, and on sm90 its
+  /// code-generation choices.
+  FailureOr<PlanAttr> planFor(AttentionOp op, Target t, const Sm90CodegenOverrides &o) {
+    PlanAttr p = computePlan(op, t, numSMs);
+    int64_t c = consumers ? consumers : p.getConsumers();
+    int64_t bm = blockM ? blockM : consumers && t == Target::sm90 ? 64 * consumers : p.getBlockM();
+    p = PlanAttr::get(op.getContext(), p.getTarget(), bm, blockN ? blockN : p.getBlockN(),
+                      stages ? stages : p.getStages(), c, p.getSchedule(), p.getNumSplits(),
+                      p.getPackGqa(), Sm90CodegenAttr());
+    if (t != Target::sm90)
+      return p;
+    std::string why;
+    FailureOr<Sm90CodegenAttr> cg = chooseSm90Codegen(op, p, o, why);
+    if (failed(cg)) {
+      op.emitError("flashattn-plan: ") << why;
+      return failure();
+    }
+    return PlanAttr::get(op.getContext(), p.getTarget(), p.getBlockM(), p.getBlockN(),
+                         p.getStages(), p.getConsumers(), p.getSchedule(), p.getNumSplits(),
+                         p.getPackGqa(), *cg);
+  }
 
   void runOnOperation() override {
     std::optional<Target> t = llvm::StringSwitch<std::optional<Target>>(target)
@@ -128,20 +203,20 @@ struct FlashAttnPlanPass
              "0 (automatic) or positive";
       return signalPassFailure();
     }
-    getOperation()->walk([&](AttentionOp op) {
+    Sm90CodegenOverrides o;
+    if (!overrides(o))
+      return signalPassFailure();
+    WalkResult result = getOperation()->walk([&](AttentionOp op) {
       if (op.getPlanAttr())
-        return;
-      PlanAttr p = computePlan(op, *t, numSMs);
-      int64_t c = consumers ? consumers : p.getConsumers();
-      int64_t bm = blockM ? blockM
-                   : consumers && *t == Target::sm90 ? 64 * consumers
-                                                     : p.getBlockM();
-      op.setPlanAttr(PlanAttr::get(op.getContext(), p.getTarget(), bm,
-                                   blockN ? blockN : p.getBlockN(),
-                                   stages ? stages : p.getStages(), c,
-                                   p.getSchedule(), p.getNumSplits(),
-                                   p.getPackGqa()));
+        return WalkResult::advance();
+      FailureOr<PlanAttr> p = planFor(op, *t, o);
+      if (failed(p))
+        return WalkResult::interrupt();
+      op.setPlanAttr(*p);
+      return WalkResult::advance();
     });
+    if (result.wasInterrupted())
+      signalPassFailure();
   }
 };
 } // namespace

@@ -3,14 +3,23 @@
 // RUN: fa-opt %s --flashattn-plan="target=sm90 consumers=1 block-n=64 stages=3" --split-input-file | FileCheck %s --check-prefix=OVERRIDE
 // RUN: not fa-opt %s --flashattn-plan="target=sm90 block-n=-1" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADOVERRIDE
 // RUN: not fa-opt %s --flashattn-plan="target=tpu" --split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: fa-opt %s --flashattn-plan="target=sm90 scheduler-barrier=off tma-store=off early-q-release=off l2-hint-q=normal l2-hint-kv=last" --split-input-file | FileCheck %s --check-prefix=CODEGEN
+// RUN: not fa-opt %s --flashattn-plan="target=sm90 tma-store=maybe" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADSWITCH
+// RUN: not fa-opt %s --flashattn-plan="target=sm90 l2-hint-kv=lru" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADL2
 
 // BAD: error: flashattn-plan: unknown target 'tpu' (expected host or sm90)
+// The sm90 code-generation choices, each overridable: a test or a tuner
+// pins them in the plan (#flashattn.sm90_codegen).
+// CODEGEN-LABEL: func.func @prefill
+// CODEGEN: plan = #flashattn.plan<{{.*}}, sm90 = <conditional_rescale = true, rescale_under_qk = true, reduce_chains = 4, l2_hint_kv = evict_last>>
+// BADSWITCH: error: flashattn-plan: scheduler-barrier, tma-store, early-q-release and kv-row-copies take auto, on or off, got 'maybe'
+// BADL2: error: flashattn-plan: l2-hint-kv takes auto, normal, first or last, got 'lru'
 // BADOVERRIDE: error: flashattn-plan: block-m, block-n, consumers and stages must be 0 (automatic) or positive
 
 // Tile overrides (tuning): consumers alone sets sm90's block_m = 64 x
 // consumers; the schedule, splits and packing stay automatic.
 // OVERRIDE-LABEL: func.func @prefill
-// OVERRIDE: plan = #flashattn.plan<target = sm90, block_m = 64, block_n = 64, stages = 3, consumers = 1, schedule = static, num_splits = 1, pack_gqa = false>
+// OVERRIDE: plan = #flashattn.plan<target = sm90, block_m = 64, block_n = 64, stages = 3, consumers = 1, schedule = static, num_splits = 1, pack_gqa = false, sm90 = <tma_store = true, early_q_release = true, conditional_rescale = true, rescale_under_qk = true, reduce_chains = 4, l2_hint_q = evict_first>>
 
 // Non-causal prefill, head_dim 128: 64x64 tiles on the host; on sm90
 // 128x128 (2 consumer warpgroups of 64 rows), 2 K/V stages and the static
@@ -19,7 +28,7 @@
 // HOST-LABEL: func.func @prefill
 // HOST: plan = #flashattn.plan<target = host, block_m = 64, block_n = 64, stages = 1, consumers = 1, schedule = static, num_splits = 1, pack_gqa = false>
 // SM90-LABEL: func.func @prefill
-// SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 128, stages = 2, consumers = 2, schedule = static, num_splits = 1, pack_gqa = false>
+// SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 128, stages = 2, consumers = 2, schedule = static, num_splits = 1, pack_gqa = false, sm90 = <scheduler_barrier = true, tma_store = true, early_q_release = true, conditional_rescale = true, rescale_under_qk = true, reduce_chains = 4, l2_hint_q = evict_first>>
 func.func @prefill(%q: memref<2x1000x32x128xbf16>, %k: memref<2x1000x8x128xbf16>,
                    %v: memref<2x1000x8x128xbf16>, %o: memref<2x1000x32x128xbf16>) {
   flashattn.attention ins(%q, %k, %v : memref<2x1000x32x128xbf16>, memref<2x1000x8x128xbf16>, memref<2x1000x8x128xbf16>)
@@ -36,7 +45,7 @@ func.func @prefill(%q: memref<2x1000x32x128xbf16>, %k: memref<2x1000x8x128xbf16>
 // HOST-LABEL: func.func @decode
 // HOST: plan = #flashattn.plan<target = host, block_m = 1, block_n = 64, stages = 1, consumers = 1, schedule = static, num_splits = 1, pack_gqa = false>
 // SM90-LABEL: func.func @decode
-// SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 128, stages = 2, consumers = 2, schedule = lpt, num_splits = 1, pack_gqa = true>
+// SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 128, stages = 2, consumers = 2, schedule = lpt, num_splits = 1, pack_gqa = true, sm90 = <scheduler_barrier = true, early_q_release = true, conditional_rescale = true, rescale_under_qk = true, reduce_chains = 4, l2_hint_q = evict_first>>
 func.func @decode(%q: memref<1x1x32x128xbf16>, %k: memref<1x32768x8x128xbf16>,
                   %v: memref<1x32768x8x128xbf16>, %o: memref<1x1x32x128xbf16>) {
   flashattn.attention ins(%q, %k, %v : memref<1x1x32x128xbf16>, memref<1x32768x8x128xbf16>, memref<1x32768x8x128xbf16>)
@@ -52,7 +61,7 @@ func.func @decode(%q: memref<1x1x32x128xbf16>, %k: memref<1x32768x8x128xbf16>,
 // HOST-LABEL: func.func @explicit
 // HOST: plan = #flashattn.plan<target = host, block_m = 16, block_n = 64, stages = 1, consumers = 1, schedule = static, num_splits = 3, pack_gqa = true>
 // SM90-LABEL: func.func @explicit
-// SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 80, stages = 2, consumers = 2, schedule = static, num_splits = 3, pack_gqa = true>
+// SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 80, stages = 2, consumers = 2, schedule = static, num_splits = 3, pack_gqa = true, sm90 = <scheduler_barrier = true, early_q_release = true, conditional_rescale = true, reduce_chains = 4, l2_hint_q = evict_first>>
 func.func @explicit(%q: memref<1x16x4x256xf16>, %k: memref<1x900x4x256xf16>,
                     %v: memref<1x900x4x256xf16>, %o: memref<1x16x4x256xf16>) {
   flashattn.attention ins(%q, %k, %v : memref<1x16x4x256xf16>, memref<1x900x4x256xf16>, memref<1x900x4x256xf16>)
@@ -83,6 +92,7 @@ func.func @kept(%q: memref<1x16x4x64xf16>, %k: memref<1x90x4x64xf16>,
 // SM90-LABEL: func.func @paged_hd256
 // SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 64,
 // SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 32,
+// SM90-SAME: kv_row_copies = true
 func.func @paged_hd256(%q: memref<2x1x4x256xbf16>, %k16: memref<32x16x1x256xbf16>,
                        %k3: memref<32x3x1x256xbf16>, %su: memref<2xi32>,
                        %bt: memref<2x16xi32>, %o: memref<2x1x4x256xbf16>) {

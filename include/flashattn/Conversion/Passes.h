@@ -28,15 +28,6 @@ void populateFlashAttnToVectorConversionPatterns(RewritePatternSet &patterns,
 /// Code-generation choices of convert-flashattn-to-nvgpu the plan does not
 /// carry: nullopt = automatic, else forced on or off.
 struct Sm90CodegenOptions {
-  std::optional<bool> schedulerBarrier;
-  std::optional<bool> tmaStore;
-  std::optional<bool> earlyQRelease;
-  /// Paged KV by per-row cp.async copies (auto: page sizes TMA boxes
-  /// cannot serve, below 8 keys).
-  std::optional<bool> kvRowCopies;
-  /// kv heads per key block of pack_gqa paged kernels (Sm90KernelSpec::
-  /// kvHeadsPerBlock): 0 = automatic, 1 = off.
-  int64_t kvHeadsPerBlock = 0;
   /// Split-KV partial form: also emit a dense kernel (`<name>_dense`,
   /// writing out / lse directly) for launches whose split count is 1 (the
   /// automatic count at launch).
@@ -45,10 +36,6 @@ struct Sm90CodegenOptions {
   /// kernels with the query heads packed (`<name>_packed`,
   /// `<name>_dense_packed`), for launches that fit a tile.
   bool packedEntry = false;
-  /// L2 eviction priority of the Q and K/V loads (nullopt = automatic: Q
-  /// evict_first, as each tile reads its Q once; K/V evict_normal).
-  std::optional<L2Hint> l2HintQ;
-  std::optional<L2Hint> l2HintKV;
   /// Build the kernels by printing and parsing MLIR text (the generator the
   /// IR builders replace; their PTX is compared in a test).
   bool textGenerator = false;

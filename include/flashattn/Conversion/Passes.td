@@ -73,15 +73,11 @@ def ConvertFlashAttnToNVGPU : Pass<"convert-flashattn-to-nvgpu", "::mlir::Module
     arguments, constants and arith ops; regions that read values from
     outside (bias tables) are reported.
 
-    `scheduler-barrier`, `tma-store`, `early-q-release` and `kv-row-copies`
-    (auto, on, off) override four code-generation choices for measurements: the
-    warp-scheduler barrier between consumers (auto: 2 or more consumers,
-    not 3 consumers under a mask), the TMA-store epilogue
-    (auto: up to 2 consumers, not the partial form, when the O tile fits)
-    releasing Q after a tile's last S instead of its last P V (auto:
-    always) and, for paged KV, per-row cp.async copies by the 128
-    producer threads instead of a TMA box per page (auto: page sizes below
-    8 or that neither divide nor are multiples of block_n). `dense-entry`
+    The kernel's code-generation choices (scheduler barrier, TMA-store
+    epilogue, early Q release, rescaling, reduction chains, per-row KV
+    copies, kv heads per key block, L2 priorities) are the plan's
+    `#flashattn.sm90_codegen` (flashattn-plan chooses and overrides them; a
+    plan without it gets flashattn-plan's automatic choices). `dense-entry`
     adds to a split-KV module a third kernel, `<name>_dense` (the entries'
     `dense`), the same attention without splits: a
     runtime whose automatic split count comes out 1 launches it instead of
@@ -93,26 +89,6 @@ def ConvertFlashAttnToNVGPU : Pass<"convert-flashattn-to-nvgpu", "::mlir::Module
     kv head fit one tile.
   }];
   let options = [
-    Option<"schedulerBarrier", "scheduler-barrier", "std::string",
-           /*default=*/"\"auto\"", "consumers take turns issuing GEMMs: auto, on, off">,
-    Option<"tmaStore", "tma-store", "std::string", /*default=*/"\"auto\"",
-           "O through shared memory and a TMA store: auto, on, off">,
-    Option<"earlyQRelease", "early-q-release", "std::string",
-           /*default=*/"\"auto\"",
-           "release Q after the tile's last S, not its last P V: auto, on, off">,
-    Option<"kvRowCopies", "kv-row-copies", "std::string", /*default=*/"\"auto\"",
-           "paged KV by per-row cp.async copies instead of a TMA box per page: "
-           "auto, on, off">,
-    Option<"kvHeadsPerBlock", "kv-heads-per-block", "int64_t", /*default=*/"0",
-           "pack_gqa with pages smaller than a key block: kv heads per key "
-           "block, so that a TMA box holds as many heads of a page (0: "
-           "automatic, 1: off)">,
-    Option<"l2HintQ", "l2-hint-q", "std::string", /*default=*/"\"auto\"",
-           "L2 eviction priority of Q's TMA loads: auto (evict_first), "
-           "normal, first, last">,
-    Option<"l2HintKV", "l2-hint-kv", "std::string", /*default=*/"\"auto\"",
-           "L2 eviction priority of the K/V TMA loads: auto (normal), normal, "
-           "first, last">,
     Option<"denseEntry", "dense-entry", "bool", /*default=*/"false",
            "split-KV partial form: also a dense kernel for one-split launches">,
     Option<"packedEntry", "packed-entry", "bool", /*default=*/"false",

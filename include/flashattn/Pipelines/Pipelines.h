@@ -46,7 +46,8 @@ struct Sm90PipelineOptions : public PassPipelineOptions<Sm90PipelineOptions> {
                             llvm::cl::desc("consumer warpgroups"), llvm::cl::init(0)};
   Option<int64_t> stages{*this, "stages", llvm::cl::desc("K/V pipeline stages"),
                          llvm::cl::init(0)};
-  // Code-generation overrides handed to convert-flashattn-to-nvgpu.
+  // Code-generation overrides handed to flashattn-plan (the plan's
+  // #flashattn.sm90_codegen).
   Option<std::string> schedulerBarrier{
       *this, "scheduler-barrier",
       llvm::cl::desc("consumers take turns issuing GEMMs: auto, on, off"),

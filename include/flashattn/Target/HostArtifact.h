@@ -60,11 +60,11 @@ struct Sm90Ptx {
   /// a block; packGroups then counts HP x Hq / Hkv heads)
   int64_t kvHeadsPerBlock = 1;
   bool autoSplits = false;  ///< num_splits 0: the runtime picks the count
-  /// Each entry's parameters (metadata "abi") and its tensor maps (the
-  /// "tma" lists), from the kernels' #flashattn.kernel_abi; hasAbi false
-  /// for the text generator's kernels (PTX only).
+  /// Each entry's parameters (metadata "abi"), from the kernels'
+  /// #flashattn.kernel_abi; hasAbi false for the text generator's kernels
+  /// (PTX only).
   bool hasAbi = false;
-  llvm::json::Object abi, tma;
+  llvm::json::Object abi;
   bool tileTable = false;   ///< takes the runtime's tile table (varlen)
   bool pageTable = false;   ///< paged: takes the page lists after the table
   bool kvRowCopies = false; ///< paged KV by per-row copies (40-register producer)

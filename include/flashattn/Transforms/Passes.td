@@ -32,6 +32,16 @@ def FlashAttnPlan : Pass<"flashattn-plan"> {
     (0 = automatic; with `consumers` alone, sm90's block_m follows as 64 x
     consumers): for tuning experiments, which the runtime's cache key does
     not record. An op whose plan is already set is left alone.
+
+    On sm90 the plan also holds the kernel's code-generation choices
+    (`sm90 = #flashattn.sm90_codegen<...>`: the consumers' scheduler
+    barrier, the TMA-store epilogue, the early Q release, conditional
+    rescaling, the rescale's place, the reduction chains, per-row KV copies,
+    kv heads per key block, the L2 priorities of the TMA loads), each chosen
+    as measured on the H200 and overridable by the option of the same name
+    (`scheduler-barrier`, `tma-store`, `early-q-release`, `kv-row-copies`:
+    auto, on, off; `kv-heads-per-block`: 0 automatic, 1 off; `l2-hint-q`,
+    `l2-hint-kv`: auto, normal, first, last).
   }];
   let options = [
     Option<"target", "target", "std::string", /*default=*/"\"host\"",
@@ -46,7 +56,27 @@ def FlashAttnPlan : Pass<"flashattn-plan"> {
     Option<"consumers", "consumers", "int64_t", /*default=*/"0",
            "consumer warpgroups per CTA on sm90 (0: automatic)">,
     Option<"stages", "stages", "int64_t", /*default=*/"0",
-           "K/V pipeline stages on sm90 (0: automatic)">
+           "K/V pipeline stages on sm90 (0: automatic)">,
+    Option<"schedulerBarrier", "scheduler-barrier", "std::string",
+           /*default=*/"\"auto\"", "sm90: consumers take turns issuing GEMMs: auto, on, off">,
+    Option<"tmaStore", "tma-store", "std::string", /*default=*/"\"auto\"",
+           "sm90: O through shared memory and a TMA store: auto, on, off">,
+    Option<"earlyQRelease", "early-q-release", "std::string",
+           /*default=*/"\"auto\"",
+           "sm90: release Q after the tile's last S, not its last P V: auto, on, off">,
+    Option<"kvRowCopies", "kv-row-copies", "std::string", /*default=*/"\"auto\"",
+           "sm90: paged KV by per-row cp.async copies instead of a TMA box per page: "
+           "auto, on, off">,
+    Option<"kvHeadsPerBlock", "kv-heads-per-block", "int64_t", /*default=*/"0",
+           "sm90: pack_gqa with pages smaller than a key block: kv heads per key "
+           "block, so that a TMA box holds as many heads of a page (0: "
+           "automatic, 1: off)">,
+    Option<"l2HintQ", "l2-hint-q", "std::string", /*default=*/"\"auto\"",
+           "sm90: L2 eviction priority of Q's TMA loads: auto (evict_first), "
+           "normal, first, last">,
+    Option<"l2HintKV", "l2-hint-kv", "std::string", /*default=*/"\"auto\"",
+           "sm90: L2 eviction priority of the K/V TMA loads: auto (normal), normal, "
+           "first, last">
   ];
   let dependentDialects = ["::mlir::flashattn::FlashAttnDialect"];
 }

@@ -301,40 +301,7 @@ struct ConvertFlashAttnToNVGPUPass
     Sm90CodegenOptions options;
     options.denseEntry = denseEntry;
     options.packedEntry = packedEntry;
-    options.kvHeadsPerBlock = kvHeadsPerBlock;
     options.textGenerator = textGenerator;
-    for (auto [text, slot] : {std::pair{&schedulerBarrier, &options.schedulerBarrier},
-                              std::pair{&tmaStore, &options.tmaStore},
-                              std::pair{&earlyQRelease, &options.earlyQRelease},
-                              std::pair{&kvRowCopies, &options.kvRowCopies}}) {
-      std::string value = *text;
-      if (value == "on" || value == "off")
-        *slot = value == "on";
-      else if (value != "auto") {
-        getOperation()->emitError()
-            << "convert-flashattn-to-nvgpu: scheduler-barrier, tma-store, "
-               "early-q-release and kv-row-copies take auto, on or off, got '"
-            << value << "'";
-        return signalPassFailure();
-      }
-    }
-    for (auto [name, text, slot] :
-         {std::tuple{"l2-hint-q", &l2HintQ, &options.l2HintQ},
-          std::tuple{"l2-hint-kv", &l2HintKV, &options.l2HintKV}}) {
-      std::string value = *text;
-      if (value == "normal")
-        *slot = L2Hint::none;
-      else if (value == "first")
-        *slot = L2Hint::evictFirst;
-      else if (value == "last")
-        *slot = L2Hint::evictLast;
-      else if (value != "auto") {
-        getOperation()->emitError()
-            << "convert-flashattn-to-nvgpu: " << name
-            << " takes auto, normal, first or last, got '" << value << "'";
-        return signalPassFailure();
-      }
-    }
     RewritePatternSet patterns(&getContext());
     populateFlashAttnToNVGPUConversionPatterns(patterns, options);
     GreedyRewriteConfig config;

@@ -29,7 +29,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flashattn/Conversion/FlashAttnToNVGPU/Sm90Kernel.h"
-#include "Sm90Layout.h"
+#include "flashattn/Conversion/FlashAttnToNVGPU/Sm90Layout.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"

@@ -30,7 +30,7 @@
 #include "flashattn/Conversion/FlashAttnToNVGPU/Sm90Kernel.h"
 
 #include "KernelEmitter.h"
-#include "Sm90Layout.h"
+#include "flashattn/Conversion/FlashAttnToNVGPU/Sm90Layout.h"
 
 #include "flashattn/Dialect/FlashAttn/IR/FlashAttn.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -2630,8 +2630,4 @@ void mlir::flashattn::buildSm90AppendKernel(OpBuilder &builder, Location loc,
       copy();
   });
   LLVM::ReturnOp::create(builder, loc, ValueRange{});
-}
-
-int64_t mlir::flashattn::sm90SharedMemoryBytes(const Sm90KernelSpec &k) {
-  return Sm90Layout(k).total();
 }

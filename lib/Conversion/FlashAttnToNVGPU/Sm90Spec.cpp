@@ -9,6 +9,9 @@
 
 #include "Sm90Spec.h"
 
+#include "flashattn/Conversion/FlashAttnToNVGPU/Sm90Layout.h"
+#include "flashattn/Transforms/PlanSm90.h"
+
 #include "flashattn/Dialect/FlashAttn/IR/FlashAttn.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Matchers.h"
@@ -181,8 +184,8 @@ static FailureOr<Sm90KernelSpec> baseSpec(AttentionOp op, PlanAttr plan, const F
 }
 
 /// Paged KV: TMA boxes per page or per-row copies.
-static LogicalResult pagedSpec(AttentionOp op, PlanAttr plan, const Sm90CodegenOptions &options,
-                               Sm90KernelSpec &spec, const Fail &fail) {
+static LogicalResult pagedSpec(AttentionOp op, Sm90CodegenAttr cg, Sm90KernelSpec &spec,
+                               const Fail &fail) {
   int64_t d = spec.headDim, consumers = spec.consumers, blockN = spec.blockN;
   if (op.isPaged()) {
     int64_t ps = cast<ShapedType>(op.getK().getType()).getDimSize(1);
@@ -192,7 +195,7 @@ static LogicalResult pagedSpec(AttentionOp op, PlanAttr plan, const Sm90CodegenO
     // 128-byte swizzle's atom): pages holding whole key blocks, or dividing
     // a block in multiples of 8 rows. Otherwise per-row copies.
     bool boxes = ps % blockN == 0 || (blockN % ps == 0 && ps % 8 == 0);
-    spec.kvRowCopies = options.kvRowCopies.value_or(!boxes);
+    spec.kvRowCopies = cg.getKvRowCopies();
     if (!spec.kvRowCopies && !boxes)
       return fail("paged KV by TMA boxes on sm90 takes page sizes that are a "
                   "multiple of block_n, or divide it and are a multiple of 8 "
@@ -218,9 +221,8 @@ static LogicalResult pagedSpec(AttentionOp op, PlanAttr plan, const Sm90CodegenO
 }
 
 /// pack_gqa, and kv heads per key block over small pages.
-static LogicalResult packSpec(AttentionOp op, PlanAttr plan, const Sm90CodegenOptions &options,
+static LogicalResult packSpec(AttentionOp op, PlanAttr plan, Sm90CodegenAttr cg,
                               Sm90KernelSpec &spec, const Fail &fail) {
-  int64_t blockN = spec.blockN;
   // pack_gqa (the plan's choice): the query heads of a kv head share tiles.
   if (plan.getPackGqa()) {
     int64_t hq = op.getNumQHeads(), hkv = op.getNumKVHeads();
@@ -233,104 +235,29 @@ static LogicalResult packSpec(AttentionOp op, PlanAttr plan, const Sm90CodegenOp
                   "Hkv = " + Twine(g) + ", block_m = " + Twine(plan.getBlockM()));
     spec.packGroups = std::max<int64_t>(g, 1);
   }
-  // pack_gqa over pages smaller than a key block: HP kv heads per block, so
-  // that a TMA box holds HP heads of a page (Sm90KernelSpec::
-  // kvHeadsPerBlock). Automatic, for pages below 64 keys (boxes below 8 KB
-  // of 64 columns): the fewest heads (2, 4, 8) that make boxes of 64 rows,
-  // or the most that fit. Measured on the H200 (docs/BENCHMARKS.md): 16-key
-  // pages lost 5-7% to dense decode in 2 KB boxes, 64-key pages (8 KB
-  // boxes) 1-2%. (The one-head twins now read a page in one box, the page
-  // panel layout; re-measured in session 12, the 4-head kernels still win
-  // at batch 128 and tie at 64.)
-  bool packable = spec.packGroups > 1 && spec.pageSize && !spec.kvRowCopies &&
-                  spec.pageSize < blockN;
-  if (packable) {
-    int64_t ps = spec.pageSize, hkv = op.getNumKVHeads(), g = spec.packGroups;
-    auto fits = [&](int64_t hp) {
-      return 8 % hp == 0 && hkv % hp == 0 && blockN % (hp * ps) == 0 &&
-             plan.getBlockM() % (g * hp) == 0 && g * hp <= 256;
-    };
-    int64_t hp = options.kvHeadsPerBlock;
-    if (hp == 0) {
-      hp = 1;
-      for (int64_t c : {2, 4, 8}) {
-        if (ps >= 64 || !fits(c))
-          break;
-        hp = c;
-        if (c * ps >= 64)
-          break;
-      }
-    } else if (hp > 1 && !fits(hp)) {
-      return fail("kv-heads-per-block = " + Twine(hp) +
-                  " needs to divide 8 and Hkv (" + Twine(hkv) +
-                  "), hp x page_size to divide block_n (" + Twine(ps) + ", " +
-                  Twine(blockN) + ") and hp x Hq / Hkv (" + Twine(g) +
-                  ") to divide block_m (" + Twine(plan.getBlockM()) + ")");
-    }
-    spec.kvHeadsPerBlock = std::max<int64_t>(hp, 1);
-  } else if (options.kvHeadsPerBlock > 1) {
-    return fail("kv-heads-per-block applies to pack_gqa kernels over paged KV "
-                "whose pages are smaller than block_n and go by TMA boxes");
-  }
+  // pack_gqa over pages smaller than a key block: HP kv heads per block
+  // (the plan's choice, checked there), so that a TMA box holds HP heads
+  // of a page.
+  spec.kvHeadsPerBlock = cg.getKvHeadsPerBlock();
   return success();
 }
 
-/// The code-generation choices.
-static void codegenChoices(AttentionOp op, const Sm90CodegenOptions &options,
-                           Sm90KernelSpec &spec) {
-  int64_t d = spec.headDim, consumers = spec.consumers;
-  bool partial = op.isSplitPartial();
-  // 3 consumers have 160 registers each: with a mask (the softmax in a
-  // masked and an unmasked copy) the scheduler barrier makes ptxas spill,
-  // so that case goes without it.
-  bool tight = consumers == 3 && (spec.causal || spec.windowLeft >= 0 ||
-                                  spec.windowRight >= 0);
-  // FlashAttention-3 orders the consumers' GEMMs at head_dim <= 128 (bf16),
-  // where the softmax is a large share of a block's time. At head_dim 256
-  // it was 0-7% slower until the descriptors became warp-uniform; since
-  // then -0.3% to +0.6% non-causal and -0.9% (512) to +1.7% causal
-  // (docs/BENCHMARKS.md).
-  spec.schedulerBarrier =
-      options.schedulerBarrier.value_or(consumers >= 2 && !tight) && consumers >= 2;
-  // O through shared memory and a TMA store where its tile fits beside the
-  // K/V stages (not in the f32 partial form). Measured on the H200: +1-6%
-  // at head_dim 128 causal, but 3-8% slower with 3 consumers (head_dim 64),
-  // which keep the direct stores.
-  // Measured on the H200 (docs/BENCHMARKS.md): +1-13% at head_dim 64 and
-  // 128 (+0-10% non-causal once its blocks were 128). At head_dim 256 it
-  // was 8% slower for short causal sequences until the descriptors became
-  // warp-uniform; since then -0.3% (causal 512) to +3.9% (most at 512 and
-  // 1k non-causal).
-  spec.earlyQRelease = options.earlyQRelease.value_or(true);
-  // Measured: +3-10% at head_dim 256 (O is 128 registers a thread), +1% at
-  // 128, 0-3% slower at 64 (the vote and branch cost more than 32 FMULs).
-  spec.conditionalRescale = d >= 128;
-  // Measured: +1-2% at head_dim 128, 0-2% slower at 64 and 256.
-  spec.rescaleUnderQK = d == 128;
-  // Row max and sum in 4 chains (Nsight Compute on hd128: a fixed-latency
-  // dependency was the consumers' largest stall, twice cuDNN's). Measured:
-  // head_dim 128 +0.1-0.5% non-causal and +0.7-1.6% causal, head_dim 256
-  // unmasked +0.3-1.3%; 1-5% slower at head_dim 64 causal and 256 causal
-  // (their registers are at the limit).
-  spec.reduceChains =
-      d == 128 || (d == 256 && spec.causal == 0 && spec.windowLeft < 0 && spec.windowRight < 0)
-          ? 4
-          : 1;
-  // Not with the tile table: a TMA store of a tile's last rows would write
-  // into the next sequence.
-  if (!partial && spec.packGroups == 1 && !spec.tileTable &&
-      options.tmaStore.value_or(consumers <= 2)) {
-    Sm90KernelSpec withStore = spec;
-    withStore.tmaStore = true;
-    spec.tmaStore = sm90SharedMemoryBytes(withStore) <= 227 * 1024;
-  }
-  // L2 policies of the TMA loads. A tile reads its Q once: evict_first
-  // (FlashAttention-3's choice). K/V stay evict_normal: measured on the H200
-  // (docs/BENCHMARKS.md), evict_last changed prefill by under 0.5%, and
-  // evict_first in decode (where one CTA reads each K/V block) gained 6-10%
-  // at batch 1 / 32k keys but lost 2-5% at every larger shape.
-  spec.l2HintQ = options.l2HintQ.value_or(L2Hint::evictFirst);
-  spec.l2HintKV = options.l2HintKV.value_or(L2Hint::none);
+static L2Hint l2Hint(L2Priority p) {
+  return p == L2Priority::evict_first  ? L2Hint::evictFirst
+         : p == L2Priority::evict_last ? L2Hint::evictLast
+                                       : L2Hint::none;
+}
+
+/// The plan's code-generation choices.
+static void codegenChoices(Sm90CodegenAttr cg, Sm90KernelSpec &spec) {
+  spec.schedulerBarrier = cg.getSchedulerBarrier();
+  spec.tmaStore = cg.getTmaStore();
+  spec.earlyQRelease = cg.getEarlyQRelease();
+  spec.conditionalRescale = cg.getConditionalRescale();
+  spec.rescaleUnderQK = cg.getRescaleUnderQk();
+  spec.reduceChains = cg.getReduceChains();
+  spec.l2HintQ = l2Hint(cg.getL2HintQ());
+  spec.l2HintKV = l2Hint(cg.getL2HintKv());
 }
 
 FailureOr<Sm90KernelSpec> mlir::flashattn::sm90SpecFor(AttentionOp op, std::string &why,
@@ -340,16 +267,24 @@ FailureOr<Sm90KernelSpec> mlir::flashattn::sm90SpecFor(AttentionOp op, std::stri
   if (failed(checkOperands(op, fail)) || failed(checkRegions(op, fail)) ||
       failed(checkPlan(op, plan, fail)))
     return failure();
+  // The plan's code-generation choices (flashattn-plan's automatic ones for
+  // a plan without them), checked against the op.
+  FailureOr<Sm90CodegenAttr> cg = chooseSm90Codegen(
+      op, plan,
+      plan.getSm90() ? Sm90CodegenOverrides::forced(plan.getSm90()) : Sm90CodegenOverrides(),
+      why);
+  if (failed(cg))
+    return failure();
   FailureOr<Sm90KernelSpec> spec = baseSpec(op, plan, fail);
-  if (failed(spec) || failed(pagedSpec(op, plan, options, *spec, fail)))
+  if (failed(spec) || failed(pagedSpec(op, *cg, *spec, fail)))
     return failure();
   bool partial = op.isSplitPartial();
   if (partial && (cast<ShapedType>(op.getOut().getType()).isDynamicDim(0) ||
                   !op.getLse()))
     return fail("the partial form needs a static number of splits and lse");
-  if (failed(packSpec(op, plan, options, *spec, fail)))
+  if (failed(packSpec(op, plan, *cg, *spec, fail)))
     return failure();
-  codegenChoices(op, options, *spec);
+  codegenChoices(*cg, *spec);
   if (partial) {
     CombineOp combine = findSm90Combine(op);
     if (!combine)

@@ -1,9 +1,9 @@
 // RUN: fa-opt %s --flashattn-plan=target=sm90 --convert-flashattn-to-nvgpu --split-input-file --verify-diagnostics | FileCheck %s
-// RUN: fa-opt %s --flashattn-plan=target=sm90 --convert-flashattn-to-nvgpu="scheduler-barrier=off tma-store=off" --split-input-file --verify-diagnostics | FileCheck %s --check-prefix=OFF
-// RUN: not fa-opt %s --flashattn-plan=target=sm90 --convert-flashattn-to-nvgpu="tma-store=maybe" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADOPT
-// RUN: not fa-opt %s --flashattn-plan=target=sm90 --convert-flashattn-to-nvgpu="kv-heads-per-block=3" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADHP
-// RUN: fa-opt %s --flashattn-plan=target=sm90 --convert-flashattn-to-nvgpu="l2-hint-q=normal l2-hint-kv=last" --split-input-file --verify-diagnostics | FileCheck %s --check-prefix=HINT
-// RUN: not fa-opt %s --flashattn-plan=target=sm90 --convert-flashattn-to-nvgpu="l2-hint-kv=lru" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADL2
+// RUN: fa-opt %s --flashattn-plan="target=sm90 scheduler-barrier=off tma-store=off" --convert-flashattn-to-nvgpu --split-input-file --verify-diagnostics | FileCheck %s --check-prefix=OFF
+// RUN: not fa-opt %s --flashattn-plan="target=sm90 tma-store=maybe" --convert-flashattn-to-nvgpu --split-input-file 2>&1 | FileCheck %s --check-prefix=BADOPT
+// RUN: not fa-opt %s --flashattn-plan="target=sm90 kv-heads-per-block=3" --convert-flashattn-to-nvgpu --split-input-file 2>&1 | FileCheck %s --check-prefix=BADHP
+// RUN: fa-opt %s --flashattn-plan="target=sm90 l2-hint-q=normal l2-hint-kv=last" --convert-flashattn-to-nvgpu --split-input-file --verify-diagnostics | FileCheck %s --check-prefix=HINT
+// RUN: not fa-opt %s --flashattn-plan="target=sm90 l2-hint-kv=lru" --convert-flashattn-to-nvgpu --split-input-file 2>&1 | FileCheck %s --check-prefix=BADL2
 
 // The code-generation overrides: without the scheduler barrier and the
 // TMA-store epilogue, no named-barrier turns and no bulk tensor stores.
@@ -14,7 +14,7 @@
 // OFF-NOT: nvvm.cp.async.bulk.tensor.global.shared.cta
 // OFF: llvm.store %{{.*}}, %{{.*}} : vector<2xbf16>, !llvm.ptr<1>
 // OFF: llvm.return
-// BADL2: error: convert-flashattn-to-nvgpu: l2-hint-kv takes auto, normal, first or last, got 'lru'
+// BADL2: error: flashattn-plan: l2-hint-kv takes auto, normal, first or last, got 'lru'
 
 // The L2 policy overrides: Q with none, K and V with evict_last.
 // HINT-LABEL: func.func @gqa
@@ -25,7 +25,7 @@
 // HINT: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}}] l2_cache_hint = %[[LAST]] : !llvm.ptr<7>, !llvm.ptr
 // HINT: llvm.return
 
-// BADOPT: error: convert-flashattn-to-nvgpu: scheduler-barrier, tma-store, early-q-release and kv-row-copies take auto, on or off, got 'maybe'
+// BADOPT: error: flashattn-plan: scheduler-barrier, tma-store, early-q-release and kv-row-copies take auto, on or off, got 'maybe'
 
 // A planned GQA attention (head_dim 128, bottom-right causal, lse) gets an
 // sm_90a kernel in a gpu.module, named on the op with its shared memory
@@ -36,7 +36,7 @@
 // CHECK-LABEL: func.func @gqa
 // CHECK: flashattn.attention {{.*}}flashattn.sm90 = #flashattn.sm90_entries<kernel = @fa_sm90_0_module::@fa_sm90_0, abi = {fa_sm90_0 = #flashattn.kernel_abi<threads = 384, smem = 196696, params = [#flashattn.param<kind = ptr, arg = "q">,
 // CHECK-SAME: #flashattn.param<kind = tma, arg = "out", box = [64, 1, 64, 1], swizzle = 128>, #flashattn.param<kind = tile_counter>]>}>
-// CHECK-SAME: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 128, stages = 2, consumers = 2, schedule = lpt, num_splits = 1, pack_gqa = false>
+// CHECK-SAME: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 128, stages = 2, consumers = 2, schedule = lpt, num_splits = 1, pack_gqa = false, sm90 = <scheduler_barrier = true, tma_store = true, early_q_release = true, conditional_rescale = true, rescale_under_qk = true, reduce_chains = 4, l2_hint_q = evict_first>>
 // The kernel: the runtime's ABI (pointers, i64 dims, 3 tensor maps as
 // 128-byte grid constants, then the lpt schedule's tile counter), 384
 // threads, one CTA per SM, dynamic shared memory 1024-aligned.
@@ -600,8 +600,8 @@ func.func @append(%q: memref<2x4x8x128xbf16>, %k: memref<2x512x2x128xbf16>, %v: 
 // at kv head 2 x (the tile's kv group).
 // A forced count that does not divide the kv heads (or that a kernel
 // without small pages cannot take) is an error naming the sizes.
-// BADHP: error: convert-flashattn-to-nvgpu: kv-heads-per-block applies to pack_gqa kernels over paged KV
-// BADHP: error: convert-flashattn-to-nvgpu: kv-heads-per-block = 3 needs to divide 8 and Hkv (2), hp x page_size to divide block_n (16, 128) and hp x Hq / Hkv (4) to divide block_m (128)
+// BADHP: error: flashattn-plan: kv-heads-per-block applies to pack_gqa kernels over paged KV
+// BADHP: error: flashattn-plan: kv-heads-per-block = 3 needs to divide 8 and Hkv (2), hp x page_size to divide block_n (16, 128) and hp x Hq / Hkv (4) to divide block_m (128)
 // CHECK-LABEL: func.func @paged16
 // CHECK: flashattn.attention {{.*}}kv_heads_per_block = 2, abi = {{.*}}arg = "q", box = [64, 8, 1, 16, 1], swizzle = 128, group = 8>{{.*}}#flashattn.param<kind = tile_table>
 // CHECK: llvm.func @fa_sm90_0({{.*}}, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr {{{.*}}}, %[[PAGES:arg[0-9]+]]: !llvm.ptr<1>) attributes

@@ -569,3 +569,17 @@ func.func @tile_strided(%s: memref<64x64xf32, strided<[1, 64]>>, %m: memref<64xf
   flashattn.tile_softmax %s, %m, %l, %acc : memref<64x64xf32, strided<[1, 64]>>, memref<64xf32>, memref<64xf32>, memref<64x64xf32>
   return
 }
+
+// -----
+
+// expected-error @+1 {{sm90_codegen kv_heads_per_block must be 1, 2, 4 or 8, got 3}}
+func.func @codegen_heads() attributes {x = #flashattn.sm90_codegen<kv_heads_per_block = 3>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{plan sm90 code generation choices need target sm90}}
+func.func @codegen_host() attributes {x = #flashattn.plan<target = host, block_m = 64, block_n = 64, stages = 1, consumers = 1, schedule = static, num_splits = 1, pack_gqa = false, sm90 = <tma_store = true>>} {
+  return
+}

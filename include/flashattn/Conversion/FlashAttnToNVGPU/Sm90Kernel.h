@@ -238,10 +238,8 @@ void buildSm90AttentionKernel(OpBuilder &builder, Location loc, const Sm90Kernel
 void buildSm90CombineKernel(OpBuilder &builder, Location loc, const Sm90CombineSpec &spec);
 void buildSm90AppendKernel(OpBuilder &builder, Location loc, const Sm90AppendSpec &spec);
 
-/// Dynamic shared memory the kernel needs, in bytes: Q (64 consumers x
-/// headDim), stages x (K + V) (blockN x headDim each), 2-byte elements,
-/// then 8-byte mbarriers.
-int64_t sm90SharedMemoryBytes(const Sm90KernelSpec &spec);
+/// sm90SharedMemoryBytes (the kernel's dynamic shared memory) is in
+/// Sm90Layout.h.
 
 /// Whether a kernel reads K and V in the page panel layout: paged KV by TMA
 /// boxes (not kvRowCopies) with pages of `pageSize` keys smaller than its key

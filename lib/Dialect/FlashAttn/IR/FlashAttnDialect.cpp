@@ -41,7 +41,9 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                Target target, int64_t blockM, int64_t blockN,
                                int64_t stages, int64_t consumers,
                                Schedule schedule, int64_t numSplits,
-                               bool packGqa) {
+                               bool packGqa, Sm90CodegenAttr sm90) {
+  if (sm90 && target != Target::sm90)
+    return emitError() << "plan sm90 code generation choices need target sm90";
   if (blockM <= 0 || blockN <= 0 || blockM > kMaxTileDim || blockN > kMaxTileDim)
     return emitError() << "plan tile sizes must be in [1, " << kMaxTileDim
                        << "], got block_m = "
@@ -197,5 +199,17 @@ LogicalResult FlashAttnDialect::verifyOperationAttribute(Operation *op, NamedAtt
           "flashattn.combine");
     return success();
   }
+  return success();
+}
+
+LogicalResult Sm90CodegenAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                      bool, bool, bool, bool, bool, int64_t reduceChains,
+                                      bool, int64_t kvHeadsPerBlock, L2Priority, L2Priority) {
+  if (reduceChains < 1 || reduceChains > 64)
+    return emitError() << "sm90_codegen reduce_chains must be in [1, 64], got " << reduceChains;
+  if (kvHeadsPerBlock != 1 && kvHeadsPerBlock != 2 && kvHeadsPerBlock != 4 &&
+      kvHeadsPerBlock != 8)
+    return emitError() << "sm90_codegen kv_heads_per_block must be 1, 2, 4 or 8, got "
+                       << kvHeadsPerBlock;
   return success();
 }

@@ -69,6 +69,71 @@ def FlashAttn_ScheduleAttr : EnumAttr<FlashAttn_Dialect, FlashAttn_Schedule,
 }
 
 //===----------------------------------------------------------------------===//
+// sm90 code generation
+//===----------------------------------------------------------------------===//
+
+def FlashAttn_L2Normal : I32EnumAttrCase<"normal", 0>;
+def FlashAttn_L2EvictFirst : I32EnumAttrCase<"evict_first", 1>;
+def FlashAttn_L2EvictLast : I32EnumAttrCase<"evict_last", 2>;
+
+def FlashAttn_L2Hint : I32EnumAttr<"L2Priority", "L2 eviction priority of a TMA load",
+    [FlashAttn_L2Normal, FlashAttn_L2EvictFirst, FlashAttn_L2EvictLast]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::flashattn";
+}
+
+def FlashAttn_Sm90CodegenAttr : AttrDef<FlashAttn_Dialect, "Sm90Codegen"> {
+  let mnemonic = "sm90_codegen";
+  let summary = "the code-generation choices of one sm_90a attention kernel";
+  let description = [{
+    Chosen by `flashattn-plan{target=sm90}` (each overridable by a pass
+    option of the same name) and implemented by `convert-flashattn-to-nvgpu`:
+
+    - `scheduler_barrier`: the consumer warpgroups take turns issuing their
+      GEMMs (FlashAttention-3's ping-pong, arXiv 2407.08608 section 3.1);
+    - `tma_store`: O leaves through shared memory and a TMA store;
+    - `early_q_release`: Q's buffer is released after a tile's last S, not
+      its last P V;
+    - `conditional_rescale`: the running max moves only when it grows by
+      more than 8 (exp2 units), and O is rescaled only in warps where a row
+      moved it (FlashAttention-4);
+    - `rescale_under_qk`: O's rescale by block n - 1's factor runs after
+      S_n is issued (FlashAttention-3's order);
+    - `reduce_chains`: interleaved chains of a row's max and sum (>= 1);
+    - `kv_row_copies`: paged K/V copied row by row with cp.async instead of
+      one TMA box per page;
+    - `kv_heads_per_block`: kv heads a key block holds (pack_gqa over pages
+      smaller than a key block; 1, 2, 4 or 8);
+    - `l2_hint_q`, `l2_hint_kv`: the L2 eviction priority of the TMA loads
+      (PTX ISA, createpolicy).
+
+    Example:
+
+    ```mlir
+    #flashattn.sm90_codegen<scheduler_barrier = true, tma_store = true,
+                            early_q_release = true, reduce_chains = 4,
+                            l2_hint_q = evict_first>
+    ```
+  }];
+  let parameters = (ins
+    DefaultValuedParameter<"bool", "false">:$scheduler_barrier,
+    DefaultValuedParameter<"bool", "false">:$tma_store,
+    DefaultValuedParameter<"bool", "false">:$early_q_release,
+    DefaultValuedParameter<"bool", "false">:$conditional_rescale,
+    DefaultValuedParameter<"bool", "false">:$rescale_under_qk,
+    DefaultValuedParameter<"int64_t", "1">:$reduce_chains,
+    DefaultValuedParameter<"bool", "false">:$kv_row_copies,
+    DefaultValuedParameter<"int64_t", "1">:$kv_heads_per_block,
+    DefaultValuedParameter<"::mlir::flashattn::L2Priority",
+                           "::mlir::flashattn::L2Priority::normal">:$l2_hint_q,
+    DefaultValuedParameter<"::mlir::flashattn::L2Priority",
+                           "::mlir::flashattn::L2Priority::normal">:$l2_hint_kv
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Plan
 //===----------------------------------------------------------------------===//
 
@@ -90,6 +155,8 @@ def FlashAttn_PlanAttr : AttrDef<FlashAttn_Dialect, "Plan"> {
     - `num_splits`: resolved split-KV factor (>= 1).
     - `pack_gqa`: whether the query heads sharing a kv head are folded into
       the M dimension of one tile.
+    - `sm90` (sm90 plans): the kernel's code-generation choices
+      (`#flashattn.sm90_codegen`).
 
     Example:
 
@@ -107,7 +174,8 @@ def FlashAttn_PlanAttr : AttrDef<FlashAttn_Dialect, "Plan"> {
     "int64_t":$consumers,
     EnumParameter<FlashAttn_Schedule>:$schedule,
     "int64_t":$num_splits,
-    "bool":$pack_gqa
+    "bool":$pack_gqa,
+    OptionalParameter<"::mlir::flashattn::Sm90CodegenAttr">:$sm90
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;

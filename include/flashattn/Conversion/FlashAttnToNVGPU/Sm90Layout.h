@@ -1,7 +1,7 @@
 //===- Sm90Layout.h - shared memory of the sm_90a attention kernel -*- C++ -*-===//
 
-#ifndef FLASHATTN_LIB_CONVERSION_FLASHATTNTONVGPU_SM90LAYOUT_H
-#define FLASHATTN_LIB_CONVERSION_FLASHATTNTONVGPU_SM90LAYOUT_H
+#ifndef FLASHATTN_CONVERSION_FLASHATTNTONVGPU_SM90LAYOUT_H
+#define FLASHATTN_CONVERSION_FLASHATTNTONVGPU_SM90LAYOUT_H
 
 #include "flashattn/Conversion/FlashAttnToNVGPU/Sm90Kernel.h"
 
@@ -40,6 +40,11 @@ struct Sm90Layout {
   int64_t mergeSlot() const { return auxV() + (table ? 8 : 0); }
   int64_t total() const { return mergeSlot() + (fused ? 8 : 0); }
 };
+
+/// Dynamic shared memory the kernel needs, in bytes (Sm90Layout::total).
+inline int64_t sm90SharedMemoryBytes(const Sm90KernelSpec &spec) {
+  return Sm90Layout(spec).total();
+}
 } // namespace mlir::flashattn
 
 

@@ -1,0 +1,42 @@
+//===- PlanSm90.h - the sm_90a kernel's code-generation choices -*- C++ -*-===//
+//
+// The #flashattn.sm90_codegen flashattn-plan{target=sm90} puts in a plan,
+// and its overrides (the pass options of the same names).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHATTN_TRANSFORMS_PLANSM90_H
+#define FLASHATTN_TRANSFORMS_PLANSM90_H
+
+#include "flashattn/Dialect/FlashAttn/IR/FlashAttn.h"
+
+#include <optional>
+#include <string>
+
+namespace mlir::flashattn {
+
+/// Forced code-generation choices (nullopt, and kvHeadsPerBlock 0:
+/// automatic).
+struct Sm90CodegenOverrides {
+  std::optional<bool> schedulerBarrier, tmaStore, earlyQRelease, conditionalRescale,
+      rescaleUnderQK, kvRowCopies;
+  std::optional<int64_t> reduceChains;
+  int64_t kvHeadsPerBlock = 0;
+  std::optional<L2Priority> l2HintQ, l2HintKV;
+  /// Every choice of `cg` forced.
+  static Sm90CodegenOverrides forced(Sm90CodegenAttr cg);
+};
+
+/// The code-generation choices for `op` under the sm90 `plan` (its tiles,
+/// stages, consumers, num_splits and pack_gqa) with `overrides`. A forced
+/// choice the kernel cannot make is dropped (the scheduler barrier with one
+/// consumer; the TMA store in the partial form, with pack_gqa or the tile
+/// table, or where its tile does not fit), except kv_heads_per_block: a
+/// count the op cannot take is a failure, with the reason in `why`.
+FailureOr<Sm90CodegenAttr> chooseSm90Codegen(AttentionOp op, PlanAttr plan,
+                                             const Sm90CodegenOverrides &overrides,
+                                             std::string &why);
+
+} // namespace mlir::flashattn
+
+#endif

@@ -1,0 +1,186 @@
+//===- PlanSm90.cpp - the sm_90a kernel's code-generation choices ---------===//
+//
+// What flashattn-plan{target=sm90} decides beyond the tile sizes: the
+// #flashattn.sm90_codegen of one attention, each choice measured on the
+// H200 (docs/BENCHMARKS.md) and overridable. convert-flashattn-to-nvgpu
+// implements what the plan says.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashattn/Transforms/PlanSm90.h"
+
+#include "flashattn/Conversion/FlashAttnToNVGPU/Sm90Layout.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+
+#include <algorithm>
+
+using namespace mlir;
+using namespace mlir::flashattn;
+
+namespace {
+/// The facts of an op and its plan the choices depend on.
+struct Facts {
+  int64_t d, consumers, blockM, blockN, stages, pageSize, hkv, groups;
+  int causal;
+  int64_t windowLeft, windowRight;
+  bool partial, tileTable;
+};
+
+Facts factsOf(AttentionOp op, PlanAttr plan) {
+  Facts f;
+  f.d = op.getHeadDim();
+  f.consumers = plan.getConsumers();
+  f.blockM = plan.getBlockM();
+  f.blockN = plan.getBlockN();
+  f.stages = plan.getStages();
+  f.pageSize = 0;
+  if (op.isPaged()) {
+    int64_t ps = cast<ShapedType>(op.getK().getType()).getDimSize(1);
+    f.pageSize = ShapedType::isDynamic(ps) ? 0 : ps;
+  }
+  f.hkv = op.getNumKVHeads();
+  int64_t hq = op.getNumQHeads();
+  f.groups = plan.getPackGqa() && !ShapedType::isDynamic(hq) && !ShapedType::isDynamic(f.hkv)
+                 ? std::max<int64_t>(hq / f.hkv, 1)
+                 : 1;
+  f.causal = static_cast<int>(op.getCausal());
+  std::tie(f.windowLeft, f.windowRight) = op.getWindow();
+  // The kernel takes a window side of 2^30 keys or more as no bound.
+  for (int64_t *side : {&f.windowLeft, &f.windowRight})
+    if (*side >= (int64_t(1) << 30))
+      *side = -1;
+  f.partial = op.isSplitPartial() || plan.getNumSplits() > 1;
+  f.tileTable = op.isVarlenQ() || op.isVarlenK() || op.getSequsedK() || op.isPaged() ||
+                op.hasAppend();
+  return f;
+}
+
+/// Paged KV by per-row copies where one TMA box per page would not land
+/// 1024-byte aligned (the 128-byte swizzle's atom): pages neither holding
+/// whole key blocks nor dividing a block in multiples of 8 rows.
+bool needsRowCopies(const Facts &f) {
+  int64_t ps = f.pageSize;
+  return ps && !(ps % f.blockN == 0 || (f.blockN % ps == 0 && ps % 8 == 0));
+}
+
+/// The O tile of the TMA-store epilogue fits beside the K/V stages.
+bool storeFits(const Facts &f) {
+  Sm90KernelSpec spec;
+  spec.headDim = f.d;
+  spec.blockN = f.blockN;
+  spec.consumers = f.consumers;
+  spec.stages = f.stages;
+  spec.tmaStore = true;
+  return sm90SharedMemoryBytes(spec) <= 227 * 1024;
+}
+
+/// pack_gqa over pages smaller than a key block: HP kv heads per block, so
+/// that a TMA box holds HP heads of a page. Automatic, for pages below 64
+/// keys (boxes below 8 KB of 64 columns): the fewest heads (2, 4, 8) that
+/// make boxes of 64 rows, or the most that fit. Measured on the H200: 16-key
+/// pages lost 5-7% to dense decode in 2 KB boxes, 64-key pages (8 KB boxes)
+/// 1-2%; with the one-head kernels in the page panel layout, the 4-head
+/// kernels still win at batch 128 and tie at 64.
+FailureOr<int64_t> kvHeadsPerBlock(const Facts &f, bool rowCopies, int64_t forced,
+                                   std::string &why) {
+  bool packable = f.groups > 1 && f.pageSize && !rowCopies && f.pageSize < f.blockN;
+  if (!packable) {
+    if (forced <= 1)
+      return 1;
+    why = "kv-heads-per-block applies to pack_gqa kernels over paged KV whose pages are "
+          "smaller than block_n and go by TMA boxes";
+    return failure();
+  }
+  int64_t ps = f.pageSize, g = f.groups;
+  auto fits = [&](int64_t hp) {
+    return 8 % hp == 0 && f.hkv % hp == 0 && f.blockN % (hp * ps) == 0 &&
+           f.blockM % (g * hp) == 0 && g * hp <= 256;
+  };
+  if (forced > 1 && !fits(forced)) {
+    why = "kv-heads-per-block = " + std::to_string(forced) + " needs to divide 8 and Hkv (" +
+          std::to_string(f.hkv) + "), hp x page_size to divide block_n (" +
+          std::to_string(ps) + ", " + std::to_string(f.blockN) + ") and hp x Hq / Hkv (" +
+          std::to_string(g) + ") to divide block_m (" + std::to_string(f.blockM) + ")";
+    return failure();
+  }
+  if (forced)
+    return forced;
+  int64_t hp = 1;
+  for (int64_t c : {2, 4, 8}) {
+    if (ps >= 64 || !fits(c))
+      break;
+    hp = c;
+    if (c * ps >= 64)
+      break;
+  }
+  return hp;
+}
+
+/// Row max and sum in 4 chains (Nsight Compute on head_dim 128: a
+/// fixed-latency dependency was the consumers' largest stall, twice
+/// cuDNN's). Measured: head_dim 128 +0.1-0.5% non-causal and +0.7-1.6%
+/// causal, head_dim 256 unmasked +0.3-1.3%; 1-5% slower at head_dim 64
+/// causal and 256 causal (their registers are at the limit).
+int64_t reduceChains(const Facts &f) {
+  bool unmasked = f.causal == 0 && f.windowLeft < 0 && f.windowRight < 0;
+  return f.d == 128 || (f.d == 256 && unmasked) ? 4 : 1;
+}
+} // namespace
+
+Sm90CodegenOverrides Sm90CodegenOverrides::forced(Sm90CodegenAttr cg) {
+  Sm90CodegenOverrides o;
+  o.schedulerBarrier = cg.getSchedulerBarrier();
+  o.tmaStore = cg.getTmaStore();
+  o.earlyQRelease = cg.getEarlyQRelease();
+  o.conditionalRescale = cg.getConditionalRescale();
+  o.rescaleUnderQK = cg.getRescaleUnderQk();
+  o.reduceChains = cg.getReduceChains();
+  o.kvRowCopies = cg.getKvRowCopies();
+  o.kvHeadsPerBlock = cg.getKvHeadsPerBlock();
+  o.l2HintQ = cg.getL2HintQ();
+  o.l2HintKV = cg.getL2HintKv();
+  return o;
+}
+
+FailureOr<Sm90CodegenAttr> mlir::flashattn::chooseSm90Codegen(AttentionOp op, PlanAttr plan,
+                                                              const Sm90CodegenOverrides &o,
+                                                              std::string &why) {
+  Facts f = factsOf(op, plan);
+  // 3 consumers have 160 registers each: with a mask (the softmax in a
+  // masked and an unmasked copy) the scheduler barrier makes ptxas spill,
+  // so that case goes without it. FlashAttention-3 orders the consumers'
+  // GEMMs at head_dim <= 128 (bf16), where the softmax is a large share of
+  // a block's time; at head_dim 256, -0.3% to +0.6% non-causal and -0.9%
+  // (512) to +1.7% causal.
+  bool tight = f.consumers == 3 && (f.causal || f.windowLeft >= 0 || f.windowRight >= 0);
+  bool schedulerBarrier =
+      o.schedulerBarrier.value_or(f.consumers >= 2 && !tight) && f.consumers >= 2;
+  // O through shared memory and a TMA store where its tile fits beside the
+  // K/V stages: +1-13% at head_dim 64 and 128, -0.3% (causal 512) to +3.9%
+  // at 256; 3-8% slower with 3 consumers, which keep the direct stores. Not
+  // in the f32 partial form, not with pack_gqa (a tile's rows are spread
+  // over heads) and not with the tile table (a tile's last rows would land
+  // in the next sequence).
+  bool tmaStore = !f.partial && f.groups == 1 && !f.tileTable &&
+                  o.tmaStore.value_or(f.consumers <= 2) && storeFits(f);
+  bool rowCopies = f.pageSize && o.kvRowCopies.value_or(needsRowCopies(f));
+  FailureOr<int64_t> hp = kvHeadsPerBlock(f, rowCopies, o.kvHeadsPerBlock, why);
+  if (failed(hp))
+    return failure();
+  // Q released after a tile's last S: the producer loads the next tile's Q
+  // under the last softmax, P V and epilogue (+0-10%). Conditional
+  // rescaling: +3-10% at head_dim 256 (O is 128 registers a thread), +1% at
+  // 128, 0-3% slower at 64 (the vote and branch cost more than 32 FMULs).
+  // The rescale under the next QK^T: +1-2% at head_dim 128, 0-2% slower at
+  // 64 and 256. L2: a tile reads its Q once, evict_first (FlashAttention-3's
+  // choice); K/V evict_normal (evict_last changed prefill by under 0.5%;
+  // evict_first gained 6-10% in decode at batch 1 / 32k but lost 2-5% at
+  // every larger shape).
+  MLIRContext *ctx = op.getContext();
+  return Sm90CodegenAttr::get(
+      ctx, schedulerBarrier, tmaStore, o.earlyQRelease.value_or(true),
+      o.conditionalRescale.value_or(f.d >= 128), o.rescaleUnderQK.value_or(f.d == 128),
+      o.reduceChains.value_or(reduceChains(f)), rowCopies, *hp,
+      o.l2HintQ.value_or(L2Priority::evict_first), o.l2HintKV.value_or(L2Priority::normal));
+}
