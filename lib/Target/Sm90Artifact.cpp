@@ -112,6 +112,9 @@ static void readEntries(Sm90EntriesAttr entries, Sm90Ptx &result) {
   result.threads = main.getThreads();
   result.outTma = static_cast<bool>(findParam(main, ParamKind::tma, "out"));
   result.tileTable = static_cast<bool>(findParam(main, ParamKind::tile_table));
+  result.pageTable = static_cast<bool>(findParam(main, ParamKind::page_table));
+  if (KernelParamAttr inlineTable = findParam(main, ParamKind::tile_table_inline))
+    result.tileTableInline = inlineTable.getBytes();
   result.tileCounter = static_cast<bool>(findParam(main, ParamKind::tile_counter));
   result.denseTileCounter = static_cast<bool>(
       findParam(abiOf(entries, result.dense), ParamKind::tile_counter));
@@ -173,7 +176,6 @@ LogicalResult mlir::flashattn::compileSm90Ptx(const fa_attention_config &config,
     if (!entries)
       return;
     readEntries(entries, result);
-    result.pageTable = op.isPaged();
     if (PlanAttr plan = op.getPlanAttr()) {
       result.blockM = plan.getBlockM();
       result.blockN = plan.getBlockN();
@@ -350,7 +352,7 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
   // "tile_table_inline" bytes (used when the table pointer is null).
   if (compiled.tileTable) {
     meta["tile_table"] = true;
-    meta["tile_table_inline"] = kSm90InlineTableBytes;
+    meta["tile_table_inline"] = compiled.tileTableInline;
   }
   // Paged: the kernels (attention, append) take the page lists as their
   // last parameter: the call's block_table when it is in device memory, or
@@ -376,8 +378,6 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
     if (!compiled.dense.empty())
       meta["packed_dense_entry"] = compiled.dense + "_packed";
     meta["packed_groups"] = pg;
-    // The packed kernels' whole tensor-map list (their parameters): q
-    // grouped, k, v, and never out (no TMA store with pack_gqa).
   }
   // Several kv heads per key block: the one-head kernels (block_n x HP
   // keys a block, groups of G / HP heads, k/v boxes of one head), for

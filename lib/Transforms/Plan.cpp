@@ -136,15 +136,14 @@ struct FlashAttnPlanPass
   /// The code-generation overrides of the options; false (reported) for a
   /// value they do not take.
   bool overrides(Sm90CodegenOverrides &o) {
-    for (auto [text, slot] : {std::pair{&schedulerBarrier, &o.schedulerBarrier},
-                              std::pair{&tmaStore, &o.tmaStore},
-                              std::pair{&earlyQRelease, &o.earlyQRelease},
-                              std::pair{&kvRowCopies, &o.kvRowCopies}})
+    for (auto [name, text, slot] :
+         {std::tuple{"scheduler-barrier", &schedulerBarrier, &o.schedulerBarrier},
+          std::tuple{"tma-store", &tmaStore, &o.tmaStore},
+          std::tuple{"early-q-release", &earlyQRelease, &o.earlyQRelease},
+          std::tuple{"kv-row-copies", &kvRowCopies, &o.kvRowCopies}})
       if (!parseSwitch(*text, *slot)) {
-        getOperation()->emitError()
-            << "flashattn-plan: scheduler-barrier, tma-store, early-q-release and "
-               "kv-row-copies take auto, on or off, got '"
-            << *text << "'";
+        getOperation()->emitError() << "flashattn-plan: " << name
+                                    << " takes auto, on or off, got '" << *text << "'";
         return false;
       }
     for (auto [name, text, slot] : {std::tuple{"l2-hint-q", &l2HintQ, &o.l2HintQ},
@@ -155,6 +154,12 @@ struct FlashAttnPlanPass
                                     << "'";
         return false;
       }
+    if (kvHeadsPerBlock < 0) {
+      getOperation()->emitError()
+          << "flashattn-plan: kv-heads-per-block must be 0 (automatic) or positive, got "
+          << static_cast<int64_t>(kvHeadsPerBlock);
+      return false;
+    }
     o.kvHeadsPerBlock = kvHeadsPerBlock;
     return true;
   }

@@ -46,22 +46,17 @@ Facts factsOf(AttentionOp op, PlanAttr plan) {
                  : 1;
   f.causal = static_cast<int>(op.getCausal());
   std::tie(f.windowLeft, f.windowRight) = op.getWindow();
-  // The kernel takes a window side of 2^30 keys or more as no bound.
-  for (int64_t *side : {&f.windowLeft, &f.windowRight})
-    if (*side >= (int64_t(1) << 30))
-      *side = -1;
+  f.windowLeft = sm90WindowSide(f.windowLeft);
+  f.windowRight = sm90WindowSide(f.windowRight);
   f.partial = op.isSplitPartial() || plan.getNumSplits() > 1;
   f.tileTable = op.isVarlenQ() || op.isVarlenK() || op.getSequsedK() || op.isPaged() ||
                 op.hasAppend();
   return f;
 }
 
-/// Paged KV by per-row copies where one TMA box per page would not land
-/// 1024-byte aligned (the 128-byte swizzle's atom): pages neither holding
-/// whole key blocks nor dividing a block in multiples of 8 rows.
+/// Paged KV by per-row copies where TMA boxes cannot take the pages.
 bool needsRowCopies(const Facts &f) {
-  int64_t ps = f.pageSize;
-  return ps && !(ps % f.blockN == 0 || (f.blockN % ps == 0 && ps % 8 == 0));
+  return f.pageSize && !sm90PageBoxes(f.pageSize, f.blockN);
 }
 
 /// The O tile of the TMA-store epilogue fits beside the K/V stages.
@@ -72,7 +67,7 @@ bool storeFits(const Facts &f) {
   spec.consumers = f.consumers;
   spec.stages = f.stages;
   spec.tmaStore = true;
-  return sm90SharedMemoryBytes(spec) <= 227 * 1024;
+  return sm90SharedMemoryBytes(spec) <= kSm90MaxSharedMemory;
 }
 
 /// pack_gqa over pages smaller than a key block: HP kv heads per block, so
@@ -84,6 +79,10 @@ bool storeFits(const Facts &f) {
 /// kernels still win at batch 128 and tie at 64.
 FailureOr<int64_t> kvHeadsPerBlock(const Facts &f, bool rowCopies, int64_t forced,
                                    std::string &why) {
+  if (forced < 0) {
+    why = "kv-heads-per-block must be 0 (automatic) or positive, got " + std::to_string(forced);
+    return failure();
+  }
   bool packable = f.groups > 1 && f.pageSize && !rowCopies && f.pageSize < f.blockN;
   if (!packable) {
     if (forced <= 1)

@@ -6,13 +6,15 @@
 // RUN: fa-opt %s --flashattn-plan="target=sm90 scheduler-barrier=off tma-store=off early-q-release=off l2-hint-q=normal l2-hint-kv=last" --split-input-file | FileCheck %s --check-prefix=CODEGEN
 // RUN: not fa-opt %s --flashattn-plan="target=sm90 tma-store=maybe" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADSWITCH
 // RUN: not fa-opt %s --flashattn-plan="target=sm90 l2-hint-kv=lru" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADL2
+// RUN: not fa-opt %s --flashattn-plan="target=sm90 kv-heads-per-block=-2" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADHP
+// BADHP: error: flashattn-plan: kv-heads-per-block must be 0 (automatic) or positive, got -2
 
 // BAD: error: flashattn-plan: unknown target 'tpu' (expected host or sm90)
 // The sm90 code-generation choices, each overridable: a test or a tuner
 // pins them in the plan (#flashattn.sm90_codegen).
 // CODEGEN-LABEL: func.func @prefill
 // CODEGEN: plan = #flashattn.plan<{{.*}}, sm90 = <conditional_rescale = true, rescale_under_qk = true, reduce_chains = 4, l2_hint_kv = evict_last>>
-// BADSWITCH: error: flashattn-plan: scheduler-barrier, tma-store, early-q-release and kv-row-copies take auto, on or off, got 'maybe'
+// BADSWITCH: error: flashattn-plan: tma-store takes auto, on or off, got 'maybe'
 // BADL2: error: flashattn-plan: l2-hint-kv takes auto, normal, first or last, got 'lru'
 // BADOVERRIDE: error: flashattn-plan: block-m, block-n, consumers and stages must be 0 (automatic) or positive
 

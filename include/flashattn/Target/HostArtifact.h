@@ -66,6 +66,7 @@ struct Sm90Ptx {
   bool hasAbi = false;
   llvm::json::Object abi;
   bool tileTable = false;   ///< takes the runtime's tile table (varlen)
+  int64_t tileTableInline = 0; ///< bytes of the table copy taken by value
   bool pageTable = false;   ///< paged: takes the page lists after the table
   bool kvRowCopies = false; ///< paged KV by per-row copies (40-register producer)
 };

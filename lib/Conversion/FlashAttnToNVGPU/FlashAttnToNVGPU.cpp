@@ -258,7 +258,7 @@ struct AttentionToSm90Kernel : OpRewritePattern<AttentionOp> {
     if (op->hasAttr(kEntriesAttr))
       return rewriter.notifyMatchFailure(op, "kernel already generated");
     std::string why;
-    FailureOr<Sm90KernelSpec> spec = sm90SpecFor(op, why, options);
+    FailureOr<Sm90KernelSpec> spec = sm90SpecFor(op, why);
     if (failed(spec))
       return rewriter.notifyMatchFailure(op, why);
     auto module = op->getParentOfType<ModuleOp>();
@@ -320,7 +320,7 @@ struct ConvertFlashAttnToNVGPUPass
       if (!plan || plan.getTarget() != Target::sm90 || op->hasAttr(kEntriesAttr))
         return WalkResult::advance();
       std::string why;
-      (void)sm90SpecFor(op, why, options);
+      (void)sm90SpecFor(op, why);
       op.emitError("convert-flashattn-to-nvgpu: ") << why;
       return WalkResult::interrupt();
     });

@@ -146,7 +146,7 @@ static FailureOr<Sm90KernelSpec> baseSpec(AttentionOp op, PlanAttr plan, const F
   spec.stages = plan.getStages();
   sm90DefaultRegisters(spec);
   // 227 KB of shared memory per block (sm_90, opt-in above 48 KB).
-  if (int64_t bytes = sm90SharedMemoryBytes(spec); bytes > 227 * 1024)
+  if (int64_t bytes = sm90SharedMemoryBytes(spec); bytes > kSm90MaxSharedMemory)
     return fail("the plan needs " + Twine(bytes) +
                 " bytes of shared memory (Q, stages x K/V, mbarriers); sm_90 "
                 "has 232448 per block");
@@ -156,15 +156,9 @@ static FailureOr<Sm90KernelSpec> baseSpec(AttentionOp op, PlanAttr plan, const F
   spec.scale = op.getEffectiveScale();
   spec.softcap = op.getSoftcap() ? op.getSoftcap()->convertToDouble() : 0.0;
   std::tie(spec.windowLeft, spec.windowRight) = op.getWindow();
-  // The kernel computes positions in i32 (i + Sk - Sq + right, i + Sk - Sq
-  // - left). A window side of 2^30 keys or more excludes no key of any
-  // sequence an sm90 GPU holds (Sk and Sq stay below 2^30: K and V of 2^30
-  // keys at head_dim 64 take 256 GiB), exactly as no bound (-1) does, and
-  // could overflow those sums: it becomes -1. (FlashAttention likewise
-  // takes a side of at least seqlen_k as -1.)
-  for (int64_t *side : {&spec.windowLeft, &spec.windowRight})
-    if (*side >= (int64_t(1) << 30))
-      *side = -1;
+  // Sides of 2^30 keys or more are no bound (i32 positions).
+  spec.windowLeft = sm90WindowSide(spec.windowLeft);
+  spec.windowRight = sm90WindowSide(spec.windowRight);
   // The split-KV partial kernel keeps the static order: its work units
   // (tile, split) are about equal (splits cut the long tiles), and the
   // counter's memset is a stream operation a decode launch pays for
@@ -194,14 +188,14 @@ static LogicalResult pagedSpec(AttentionOp op, Sm90CodegenAttr cg, Sm90KernelSpe
     // One TMA box per page where each lands 1024-byte aligned (the
     // 128-byte swizzle's atom): pages holding whole key blocks, or dividing
     // a block in multiples of 8 rows. Otherwise per-row copies.
-    bool boxes = ps % blockN == 0 || (blockN % ps == 0 && ps % 8 == 0);
+    bool boxes = sm90PageBoxes(ps, blockN);
     spec.kvRowCopies = cg.getKvRowCopies();
     if (!spec.kvRowCopies && !boxes)
       return fail("paged KV by TMA boxes on sm90 takes page sizes that are a "
                   "multiple of block_n, or divide it and are a multiple of 8 "
                   "(each box 1024-byte aligned); page_size = " +
                   Twine(ps) + ", block_n = " + Twine(blockN) +
-                  " (kv-row-copies=auto copies rows instead)");
+                  " (the plan's kv_row_copies: flashattn-plan's kv-row-copies=auto copies rows)");
     if (spec.kvRowCopies && (blockN * d / 8) % 128 != 0)
       return fail("per-row KV copies need block_n x head_dim / 8 to be a "
                   "multiple of 128 (16-byte chunks over 128 threads)");
@@ -260,8 +254,7 @@ static void codegenChoices(Sm90CodegenAttr cg, Sm90KernelSpec &spec) {
   spec.l2HintKV = l2Hint(cg.getL2HintKv());
 }
 
-FailureOr<Sm90KernelSpec> mlir::flashattn::sm90SpecFor(AttentionOp op, std::string &why,
-                                                       const Sm90CodegenOptions &options) {
+FailureOr<Sm90KernelSpec> mlir::flashattn::sm90SpecFor(AttentionOp op, std::string &why) {
   Fail fail{why};
   PlanAttr plan = op.getPlanAttr();
   if (failed(checkOperands(op, fail)) || failed(checkRegions(op, fail)) ||
@@ -275,6 +268,13 @@ FailureOr<Sm90KernelSpec> mlir::flashattn::sm90SpecFor(AttentionOp op, std::stri
       why);
   if (failed(cg))
     return failure();
+  if (plan.getSm90() && *cg != plan.getSm90()) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << "the plan's sm90 code-generation choices " << plan.getSm90()
+       << " are not all possible for this op; it can take " << *cg;
+    return fail(text);
+  }
   FailureOr<Sm90KernelSpec> spec = baseSpec(op, plan, fail);
   if (failed(spec) || failed(pagedSpec(op, *cg, *spec, fail)))
     return failure();

@@ -11,8 +11,7 @@ namespace mlir::flashattn {
 
 /// The kernel spec of a planned (target sm90), memref-form `op`, or a
 /// failure with the reason in `why`.
-FailureOr<Sm90KernelSpec> sm90SpecFor(AttentionOp op, std::string &why,
-                                      const Sm90CodegenOptions &options);
+FailureOr<Sm90KernelSpec> sm90SpecFor(AttentionOp op, std::string &why);
 
 /// The flashattn.combine that reads the partial results of `op` (split-KV
 /// partial form, memref form), or null.

@@ -25,7 +25,7 @@
 // HINT: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}}] l2_cache_hint = %[[LAST]] : !llvm.ptr<7>, !llvm.ptr
 // HINT: llvm.return
 
-// BADOPT: error: flashattn-plan: scheduler-barrier, tma-store, early-q-release and kv-row-copies take auto, on or off, got 'maybe'
+// BADOPT: error: flashattn-plan: tma-store takes auto, on or off, got 'maybe'
 
 // A planned GQA attention (head_dim 128, bottom-right causal, lse) gets an
 // sm_90a kernel in a gpu.module, named on the op with its shared memory

@@ -259,6 +259,27 @@ inline bool sm90PagePanels(int64_t pageSize, int64_t blockRows, int64_t kvHeadsP
   return pageSize > 0 && pageSize < blockRows && kvHeadsPerBox == 1 && !kvRowCopies;
 }
 
+/// Dynamic shared memory one sm_90 block may take (227 KB, opt-in above
+/// 48 KB).
+constexpr int64_t kSm90MaxSharedMemory = 227 * 1024;
+
+/// Whether paged K/V of `pageSize`-key pages can go by TMA boxes into key
+/// blocks of `blockN` rows: each box must land 1024-byte aligned (the
+/// 128-byte swizzle's atom), so pages hold whole key blocks or divide a
+/// block in multiples of 8 rows. Otherwise per-row copies.
+inline bool sm90PageBoxes(int64_t pageSize, int64_t blockN) {
+  return pageSize % blockN == 0 || (blockN % pageSize == 0 && pageSize % 8 == 0);
+}
+
+/// A window side as the kernel takes it: its positions are i32 sums (i +
+/// Sk - Sq + right), and a side of 2^30 keys or more excludes no key of any
+/// sequence an sm90 GPU holds (Sk and Sq stay below 2^30: K and V of 2^30
+/// keys at head_dim 64 take 256 GiB), exactly as no bound (-1) does, so it
+/// becomes -1 (FlashAttention likewise takes a side >= seqlen_k as -1).
+inline int64_t sm90WindowSide(int64_t side) {
+  return side >= (int64_t(1) << 30) ? -1 : side;
+}
+
 /// Threads per CTA: 128 x (1 + consumers).
 inline int64_t sm90Threads(const Sm90KernelSpec &spec) {
   return 128 * (1 + spec.consumers);

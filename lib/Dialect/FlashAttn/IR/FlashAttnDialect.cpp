@@ -70,44 +70,56 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 // Kernel ABI
 //===----------------------------------------------------------------------===//
 
+/// The fields of a tma parameter: what the runtime can encode (a box of 1
+/// to 5 dims of 1 to 256, a pack_gqa group of at most 256 heads over a 4-
+/// or 5-D box, page panels as a 5-D box without group).
+static LogicalResult verifyTma(function_ref<InFlightDiagnostic()> emitError, StringRef arg,
+                               ArrayRef<int64_t> box, int64_t swizzle, int64_t group,
+                               bool pagePanels) {
+  auto error = [&]() { return emitError() << "kernel param tma of '" << arg << "': "; };
+  if (box.size() < 1 || box.size() > 5)
+    return error() << "box must have 1 to 5 dims, got " << box.size();
+  for (int64_t b : box)
+    if (b < 1 || b > 256)
+      return error() << "box extents must be 1 to 256, got " << b;
+  if (swizzle != 0 && swizzle != 32 && swizzle != 64 && swizzle != 128)
+    return error() << "swizzle must be 0, 32, 64 or 128 bytes, got " << swizzle;
+  if (group < 0 || group > 256 || (group > 1 && box.size() < 4))
+    return error() << "group must be 0 to 256 heads over a box of 4 or 5 dims, got group "
+                   << group << " with " << box.size() << " dims";
+  if (pagePanels && (box.size() != 5 || group > 1))
+    return error() << "page_panels needs a 5-D box and no group, got " << box.size()
+                   << " dims and group " << group;
+  return success();
+}
+
 LogicalResult KernelParamAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                       ParamKind kind, StringRef arg, int64_t rank,
                                       DenseI64ArrayAttr boxAttr, int64_t swizzle, int64_t group,
                                       bool pagePanels, int64_t bytes) {
   ArrayRef<int64_t> box = boxAttr ? boxAttr.asArrayRef() : ArrayRef<int64_t>();
+  StringRef name = stringifyParamKind(kind);
   bool named = kind == ParamKind::ptr || kind == ParamKind::dims || kind == ParamKind::tma;
   if (named != !arg.empty())
-    return emitError() << "kernel param '" << stringifyParamKind(kind) << "' "
+    return emitError() << "kernel param '" << name << "' "
                        << (named ? "needs an arg" : "takes no arg, got '" + arg.str() + "'");
-  if ((kind == ParamKind::dims) != (rank != 0))
-    return emitError() << "kernel param '" << stringifyParamKind(kind)
-                       << "': rank is for dims only (1 to 5), got " << rank;
   if (kind == ParamKind::dims && (rank < 1 || rank > 5))
-    return emitError() << "kernel param dims of '" << arg << "': rank must be 1 to 5, got "
+    return emitError() << "kernel param dims of '" << arg << "' needs rank 1 to 5, got "
                        << rank;
+  if (kind != ParamKind::dims && rank != 0)
+    return emitError() << "kernel param '" << name << "' takes no rank, got " << rank;
   if (kind != ParamKind::tma && (!box.empty() || swizzle || group || pagePanels))
-    return emitError() << "kernel param '" << stringifyParamKind(kind)
+    return emitError() << "kernel param '" << name
                        << "': box, swizzle, group and page_panels are for tma only";
-  if (kind == ParamKind::tma) {
-    if (box.size() < 1 || box.size() > 5)
-      return emitError() << "kernel param tma of '" << arg << "': box must have 1 to 5 dims, got "
-                         << box.size();
-    for (int64_t b : box)
-      if (b < 1 || b > 256)
-        return emitError() << "kernel param tma of '" << arg
-                           << "': box extents must be 1 to 256, got " << b;
-    if (swizzle != 0 && swizzle != 32 && swizzle != 64 && swizzle != 128)
-      return emitError() << "kernel param tma of '" << arg
-                         << "': swizzle must be 0, 32, 64 or 128 bytes, got " << swizzle;
-    if (group < 0)
-      return emitError() << "kernel param tma of '" << arg << "': group must be >= 0, got "
-                         << group;
-  }
-  if ((kind == ParamKind::tile_table_inline) != (bytes != 0) || bytes < 0 || bytes % 16)
-    return emitError() << "kernel param '" << stringifyParamKind(kind)
-                       << "': bytes is for tile_table_inline only (a positive multiple of "
-                          "16), got "
+  if (kind == ParamKind::tma &&
+      failed(verifyTma(emitError, arg, box, swizzle, group, pagePanels)))
+    return failure();
+  if (kind == ParamKind::tile_table_inline && (bytes < 32 || bytes > 3072 || bytes % 16))
+    return emitError() << "kernel param tile_table_inline needs bytes in [32, 3072], a "
+                          "multiple of 16, got "
                        << bytes;
+  if (kind != ParamKind::tile_table_inline && bytes != 0)
+    return emitError() << "kernel param '" << name << "' takes no bytes, got " << bytes;
   return success();
 }
 
@@ -120,11 +132,17 @@ LogicalResult KernelAbiAttr::verify(function_ref<InFlightDiagnostic()> emitError
   if (threads < 32 || threads > 1024 || threads % 32)
     return emitError() << "kernel_abi threads must be a multiple of 32 in [32, 1024], got "
                        << threads;
-  if (smem < 0 || smem > 227 * 1024)
+  if (smem < 0 || smem > 232448)
     return emitError() << "kernel_abi smem must be in [0, 232448] bytes, got " << smem;
-  for (auto [i, p] : llvm::enumerate(params))
-    if (!isa<KernelParamAttr>(p))
+  int64_t maps = 0;
+  for (auto [i, p] : llvm::enumerate(params)) {
+    auto param = dyn_cast<KernelParamAttr>(p);
+    if (!param)
       return emitError() << "kernel_abi params[" << i << "] is not a #flashattn.param: " << p;
+    maps += param.getKind() == ParamKind::tma;
+  }
+  if (maps > 4)
+    return emitError() << "kernel_abi has " << maps << " tensor maps; a launch takes at most 4";
   return success();
 }
 
@@ -145,42 +163,110 @@ LogicalResult Sm90EntriesAttr::verify(function_ref<InFlightDiagnostic()> emitErr
     return success();
   for (NamedAttribute entry : abi)
     if (!isa<KernelAbiAttr>(entry.getValue()))
-      return emitError() << "sm90_entries abi of '" << entry.getName()
+      return emitError() << "sm90_entries abi of '" << entry.getName().getValue()
                          << "' is not a #flashattn.kernel_abi";
-  for (SymbolRefAttr ref : {kernel, dense, append, combine})
-    if (ref && !abi.get(ref.getLeafReference()))
-      return emitError() << "sm90_entries abi has no entry for " << ref;
+  SmallVector<std::string> names =
+      entryNames(kernel, dense, append, combine, packedGroups, kvHeadsPerBlock);
+  for (const std::string &name : names)
+    if (!abi.get(name))
+      return emitError() << "sm90_entries abi has no entry for '" << name << "'";
+  for (NamedAttribute entry : abi)
+    if (!llvm::is_contained(names, entry.getName().str()))
+      return emitError() << "sm90_entries abi has '" << entry.getName().getValue()
+                         << "', which is not one of its entries";
   return success();
 }
 
-/// The LLVM-level signature `abi` describes, checked against `fn`'s.
+SmallVector<std::string> Sm90EntriesAttr::entryNames(SymbolRefAttr kernel, SymbolRefAttr dense,
+                                                     SymbolRefAttr append, SymbolRefAttr combine,
+                                                     int64_t packedGroups,
+                                                     int64_t kvHeadsPerBlock) {
+  SmallVector<std::string> names;
+  auto leaf = [](SymbolRefAttr ref) { return ref.getLeafReference().str(); };
+  SmallVector<std::string> attention = {leaf(kernel)};
+  if (dense)
+    attention.push_back(leaf(dense));
+  names.append(attention);
+  for (const std::string &a : attention) {
+    if (packedGroups > 0)
+      names.push_back(a + "_packed");
+    if (kvHeadsPerBlock > 1)
+      names.push_back(a + "_kv1");
+  }
+  for (SymbolRefAttr ref : {append, combine})
+    if (ref)
+      names.push_back(leaf(ref));
+  return names;
+}
+
+/// What parameter `at` of `fn` must be for `p`, or "" when it is.
+static std::string paramMismatch(FunctionOpInterface fn, unsigned at, KernelParamAttr p) {
+  Type type = fn.getArgumentTypes()[at];
+  auto ptr = dyn_cast<LLVM::LLVMPointerType>(type);
+  switch (p.getKind()) {
+  case ParamKind::dims:
+    return type.isInteger(64) ? "" : "i64";
+  case ParamKind::tma:
+  case ParamKind::tile_table_inline: {
+    int64_t bytes = p.getKind() == ParamKind::tma ? 128 : p.getBytes();
+    auto byval = fn.getArgAttrOfType<TypeAttr>(at, "llvm.byval");
+    auto array = byval ? dyn_cast<LLVM::LLVMArrayType>(byval.getValue()) : nullptr;
+    bool ok = ptr && ptr.getAddressSpace() == 0 && array &&
+              array.getNumElements() == static_cast<unsigned>(bytes) &&
+              array.getElementType().isInteger(8) && fn.getArgAttr(at, "nvvm.grid_constant");
+    return ok ? "" : "a byval !llvm.array<" + std::to_string(bytes) +
+                         " x i8> !llvm.ptr marked nvvm.grid_constant";
+  }
+  default:
+    return ptr && ptr.getAddressSpace() == 1 ? "" : "!llvm.ptr<1>";
+  }
+}
+
+/// The LLVM-level signature `abi` describes, and its threads, checked
+/// against `fn`'s.
 static LogicalResult verifySignature(FunctionOpInterface fn, KernelAbiAttr abi) {
-  ArrayRef<Type> types = fn.getArgumentTypes();
-  size_t at = 0;
+  size_t described = 0;
+  for (Attribute a : abi.getParams())
+    described += cast<KernelParamAttr>(a).getNumLLVMParams();
+  if (described != fn.getNumArguments())
+    return fn->emitOpError("has ") << fn.getNumArguments()
+                                   << " parameters; its flashattn.abi describes " << described;
+  unsigned at = 0;
   for (Attribute a : abi.getParams()) {
     auto p = cast<KernelParamAttr>(a);
-    for (int64_t j = 0; j < p.getNumLLVMParams(); ++j, ++at) {
-      if (at >= types.size())
-        return fn->emitOpError("has ") << types.size()
-                                       << " parameters; its flashattn.abi describes more";
-      bool byval = p.getKind() == ParamKind::tma || p.getKind() == ParamKind::tile_table_inline;
-      auto ptr = dyn_cast<LLVM::LLVMPointerType>(types[at]);
-      bool ok = p.getKind() == ParamKind::dims ? types[at].isInteger(64)
-                : byval ? ptr && ptr.getAddressSpace() == 0 &&
-                              fn.getArgAttr(at, "llvm.byval")
-                        : ptr && ptr.getAddressSpace() == 1;
-      if (!ok)
+    for (int64_t j = 0; j < p.getNumLLVMParams(); ++j, ++at)
+      if (std::string want = paramMismatch(fn, at, p); !want.empty())
         return fn->emitOpError("parameter ")
-               << at << " has type " << types[at] << ", but its flashattn.abi entry " << p
-               << " needs "
-               << (p.getKind() == ParamKind::dims ? "i64"
-                   : byval ? "a byval !llvm.ptr"
-                           : "!llvm.ptr<1>");
+               << at << " has type " << fn.getArgumentTypes()[at]
+               << ", but its flashattn.abi entry " << p << " needs " << want;
+  }
+  if (auto maxntid = fn->getAttrOfType<DenseI32ArrayAttr>("nvvm.maxntid");
+      maxntid && !maxntid.empty() && maxntid[0] != abi.getThreads())
+    return fn->emitOpError("has nvvm.maxntid ")
+           << maxntid[0] << " threads, but its flashattn.abi launches " << abi.getThreads();
+  return success();
+}
+
+/// Runs the attribute verifiers on `entries` and its ABIs (attributes made
+/// with get() are verified only in builds with assertions).
+static LogicalResult verifyEntries(Operation *op, Sm90EntriesAttr e) {
+  auto emit = [&] { return op->emitError(); };
+  if (failed(Sm90EntriesAttr::verify(emit, e.getKernel(), e.getDense(), e.getAppend(),
+                                     e.getCombine(), e.getPackedGroups(),
+                                     e.getKvHeadsPerBlock(), e.getKvRowCopies(), e.getAbi())))
+    return failure();
+  for (NamedAttribute entry : e.getAbi() ? e.getAbi().getValue() : ArrayRef<NamedAttribute>()) {
+    auto abi = cast<KernelAbiAttr>(entry.getValue());
+    if (failed(KernelAbiAttr::verify(emit, abi.getThreads(), abi.getSmem(), abi.getParams())))
+      return failure();
+    for (Attribute a : abi.getParams()) {
+      auto p = cast<KernelParamAttr>(a);
+      if (failed(KernelParamAttr::verify(emit, p.getKind(), p.getArg(), p.getRank(), p.getBox(),
+                                         p.getSwizzle(), p.getGroup(), p.getPagePanels(),
+                                         p.getBytes())))
+        return failure();
     }
   }
-  if (at != types.size())
-    return fn->emitOpError("has ") << types.size() << " parameters; its flashattn.abi describes "
-                                   << at;
   return success();
 }
 
@@ -193,11 +279,12 @@ LogicalResult FlashAttnDialect::verifyOperationAttribute(Operation *op, NamedAtt
     return verifySignature(fn, abi);
   }
   if (attr.getName() == "flashattn.sm90") {
-    if (!isa<Sm90EntriesAttr>(attr.getValue()) || !isa<AttentionOp, CombineOp>(op))
+    auto entries = dyn_cast<Sm90EntriesAttr>(attr.getValue());
+    if (!entries || !isa<AttentionOp, CombineOp>(op))
       return op->emitError(
           "flashattn.sm90 must be a #flashattn.sm90_entries on flashattn.attention or "
           "flashattn.combine");
-    return success();
+    return verifyEntries(op, entries);
   }
   return success();
 }

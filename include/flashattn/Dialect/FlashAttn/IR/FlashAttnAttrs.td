@@ -219,7 +219,7 @@ def FlashAttn_KernelParamAttr : AttrDef<FlashAttn_Dialect, "KernelParam"> {
       `group` (pack_gqa: the head dimension split into heads / group x
       group) and `page_panels` (paged KV, one box a page): one 128-byte
       CUtensorMap of `arg` passed by value (a grid-constant parameter; PTX
-      ISA 5.5, "Tensor Memory"; CUDA driver API cuTensorMapEncodeTiled), box
+      ISA 5.5.8, "Tensor-map"; CUDA driver API cuTensorMapEncodeTiled), box
       innermost first;
     - `tile_counter`: the dynamic scheduler's u32 counter (zero at launch
       when the kernel has more tiles than CTAs);
@@ -311,6 +311,19 @@ def FlashAttn_Sm90EntriesAttr : AttrDef<FlashAttn_Dialect, "Sm90Entries"> {
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The names of every entry: kernel, dense, append, combine and the
+    /// twins (`<kernel>_packed`, `<dense>_packed` with packed_groups;
+    /// `<kernel>_kv1`, `<dense>_kv1` with kv_heads_per_block > 1).
+    static ::llvm::SmallVector<std::string> entryNames(
+        ::mlir::SymbolRefAttr kernel, ::mlir::SymbolRefAttr dense,
+        ::mlir::SymbolRefAttr append, ::mlir::SymbolRefAttr combine,
+        int64_t packedGroups, int64_t kvHeadsPerBlock);
+    ::llvm::SmallVector<std::string> getEntryNames() const {
+      return entryNames(getKernel(), getDense(), getAppend(), getCombine(),
+                        getPackedGroups(), getKvHeadsPerBlock());
+    }
+  }];
 }
 
 #endif // FLASHATTN_ATTRS
