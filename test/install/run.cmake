@@ -13,6 +13,7 @@ run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
 foreach(f include/flashattn/Dialect/FlashAttn/IR/FlashAttn.h
           include/flashattn/Dialect/FlashAttn/IR/FlashAttnOps.h.inc
           include/flashattn-c/Dialects.h
+          include/flashattn-c/Passes.h
           lib/cmake/FlashAttn/FlashAttnConfig.cmake
           bin/fa-opt
           include/flashattn/runtime.h
@@ -29,10 +30,12 @@ run(${CMAKE_COMMAND} -S ${CONSUMER_DIR} -B ${WORK_DIR}/build
     -DCMAKE_PREFIX_PATH=${prefix}
     -DMLIR_DIR=${MLIR_DIR}
     -DCAPI_TEST_SOURCE=${CAPI_TEST_SOURCE}
+    -DCAPI_PASSES_TEST_SOURCE=${CAPI_PASSES_TEST_SOURCE}
     -DRUNTIME_EXAMPLE_SOURCE=${RUNTIME_EXAMPLE_SOURCE})
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 run(${WORK_DIR}/build/consumer ${EXAMPLE})
 run(${WORK_DIR}/build/capi-consumer)
+run(${WORK_DIR}/build/capi-passes-consumer)
 # The installed runtime example compiles its kernel with the installed
 # compiler library into a scratch cache, and a second process hits the disk.
 foreach(run 1 2)
