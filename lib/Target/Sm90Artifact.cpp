@@ -201,20 +201,9 @@ LogicalResult mlir::flashattn::compileSm90Ptx(const fa_attention_config &config,
   return success();
 }
 
-LogicalResult mlir::flashattn::compileSm90Artifact(
-    const fa_attention_config &config, std::vector<char> &artifact,
-    std::string &error, const Sm90PlanOverrides &overrides) {
-  Sm90Ptx compiled;
-  if (failed(compileSm90Ptx(config, compiled, error, overrides)))
-    return failure();
-  if (!compiled.hasAbi) {
-    error = "the kernels carry no #flashattn.kernel_abi (the text generator's are for "
-            "PTX comparisons only)";
-    return failure();
-  }
-  const std::string &ptx = compiled.ptx, &kernel = compiled.kernel;
-  int64_t smem = compiled.smem;
-  // ptxas: PTX -> sm_90a cubin, with a check for spills.
+/// ptxas on `ptx` -> `cubin` (bytes) and its -v log in `info`.
+static LogicalResult runPtxas(const std::string &ptx, std::string &cubin, std::string &info,
+                              std::string &error) {
   std::string ptxas = findPtxas();
   if (ptxas.empty()) {
     error = "ptxas not found (install the CUDA toolkit or set FLASHATTN_PTXAS)";
@@ -249,23 +238,21 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
     return failure();
   }
   auto log = llvm::MemoryBuffer::getFile(logPath);
-  std::string info = log ? (*log)->getBuffer().str() : "";
-  // ptxas warnings C7510-C7520 mean it serialized wgmma (an accumulator or
-  // A register touched while a wgmma may read it, or a wait between fence
-  // and wgmma): slower, and a sign the generated order broke an invariant.
-  if (info.find("(C75") != std::string::npos) {
-    error = "ptxas serialized wgmma in the sm90 kernel: " + info;
+  info = log ? (*log)->getBuffer().str() : "";
+  auto bytes = llvm::MemoryBuffer::getFile(cubinPath);
+  if (!bytes) {
+    error = "cannot read the cubin";
     return failure();
   }
-  // Spills, entry by entry (ptxas reports each after "Compiling entry
-  // function"): the main kernel (and the combine, append) must not spill;
-  // a secondary entry of automatic splits or pack_gqa (`_dense`,
-  // `_packed`), and the per-row-copy kernels (their 40-register producer
-  // copies and zero-fills), may spill a few bytes (some do, 4-16 bytes at
-  // head_dim 128): recorded in the metadata ("entry_spills", bytes stored)
-  // rather than failing the config.
-  // The secondary entries: the dense entry of automatic splits and the
-  // packed twins of automatic pack_gqa (named by the conversion).
+  cubin = (*bytes)->getBuffer().str();
+  return success();
+}
+
+/// The secondary entries: the dense entry of automatic splits and the
+/// twins of the main and dense entries (`_packed`, `_kv1`), named by the
+/// conversion.
+static std::vector<std::string> secondaryEntries(const Sm90Ptx &compiled) {
+  const std::string &kernel = compiled.kernel;
   std::vector<std::string> secondary;
   if (!compiled.dense.empty())
     secondary.push_back(compiled.dense);
@@ -279,10 +266,29 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
     addTwins("_packed");
   if (compiled.kvHeadsPerBlock > 1)
     addTwins("_kv1");
+  return secondary;
+}
+
+/// ptxas's log checked: no serialized wgmma; spills, entry by entry (ptxas
+/// reports each after "Compiling entry function"): the main kernel (and
+/// the combine, append) must not spill; a secondary entry, and the
+/// per-row-copy kernels (their 40-register producer copies and
+/// zero-fills), may spill a few bytes (some do, 4-16 bytes at head_dim
+/// 128): recorded in `entrySpills` (bytes stored) rather than failing the
+/// config.
+static LogicalResult checkPtxasLog(const Sm90Ptx &compiled, const std::string &info,
+                                   json::Object &entrySpills, std::string &error) {
+  // ptxas warnings C7510-C7520 mean it serialized wgmma (an accumulator or
+  // A register touched while a wgmma may read it, or a wait between fence
+  // and wgmma): slower, and a sign the generated order broke an invariant.
+  if (info.find("(C75") != std::string::npos) {
+    error = "ptxas serialized wgmma in the sm90 kernel: " + info;
+    return failure();
+  }
+  std::vector<std::string> secondary = secondaryEntries(compiled);
   auto isSecondary = [&](const std::string &name) {
     return llvm::is_contained(secondary, name);
   };
-  llvm::json::Object entrySpills;
   for (size_t at = info.find("Compiling entry function"); at != std::string::npos;) {
     size_t next = info.find("Compiling entry function", at + 1);
     std::string entry = info.substr(at, next == std::string::npos ? std::string::npos
@@ -308,7 +314,7 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
   // the GPU (PTX ISA, setmaxnreg; docs/ARCHITECTURE.md). The secondary entries have the same
   // split.
   if (compiled.threads > 256) {
-    std::vector<std::string> entries = {kernel};
+    std::vector<std::string> entries = {compiled.kernel};
     llvm::append_range(entries, secondary);
     for (const std::string &entry : entries) {
       size_t at = info.find("Compiling entry function '" + entry + "'");
@@ -322,11 +328,14 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
       }
     }
   }
-  auto cubin = llvm::MemoryBuffer::getFile(cubinPath);
-  if (!cubin) {
-    error = "cannot read the cubin";
-    return failure();
-  }
+  return success();
+}
+
+/// The artifact's launch metadata.
+static json::Object sm90Metadata(const fa_attention_config &config, Sm90Ptx &compiled,
+                                 json::Object entrySpills) {
+  const std::string &kernel = compiled.kernel;
+  int64_t smem = compiled.smem;
   int64_t g = compiled.packGroups, bm = compiled.blockM, hp = compiled.kvHeadsPerBlock,
           bn = compiled.blockN / hp;
   json::Array argNames{"q", "k", "v", "out"};
@@ -397,6 +406,25 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
   // Every entry's parameters, in order: the runtime packs launches from
   // them.
   meta["abi"] = std::move(compiled.abi);
-  return packageArtifact(config, FA_ARTIFACT_CUBIN, meta,
-                         (*cubin)->getBuffer(), artifact, error);
+  return meta;
+}
+
+LogicalResult mlir::flashattn::compileSm90Artifact(
+    const fa_attention_config &config, std::vector<char> &artifact,
+    std::string &error, const Sm90PlanOverrides &overrides) {
+  Sm90Ptx compiled;
+  if (failed(compileSm90Ptx(config, compiled, error, overrides)))
+    return failure();
+  if (!compiled.hasAbi) {
+    error = "the kernels carry no #flashattn.kernel_abi (the text generator's are for "
+            "PTX comparisons only)";
+    return failure();
+  }
+  std::string cubin, info;
+  json::Object entrySpills;
+  if (failed(runPtxas(compiled.ptx, cubin, info, error)) ||
+      failed(checkPtxasLog(compiled, info, entrySpills, error)))
+    return failure();
+  json::Object meta = sm90Metadata(config, compiled, std::move(entrySpills));
+  return packageArtifact(config, FA_ARTIFACT_CUBIN, meta, cubin, artifact, error);
 }
