@@ -192,15 +192,20 @@ struct FlashAttnPlanPass
           << "' (expected host or sm90)";
       return signalPassFailure();
     }
+    // The options are printed through their int64_t values: a pass option
+    // itself converts to char in a diagnostic ("got \xff" for -1).
     if (numSMs <= 0) {
-      getOperation()->emitError()
-          << "flashattn-plan: num-sms must be positive, got " << numSMs;
+      getOperation()->emitError() << "flashattn-plan: num-sms must be positive, got "
+                                  << static_cast<int64_t>(numSMs);
       return signalPassFailure();
     }
     if (blockM < 0 || blockN < 0 || consumers < 0 || stages < 0) {
       getOperation()->emitError()
           << "flashattn-plan: block-m, block-n, consumers and stages must be "
-             "0 (automatic) or positive";
+             "0 (automatic) or positive, got block-m="
+          << static_cast<int64_t>(blockM) << " block-n=" << static_cast<int64_t>(blockN)
+          << " consumers=" << static_cast<int64_t>(consumers)
+          << " stages=" << static_cast<int64_t>(stages);
       return signalPassFailure();
     }
     Sm90CodegenOverrides o;
