@@ -165,9 +165,14 @@ struct FlashAttnPlanPass
     PlanAttr p = computePlan(op, t, numSMs);
     int64_t c = consumers ? consumers : p.getConsumers();
     int64_t bm = blockM ? blockM : consumers && t == Target::sm90 ? 64 * consumers : p.getBlockM();
-    p = PlanAttr::get(op.getContext(), p.getTarget(), bm, blockN ? blockN : p.getBlockN(),
-                      stages ? stages : p.getStages(), c, p.getSchedule(), p.getNumSplits(),
-                      p.getPackGqa(), Sm90CodegenAttr());
+    // Checked: an override can break the plan's rules (a host block-n past
+    // kMaxHostTileDim), reported on the op instead of an invalid attribute.
+    p = PlanAttr::getChecked([&] { return op.emitError("flashattn-plan: "); }, op.getContext(),
+                             p.getTarget(), bm, blockN ? blockN : p.getBlockN(),
+                             stages ? stages : p.getStages(), c, p.getSchedule(),
+                             p.getNumSplits(), p.getPackGqa(), Sm90CodegenAttr());
+    if (!p)
+      return failure();
     if (t != Target::sm90)
       return p;
     std::string why;

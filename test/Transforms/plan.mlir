@@ -6,6 +6,7 @@
 // RUN: fa-opt %s --flashattn-plan="target=sm90 scheduler-barrier=off tma-store=off early-q-release=off l2-hint-q=normal l2-hint-kv=last" --split-input-file | FileCheck %s --check-prefix=CODEGEN
 // RUN: not fa-opt %s --flashattn-plan="target=sm90 tma-store=maybe" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADSWITCH
 // RUN: not fa-opt %s --flashattn-plan="target=sm90 l2-hint-kv=lru" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADL2
+// RUN: not fa-opt %s --flashattn-plan="block-n=8192" --split-input-file 2>&1 | FileCheck %s --check-prefix=HOSTBIG
 // RUN: not fa-opt %s --flashattn-plan="num-sms=-1" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADSMS
 // RUN: not fa-opt %s --flashattn-plan="num-sms=-300" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADSMS300
 
@@ -17,6 +18,9 @@
 // BADSWITCH: error: flashattn-plan: scheduler-barrier, tma-store, early-q-release and kv-row-copies take auto, on or off, got 'maybe'
 // BADL2: error: flashattn-plan: l2-hint-kv takes auto, normal, first or last, got 'lru'
 // BADOVERRIDE: error: flashattn-plan: block-m, block-n, consumers and stages must be 0 (automatic) or positive, got block-m=0 block-n=-1 consumers=0 stages=0
+// A host tile override past what LLVM compiles in reasonable time is an
+// error on the op, not an invalid plan attached to it.
+// HOSTBIG: error: flashattn-plan: host plan tile sizes must be at most 4096 (what LLVM compiles in reasonable time), got block_m = 64, block_n = 8192
 // The option's value as a number (it was once printed as a char, "got \xff").
 // BADSMS: error: flashattn-plan: num-sms must be positive, got -1{{$}}
 // BADSMS300: error: flashattn-plan: num-sms must be positive, got -300{{$}}
