@@ -170,9 +170,14 @@ struct FlashAttnPlanPass
     PlanAttr p = computePlan(op, t, numSMs);
     int64_t c = consumers ? consumers : p.getConsumers();
     int64_t bm = blockM ? blockM : consumers && t == Target::sm90 ? 64 * consumers : p.getBlockM();
-    p = PlanAttr::get(op.getContext(), p.getTarget(), bm, blockN ? blockN : p.getBlockN(),
-                      stages ? stages : p.getStages(), c, p.getSchedule(), p.getNumSplits(),
-                      p.getPackGqa(), Sm90CodegenAttr());
+    // Checked: an override can break the plan's rules (a host block-n past
+    // kMaxHostTileDim), reported on the op instead of an invalid attribute.
+    p = PlanAttr::getChecked([&] { return op.emitError("flashattn-plan: "); }, op.getContext(),
+                             p.getTarget(), bm, blockN ? blockN : p.getBlockN(),
+                             stages ? stages : p.getStages(), c, p.getSchedule(),
+                             p.getNumSplits(), p.getPackGqa(), Sm90CodegenAttr());
+    if (!p)
+      return failure();
     if (t != Target::sm90)
       return p;
     std::string why;
@@ -197,15 +202,20 @@ struct FlashAttnPlanPass
           << "' (expected host or sm90)";
       return signalPassFailure();
     }
+    // The options are printed through their int64_t values: a pass option
+    // itself converts to char in a diagnostic ("got \xff" for -1).
     if (numSMs <= 0) {
-      getOperation()->emitError()
-          << "flashattn-plan: num-sms must be positive, got " << numSMs;
+      getOperation()->emitError() << "flashattn-plan: num-sms must be positive, got "
+                                  << static_cast<int64_t>(numSMs);
       return signalPassFailure();
     }
     if (blockM < 0 || blockN < 0 || consumers < 0 || stages < 0) {
       getOperation()->emitError()
           << "flashattn-plan: block-m, block-n, consumers and stages must be "
-             "0 (automatic) or positive";
+             "0 (automatic) or positive, got block-m="
+          << static_cast<int64_t>(blockM) << " block-n=" << static_cast<int64_t>(blockN)
+          << " consumers=" << static_cast<int64_t>(consumers)
+          << " stages=" << static_cast<int64_t>(stages);
       return signalPassFailure();
     }
     Sm90CodegenOverrides o;

@@ -4,7 +4,9 @@
  * the same directory (mkstemp), fsync, then rename(2), so readers in other
  * processes see either no entry or a whole one and concurrent writers of the
  * same key simply replace each other's identical bytes. An entry that fails
- * validation (truncated, checksum, foreign key) is a miss and is rebuilt. A
+ * validation (truncated, checksum, foreign key) is a miss and is rebuilt, and
+ * so is one that is not a private regular file (a link, a FIFO, a device:
+ * opened with O_NOFOLLOW | O_NONBLOCK and checked before a byte is read). A
  * directory that cannot be created or written turns the disk cache off for
  * this runtime (memory only); nothing fails because of it.
  *
@@ -15,6 +17,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +66,52 @@ fa_kernel *fa_cache_lookup_memory(fa_runtime *rt, const char *key) {
   return NULL;
 }
 
+void *fa_read_regular_file(const char *path, bool nofollow, struct stat *st,
+                           size_t *size, fa_status *status, char *why, size_t n) {
+  *status = FA_ERROR_IO;
+  *size = 0;
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0));
+  if (fd < 0) {
+    int e = errno;
+    snprintf(why, n, "cannot open %s: %s", path,
+             nofollow && e == ELOOP ? "a symbolic link" : strerror(e));
+    errno = e;
+    return NULL;
+  }
+  void *bytes = NULL;
+  if (fstat(fd, st) != 0) {
+    snprintf(why, n, "cannot stat %s: %s", path, strerror(errno));
+  } else if (!S_ISREG(st->st_mode)) {
+    snprintf(why, n, "%s is not a regular file", path);
+  } else if ((uintmax_t)st->st_size > SIZE_MAX / 2) {
+    snprintf(why, n, "%s is too large (%jd bytes)", path, (intmax_t)st->st_size);
+  } else if (!(bytes = malloc(st->st_size > 0 ? (size_t)st->st_size : 1))) {
+    *status = FA_ERROR_OUT_OF_MEMORY;
+    snprintf(why, n, "out of memory for %s (%jd bytes)", path, (intmax_t)st->st_size);
+  } else {
+    size_t want = (size_t)st->st_size, got = 0;
+    while (got < want) {
+      ssize_t r = read(fd, (char *)bytes + got, want - got);
+      if (r < 0 && errno == EINTR)
+        continue;
+      if (r <= 0) {
+        snprintf(why, n, "cannot read %s: %s", path,
+                 r < 0 ? strerror(errno) : "shorter than its size (changed while read)");
+        free(bytes);
+        bytes = NULL;
+        break;
+      }
+      got += (size_t)r;
+    }
+    if (bytes) {
+      *size = want;
+      *status = FA_OK;
+    }
+  }
+  close(fd);
+  return bytes;
+}
+
 static void entry_path(fa_runtime *rt, const char *key, char *buf, size_t n) {
   snprintf(buf, n, "%s/%s.faa", rt->cache_dir, key);
 }
@@ -73,32 +122,26 @@ fa_status fa_cache_lookup_disk(fa_runtime *rt, const char *key,
     return FA_ERROR_CACHE_MISS;
   char path[1200];
   entry_path(rt, key, path, sizeof(path));
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return FA_ERROR_CACHE_MISS;
-  /* Only our own entries are loaded: an entry another user could have
-   * written (not ours, or group/world-writable) is never executed. */
+  /* Not through a link, nor a FIFO or device (it would block the caller),
+   * and only our own entries: an entry another user could have written (not
+   * ours, or group/world-writable) is never executed. */
   struct stat st;
-  if (fstat(fileno(f), &st) != 0 || st.st_uid != geteuid() ||
-      (st.st_mode & (S_IWGRP | S_IWOTH)) || !S_ISREG(st.st_mode)) {
-    fclose(f);
+  size_t size = 0;
+  fa_status read_status;
+  char why[1400];
+  void *bytes = fa_read_regular_file(path, /*nofollow=*/true, &st, &size, &read_status,
+                                     why, sizeof(why));
+  if (!bytes) {
+    if (errno != ENOENT)
+      fa_debug("ignoring cache entry: %s", why);
+    return FA_ERROR_CACHE_MISS;
+  }
+  if (st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+    free(bytes);
     fa_debug("ignoring %s: not a private regular file of this user", path);
     return FA_ERROR_CACHE_MISS;
   }
-  void *bytes = NULL;
-  long size = -1;
-  if (fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) >= 0 &&
-      fseek(f, 0, SEEK_SET) == 0) {
-    bytes = malloc(size > 0 ? (size_t)size : 1);
-    if (bytes && fread(bytes, 1, (size_t)size, f) != (size_t)size) {
-      free(bytes);
-      bytes = NULL;
-    }
-  }
-  fclose(f);
-  if (!bytes)
-    return FA_ERROR_CACHE_MISS;
-  fa_status status = fa_kernel_create(rt, bytes, (size_t)size, key, kernel);
+  fa_status status = fa_kernel_create(rt, bytes, size, key, kernel);
   if (status != FA_OK) {
     /* Corrupt, foreign, or not loadable here: rebuild it. */
     fa_debug("disk entry %s is unusable (%s): rebuilding", path, rt->error);

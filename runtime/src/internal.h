@@ -7,6 +7,7 @@
 #include "flashattn/runtime.h"
 
 #include <stdarg.h>
+#include <sys/stat.h>
 #include <stdbool.h>
 
 #define FA_MAX_ARGS 13
@@ -212,6 +213,17 @@ size_t fa_dtype_size(fa_dtype t);
 const char *fa_dtype_name(fa_dtype t);
 
 /* cache.c */
+/* The bytes of the regular file at `path` (malloc'd, `*size` of them, at
+ * least 1 byte allocated), with fstat's result in `st`. The file is opened
+ * without blocking (a FIFO or device would wait for a writer forever) and,
+ * with `nofollow`, not through a symbolic link; anything but a regular file
+ * is refused before a byte is read, and the size comes from fstat, never
+ * from seeking (a directory seeks to 2^63 - 1). On failure: NULL, `*status`
+ * FA_ERROR_IO or FA_ERROR_OUT_OF_MEMORY and the reason in `why` (the
+ * runtime's error is left alone: a cache entry that cannot be read is only
+ * a miss), errno as open(2) left it when the file could not be opened. */
+void *fa_read_regular_file(const char *path, bool nofollow, struct stat *st,
+                           size_t *size, fa_status *status, char *why, size_t n);
 fa_kernel *fa_cache_lookup_memory(fa_runtime *rt, const char *key);
 fa_status fa_cache_lookup_disk(fa_runtime *rt, const char *key,
                                fa_kernel **kernel);

@@ -54,16 +54,29 @@ fa_status fa_runtime_create(const fa_runtime_options *options,
   const char *dir = options ? options->cache_dir : NULL;
   if (!dir || !*dir)
     dir = getenv("FLASHATTN_CACHE_DIR");
+  /* The directory's path, which must fit whole: a longer one, once cut to
+   * the buffer, named another directory and the cache was written there.
+   * It turns the disk cache off (memory only), said in the runtime's last
+   * error and the cache stats' disk_enabled. */
+  int len = -1;
   if (dir && *dir) {
-    snprintf(rt->cache_dir, sizeof(rt->cache_dir), "%s", dir);
+    len = snprintf(rt->cache_dir, sizeof(rt->cache_dir), "%s", dir);
   } else {
     const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
     if (xdg && *xdg)
-      snprintf(rt->cache_dir, sizeof(rt->cache_dir), "%s/flashattn", xdg);
+      len = snprintf(rt->cache_dir, sizeof(rt->cache_dir), "%s/flashattn", xdg);
     else if (home && *home)
-      snprintf(rt->cache_dir, sizeof(rt->cache_dir), "%s/.cache/flashattn", home);
+      len = snprintf(rt->cache_dir, sizeof(rt->cache_dir), "%s/.cache/flashattn", home);
   }
-  rt->disk_enabled = !(options && options->disable_disk_cache) &&
+  bool too_long = len >= (int)sizeof(rt->cache_dir);
+  if (too_long) {
+    rt->cache_dir[0] = '\0';
+    fa_fail(rt, FA_ERROR_INVALID_ARGUMENT,
+            "the cache directory's path has %d characters, more than %d: disk cache off "
+            "(memory only)",
+            len, (int)sizeof(rt->cache_dir) - 1);
+  }
+  rt->disk_enabled = !(options && options->disable_disk_cache) && !too_long &&
                      rt->cache_dir[0] && make_dirs(rt->cache_dir);
   if (!rt->disk_enabled)
     fa_debug("disk cache off (directory '%s')", rt->cache_dir);
@@ -189,24 +202,19 @@ fa_status fa_kernel_load_artifact_file(fa_runtime *rt, const char *path,
                                        fa_kernel **kernel) {
   if (!rt || !path || !kernel)
     return fa_fail(rt, FA_ERROR_INVALID_ARGUMENT, "null argument");
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return fa_fail(rt, FA_ERROR_IO, "cannot open %s: %s", path, strerror(errno));
-  fa_status st = FA_OK;
-  long size = -1;
-  void *bytes = NULL;
-  if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 ||
-      fseek(f, 0, SEEK_SET) != 0)
-    st = fa_fail(rt, FA_ERROR_IO, "cannot size %s", path);
-  else if (!(bytes = malloc(size ? (size_t)size : 1)))
-    st = fa_fail(rt, FA_ERROR_OUT_OF_MEMORY, "out of memory");
-  else if (fread(bytes, 1, (size_t)size, f) != (size_t)size)
-    st = fa_fail(rt, FA_ERROR_IO, "cannot read %s", path);
-  fclose(f);
-  if (st == FA_OK)
-    st = fa_kernel_load_artifact(rt, bytes, (size_t)size, kernel);
+  /* A path the caller names may be a link; it must lead to a regular file
+   * (not a FIFO that would block, nor a directory, which seeks to 2^63 - 1). */
+  struct stat st;
+  size_t size = 0;
+  fa_status st_read;
+  char why[FA_ERROR_SIZE];
+  void *bytes = fa_read_regular_file(path, /*nofollow=*/false, &st, &size, &st_read, why,
+                                     sizeof(why));
+  if (!bytes)
+    return fa_fail(rt, st_read, "%s", why);
+  fa_status status = fa_kernel_load_artifact(rt, bytes, size, kernel);
   free(bytes);
-  return st;
+  return status;
 }
 
 /*---------------------------------------------------------------------------*

@@ -3,8 +3,10 @@
  * Miss + compile + disk write, memory hit, disk hit in a new runtime without
  * a compiler, miss without a compiler (status), corrupt / truncated / foreign
  * entries detected and rebuilt, a read-only directory degrading to memory
- * only, directories and entries others can write being ignored, and two
- * processes filling one directory at once.
+ * only, directories and entries others can write being ignored, two
+ * processes filling one directory at once, and files that are no regular
+ * file (a FIFO entry, a link, a directory as an artifact path) or a cache
+ * directory too long for the runtime refused without blocking or guessing.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -90,6 +92,8 @@ int main(void) {
   CHECK(k2 == k && stats(rt).memory_hits == 1, "second get is not a memory hit");
   CHECK(k && runs(rt, k), "compiled kernel does not run");
   snprintf(path, sizeof(path), "%s/%s.faa", dir, fa_kernel_key(k));
+  char key_a[64];
+  snprintf(key_a, sizeof(key_a), "%s", k ? fa_kernel_key(k) : "");
   fa_runtime_destroy(rt);
 
   /* 2. Another runtime without a compiler: served from disk. */
@@ -229,8 +233,71 @@ int main(void) {
   CHECK(count_temp_files(shared) == 0, "temporary files left in %s", shared);
   fa_runtime_destroy(rt);
 
+  /* 9. Entries that are no regular file are misses, found without
+   * blocking (a FIFO was opened before it was checked: fa_kernel_get waited
+   * for a writer forever) and without following a link; the alarm turns a
+   * hang into a failure. */
+  alarm(60);
+  char odd[] = "/tmp/fa-rt-odd-XXXXXX";
+  CHECK(mkdtemp(odd) != NULL, "mkdtemp");
+  char entry[512];
+  snprintf(entry, sizeof(entry), "%s/%s.faa", odd, key_a);
+  CHECK(mkfifo(entry, 0600) == 0, "mkfifo %s", entry);
+  rt = make_rt(odd, 0);
+  CHECK_STATUS(fa_kernel_get(rt, &a, &k), FA_ERROR_CACHE_MISS, rt);
+  CHECK(stats(rt).disk_hits == 0, "a FIFO entry was a hit");
+  fa_runtime_destroy(rt);
+  rt = make_rt(odd, 1); /* compiles and replaces the FIFO by an entry */
+  CHECK_STATUS(fa_kernel_get(rt, &a, &k), FA_OK, rt);
+  CHECK(stats(rt).compiles == 1 && stats(rt).disk_writes == 1, "FIFO entry not replaced");
+  fa_runtime_destroy(rt);
+  char moved[600];
+  snprintf(moved, sizeof(moved), "%s/real.faa", odd);
+  CHECK(rename(entry, moved) == 0 && symlink(moved, entry) == 0, "symlink entry");
+  rt = make_rt(odd, 0);
+  CHECK_STATUS(fa_kernel_get(rt, &a, &k), FA_ERROR_CACHE_MISS, rt);
+  CHECK(stats(rt).disk_hits == 0, "an entry that is a symbolic link was followed");
+  /* An artifact path is the caller's choice (a link is followed), but a
+   * directory (once malloc(2^63 - 1): it seeks to LONG_MAX) or a FIFO is
+   * an I/O error, not a block or an allocation. */
+  CHECK_STATUS(fa_kernel_load_artifact_file(rt, odd, &k), FA_ERROR_IO, rt);
+  CHECK(strstr(fa_runtime_last_error(rt), "is not a regular file") != NULL,
+        "directory artifact: %s", fa_runtime_last_error(rt));
+  char fifo[600];
+  snprintf(fifo, sizeof(fifo), "%s/fifo.faa", odd);
+  CHECK(mkfifo(fifo, 0600) == 0, "mkfifo %s", fifo);
+  CHECK_STATUS(fa_kernel_load_artifact_file(rt, fifo, &k), FA_ERROR_IO, rt);
+  CHECK(strstr(fa_runtime_last_error(rt), "is not a regular file") != NULL,
+        "FIFO artifact: %s", fa_runtime_last_error(rt));
+  CHECK_STATUS(fa_kernel_load_artifact_file(rt, entry, &k), FA_OK, rt);
+  fa_runtime_destroy(rt);
+  alarm(0);
+
+  /* 10. A cache directory longer than the runtime's 1023 characters was
+   * cut, and the cache written to the directory the prefix named: now the
+   * disk cache is off (memory only), said in the last error and the stats,
+   * and nothing is created. */
+  char base[] = "/tmp/fa-rt-long-XXXXXX";
+  CHECK(mkdtemp(base) != NULL, "mkdtemp");
+  char longdir[1400];
+  int used = snprintf(longdir, sizeof(longdir), "%s", base);
+  while (used < 1100)
+    used += snprintf(longdir + used, sizeof(longdir) - (size_t)used, "/%0200d", 0);
+  rt = make_rt(longdir, 1);
+  CHECK(rt != NULL, "a long cache directory failed the runtime");
+  if (rt) {
+    CHECK(stats(rt).disk_enabled == 0 &&
+              strstr(fa_runtime_last_error(rt), "more than 1023: disk cache off") != NULL,
+          "long cache directory: enabled %d, '%s'", stats(rt).disk_enabled,
+          fa_runtime_last_error(rt));
+    CHECK_STATUS(fa_kernel_get(rt, &a, &k), FA_OK, rt);
+    CHECK(stats(rt).disk_writes == 0 && k && runs(rt, k), "memory-only kernel");
+    fa_runtime_destroy(rt);
+  }
+  CHECK(rmdir(base) == 0, "%s is not empty: the cut directory was created", base);
+
   char cmd[256];
-  snprintf(cmd, sizeof(cmd), "rm -rf %s %s", dir, shared);
+  snprintf(cmd, sizeof(cmd), "rm -rf %s %s %s", dir, shared, odd);
   if (system(cmd) != 0)
     fprintf(stderr, "warning: cleanup failed\n");
   printf("%s\n", g_failures ? "FAILED" : "all checks passed");

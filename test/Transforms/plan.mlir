@@ -8,6 +8,9 @@
 // RUN: not fa-opt %s --flashattn-plan="target=sm90 l2-hint-kv=lru" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADL2
 // RUN: not fa-opt %s --flashattn-plan="target=sm90 kv-heads-per-block=-2" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADHP
 // BADHP: error: flashattn-plan: kv-heads-per-block must be 0 (automatic) or positive, got -2
+// RUN: not fa-opt %s --flashattn-plan="block-n=8192" --split-input-file 2>&1 | FileCheck %s --check-prefix=HOSTBIG
+// RUN: not fa-opt %s --flashattn-plan="num-sms=-1" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADSMS
+// RUN: not fa-opt %s --flashattn-plan="num-sms=-300" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADSMS300
 
 // BAD: error: flashattn-plan: unknown target 'tpu' (expected host or sm90)
 // The sm90 code-generation choices, each overridable: a test or a tuner
@@ -16,7 +19,13 @@
 // CODEGEN: plan = #flashattn.plan<{{.*}}, sm90 = <conditional_rescale = true, rescale_under_qk = true, reduce_chains = 4, l2_hint_kv = evict_last>>
 // BADSWITCH: error: flashattn-plan: tma-store takes auto, on or off, got 'maybe'
 // BADL2: error: flashattn-plan: l2-hint-kv takes auto, normal, first or last, got 'lru'
-// BADOVERRIDE: error: flashattn-plan: block-m, block-n, consumers and stages must be 0 (automatic) or positive
+// BADOVERRIDE: error: flashattn-plan: block-m, block-n, consumers and stages must be 0 (automatic) or positive, got block-m=0 block-n=-1 consumers=0 stages=0
+// A host tile override past what LLVM compiles in reasonable time is an
+// error on the op, not an invalid plan attached to it.
+// HOSTBIG: error: flashattn-plan: host plan tile sizes must be at most 4096 (what LLVM compiles in reasonable time), got block_m = 64, block_n = 8192
+// The option's value as a number (it was once printed as a char, "got \xff").
+// BADSMS: error: flashattn-plan: num-sms must be positive, got -1{{$}}
+// BADSMS300: error: flashattn-plan: num-sms must be positive, got -300{{$}}
 
 // Tile overrides (tuning): consumers alone sets sm90's block_m = 64 x
 // consumers; the schedule, splits and packing stay automatic.

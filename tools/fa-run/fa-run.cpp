@@ -459,8 +459,13 @@ static void fillInputs(Case &c, SmallVector<Buffer> &bufs, std::mt19937 &rng) {
     splitTotal(buf(CuK), k->shape[0]);
   int64_t capacity = k->shape.size() == 4 ? k->shape[1] : 0;
   if (Buffer *bt = buf(BlockTable)) {
-    capacity = bt->shape[1] * k->shape[1];
-    if (!given(BlockTable)) {
+    // A pool of no page holds no key, whatever the table's width (as in the
+    // runtime's check_kv).
+    capacity = k->shape[0] == 0 ? 0 : bt->shape[1] * k->shape[1];
+    // A pool of no page leaves no page to name: the entries stay 0, which
+    // checkInputs refuses (as the runtime refuses a host block_table naming
+    // a page outside the pool); a table of no column is an empty result.
+    if (!given(BlockTable) && k->shape[0] > 0) {
       // Distinct pages where the pool allows, so that appends do not collide.
       std::vector<int32_t> pages(k->shape[0]);
       std::iota(pages.begin(), pages.end(), 0);
@@ -513,7 +518,11 @@ static std::string checkInputs(Case &c, SmallVector<Buffer> &bufs) {
   }
   int64_t capacity = k->shape.size() == 4 ? k->shape[1] : 0;
   if (Buffer *bt = buf(BlockTable)) {
-    capacity = bt->shape[1] * k->shape[1];
+    capacity = k->shape[0] == 0 ? 0 : bt->shape[1] * k->shape[1];
+    if (k->shape[0] == 0 && bt->count() > 0)
+      return "block_table has " + std::to_string(bt->count()) +
+             " entries but the pool has no page (a pool of no page holds no "
+             "key: only a block_table of no column can go with it)";
     for (int64_t e = 0; e < bt->count(); ++e)
       if (bt->i32()[e] < 0 || bt->i32()[e] >= k->shape[0])
         return "block_table entry " + std::to_string(bt->i32()[e]) +

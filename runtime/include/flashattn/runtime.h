@@ -193,7 +193,10 @@ typedef struct fa_kernel fa_kernel;   /* opaque, owned by the runtime */
 typedef struct fa_runtime_options {
   uint32_t struct_size;       /* sizeof(fa_runtime_options) */
   /* Disk cache directory; NULL = $FLASHATTN_CACHE_DIR, else
-   * $XDG_CACHE_HOME/flashattn, else $HOME/.cache/flashattn. */
+   * $XDG_CACHE_HOME/flashattn, else $HOME/.cache/flashattn. A path over
+   * 1023 characters turns the disk cache off (memory only; the last error
+   * says so). Entries that are not private regular files (a link, a FIFO)
+   * are misses. */
   const char *cache_dir;
   int32_t disable_disk_cache; /* 1: memory only */
   int32_t memory_entries;     /* LRU capacity; 0 = 64 */
@@ -228,6 +231,9 @@ fa_status fa_kernel_get(fa_runtime *runtime, const fa_attention_config *config,
  * in the caches under its key. */
 fa_status fa_kernel_load_artifact(fa_runtime *runtime, const void *bytes,
                                   size_t size, fa_kernel **kernel);
+/* The same from a file, which must be a regular file (a link to one is
+ * followed): anything else (a directory, a FIFO, a device) is FA_ERROR_IO,
+ * refused before it is read and without blocking. */
 fa_status fa_kernel_load_artifact_file(fa_runtime *runtime, const char *path,
                                        fa_kernel **kernel);
 

@@ -516,6 +516,33 @@ func.func @plan_tile_too_large(%q: memref<1x8x2x64xf16>, %o: memref<1x8x2x64xf16
 
 // -----
 
+// Host tiles past what LLVM compiles in reasonable time (block_n 32769 once
+// crashed the X86 backend after passing the verifier).
+func.func @host_plan_block_n_too_large(%q: memref<1x8x2x64xf16>, %o: memref<1x8x2x64xf16>) {
+  // expected-error @+2 {{host plan tile sizes must be at most 4096 (what LLVM compiles in reasonable time), got block_m = 64, block_n = 32769}}
+  flashattn.attention ins(%q, %q, %q : memref<1x8x2x64xf16>, memref<1x8x2x64xf16>, memref<1x8x2x64xf16>) outs(%o : memref<1x8x2x64xf16>)
+      {plan = #flashattn.plan<target = host, block_m = 64, block_n = 32769, stages = 1, consumers = 1, schedule = static, num_splits = 1, pack_gqa = false>}
+  return
+}
+
+// -----
+
+func.func @host_plan_block_m_too_large(%q: memref<1x8x2x64xf16>, %o: memref<1x8x2x64xf16>) {
+  // expected-error @+2 {{host plan tile sizes must be at most 4096 (what LLVM compiles in reasonable time), got block_m = 4097, block_n = 64}}
+  flashattn.attention ins(%q, %q, %q : memref<1x8x2x64xf16>, memref<1x8x2x64xf16>, memref<1x8x2x64xf16>) outs(%o : memref<1x8x2x64xf16>)
+      {plan = #flashattn.plan<target = host, block_m = 4097, block_n = 64, stages = 1, consumers = 1, schedule = static, num_splits = 1, pack_gqa = false>}
+  return
+}
+
+// -----
+
+// The bound itself is a valid host plan (no diagnostic).
+func.func @host_plan_at_the_bound() attributes {x = #flashattn.plan<target = host, block_m = 4096, block_n = 4096, stages = 1, consumers = 1, schedule = static, num_splits = 1, pack_gqa = false>} {
+  return
+}
+
+// -----
+
 func.func @no_query_heads(%q: memref<1x8x0x64xf16>, %k: memref<1x8x2x64xf16>, %o: memref<1x8x0x64xf16>) {
   // expected-error @+1 {{needs at least one query head and one kv head, got 0 and 2}}
   flashattn.attention ins(%q, %k, %k : memref<1x8x0x64xf16>, memref<1x8x2x64xf16>, memref<1x8x2x64xf16>) outs(%o : memref<1x8x0x64xf16>)

@@ -51,4 +51,24 @@ func.func @seqused_k_past_capacity(%q: memref<1x1x2x64xf16>, %k: memref<8x16x2x6
       outs(%o : memref<1x1x2x64xf16>)
   return
 }
-// CHECK: fa-run: FAILED 5 of 5 case(s)
+// A pool of no page holds no key (docs/SEMANTICS.md): a block_table with
+// entries cannot name a page of it (fa-run once divided by the pool's 0
+// pages filling the table: SIGFPE), nor can seqused_k claim keys.
+// CHECK: pool_of_no_page {{.*}} BAD INPUT: block_table has 2 entries but the pool has no page (a pool of no page holds no key: only a block_table of no column can go with it)
+func.func @pool_of_no_page(%q: memref<1x1x2x64xf16>, %k: memref<0x16x2x64xf16>, %v: memref<0x16x2x64xf16>,
+    %su: memref<1xi32>, %bt: memref<1x2xi32>, %o: memref<1x1x2x64xf16>) {
+  flashattn.attention ins(%q, %k, %v : memref<1x1x2x64xf16>, memref<0x16x2x64xf16>, memref<0x16x2x64xf16>)
+      seqused_k(%su : memref<1xi32>) block_table(%bt : memref<1x2xi32>)
+      outs(%o : memref<1x1x2x64xf16>)
+  return
+}
+
+// CHECK: pool_of_no_page_keys_claimed {{.*}} BAD INPUT: seqused_k[0] = 3 is past the capacity 0
+func.func @pool_of_no_page_keys_claimed(%q: memref<1x1x2x64xf16>, %k: memref<0x16x2x64xf16>, %v: memref<0x16x2x64xf16>,
+    %su: memref<1xi32> {fa.values = array<i32: 3>}, %bt: memref<1x0xi32>, %o: memref<1x1x2x64xf16>) {
+  flashattn.attention ins(%q, %k, %v : memref<1x1x2x64xf16>, memref<0x16x2x64xf16>, memref<0x16x2x64xf16>)
+      seqused_k(%su : memref<1xi32>) block_table(%bt : memref<1x0xi32>)
+      outs(%o : memref<1x1x2x64xf16>)
+  return
+}
+// CHECK: fa-run: FAILED 7 of 7 case(s)

@@ -48,6 +48,10 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "plan tile sizes must be in [1, " << kMaxTileDim
                        << "], got block_m = "
                        << blockM << ", block_n = " << blockN;
+  if (target == Target::host && (blockM > kMaxHostTileDim || blockN > kMaxHostTileDim))
+    return emitError() << "host plan tile sizes must be at most " << kMaxHostTileDim
+                       << " (what LLVM compiles in reasonable time), got block_m = " << blockM
+                       << ", block_n = " << blockN;
   if (stages < 1)
     return emitError() << "plan stages must be >= 1, got " << stages;
   if (consumers < 1)

@@ -26,6 +26,17 @@ namespace mlir::flashattn {
 /// the combine's host lowering all check against it.
 constexpr int64_t kMaxTileDim = 65536;
 
+/// The largest block_m and block_n of a host plan. LLVM's compile time of
+/// the host lowering grows faster than linearly in block_n (x86-64, measured
+/// with fa-run on one head_dim 64 case: 0.6 s at 4096, 1.7 s at 8192, 5.5 s
+/// at 16384, 21 s at 32768, and the X86 backend crashes above 32768:
+/// "SmallVector unable to grow" at 32769, SIGSEGV in instruction selection at
+/// 65536); 4096 keeps a kernel's compile under a second, 64 times the
+/// plan's own 64. block_m does not change compile time, but the S tile is
+/// block_m x block_n f32 on the heap (64 MiB at 4096 x 4096); the same bound
+/// keeps it small.
+constexpr int64_t kMaxHostTileDim = 4096;
+
 /// Whether `type` (rank 1 or more) has a known static unit stride in its last
 /// dimension: rows of head_dim contiguous, as the tile views and the host
 /// lowerings require.

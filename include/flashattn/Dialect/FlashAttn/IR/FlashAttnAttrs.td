@@ -146,7 +146,8 @@ def FlashAttn_PlanAttr : AttrDef<FlashAttn_Dialect, "Plan"> {
 
     - `target`: `host` or `sm90`.
     - `block_m`, `block_n`: query rows per tile and keys per key block
-      (positive).
+      (positive; at most 4096 on the host, what LLVM compiles in
+      reasonable time).
     - `stages`: shared-memory pipeline stages for K/V (>= 1; 1 on the host).
     - `consumers`: consumer warpgroups per CTA on sm90 (1 on the host).
     - `schedule`: `static` (strided persistent loop) or `lpt`
