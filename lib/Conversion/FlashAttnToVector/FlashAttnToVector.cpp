@@ -202,8 +202,12 @@ static void emitGemm(PatternRewriter &rw, Location loc, Value a, Value b,
   }
 }
 
+/// The largest transposed-K scratch kept on the stack (256 KiB: head_dim
+/// 1024 at block_n 64).
+static constexpr int64_t kMaxStackScratchBytes = 256 * 1024;
+
 /// S = scale * Q K^T: K is transposed once into a [D, N] scratch (an alloca
-/// at function entry), then S = Q Kt with the micro-kernel of emitGemm; with
+/// at function entry, or a heap buffer past kMaxStackScratchBytes), then S = Q Kt with the micro-kernel of emitGemm; with
 /// fewer than 8 query rows, one dot product per score instead.
 struct LowerTileQK : OpRewritePattern<TileQKOp> {
   LowerTileQK(MLIRContext *ctx, int64_t vectorBits)
@@ -246,8 +250,21 @@ struct LowerTileQK : OpRewritePattern<TileQKOp> {
              !isa<FunctionOpInterface>(top->getParentOp()))
         top = top->getParentOp()->getParentRegion();
       rewriter.setInsertionPointToStart(&top->front());
-      kt = memref::AllocaOp::create(
-          rewriter, loc, MemRefType::get({d, n}, rewriter.getF32Type()));
+      auto type = MemRefType::get({d, n}, rewriter.getF32Type());
+      // Up to kMaxStackScratchBytes on the stack; a larger tile (a big
+      // head_dim or a block_n override) on the heap, freed before each
+      // return: 8 MiB of alloca overflowed the caller's default stack.
+      if (d * n * 4 <= kMaxStackScratchBytes) {
+        kt = memref::AllocaOp::create(rewriter, loc, type);
+      } else {
+        kt = memref::AllocOp::create(rewriter, loc, type);
+        for (Block &block : *top)
+          if (block.mightHaveTerminator() &&
+              block.getTerminator()->hasTrait<OpTrait::ReturnLike>()) {
+            rewriter.setInsertionPoint(block.getTerminator());
+            memref::DeallocOp::create(rewriter, loc, kt);
+          }
+      }
     }
     buildFor(rewriter, loc, e.c(0), e.c(n), [&](Value j) {
       buildFor(rewriter, loc, e.c(0), e.c(d), [&](Value x) {
