@@ -20,3 +20,9 @@
 // closes a region and adds an op of its own is refused, never compiled in.
 // RUN: not fa-compile --d 64 --dtype f32 --regions-file %S/Inputs/injected.regions -o %t.faa 2>&1 | FileCheck %s --check-prefix=INJECT
 // INJECT: only score(...) { ... } and mask(...) { ... } may appear, found 'llvm.func'
+
+// A write that fails (a full disk) is an error with the reason, not an
+// LLVM fatal error.
+// RUN: not fa-compile --d 64 --dtype f32 -o /dev/full 2>&1 | FileCheck %s --check-prefix=FULL
+// FULL: fa-compile: cannot write /dev/full: No space left on device
+// FULL-NOT: LLVM ERROR

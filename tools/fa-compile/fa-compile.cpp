@@ -245,5 +245,11 @@ int main(int argc, char **argv) {
     return 1;
   }
   os.write(artifact.data(), artifact.size());
+  os.close();
+  if (os.has_error()) {
+    errs() << "fa-compile: cannot write " << output << ": " << os.error().message() << "\n";
+    os.clear_error();
+    return 1;
+  }
   return 0;
 }
