@@ -15,36 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define CHECK(cond, ...)                                                       \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      fprintf(stderr, "FAILED %s:%d: ", __FILE__, __LINE__);                  \
-      fprintf(stderr, __VA_ARGS__);                                            \
-      fprintf(stderr, "\n");                                                   \
-      return 1;                                                                \
-    }                                                                          \
-  } while (0)
-
-typedef struct {
-  char text[4096];
-  size_t len;
-} Buffer;
-
-static void appendToBuffer(MlirStringRef s, void *userData) {
-  Buffer *b = (Buffer *)userData;
-  size_t n = s.length;
-  if (b->len + n >= sizeof(b->text))
-    n = sizeof(b->text) - 1 - b->len;
-  memcpy(b->text + b->len, s.data, n);
-  b->len += n;
-  b->text[b->len] = '\0';
-}
-
-static MlirLogicalResult captureDiagnostic(MlirDiagnostic diag,
-                                           void *userData) {
-  mlirDiagnosticPrint(diag, appendToBuffer, userData);
-  return mlirLogicalResultSuccess();
-}
+#include "capi_test.h"
 
 static const char *kValid =
     "func.func @gqa(%q: tensor<2x64x8x128xbf16>, %k: tensor<2x96x2x128xbf16>,\n"

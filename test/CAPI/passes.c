@@ -20,44 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define CHECK(cond, ...)                                                       \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      fprintf(stderr, "FAILED %s:%d: ", __FILE__, __LINE__);                  \
-      fprintf(stderr, __VA_ARGS__);                                            \
-      fprintf(stderr, "\n");                                                   \
-      return 1;                                                                \
-    }                                                                          \
-  } while (0)
-
-typedef struct {
-  char text[16384];
-  size_t len;
-  int calls;
-} Buffer;
-
-static void resetBuffer(Buffer *b) {
-  b->text[0] = '\0';
-  b->len = 0;
-  b->calls = 0;
-}
-
-static void appendToBuffer(MlirStringRef s, void *userData) {
-  Buffer *b = (Buffer *)userData;
-  size_t n = s.length;
-  if (b->len + n >= sizeof(b->text))
-    n = sizeof(b->text) - 1 - b->len;
-  memcpy(b->text + b->len, s.data, n);
-  b->len += n;
-  b->text[b->len] = '\0';
-  b->calls++;
-}
-
-static MlirLogicalResult captureDiagnostic(MlirDiagnostic diag,
-                                           void *userData) {
-  mlirDiagnosticPrint(diag, appendToBuffer, userData);
-  return mlirLogicalResultSuccess();
-}
+#include "capi_test.h"
 
 static int equals(MlirStringRef s, const char *c) {
   return s.length == strlen(c) && memcmp(s.data, c, s.length) == 0;
