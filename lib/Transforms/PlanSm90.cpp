@@ -49,8 +49,7 @@ Facts factsOf(AttentionOp op, PlanAttr plan) {
   f.windowLeft = sm90WindowSide(f.windowLeft);
   f.windowRight = sm90WindowSide(f.windowRight);
   f.partial = op.isSplitPartial() || plan.getNumSplits() > 1;
-  f.tileTable = op.isVarlenQ() || op.isVarlenK() || op.getSequsedK() || op.isPaged() ||
-                op.hasAppend();
+  f.tileTable = sm90UsesTileTable(op);
   return f;
 }
 

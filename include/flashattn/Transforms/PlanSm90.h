@@ -15,6 +15,14 @@
 
 namespace mlir::flashattn {
 
+/// Whether the sm90 kernel of `op` takes the runtime's per-launch tile
+/// table: varlen, seqused_k, paged KV or kv-cache append (the tiles and key
+/// counts come from the call's lengths).
+inline bool sm90UsesTileTable(AttentionOp op) {
+  return op.isVarlenQ() || op.isVarlenK() || op.getSequsedK() || op.isPaged() ||
+         op.hasAppend();
+}
+
 /// Forced code-generation choices (nullopt, and kvHeadsPerBlock 0:
 /// automatic).
 struct Sm90CodegenOverrides {

@@ -172,8 +172,7 @@ static FailureOr<Sm90KernelSpec> baseSpec(AttentionOp op, PlanAttr plan, const F
   spec.varlenK = op.isVarlenK();
   // kv-cache append: a copy kernel writes k_new / v_new into the cache
   // first; the attention sees cache_seqlens[b] + S_new keys (the table).
-  spec.tileTable = spec.varlenQ || spec.varlenK || op.getSequsedK() || op.isPaged() ||
-                   op.hasAppend();
+  spec.tileTable = sm90UsesTileTable(op);
   return spec;
 }
 
