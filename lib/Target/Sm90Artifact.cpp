@@ -110,7 +110,6 @@ static void readEntries(Sm90EntriesAttr entries, Sm90Ptx &result) {
   result.hasAbi = true;
   result.smem = main.getSmem();
   result.threads = main.getThreads();
-  result.outTma = static_cast<bool>(findParam(main, ParamKind::tma, "out"));
   result.tileTable = static_cast<bool>(findParam(main, ParamKind::tile_table));
   result.pageTable = static_cast<bool>(findParam(main, ParamKind::page_table));
   if (KernelParamAttr inlineTable = findParam(main, ParamKind::tile_table_inline))

@@ -54,7 +54,6 @@ struct Sm90Ptx {
   int64_t blockM = 64, blockN = 64;
   bool tileCounter = false; ///< takes the dynamic scheduler's counter
   bool denseTileCounter = false; ///< the dense entry takes one
-  bool outTma = false;      ///< stores out by TMA (a fourth tensor map)
   int64_t packGroups = 1;   ///< pack_gqa: q's map is 5-D, heads split by G
   /// kv heads per key block (k/v boxes of as many heads; block_n / HP keys
   /// a block; packGroups then counts HP x Hq / Hkv heads)

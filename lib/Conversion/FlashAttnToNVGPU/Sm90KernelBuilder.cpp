@@ -203,7 +203,6 @@ std::pair<Value, Value> emitMerge(KernelEmitter &w, Value S, int V,
                                   const std::function<Values(Value)> &loadO, Values &out) {
   const int U = 16;
   Value z64 = w.i64(0), one64 = w.i64(1);
-  (void)one64;
   Value negInf = w.negInf();
   Value zeroF = w.f32(0.0);
   Value log2e = w.f32(1.4426950408889634), ln2 = w.f32(M_LN2);
