@@ -72,7 +72,6 @@ void mlir::flashattn::buildFlashAttnSm90Pipeline(
   flashattn::ConvertFlashAttnToNVGPUOptions codegen;
   codegen.denseEntry = options.denseEntry;
   codegen.packedEntry = options.packedEntry;
-  codegen.textGenerator = options.textGenerator;
   pm.addPass(flashattn::createConvertFlashAttnToNVGPU(codegen));
   GpuNVVMAttachTargetOptions target;
   target.triple = "nvptx64-nvidia-cuda";

@@ -106,7 +106,7 @@ static void readEntries(Sm90EntriesAttr entries, Sm90Ptx &result) {
   result.kvRowCopies = entries.getKvRowCopies();
   KernelAbiAttr main = abiOf(entries, result.kernel);
   if (!main)
-    return; // the text generator's kernels: PTX only
+    return; // compileSm90Artifact says the ABI is missing
   result.hasAbi = true;
   result.smem = main.getSmem();
   result.threads = main.getThreads();
@@ -159,7 +159,6 @@ LogicalResult mlir::flashattn::compileSm90Ptx(const fa_attention_config &config,
             options.kvHeadsPerBlock = overrides.kvHeadsPerBlock;
             options.l2HintQ = overrides.l2HintQ;
             options.l2HintKV = overrides.l2HintKV;
-            options.textGenerator = overrides.textGenerator;
             // Automatic num_splits: a dense entry for launches of 1 split.
             options.denseEntry = result.autoSplits;
             // Automatic pack_gqa: packed entries the runtime may pick.
@@ -415,8 +414,7 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
   if (failed(compileSm90Ptx(config, compiled, error, overrides)))
     return failure();
   if (!compiled.hasAbi) {
-    error = "the kernels carry no #flashattn.kernel_abi (the text generator's are for "
-            "PTX comparisons only)";
+    error = "kernel @" + compiled.kernel + " carries no #flashattn.kernel_abi";
     return failure();
   }
   std::string cubin, info;

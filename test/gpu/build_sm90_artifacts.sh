@@ -6,9 +6,10 @@
 # For an A/B measurement (bench/sm90_bench.py --variant NAME=DIR), FA_OUT=DIR
 # writes elsewhere (without the host twins), FA_COMPILE_FLAGS adds fa-compile
 # flags to every sm90 artifact (e.g. "--l2-hint-kv normal") and FA_ONLY=REGEX
-# keeps the names it matches. FA_COMPARE_GENERATORS=1 compiles every config
-# to PTX with the IR builders and with the MLIR-text generator instead (into
-# FA_OUT) and fails unless each pair is the same.
+# keeps the names it matches. FA_REFERENCE_BUILD=DIR compiles every config
+# to PTX instead (into FA_OUT), with this build's fa-compile and with DIR's,
+# and fails unless each pair is the same (scripts/compare_sm90_ptx.sh: a
+# refactoring of the kernel builders against an earlier commit).
 set -euf
 build=${1:-build}
 out="${FA_OUT:-$build/gpu-carry/sm90}"
@@ -55,16 +56,16 @@ compile() { # d dtype causal hq hkv [window_left window_right] [softcap]
   if [ -n "${FA_ONLY:-}" ] && ! echo "$name" | grep -Eq "$FA_ONLY"; then
     return 0
   fi
-  if [ -n "${FA_COMPARE_GENERATORS:-}" ]; then
-    # The IR builders against the MLIR-text generator: the same PTX.
-    # shellcheck disable=SC2086
-    "$build/bin/fa-compile" --target sm90 --lse --d "$1" --dtype "$2" --causal "$3" \
-      --hq "$4" --hkv "$5" $extra ${FA_COMPILE_FLAGS:-} --emit-ptx > "$out/$name.ptx"
-    # shellcheck disable=SC2086
-    "$build/bin/fa-compile" --target sm90 --lse --d "$1" --dtype "$2" --causal "$3" \
-      --hq "$4" --hkv "$5" $extra ${FA_COMPILE_FLAGS:-} --emit-ptx --sm90-text-generator \
-      > "$out/$name.text.ptx"
-    if cmp -s "$out/$name.ptx" "$out/$name.text.ptx"; then
+  if [ -n "${FA_REFERENCE_BUILD:-}" ]; then
+    # This build's kernels against the reference build's: the same PTX.
+    for b in "$build" "$FA_REFERENCE_BUILD"; do
+      suffix=""
+      [ "$b" = "$build" ] || suffix=".ref"
+      # shellcheck disable=SC2086
+      "$b/bin/fa-compile" --target sm90 --lse --d "$1" --dtype "$2" --causal "$3" \
+        --hq "$4" --hkv "$5" $extra ${FA_COMPILE_FLAGS:-} --emit-ptx > "$out/$name$suffix.ptx"
+    done
+    if cmp -s "$out/$name.ptx" "$out/$name.ref.ptx"; then
       echo "same PTX: $name"
     else
       echo "DIFFERENT PTX: $name"
@@ -161,7 +162,7 @@ for c in none bottom_right; do
   compile 128 bf16 $c 16 16
   compile 256 bf16 $c 8 8
 done
-if [ -n "${FA_COMPARE_GENERATORS:-}" ]; then
+if [ -n "${FA_REFERENCE_BUILD:-}" ]; then
   exit "${compare_failed:-0}"
 fi
 ls "$out" | wc -l

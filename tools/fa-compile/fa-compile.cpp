@@ -62,9 +62,6 @@ static cl::opt<std::string> regionsFile(
     cl::desc("file with score/mask region text to paste into the op"));
 static cl::opt<bool> printKey("print-key", llvm::cl::cat(faCompileCategory), cl::desc("print the cache key"));
 static cl::opt<bool> emitMlir("emit-mlir", llvm::cl::cat(faCompileCategory), cl::desc("print the op as MLIR"));
-static cl::opt<bool> textGenerator(
-    "sm90-text-generator", cl::Hidden, llvm::cl::cat(faCompileCategory),
-    cl::desc("sm90: kernels from the MLIR-text generator (the reference of the IR builders)"));
 static cl::opt<bool> emitPtx("emit-ptx", llvm::cl::cat(faCompileCategory), cl::desc("sm90: print the kernel's PTX"));
 static cl::opt<int> blockM("block-m", llvm::cl::cat(faCompileCategory), cl::init(0),
                            cl::desc("sm90 tuning: query rows per tile (0: the plan's)"));
@@ -197,7 +194,6 @@ int main(int argc, char **argv) {
   overrides.kvHeadsPerBlock = kvHeadsPerBlock;
   overrides.l2HintQ = l2HintQ;
   overrides.l2HintKV = l2HintKV;
-  overrides.textGenerator = textGenerator;
   if (emitPtx) {
     mlir::flashattn::Sm90Ptx compiled;
     std::string error;

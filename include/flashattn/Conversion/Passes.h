@@ -36,9 +36,6 @@ struct Sm90CodegenOptions {
   /// kernels with the query heads packed (`<name>_packed`,
   /// `<name>_dense_packed`), for launches that fit a tile.
   bool packedEntry = false;
-  /// Build the kernels by printing and parsing MLIR text (the generator the
-  /// IR builders replace; their PTX is compared in a test).
-  bool textGenerator = false;
 };
 
 /// convert-flashattn-to-nvgpu: planned sm90 attention -> a gpu.module with

@@ -92,11 +92,7 @@ def ConvertFlashAttnToNVGPU : Pass<"convert-flashattn-to-nvgpu", "::mlir::Module
     Option<"denseEntry", "dense-entry", "bool", /*default=*/"false",
            "split-KV partial form: also a dense kernel for one-split launches">,
     Option<"packedEntry", "packed-entry", "bool", /*default=*/"false",
-           "GQA the plan did not pack: also the kernels with pack_gqa">,
-    Option<"textGenerator", "text-generator", "bool", /*default=*/"false",
-           "build the kernels with the MLIR-text generator (Sm90Kernel.cpp) "
-           "instead of the IR builders; kept while its PTX is the reference "
-           "the builders are checked against">
+           "GQA the plan did not pack: also the kernels with pack_gqa">
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::LLVM::LLVMDialect",

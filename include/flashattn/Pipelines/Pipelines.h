@@ -84,11 +84,6 @@ struct Sm90PipelineOptions : public PassPipelineOptions<Sm90PipelineOptions> {
       *this, "packed-entry",
       llvm::cl::desc("GQA the plan did not pack: also the kernels with pack_gqa"),
       llvm::cl::init(false)};
-  Option<bool> textGenerator{
-      *this, "text-generator",
-      llvm::cl::desc("the kernels from the MLIR-text generator (the reference "
-                     "the IR builders are compared with)"),
-      llvm::cl::init(false)};
 };
 
 /// Appends the sm90 pipeline to `pm` (anchored on builtin.module):

@@ -60,8 +60,8 @@ struct Sm90Ptx {
   int64_t kvHeadsPerBlock = 1;
   bool autoSplits = false;  ///< num_splits 0: the runtime picks the count
   /// Each entry's parameters (metadata "abi"), from the kernels'
-  /// #flashattn.kernel_abi; hasAbi false for the text generator's kernels
-  /// (PTX only).
+  /// #flashattn.kernel_abi; hasAbi false when the main kernel has none (an
+  /// artifact cannot be written).
   bool hasAbi = false;
   llvm::json::Object abi;
   bool tileTable = false;   ///< takes the runtime's tile table (varlen)
@@ -78,9 +78,6 @@ struct Sm90PlanOverrides {
   std::string schedulerBarrier = "auto", tmaStore = "auto", earlyQRelease = "auto",
               kvRowCopies = "auto", l2HintQ = "auto", l2HintKV = "auto";
   int64_t kvHeadsPerBlock = 0;
-  /// The kernels from the MLIR-text generator instead of the IR builders
-  /// (convert-flashattn-to-nvgpu's text-generator option).
-  bool textGenerator = false;
 };
 
 /// Lowers an sm90 `config` to PTX through flashattn-sm90-pipeline.

@@ -1,7 +1,7 @@
 //===- FlashAttnToNVGPU.cpp - planned attention to sm_90a kernels ---------===//
 //
 // convert-flashattn-to-nvgpu: each flashattn.attention planned for sm90 gets
-// an sm_90a kernel (Sm90Kernel.cpp) in a gpu.module of the enclosing module;
+// sm_90a kernels (built by Sm90KernelBuilder.cpp) in a gpu.module of the enclosing module;
 // the op is annotated with its kernels and their ABIs (flashattn.sm90) and
 // stays as the host-side description of the launch.
 //
@@ -21,7 +21,6 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
-#include "mlir/Parser/Parser.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include <limits>
@@ -46,8 +45,7 @@ static SymbolRefAttr entryRef(MLIRContext *ctx, StringRef name, StringRef suffix
 
 /// The op's #flashattn.sm90_entries: its kernels in `module` (`name`,
 /// `<name>_dense`, `<name>_append`, `<name>_combine`, the twins) and each
-/// one's #flashattn.kernel_abi, read from the functions' flashattn.abi
-/// (none with the text generator).
+/// one's #flashattn.kernel_abi, read from the functions' flashattn.abi.
 static Sm90EntriesAttr entriesAttr(gpu::GPUModuleOp module, StringRef name,
                                    const Sm90KernelSpec &spec, bool dense, bool append,
                                    bool combine, int64_t packedGroups) {
@@ -62,78 +60,35 @@ static Sm90EntriesAttr entriesAttr(gpu::GPUModuleOp module, StringRef name,
   return Sm90EntriesAttr::get(ctx, entryRef(ctx, name), ref(dense, "_dense"),
                               ref(append, "_append"), ref(combine, "_combine"), packedGroups,
                               spec.kvHeadsPerBlock, spec.kvRowCopies,
-                              abis.empty() ? DictionaryAttr() : DictionaryAttr::get(ctx, abis));
+                              DictionaryAttr::get(ctx, abis));
 }
 
 namespace {
-/// Where the kernels of one op's gpu.module go: built into it with
-/// OpBuilder, or (the text-generator option) written as MLIR text and
-/// parsed at the end. Kernels are added in module order.
+/// The gpu.module the kernels of one op go to, made before its first
+/// kernel; kernels are added in module order.
 class KernelSink {
 public:
-  KernelSink(PatternRewriter &rewriter, ModuleOp module, Location loc, StringRef name,
-             bool text)
-      : rewriter(rewriter), module(module), loc(loc), name(name), text(text) {}
+  KernelSink(PatternRewriter &rewriter, ModuleOp module, Location loc, StringRef name)
+      : rewriter(rewriter), module(module), loc(loc), name(name) {}
 
   void attention(const Sm90KernelSpec &spec) {
-    if (!text) {
-      if (!built) {
-        rewriter.setInsertionPointToEnd(module.getBody());
-        built = gpu::GPUModuleOp::create(rewriter, loc, name + "_module");
-        rewriter.setInsertionPointToEnd(built.getBody());
-      }
-      buildSm90AttentionKernel(rewriter, loc, spec);
-      return;
+    if (!built) {
+      rewriter.setInsertionPointToEnd(module.getBody());
+      built = gpu::GPUModuleOp::create(rewriter, loc, name + "_module");
+      rewriter.setInsertionPointToEnd(built.getBody());
     }
-    std::string body = emitSm90AttentionKernel(spec);
-    if (source.empty()) {
-      source = body;
-      return;
-    }
-    // A later kernel: its llvm.func and shared-memory global, without the
-    // gpu.module around them.
-    body = body.substr(body.find("{\n") + 2);
-    splice(body.substr(0, body.rfind("}\n")));
+    buildSm90AttentionKernel(rewriter, loc, spec);
   }
-  void combine(const Sm90CombineSpec &spec) {
-    if (text)
-      splice(emitSm90CombineKernel(spec));
-    else
-      buildSm90CombineKernel(rewriter, loc, spec);
-  }
-  void append(const Sm90AppendSpec &spec) {
-    if (text)
-      splice(emitSm90AppendKernel(spec));
-    else
-      buildSm90AppendKernel(rewriter, loc, spec);
-  }
-  /// The module (parsed and cloned in, with the text generator).
-  gpu::GPUModuleOp finish(Operation *op) {
-    if (!text)
-      return built;
-    OwningOpRef<ModuleOp> parsed = parseSourceString<ModuleOp>(source, op->getContext());
-    if (!parsed) {
-      op->emitOpError("the generated sm90 kernel does not parse");
-      return {};
-    }
-    auto gpuModule = *parsed->getOps<gpu::GPUModuleOp>().begin();
-    rewriter.setInsertionPointToEnd(module.getBody());
-    return cast<gpu::GPUModuleOp>(rewriter.clone(*gpuModule.getOperation()));
-  }
+  void combine(const Sm90CombineSpec &spec) { buildSm90CombineKernel(rewriter, loc, spec); }
+  void append(const Sm90AppendSpec &spec) { buildSm90AppendKernel(rewriter, loc, spec); }
+  gpu::GPUModuleOp finish() const { return built; }
 
 private:
-  /// More entries of the text's module go before its closing brace.
-  void splice(const std::string &entries) {
-    source = source.substr(0, source.rfind("}\n")) + entries + "}\n";
-  }
-
   PatternRewriter &rewriter;
   ModuleOp module;
   Location loc;
   std::string name;
-  bool text;
   gpu::GPUModuleOp built;
-  std::string source;
 };
 
 /// The entries beside the main kernel.
@@ -269,11 +224,9 @@ struct AttentionToSm90Kernel : OpRewritePattern<AttentionOp> {
       name = "fa_sm90_" + std::to_string(n++);
     while (module.lookupSymbol(name + "_module"));
     spec->name = name;
-    KernelSink sink(rewriter, module, op.getLoc(), name, options.textGenerator);
+    KernelSink sink(rewriter, module, op.getLoc(), name);
     Entries e = addKernels(op, *spec, sink);
-    gpu::GPUModuleOp kernels = sink.finish(op);
-    if (!kernels)
-      return failure();
+    gpu::GPUModuleOp kernels = sink.finish();
     inlineRegions(op, kernels, rewriter);
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), rewriter.getUnitAttr());
     rewriter.modifyOpInPlace(op, [&] {
@@ -301,7 +254,6 @@ struct ConvertFlashAttnToNVGPUPass
     Sm90CodegenOptions options;
     options.denseEntry = denseEntry;
     options.packedEntry = packedEntry;
-    options.textGenerator = textGenerator;
     RewritePatternSet patterns(&getContext());
     populateFlashAttnToNVGPUConversionPatterns(patterns, options);
     GreedyRewriteConfig config;

@@ -193,49 +193,33 @@ struct Sm90AppendSpec {
 /// every CUDA driver accepts.
 constexpr int64_t kSm90InlineTableBytes = 2048;
 
-/// The gpu.module `@<name>_module` (MLIR text) holding kernel `@<name>`.
-/// Kernel parameters (the runtime's launch ABI, runtime/src/cuda_launch.c): q, k,
-/// v, out[, lse] as !llvm.ptr<1>; the dims of q, k, v, out[, lse] as i64 (4,
-/// 4, 4, 4, 3; varlen 3, 3, 3, 3, 2); the CUtensorMaps of q, k, v [and out
-/// with tmaStore] as 128-byte grid-constant byval parameters (boxes 64 x 1
-/// x (64 consumers) x 1 / 64 x 1 x blockN x 1, 128-byte swizzle; without
-/// the trailing 1 for a varlen tensor), then with heavyFirst the tile
-/// counter as !llvm.ptr<1>, then with tileTable the tile table as
-/// !llvm.ptr<1> (null: read the next parameter) and a copy of it as a
-/// kSm90InlineTableBytes grid-constant byval parameter, then with pageSize
-/// the page lists as !llvm.ptr<1> (the i32 block_table [B, max_pages] in
-/// device memory, or the tile table holding copies of them; a tile's list
-/// starts at its entry's k position), then with splitPartial and
-/// fusedCombine the merge's out, lse and counters as !llvm.ptr<1>.
-/// Launch: sm90Threads threads, sm90SharedMemoryBytes of
-/// dynamic shared memory, any grid (a persistent loop over the tiles).
-std::string emitSm90AttentionKernel(const Sm90KernelSpec &spec);
-
-/// The combine kernel `@<name>` as an llvm.func (MLIR text, to be placed in
-/// a gpu.module). Parameters: partial_out, partial_lse, out[, lse] as
-/// !llvm.ptr<1>, then the dims of each as i64 (5, 4, 4[, 3]). Launch: 128
-/// threads, no shared memory, any grid (a grid-stride loop over the
-/// B * Sq * H * D output elements).
-std::string emitSm90CombineKernel(const Sm90CombineSpec &spec);
-
-/// The append kernel `@<name>` as an llvm.func (MLIR text, to be placed in
-/// a gpu.module). Parameters: k_new, v_new, k, v as !llvm.ptr<1>, the 4 dims
-/// of each as i64, then the tile table (!llvm.ptr<1>) whose word 1 is the
-/// index of B (start = cache_seqlens[b], page list index) pairs (the
-/// runtime, runtime/src/schedule.c), then when paged the page lists as the
-/// attention kernel takes them (a page outside the pool is not written).
-/// Launch: 256 threads, no shared memory,
-/// any grid (a grid-stride loop over the 16-byte chunks of the new rows),
-/// on the stream before the attention kernel that reads the cache.
-std::string emitSm90AppendKernel(const Sm90AppendSpec &spec);
-
-/// Builders of the same kernels as IR (Sm90KernelBuilder.cpp), at the
-/// builder's insertion point inside a gpu.module: the attention kernel's
-/// region stand-ins (func.func private @<name>_score / _mask), its
-/// shared-memory global @<name>_smem and its llvm.func @<name>; the combine
-/// and append kernels' llvm.func. Parameters and launch as above.
+/// The kernels' builders (Sm90KernelBuilder.cpp), at the builder's
+/// insertion point inside a gpu.module. Each llvm.func carries its
+/// parameter list as a #flashattn.kernel_abi (attribute flashattn.abi),
+/// which the artifact writer serializes and the runtime packs launches from.
+///
+/// The attention kernel: its region stand-ins (func.func private
+/// @<name>_score / _mask, inlined by the conversion), its shared-memory
+/// global @<name>_smem and its llvm.func @<name>. Parameters: q, k, v,
+/// out[, lse] as !llvm.ptr<1>; their dims as i64; the CUtensorMaps of q, k,
+/// v [and out with tmaStore] as 128-byte grid-constant byval parameters;
+/// with heavyFirst the tile counter; with tileTable the tile table (null:
+/// read the inline copy, a kSm90InlineTableBytes grid-constant byval
+/// parameter); with pageSize the page lists (the i32 block_table, or the
+/// tile table holding copies of them); with splitPartial and fusedCombine
+/// the merge's out, lse and counters. Launch: sm90Threads threads,
+/// sm90SharedMemoryBytes of dynamic shared memory, any grid (a persistent
+/// loop over the tiles).
 void buildSm90AttentionKernel(OpBuilder &builder, Location loc, const Sm90KernelSpec &spec);
+/// The combine kernel: partial_out, partial_lse, out[, lse] and their dims;
+/// 128 threads, no shared memory, any grid (a grid-stride loop over the
+/// B * Sq * H * D output elements).
 void buildSm90CombineKernel(OpBuilder &builder, Location loc, const Sm90CombineSpec &spec);
+/// The append kernel: k_new, v_new, k, v and their dims, the tile table
+/// (word 1: the index of B (start = cache_seqlens[b], page list index)
+/// pairs, runtime/src/schedule.c), when paged the page lists; 256 threads,
+/// no shared memory, any grid (a grid-stride loop over the 16-byte chunks of
+/// the new rows), on the stream before the attention kernel.
 void buildSm90AppendKernel(OpBuilder &builder, Location loc, const Sm90AppendSpec &spec);
 
 /// sm90SharedMemoryBytes (the kernel's dynamic shared memory) is in
