@@ -2,10 +2,7 @@
 
 #include "KernelEmitter.h"
 
-#include "llvm/Support/FormatVariadic.h"
-
 #include <cmath>
-#include <cstdlib>
 
 using namespace mlir;
 using namespace mlir::flashattn;
@@ -29,8 +26,7 @@ Value KernelEmitter::i32(int64_t v) { return arith::ConstantIntOp::create(b, loc
 Value KernelEmitter::i64(int64_t v) { return arith::ConstantIntOp::create(b, loc, i64T, v); }
 
 Value KernelEmitter::f32(double v) {
-  double rounded = std::strtod(llvm::formatv("{0:e}", v).str().c_str(), nullptr);
-  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(static_cast<float>(rounded)));
+  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(static_cast<float>(v)));
 }
 
 Value KernelEmitter::negInf() {

@@ -34,8 +34,7 @@ public:
   // Constants.
   Value i32(int64_t v);
   Value i64(int64_t v);
-  /// An f32 constant: `v` rounded to 7 significant digits first (the
-  /// precision the kernels' constants have always been given), then to f32.
+  /// An f32 constant: `v` rounded to the nearest f32.
   Value f32(double v);
   Value negInf();
   Value boolean(bool v);
