@@ -26,6 +26,7 @@ void mlir::flashattn::buildFlashAttnHostPipeline(
   pm.addPass(flashattn::createFlashAttnPlan(plan));
   pm.addPass(flashattn::createFlashAttnSplitKV());
   pm.addPass(flashattn::createFlashAttnTile());
+  pm.addPass(flashattn::createFlashAttnLowerKeyRanges());
   flashattn::ConvertFlashAttnToVectorOptions toVector;
   toVector.vectorBits = options.vectorBits;
   pm.addPass(flashattn::createConvertFlashAttnToVector(toVector));
@@ -73,6 +74,7 @@ void mlir::flashattn::buildFlashAttnSm90Pipeline(
   codegen.denseEntry = options.denseEntry;
   codegen.packedEntry = options.packedEntry;
   pm.addPass(flashattn::createConvertFlashAttnToNVGPU(codegen));
+  pm.addPass(flashattn::createFlashAttnLowerKeyRanges());
   GpuNVVMAttachTargetOptions target;
   target.triple = "nvptx64-nvidia-cuda";
   target.chip = "sm_90a";

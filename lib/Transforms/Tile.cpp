@@ -336,29 +336,26 @@ struct TileAttention : OpRewritePattern<AttentionOp> {
         Value lv = lse ? e.view(lse, lseOffsets, lseSizes, lseDropped)
                        : Value();
 
-        // Key range [nLo, nHi) of rows [m0, m0 + rows) (docs/ARCHITECTURE.md).
+        // The key blocks of rows [m0, m0 + rows) (and of the split).
         Value c = e.sub(sk, sq);
         Value m1 = e.add(m0, rows);
-        Value nHi = sk;
-        if (causal == CausalKind::top_left)
-          nHi = e.min(nHi, m1);
-        if (causal == CausalKind::bottom_right)
-          nHi = e.min(nHi, e.add(m1, c));
-        if (winR >= 0)
-          nHi = e.min(nHi, e.add(e.add(m1, c), e.c(winR)));
-        nHi = e.max(nHi, e.c(0));
-        Value nLo = e.c(0);
-        if (winL >= 0)
-          nLo = e.max(nLo, e.sub(e.add(m0, c), e.c(winL)));
-        Value nbLo = e.div(nLo, e.c(bn));
-        Value nbHi = e.ceilDiv(nHi, e.c(bn));
-        if (splits > 1) {
-          Value perSplit = e.ceilDiv(e.ceilDiv(sk, e.c(bn)), e.c(splits));
-          Value sLo = e.mul(split, perSplit);
-          nbLo = e.max(nbLo, sLo);
-          nbHi = e.min(nbHi, e.add(sLo, perSplit));
-        }
-        nbHi = e.max(nbHi, nbLo);
+        auto range = KeyBlocksOp::create(
+            b, loc, b.getIndexType(), b.getIndexType(), m0, m1, sk, c,
+            splits > 1 ? split : Value(), splits > 1 ? e.c(splits) : Value(), bn, causal,
+            winL, winR);
+        Value nbLo = range.getBegin(), nbHi = range.getEnd();
+        // Row i sees keys keyBegin(i) <= j < keyEnd(i).
+        auto keyEnd = [&](Value i) -> Value {
+          return KeyEndOp::create(b, loc, b.getIndexType(), i, sk, c, causal, winR);
+        };
+        auto keyBegin = [&](Value i) -> Value {
+          return KeyBeginOp::create(b, loc, b.getIndexType(), i, c, winL);
+        };
+
+        // A key block needs the mask when it reaches past the first row's
+        // key end or starts before the last row's window start.
+        Value firstEnd = keyEnd(m0);
+        Value lastBegin = winL >= 0 ? keyBegin(e.add(m0, e.c(bm - 1))) : Value();
 
         TileInitOp::create(b, loc, mt, lt, acc);
         TileLoadOp::create(b, loc, qv, m0, rows, qt);
@@ -411,44 +408,23 @@ struct TileAttention : OpRewritePattern<AttentionOp> {
 
           // Causal / window / sequence-end mask, on boundary blocks only.
           using P = arith::CmpIPredicate;
-          Value lastKey = e.add(n0, e.c(bn - 1));
-          Value firstRow = m0, lastRow = e.add(m0, e.c(bm - 1));
-          Value boundary = e.cmp(P::slt, cols, e.c(bn));
-          auto orWith = [&](Value cond) {
-            boundary = arith::OrIOp::create(b, loc, boundary, cond);
-          };
-          if (causal == CausalKind::top_left)
-            orWith(e.cmp(P::sgt, lastKey, firstRow));
-          if (causal == CausalKind::bottom_right)
-            orWith(e.cmp(P::sgt, lastKey, e.add(firstRow, c)));
-          if (winR >= 0)
-            orWith(e.cmp(P::sgt, lastKey,
-                         e.add(e.add(firstRow, c), e.c(winR))));
-          if (winL >= 0)
-            orWith(e.cmp(P::slt, n0,
-                         e.sub(e.add(lastRow, c), e.c(winL))));
+          Value boundary = e.cmp(P::sgt, e.add(n0, e.c(bn)), firstEnd);
+          if (lastBegin)
+            boundary = arith::OrIOp::create(b, loc, boundary, e.cmp(P::slt, n0, lastBegin));
           auto ifOp = scf::IfOp::create(b, loc, boundary, /*else=*/false);
           {
             OpBuilder::InsertionGuard guard(b);
             b.setInsertionPointToStart(ifOp.thenBlock());
             Value negInf = e.f32(-INFINITY);
             buildFor(b, loc, e.c(0), e.c(bm), [&](Value i) {
+              Value iAbs = e.add(m0, i);
+              Value end = keyEnd(iAbs);
+              Value begin = winL >= 0 ? keyBegin(iAbs) : Value();
               buildFor(b, loc, e.c(0), e.c(bn), [&](Value j) {
-                Value iAbs = e.add(m0, i), jAbs = e.add(n0, j);
-                Value ok = e.cmp(P::slt, jAbs, sk);
-                auto andWith = [&](Value cond) {
-                  ok = arith::AndIOp::create(b, loc, ok, cond);
-                };
-                if (causal == CausalKind::top_left)
-                  andWith(e.cmp(P::sle, jAbs, iAbs));
-                if (causal == CausalKind::bottom_right)
-                  andWith(e.cmp(P::sle, jAbs, e.add(iAbs, c)));
-                if (winR >= 0)
-                  andWith(e.cmp(P::sle, jAbs,
-                                e.add(e.add(iAbs, c), e.c(winR))));
-                if (winL >= 0)
-                  andWith(e.cmp(P::sge, jAbs,
-                                e.sub(e.add(iAbs, c), e.c(winL))));
+                Value jAbs = e.add(n0, j);
+                Value ok = e.cmp(P::slt, jAbs, end);
+                if (begin)
+                  ok = arith::AndIOp::create(b, loc, ok, e.cmp(P::sge, jAbs, begin));
                 Value s = memref::LoadOp::create(b, loc, st, ValueRange{i, j});
                 s = arith::SelectOp::create(b, loc, ok, s, negInf);
                 memref::StoreOp::create(b, loc, s, st, ValueRange{i, j});

@@ -3,9 +3,11 @@
 // Causal bottom-right (Sq = 100 < Sk = 130, GQA 4/2), lse: a loop over
 // sequences, a work loop over tiles (head, m_block), views of this sequence
 // and head, tile_init of the carried state (row max, row sum, accumulator)
-// and the Q tile before the loop over key blocks [0, ceil(n_max / 64)),
-// n_max = min(Sk, m1 + Sk - Sq); log2(e)/sqrt(64) folded into tile_qk; the
-// causal and sequence-end mask only under scf.if on boundary blocks.
+// and the Q tile before the loop over the key blocks flashattn.key_blocks
+// gives for rows [m0, m1) (Sk = 130, Sk - Sq = 30); log2(e)/sqrt(64) folded
+// into tile_qk; the causal and sequence-end mask only under scf.if on
+// boundary blocks (past the first row's key end), each row's keys j <
+// key_end(row).
 // CHECK-LABEL: func.func @causal
 // CHECK: scf.for %[[B:.*]] = %{{.*}} to %{{.*}} step
 // CHECK:   scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step
@@ -13,19 +15,23 @@
 // CHECK:     %[[QV:[a-z0-9_]+]] = memref.subview %arg0[%[[B]], 0, %{{.*}}, 0] [1, 100, 1, 64]
 // CHECK:     %[[OV:[a-z0-9_]+]] = memref.subview %arg3[%[[B]], %[[M0]], %{{.*}}, 0] [1, %[[ROWS:[a-z0-9_]+]], 1, 64]
 // CHECK:     %[[LV:[a-z0-9_]+]] = memref.subview %arg4[%[[B]], %{{.*}}, %[[M0]]] [1, 1, %[[ROWS]]]
-// CHECK:     arith.minsi %{{.*}}, %c130
-// CHECK:     %[[NB:.*]] = arith.ceildivsi
+// CHECK:     %[[M1:.*]] = arith.addi %[[M0]], %[[ROWS]]
+// CHECK:     %[[NB0:.*]], %[[NB1:.*]] = flashattn.key_blocks rows[%[[M0]], %[[M1]]) keys %c130 offset %c30 {block_n = 64 : i64, causal = #flashattn.causal<bottom_right>} : index
+// CHECK:     %[[END0:.*]] = flashattn.key_end row %[[M0]] keys %c130 offset %c30 {causal = #flashattn.causal<bottom_right>} : index
 // CHECK:     flashattn.tile_init %[[M:[a-z0-9_]+]], %{{.*}}, %[[ACC:[a-z0-9_]+]] :
 // CHECK:     flashattn.tile_load %[[QV]][%[[M0]]] rows %[[ROWS]] into %[[QT:[a-z0-9_]+]] :
-// CHECK:     scf.for %[[KB:.*]] = %{{.*}} to %{{.*}} step
-// CHECK:       flashattn.tile_load %{{.*}} rows %[[COLS:[a-z0-9_]+]] into %[[KT:[a-z0-9_]+]] :
+// CHECK:     scf.for %[[KB:.*]] = %[[NB0]] to %[[NB1]] step
+// CHECK:       %[[N0:.*]] = arith.muli %[[KB]], %c64
+// CHECK:       flashattn.tile_load %{{.*}} rows %{{.*}} into %[[KT:[a-z0-9_]+]] :
 // CHECK:       flashattn.tile_qk %[[QT]], %[[KT]] into %[[ST:[a-z0-9_]+]] {scale = 0.180336878 : f32}
-// CHECK:       %[[EDGE:.*]] = arith.cmpi slt, %[[COLS]], %c64
-// CHECK:       %[[DIAG:.*]] = arith.cmpi sgt
-// CHECK:       %[[BOUNDARY:.*]] = arith.ori %[[EDGE]], %[[DIAG]]
+// CHECK:       %[[NEXT:.*]] = arith.addi %[[N0]], %c64
+// CHECK:       %[[BOUNDARY:.*]] = arith.cmpi sgt, %[[NEXT]], %[[END0]]
 // CHECK:       scf.if %[[BOUNDARY]] {
-// CHECK:         arith.cmpi sle
-// CHECK:         arith.select
+// CHECK:         %[[I:.*]] = arith.addi %[[M0]], %{{.*}} : index
+// CHECK:         %[[END:.*]] = flashattn.key_end row %[[I]] keys %c130 offset %c30
+// CHECK:           %[[J:.*]] = arith.addi %[[N0]], %{{.*}} : index
+// CHECK:           %[[OK:.*]] = arith.cmpi slt, %[[J]], %[[END]]
+// CHECK:           arith.select %[[OK]]
 // CHECK:       flashattn.tile_softmax %[[ST]], %[[M]], %{{.*}}, %[[ACC]]
 // CHECK-NEXT:  flashattn.tile_load %{{.*}} into %[[VT:[a-z0-9_]+]] :
 // CHECK-NEXT:  flashattn.tile_pv %[[ST]], %[[VT]] into %[[ACC]]
@@ -59,8 +65,8 @@ func.func @causal(%q: memref<1x100x4x64xf16>, %k: memref<1x130x2x64xf16>, %v: me
 // CHECK:          %[[R:[a-z0-9_]+]] = arith.addf %[[SC]], %{{.*}} : f32
 // CHECK-NEXT:     %[[L2:[a-z0-9_]+]] = arith.mulf %[[R]], %{{.*}} : f32
 // CHECK-NEXT:     memref.store %[[L2]], %{{.*}}[%[[I]], %[[J]]]
-// CHECK: arith.cmpi slt, %[[COLS]], %c64
 // CHECK: scf.if
+// CHECK: flashattn.key_end
 // CHECK: flashattn.tile_softmax
 func.func @softcap_score(%q: memref<1x60x2x64xf16>, %k: memref<1x90x2x64xf16>, %v: memref<1x90x2x64xf16>,
                          %o: memref<1x60x2x64xf16>) {
@@ -104,13 +110,21 @@ func.func @mask_region(%q: memref<1x100x2x64xf16>, %k: memref<1x100x2x64xf16>, %
 
 // -----
 
-// Sliding window (L = 20): the key loop starts at floor(max(0, m0 + Sk - Sq
-// - L) / 64) instead of 0.
+// Sliding window (L = 20): the key blocks carry the window; a block also
+// needs the mask when it starts before the last row's window start, and a
+// row sees key_begin(row) <= j < key_end(row).
 // CHECK-LABEL: func.func @window
-// CHECK: %[[LO:.*]] = arith.subi %{{.*}}, %c20
-// CHECK: %[[LO0:.*]] = arith.maxsi %[[LO]], %c0
-// CHECK: %[[NBLO:.*]] = arith.divsi %[[LO0]], %c64
-// CHECK: scf.for %{{.*}} = %[[NBLO]] to
+// CHECK: %[[NBLO:.*]], %{{.*}} = flashattn.key_blocks rows[{{.*}}) keys %c200 offset %c0 {block_n = 64 : i64, window_left = 20 : i64, window_right = 0 : i64} : index
+// CHECK: %[[LAST:.*]] = arith.addi %{{.*}}, %c63
+// CHECK: %[[BEGIN0:.*]] = flashattn.key_begin row %[[LAST]] offset %c0 {window_left = 20 : i64} : index
+// CHECK: scf.for %[[KB:.*]] = %[[NBLO]] to
+// CHECK:   %[[N0:.*]] = arith.muli %[[KB]], %c64
+// CHECK:   %[[EARLY:.*]] = arith.cmpi slt, %[[N0]], %[[BEGIN0]]
+// CHECK:   %[[BOUNDARY:.*]] = arith.ori %{{.*}}, %[[EARLY]]
+// CHECK:   scf.if %[[BOUNDARY]] {
+// CHECK:     flashattn.key_end row %[[I:[a-z0-9_]+]] keys %c200 offset %c0 {window_right = 0 : i64}
+// CHECK:     %[[BEGIN:.*]] = flashattn.key_begin row %[[I]] offset %c0 {window_left = 20 : i64}
+// CHECK:       arith.cmpi sge, %{{.*}}, %[[BEGIN]]
 func.func @window(%q: memref<1x200x2x64xf16>, %k: memref<1x200x2x64xf16>, %v: memref<1x200x2x64xf16>,
                   %o: memref<1x200x2x64xf16>) {
   flashattn.attention ins(%q, %k, %v : memref<1x200x2x64xf16>, memref<1x200x2x64xf16>, memref<1x200x2x64xf16>)
@@ -154,8 +168,7 @@ func.func @varlen(%q: memref<100x2x64xf16>, %k: memref<120x2x64xf16>, %v: memref
 // CHECK:     %[[SPLIT:[a-z0-9_]+]] = arith.remsi %[[T]], %c4
 // CHECK:     %[[PAGES:[a-z0-9_]+]] = memref.subview %arg4[%[[B]], 0] [1, 16] [1, 1] : memref<2x16xi32> to memref<16xi32, strided<[1], offset: ?>>
 // CHECK:     memref.subview %[[PO]][%[[SPLIT]], %[[B]],
-// CHECK:     %[[PER:[a-z0-9_]+]] = arith.ceildivsi %{{.*}}, %c4
-// CHECK:     %[[SLO:[a-z0-9_]+]] = arith.muli %[[SPLIT]], %[[PER]]
+// CHECK:     flashattn.key_blocks rows[{{.*}}) keys %{{.*}} offset %{{.*}} split %[[SPLIT]] of %c4 {block_n = 64 : i64, causal = #flashattn.causal<bottom_right>} : index
 // CHECK:     scf.for
 // CHECK:       flashattn.tile_load_paged %arg1[%[[PAGES]], %{{.*}}, %{{.*}}] rows %{{.*}} into
 // CHECK: flashattn.combine

@@ -25,7 +25,7 @@ struct HostPipelineOptions : public PassPipelineOptions<HostPipelineOptions> {
 
 /// Appends the host pipeline to `pm` (anchored on builtin.module):
 /// flashattn-plan{target=host}, flashattn-split-kv, flashattn-tile,
-/// convert-flashattn-to-vector, then the upstream lowering to LLVM
+/// flashattn-lower-key-ranges, convert-flashattn-to-vector, then the upstream lowering to LLVM
 /// (bf16 expansion, vector/math/scf/memref/arith/func to LLVM).
 void buildFlashAttnHostPipeline(OpPassManager &pm,
                                 const HostPipelineOptions &options = {});
@@ -87,7 +87,8 @@ struct Sm90PipelineOptions : public PassPipelineOptions<Sm90PipelineOptions> {
 };
 
 /// Appends the sm90 pipeline to `pm` (anchored on builtin.module):
-/// flashattn-plan{target=sm90}, flashattn-split-kv, convert-flashattn-to-nvgpu, then the NVVM
+/// flashattn-plan{target=sm90}, flashattn-split-kv, convert-flashattn-to-nvgpu,
+/// flashattn-lower-key-ranges, then the NVVM
 /// lowering of the kernels (nvvm-attach-target sm_90a +ptx80, scf/arith/cf/
 /// nvvm to LLVM) and gpu-module-to-binary.
 void buildFlashAttnSm90Pipeline(OpPassManager &pm,

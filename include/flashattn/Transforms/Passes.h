@@ -1,8 +1,9 @@
 //===- Passes.h - flashattn transformation passes ---------------*- C++ -*-===//
 //
-// flashattn-plan, flashattn-split-kv and flashattn-tile (declared in
-// Passes.td), and the pattern sets and helpers behind them, for compilers that
-// run them inside their own pass pipelines.
+// flashattn-plan, flashattn-split-kv, flashattn-tile and
+// flashattn-lower-key-ranges (declared in Passes.td), and the pattern sets
+// and helpers behind them, for compilers that run them inside their own pass
+// pipelines.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,6 +32,9 @@ void populateFlashAttnSplitKVPatterns(RewritePatternSet &patterns);
 /// flashattn-tile: planned attention on memrefs -> tiled online-softmax
 /// loops over the tile-level ops.
 void populateFlashAttnTilePatterns(RewritePatternSet &patterns);
+
+/// flashattn-lower-key-ranges: key_end, key_begin and key_blocks -> arith.
+void populateFlashAttnLowerKeyRangesPatterns(RewritePatternSet &patterns);
 
 #define GEN_PASS_REGISTRATION
 #include "flashattn/Transforms/Passes.h.inc"

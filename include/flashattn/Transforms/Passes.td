@@ -121,4 +121,18 @@ def FlashAttnTile : Pass<"flashattn-tile"> {
                            "::mlir::math::MathDialect"];
 }
 
+def FlashAttnLowerKeyRanges : Pass<"flashattn-lower-key-ranges"> {
+  let summary = "Expand the key-range ops into arith";
+  let description = [{
+    Rewrites `flashattn.key_end`, `flashattn.key_begin` and
+    `flashattn.key_blocks` into signed `arith` ops on their operands' type
+    (index on the host, i32 inside the sm90 kernels), in place and without
+    folding, so that the expansion sits where the op stood. flashattn-tile
+    and the sm90 kernel builders emit these ops; both pipelines run this
+    pass after them. The formulas are the ops' (docs/SEMANTICS.md,
+    "Masks").
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 #endif // FLASHATTN_TRANSFORMS_PASSES

@@ -463,6 +463,7 @@ private:
   Value headOf(const Tile &t, Value r);
   Value limOf(const Tile &t, Value i);
   Value loOf(const Tile &t, Value i);
+  CausalKind causalKind() const { return static_cast<CausalKind>(k.causal); }
   void tileRows(ConsumerTile &ct);
   Value computedBlocks(const ConsumerTile &ct);
   void releaseQIf(const ConsumerTile &ct, Value cond);
@@ -876,41 +877,17 @@ void AttentionKernelBuilder::tileKeyRange(Tile &t, Value mb) {
   Value tsk = t.sk, toff = t.off, trows = t.rowsTotal;
   t.kvh = packed ? t.h : w.divui(t.h, groups);
   t.m0 = w.muli(mb, cBM);
-  // Key range (docs/ARCHITECTURE.md, "Rules every lowering keeps"): n_max = min(Sk,
-  // m1 + c), c from causal, over the query positions [pos0, pos1) of the
-  // tile's rows.
+  // The key blocks of the query positions [pos0, pos1) of the tile's rows
+  // (flashattn.key_blocks, as flashattn-tile's).
   Value rows = w.minsi(cBM, w.subi(trows, t.m0));
   Value rowEnd = w.addi(t.m0, rows);
   t.m1 = packed ? w.ceildivui(rowEnd, cG) : rowEnd;
   Value pos0 = packed ? w.divui(t.m0, cG) : t.m0;
-  Value nHi = tsk;
-  if (k.causal == 1)
-    nHi = w.minsi(nHi, t.m1);
-  if (k.causal == 2)
-    nHi = w.minsi(nHi, w.addi(t.m1, toff));
-  if (k.windowRight >= 0) {
-    Value end = w.addi(t.m1, toff);
-    nHi = w.minsi(nHi, w.addi(end, w.i32(k.windowRight)));
-  }
-  nHi = w.maxsi(nHi, c0);
-  // n_min = max(0, m0 + Sk - Sq - L) with a left window, as key blocks.
-  t.nbLo = c0;
-  if (k.windowLeft >= 0) {
-    Value start = w.addi(pos0, toff);
-    Value nLo = w.subi(start, w.i32(k.windowLeft));
-    nLo = w.maxsi(nLo, c0);
-    t.nbLo = w.divsi(nLo, cBN);
-  }
-  Value nbHi = w.ceildivsi(nHi, cBN);
-  if (partial) {
-    // The split's key blocks (as flashattn-tile): [s * ceil(nblk / S),
-    // (s + 1) * ceil(nblk / S)) of nblk = ceil(Sk / BN).
-    Value per = w.ceildivsi(w.ceildivsi(tsk, cBN), nsplit);
-    Value sLo = w.muli(t.split, per);
-    t.nbLo = w.maxsi(t.nbLo, sLo);
-    nbHi = w.minsi(nbHi, w.addi(sLo, per));
-  }
-  t.nblocks = w.maxsi(w.subi(nbHi, t.nbLo), c0);
+  auto range = KeyBlocksOp::create(
+      builder, loc, w.i32T, w.i32T, pos0, t.m1, tsk, toff, partial ? t.split : Value(),
+      partial ? nsplit : Value(), KB, causalKind(), k.windowLeft, k.windowRight);
+  t.nbLo = range.getBegin();
+  t.nblocks = w.maxsi(w.subi(range.getEnd(), t.nbLo), c0);
 }
 
 Tile AttentionKernelBuilder::decodeTile(Value tileIn) {
@@ -1987,25 +1964,14 @@ Value AttentionKernelBuilder::headOf(const Tile &t, Value r) {
   return w.addi(w.muli(t.kvh, cG), inGroup);
 }
 
-// Row i sees keys lo(i) <= j < lim(i) (docs/SEMANTICS.md, "Masks"): lim(i) =
-// min(Sk, i [+ Sk - Sq] + 1 with causal, i + Sk - Sq + right + 1 with
-// a right window), lo(i) = i + Sk - Sq - left with a left window.
+// Row i sees keys lo(i) <= j < lim(i): flashattn.key_begin and key_end,
+// expanded by flashattn-lower-key-ranges as on the host.
 Value AttentionKernelBuilder::limOf(const Tile &t, Value i) {
-  Value lim = t.sk;
-  if (k.causal) {
-    Value c = k.causal == 2 ? w.addi(i, t.off) : i;
-    lim = w.minsi(lim, w.addi(c, c1));
-  }
-  if (k.windowRight >= 0) {
-    Value shiftedI = w.addi(i, t.off);
-    lim = w.minsi(lim, w.addi(shiftedI, w.i32(k.windowRight + 1)));
-  }
-  return lim;
+  return KeyEndOp::create(builder, loc, w.i32T, i, t.sk, t.off, causalKind(), k.windowRight);
 }
 
 Value AttentionKernelBuilder::loOf(const Tile &t, Value i) {
-  Value shiftedI = w.addi(i, t.off);
-  return w.subi(shiftedI, w.i32(k.windowLeft));
+  return KeyBeginOp::create(builder, loc, w.i32T, i, t.off, k.windowLeft);
 }
 
 // This thread's two rows and the keys each may see (lo <= j < lim).

@@ -131,10 +131,15 @@
 // Under the causal mask each consumer computes only the key blocks its own
 // 64 rows reach, nC = min(max(ceil(lim(last row) / 128) - nbLo, 0),
 // nblocks), and releases the tile's others.
-// (The tile's own key range first, then the consumer's.)
-// CHECK: arith.ceildivsi %{{.*}}, %c128_i32{{.*}} : i32
-// CHECK: %[[NBEND:.*]] = arith.ceildivsi %{{.*}}, %c128_i32{{.*}} : i32
-// CHECK-NEXT: %[[NC0:.*]] = arith.subi %[[NBEND]], %{{.*}} : i32
+// (The tile's own key range first, then the consumer's, both from the
+// key-range ops on the tile's Sk and Sk - Sq.)
+// CHECK: %[[NBLO:.*]], %{{.*}} = flashattn.key_blocks rows[%{{.*}}, %{{.*}}) keys %[[SK:[0-9]+]] offset %[[SHIFT:[0-9]+]] {block_n = 128 : i64, causal = #flashattn.causal<bottom_right>} : i32
+// The consumer's last row, min(first + 63, rows - 1), and its key end.
+// CHECK: %[[LAST:.*]] = arith.minsi %{{.*}}, %{{.*}} : i32
+// CHECK-NEXT: %[[LIM:.*]] = flashattn.key_end row %[[LAST]] keys %[[SK]] offset %[[SHIFT]] {causal = #flashattn.causal<bottom_right>} : i32
+// CHECK-NEXT: %[[LIM0:.*]] = arith.maxsi %[[LIM]], %c0_i32 : i32
+// CHECK-NEXT: %[[NBEND:.*]] = arith.ceildivsi %[[LIM0]], %c128_i32{{.*}} : i32
+// CHECK-NEXT: %[[NC0:.*]] = arith.subi %[[NBEND]], %[[NBLO]] : i32
 // CHECK-NEXT: %[[NC1:.*]] = arith.maxsi %[[NC0]], %c0_i32 : i32
 // CHECK-NEXT: %[[NC:.*]] = arith.minsi %[[NC1]], %[[NBLK:.*]] : i32
 // CHECK-NEXT: arith.cmpi sgt, %[[NC]], %c0_i32 : i32

@@ -73,3 +73,18 @@ func.func @kernel_abi() attributes {param =
         #flashattn.param<kind = dims, arg = "partial_out", rank = 5>]>} {
   return
 }
+
+// CHECK-LABEL: func.func @key_ranges
+// CHECK: flashattn.key_end
+// CHECK: flashattn.key_begin
+// CHECK: flashattn.key_blocks
+func.func @key_ranges(%i: index, %sk: index, %c: index, %i32: i32, %c32: i32,
+                      %m0: index, %m1: index, %s: index, %ns: index) {
+    %lim = flashattn.key_end row %i keys %sk offset %c
+        {causal = #flashattn.causal<bottom_right>} : index
+    %lo = flashattn.key_begin row %i32 offset %c32 {window_left = 128} : i32
+    %nb0, %nb1 = flashattn.key_blocks rows [%m0, %m1) keys %sk offset %c
+        split %s of %ns {block_n = 128, causal = #flashattn.causal<bottom_right>}
+        : index
+  return
+}

@@ -610,3 +610,59 @@ func.func @codegen_heads() attributes {x = #flashattn.sm90_codegen<kv_heads_per_
 func.func @codegen_host() attributes {x = #flashattn.plan<target = host, block_m = 64, block_n = 64, stages = 1, consumers = 1, schedule = static, num_splits = 1, pack_gqa = false, sm90 = <tma_store = true>>} {
   return
 }
+
+// -----
+
+func.func @key_end_window(%i: index, %sk: index, %c: index) {
+  // expected-error @+1 {{'window_right' must be -1 (no bound) or a number of keys >= 0, got -2}}
+  %0 = flashattn.key_end row %i keys %sk offset %c {window_right = -2} : index
+  return
+}
+
+// -----
+
+func.func @key_begin_no_window(%i: i32, %c: i32) {
+  // expected-error @+1 {{'window_left' must be a number of keys >= 0 (key_begin is only built under a left window), got -1}}
+  %0 = flashattn.key_begin row %i offset %c {window_left = -1} : i32
+  return
+}
+
+// -----
+
+func.func @key_blocks_block_n(%i: index, %sk: index, %c: index) {
+  // expected-error @+1 {{'block_n' must be at least 1, got -64}}
+  %0:2 = flashattn.key_blocks rows [%i, %i) keys %sk offset %c {block_n = -64} : index
+  return
+}
+
+// -----
+
+func.func @key_blocks_window(%i: index, %sk: index, %c: index) {
+  // expected-error @+1 {{'window_left' must be -1 (no bound) or a number of keys >= 0, got -3}}
+  %0:2 = flashattn.key_blocks rows [%i, %i) keys %sk offset %c {block_n = 64, window_left = -3} : index
+  return
+}
+
+// -----
+
+func.func @key_blocks_types(%i: index, %sk: i32, %c: index) {
+  // expected-error @+1 {{all of {row_begin, row_end, seqlen_k, offset, begin, end} have same type}}
+  %0:2 = "flashattn.key_blocks"(%i, %i, %sk, %c) {block_n = 64 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0>} : (index, index, i32, index) -> (index, index)
+  return
+}
+
+// -----
+
+func.func @key_blocks_split_alone(%i: index, %sk: index, %c: index) {
+  // expected-error @+1 {{'split' and 'num_splits' go together (split-KV) or not at all}}
+  %0:2 = "flashattn.key_blocks"(%i, %i, %sk, %c, %i) {block_n = 64 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0>} : (index, index, index, index, index) -> (index, index)
+  return
+}
+
+// -----
+
+func.func @key_blocks_split_type(%i: index, %sk: index, %c: index, %s: i32) {
+  // expected-error @+1 {{split has the positions' type}}
+  %0:2 = "flashattn.key_blocks"(%i, %i, %sk, %c, %s, %s) {block_n = 64 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1>} : (index, index, index, index, i32, i32) -> (index, index)
+  return
+}

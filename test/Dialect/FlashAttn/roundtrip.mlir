@@ -250,3 +250,21 @@ func.func @combine(%os: tensor<4x16x1x32x128xf32>, %ls: tensor<4x16x32x1xf32>,
       outs(%vo : memref<?x8x64xf16>)
   return %r#0, %r#1 : tensor<16x1x32x128xbf16>, tensor<16x32x1xf32>
 }
+
+// The key-range ops on index and on i32, with and without causal, windows
+// and the split.
+// CHECK-LABEL: func.func @key_ranges
+// CHECK: flashattn.key_end row %{{.*}} keys %{{.*}} offset %{{.*}} : index
+// CHECK: flashattn.key_end row %{{.*}} keys %{{.*}} offset %{{.*}} {causal = #flashattn.causal<top_left>, window_right = 4 : i64} : i32
+// CHECK: flashattn.key_begin row %{{.*}} offset %{{.*}} {window_left = 0 : i64} : i32
+// CHECK: %{{.*}}, %{{.*}} = flashattn.key_blocks rows[%{{.*}}, %{{.*}}) keys %{{.*}} offset %{{.*}} {block_n = 64 : i64} : index
+// CHECK: %{{.*}}, %{{.*}} = flashattn.key_blocks rows[%{{.*}}, %{{.*}}) keys %{{.*}} offset %{{.*}} split %{{.*}} of %{{.*}} {block_n = 128 : i64, causal = #flashattn.causal<bottom_right>, window_left = 256 : i64, window_right = 0 : i64} : i32
+func.func @key_ranges(%i: index, %sk: index, %c: index, %j: i32, %skj: i32, %cj: i32) {
+  %0 = flashattn.key_end row %i keys %sk offset %c : index
+  %1 = flashattn.key_end row %j keys %skj offset %cj {causal = #flashattn.causal<top_left>, window_right = 4} : i32
+  %2 = flashattn.key_begin row %j offset %cj {window_left = 0} : i32
+  %3:2 = flashattn.key_blocks rows [%i, %sk) keys %sk offset %c {block_n = 64} : index
+  %4:2 = flashattn.key_blocks rows [%j, %skj) keys %skj offset %cj split %j of %cj
+      {block_n = 128, causal = #flashattn.causal<bottom_right>, window_left = 256, window_right = 0} : i32
+  return
+}

@@ -1,6 +1,7 @@
 //===- FlashAttnOps.td - FlashAttn operations --------------*- tablegen -*-===//
 //
-// flashattn.attention, flashattn.combine and flashattn.yield.
+// flashattn.attention, flashattn.combine and flashattn.yield; the tile-level
+// ops and the key-range ops between flashattn-tile and the target lowerings.
 //
 //===----------------------------------------------------------------------===//
 
@@ -483,6 +484,126 @@ def FlashAttn_TileStoreOp : FlashAttn_Op<"tile_store"> {
     $acc `,` $m `,` $l `into` $out `rows` $rows (`lse` $lse^)? attr-dict `:`
     type($acc) `,` type($m) `,` type($l) `into` type($out)
     (`,` type($lse)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Key ranges
+//
+// Which keys a query row sees (docs/SEMANTICS.md, "Masks"), stated once for
+// every target: flashattn-tile builds its key-block loops and boundary masks
+// from these ops, the sm90 kernels their tile ranges, per-consumer ranges
+// and fragment masks; flashattn-lower-key-ranges expands them into arith.
+// Operands are query and key positions inside a sequence, all of one
+// integer type (index on the host, i32 in the sm90 kernels); `offset` is
+// seqlen_k - seqlen_q, the shift of bottom-right alignment.
+//===----------------------------------------------------------------------===//
+
+def FlashAttn_KeyEndOp : FlashAttn_Op<"key_end",
+    [Pure, AllTypesMatch<["row", "seqlen_k", "offset", "result"]>]> {
+  let summary = "One past the last key a query row sees";
+  let description = [{
+    For query row `row` (a position in its sequence), the key limit `lim`:
+    the row sees keys `j < lim` (and `j >= key_begin` with a left window).
+
+    ```
+    lim = min(seqlen_k,
+              row + 1            (causal = top_left),
+              row + offset + 1   (causal = bottom_right),
+              row + offset + window_right + 1   (window_right >= 0))
+    ```
+
+    Nothing clamps `lim` at 0: a row before every key has `lim <= 0`.
+
+    ```mlir
+    %lim = flashattn.key_end row %i keys %sk offset %c
+        {causal = #flashattn.causal<bottom_right>} : index
+    ```
+  }];
+  let arguments = (ins AnySignlessIntegerOrIndex:$row,
+                       AnySignlessIntegerOrIndex:$seqlen_k,
+                       AnySignlessIntegerOrIndex:$offset,
+                       DefaultValuedAttr<FlashAttn_CausalAttr,
+                                         "CausalKind::none">:$causal,
+                       DefaultValuedAttr<I64Attr, "-1">:$window_right);
+  let results = (outs AnySignlessIntegerOrIndex:$result);
+  let assemblyFormat = [{
+    `row` $row `keys` $seqlen_k `offset` $offset attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def FlashAttn_KeyBeginOp : FlashAttn_Op<"key_begin",
+    [Pure, AllTypesMatch<["row", "offset", "result"]>]> {
+  let summary = "The first key a query row sees under a left window";
+  let description = [{
+    `row + offset - window_left`: with a left window of `window_left >= 0`
+    keys, query row `row` sees keys `j >= key_begin`. Not clamped at 0.
+
+    ```mlir
+    %lo = flashattn.key_begin row %i offset %c {window_left = 128} : i32
+    ```
+  }];
+  let arguments = (ins AnySignlessIntegerOrIndex:$row,
+                       AnySignlessIntegerOrIndex:$offset,
+                       I64Attr:$window_left);
+  let results = (outs AnySignlessIntegerOrIndex:$result);
+  let assemblyFormat = [{
+    `row` $row `offset` $offset attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def FlashAttn_KeyBlocksOp : FlashAttn_Op<"key_blocks",
+    [Pure, AttrSizedOperandSegments,
+     AllTypesMatch<["row_begin", "row_end", "seqlen_k", "offset", "begin",
+                    "end"]>,
+     OptionalTypesMatchWith<"split has the positions' type", "begin",
+                            "split", "$_self">,
+     OptionalTypesMatchWith<"num_splits has the positions' type", "begin",
+                            "num_splits", "$_self">]> {
+  let summary = "The key blocks a tile of query rows sees";
+  let description = [{
+    For the query rows `[row_begin, row_end)` of a tile, the key blocks of
+    `block_n` keys that hold a key one of them sees: `[begin, end)`, empty
+    when `end <= begin` (nothing clamps `end` above `begin`).
+
+    ```
+    n_max = max(0, min(seqlen_k,
+                       row_end            (causal = top_left),
+                       row_end + offset   (causal = bottom_right),
+                       row_end + offset + window_right   (window_right >= 0)))
+    n_min = max(0, row_begin + offset - window_left)   (window_left >= 0; else 0)
+    begin = n_min / block_n,  end = ceil(n_max / block_n)
+    ```
+
+    With `split` and `num_splits` (split-KV), the range is intersected with
+    the split's blocks `[split * per, (split + 1) * per)`, `per =
+    ceil(ceil(seqlen_k / block_n) / num_splits)`.
+
+    ```mlir
+    %nb0, %nb1 = flashattn.key_blocks rows [%m0, %m1) keys %sk offset %c
+        split %s of %ns {block_n = 128, causal = #flashattn.causal<bottom_right>}
+        : index
+    ```
+  }];
+  let arguments = (ins AnySignlessIntegerOrIndex:$row_begin,
+                       AnySignlessIntegerOrIndex:$row_end,
+                       AnySignlessIntegerOrIndex:$seqlen_k,
+                       AnySignlessIntegerOrIndex:$offset,
+                       Optional<AnySignlessIntegerOrIndex>:$split,
+                       Optional<AnySignlessIntegerOrIndex>:$num_splits,
+                       I64Attr:$block_n,
+                       DefaultValuedAttr<FlashAttn_CausalAttr,
+                                         "CausalKind::none">:$causal,
+                       DefaultValuedAttr<I64Attr, "-1">:$window_left,
+                       DefaultValuedAttr<I64Attr, "-1">:$window_right);
+  let results = (outs AnySignlessIntegerOrIndex:$begin,
+                      AnySignlessIntegerOrIndex:$end);
+  let assemblyFormat = [{
+    `rows` `[` $row_begin `,` $row_end `)` `keys` $seqlen_k `offset` $offset
+    (`split` $split^ `of` $num_splits)? attr-dict `:` type($begin)
   }];
   let hasVerifier = 1;
 }
