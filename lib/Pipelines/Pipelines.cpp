@@ -74,6 +74,7 @@ void mlir::flashattn::buildFlashAttnSm90Pipeline(
   codegen.denseEntry = options.denseEntry;
   codegen.packedEntry = options.packedEntry;
   pm.addPass(flashattn::createConvertFlashAttnToNVGPU(codegen));
+  pm.addPass(flashattn::createFlashAttnLowerWarpSpecialize());
   pm.addPass(flashattn::createFlashAttnLowerKeyRanges());
   GpuNVVMAttachTargetOptions target;
   target.triple = "nvptx64-nvidia-cuda";

@@ -44,6 +44,10 @@ struct Sm90CodegenOptions {
 void populateFlashAttnToNVGPUConversionPatterns(
     RewritePatternSet &patterns, const Sm90CodegenOptions &options = {});
 
+/// flashattn-lower-warp-specialize: flashattn.warp_specialize -> scf.if on
+/// the warpgroup index with setmaxnreg on each side.
+void populateFlashAttnLowerWarpSpecializePatterns(RewritePatternSet &patterns);
+
 #define GEN_PASS_REGISTRATION
 #include "flashattn/Conversion/Passes.h.inc"
 

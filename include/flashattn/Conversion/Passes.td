@@ -102,4 +102,20 @@ def ConvertFlashAttnToNVGPU : Pass<"convert-flashattn-to-nvgpu", "::mlir::Module
                            "::mlir::func::FuncDialect"];
 }
 
+def FlashAttnLowerWarpSpecialize : Pass<"flashattn-lower-warp-specialize"> {
+  let summary = "Lower flashattn.warp_specialize to a warpgroup branch";
+  let description = [{
+    Rewrites each `flashattn.warp_specialize` (the partition of an sm_90a
+    kernel's CTA into a producer warpgroup and consumer warpgroups) into
+    `scf.if (tid / 128 == 0)` whose then-branch is the producer region and
+    whose else-branch the consumers region, each starting with its
+    `nvvm.setmaxregister` (decrease to `producer_regs`, increase to
+    `consumer_regs`; none for a budget of 0). The sm90 pipeline runs it
+    after `convert-flashattn-to-nvgpu`.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::NVVM::NVVMDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 #endif // FLASHATTN_CONVERSION_PASSES

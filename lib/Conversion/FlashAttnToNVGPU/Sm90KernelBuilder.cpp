@@ -733,10 +733,16 @@ void AttentionKernelBuilder::build() {
   P = buildKernelFunc(w, k.name, params, threads, L.total(), /*minCtas=*/true);
   initBarriers();
   problemSizes();
-  Value wg = w.divui(tid, c128);
-  Value isProducer = w.cmpi(CmpI::eq, wg, c0);
-  w.ifThenElse(
-      isProducer, [&] { producer(); }, [&] { consumers(); });
+  // Warpgroup 0 produces, the others consume (flashattn-lower-warp-specialize
+  // makes the branch and the register budgets).
+  auto partitions = WarpSpecializeOp::create(builder, loc, tid, k.producerRegs, k.consumerRegs);
+  {
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointToStart(&partitions.getProducer().emplaceBlock());
+    producer();
+    builder.setInsertionPointToStart(&partitions.getConsumers().emplaceBlock());
+    consumers();
+  }
   LLVM::ReturnOp::create(builder, loc, ValueRange{});
 }
 
@@ -933,9 +939,6 @@ Tile AttentionKernelBuilder::decodeTile(Value tileIn) {
 
 void AttentionKernelBuilder::producer() {
   const bool rowCopies = k.kvRowCopies;
-  if (k.producerRegs)
-    NVVM::SetMaxRegisterOp::create(builder, loc, k.producerRegs,
-                                   NVVM::SetMaxRegisterAction::decrease);
   // TMA: thread 0 issues everything; with the tile table warp 0 runs the
   // loop (it zeroes the V rows past a sequence).
   Value tmaThreads;
@@ -1524,9 +1527,6 @@ void AttentionKernelBuilder::zeroBoxRows(Value vBase, Value zeroFrom, Value zero
 //===----------------------------------------------------------------------===//
 
 void AttentionKernelBuilder::consumers() {
-  if (k.consumerRegs)
-    NVVM::SetMaxRegisterOp::create(builder, loc, k.consumerRegs,
-                                   NVVM::SetMaxRegisterAction::increase);
   consumerSetup();
   fragmentLayout();
   // Q's base descriptor, re-read at each use through an opaque move: LLVM

@@ -56,10 +56,11 @@
 // CHECK-COUNT-8: nvvm.mbarrier.init
 // CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // CHECK: nvvm.barrier0
-// Warpgroup 0 is the producer: it gives registers back, and its thread 0
+// Warpgroup 0 is the producer: it gives registers back (40), the consumers
+// take them (232); its thread 0
 // runs the persistent loop over tiles (from blockIdx), carrying the
 // key-block count (stage phases) and the tile count (Q phase).
-// CHECK: nvvm.setmaxregister  decrease 40
+// CHECK: flashattn.warp_specialize %{{.*}} {consumer_regs = 232 : i32, producer_regs = 40 : i32} producer {
 // CHECK: scf.while (%{{.*}} = %{{.*}}, %{{.*}} = %c0_i32, %{{.*}} = %c0_i32) : (i32, i32, i32) -> (i32, i32, i32)
 // CHECK: ^bb0(%[[TILE:.*]]: i32, %{{.*}}: i32, %{{.*}}: i32):
 // Causal, so the lpt order, in groups of (batch, head)s whose K and V
@@ -114,8 +115,7 @@
 // The consumer's warpgroup index and the tile index go through a shuffle
 // from lane 0, so that ptxas sees them warp-uniform (and keeps the wgmma
 // descriptors derived from them in uniform registers).
-// CHECK: } else {
-// CHECK-NEXT: nvvm.setmaxregister  increase 232
+// CHECK: } consumers {
 // CHECK: %[[CWG:.*]] = arith.divui
 // CHECK-NEXT: nvvm.shfl.sync  idx %{{.*}}, %[[CWG]], %c0_i32, %c31_i32 : i32 -> i32
 // CHECK: scf.while
@@ -622,7 +622,7 @@ func.func @append(%q: memref<2x4x8x128xbf16>, %k: memref<2x512x2x128xbf16>, %v: 
 // CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %[[FULLK]], box[%{{.*}}, %[[HEAD0]], %c0_i32, %{{.*}}]
 // The consumers: a score counts only where its column's kv head (c % 2)
 // is its row's ((r % 8) / 4), on top of the key bound, in every block.
-// CHECK: setmaxregister increase
+// CHECK: } consumers {
 // CHECK: %[[CHP:.*]] = arith.remui %{{.*}}, %c2_i32{{.*}} : i32
 // CHECK-NEXT: %[[SAME:.*]] = arith.cmpi eq, %{{.*}}, %[[CHP]] : i32
 // CHECK: arith.andi %{{[0-9]+}}, %[[SAME]] : i1
@@ -685,7 +685,7 @@ func.func @paged16_mqa(%q: memref<2x1x8x64xbf16>, %k: memref<64x16x1x64xbf16>, %
 // beside it has 1 KB); its second 64-column panel starts 1 KB on (+64 in
 // 16-byte units). V: leading byte offset 1 KB, stride byte offset 2 KB,
 // and each k16 step 4 KB on (+256).
-// CHECK: setmaxregister increase
+// CHECK: } consumers {
 // CHECK: arith.constant 4611686293305294848 : i64
 // CHECK-NEXT: arith.ori
 // CHECK-NEXT: arith.extui %[[KLO:[0-9]+]] : i32 to i64

@@ -88,3 +88,14 @@ func.func @key_ranges(%i: index, %sk: index, %c: index, %i32: i32, %c32: i32,
         : index
   return
 }
+
+// CHECK-LABEL: llvm.func @warp_specialize
+// CHECK: flashattn.warp_specialize
+llvm.func @warp_specialize(%tid: i32) {
+    flashattn.warp_specialize %tid {consumer_regs = 232 : i32, producer_regs = 40 : i32} producer {
+      nvvm.barrier0
+    } consumers {
+      nvvm.barrier0
+    }
+  llvm.return
+}

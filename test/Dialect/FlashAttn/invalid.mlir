@@ -666,3 +666,23 @@ func.func @key_blocks_split_type(%i: index, %sk: index, %c: index, %s: i32) {
   %0:2 = "flashattn.key_blocks"(%i, %i, %sk, %c, %s, %s) {block_n = 64 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1>} : (index, index, index, index, i32, i32) -> (index, index)
   return
 }
+
+// -----
+
+llvm.func @warp_specialize_regs(%tid: i32) {
+  // expected-error @+1 {{'consumer_regs' must be 0 (keep the launch's registers) or a multiple of 8 in [24, 256] (setmaxnreg), got 260}}
+  flashattn.warp_specialize %tid {consumer_regs = 260 : i32} producer {
+  } consumers {
+  }
+  llvm.return
+}
+
+// -----
+
+llvm.func @warp_specialize_regs_multiple(%tid: i32) {
+  // expected-error @+1 {{'producer_regs' must be 0 (keep the launch's registers) or a multiple of 8 in [24, 256] (setmaxnreg), got 30}}
+  flashattn.warp_specialize %tid {producer_regs = 30 : i32} producer {
+  } consumers {
+  }
+  llvm.return
+}

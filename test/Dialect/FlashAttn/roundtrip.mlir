@@ -268,3 +268,23 @@ func.func @key_ranges(%i: index, %sk: index, %c: index, %j: i32, %skj: i32, %cj:
       {block_n = 128, causal = #flashattn.causal<bottom_right>, window_left = 256, window_right = 0} : i32
   return
 }
+
+// warp_specialize with and without register budgets.
+// CHECK-LABEL: llvm.func @warp_specialize
+// CHECK: flashattn.warp_specialize %{{.*}} {consumer_regs = 240 : i32, producer_regs = 24 : i32} producer {
+// CHECK-NEXT: nvvm.barrier0
+// CHECK-NEXT: } consumers {
+// CHECK-NEXT: nvvm.barrier0
+// CHECK-NEXT: }
+// CHECK: flashattn.warp_specialize %{{.*}} producer {
+llvm.func @warp_specialize(%tid: i32) {
+  flashattn.warp_specialize %tid {consumer_regs = 240 : i32, producer_regs = 24 : i32} producer {
+    nvvm.barrier0
+  } consumers {
+    nvvm.barrier0
+  }
+  flashattn.warp_specialize %tid producer {
+  } consumers {
+  }
+  llvm.return
+}

@@ -608,4 +608,42 @@ def FlashAttn_KeyBlocksOp : FlashAttn_Op<"key_blocks",
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Kernel structure
+//===----------------------------------------------------------------------===//
+
+def FlashAttn_WarpSpecializeOp : FlashAttn_Op<"warp_specialize",
+    [RecursiveMemoryEffects, SingleBlock, NoTerminator]> {
+  let summary = "Split a CTA into a producer warpgroup and consumer warpgroups";
+  let description = [{
+    Warp specialization (FlashAttention-3, arXiv 2407.08608, section 3.1):
+    the threads of warpgroup 0 (`tid / 128 == 0`, `tid` the thread index in
+    the CTA) run the `producer` region, every other warpgroup the
+    `consumers` region. Each side first sets its register budget with
+    `setmaxnreg` (PTX ISA, miscellaneous instructions, `setmaxnreg`; sm_90a):
+    the producer lowers its own to
+    `producer_regs`, the consumers raise theirs to `consumer_regs`; 0
+    keeps the launch's allocation. A budget is a multiple of 8 in [24,
+    256]. The regions use values from above and yield nothing;
+    `flashattn-lower-warp-specialize` turns the op into an `scf.if` on the
+    warpgroup index.
+
+    ```mlir
+    flashattn.warp_specialize %tid {consumer_regs = 232 : i32, producer_regs = 40 : i32} producer {
+      nvvm.barrier0
+    } consumers {
+      nvvm.barrier0
+    }
+    ```
+  }];
+  let arguments = (ins I32:$tid,
+                       DefaultValuedAttr<I32Attr, "0">:$producer_regs,
+                       DefaultValuedAttr<I32Attr, "0">:$consumer_regs);
+  let regions = (region SizedRegion<1>:$producer, SizedRegion<1>:$consumers);
+  let assemblyFormat = [{
+    $tid attr-dict `producer` $producer `consumers` $consumers
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // FLASHATTN_OPS
