@@ -1,10 +1,12 @@
 //===- Sm90KernelBuilder.cpp - the sm_90a attention kernels, built as IR --===//
 //
 // Builds, for one attention configuration, the sm_90a kernel in the LLVM,
-// NVVM, arith and scf dialects with OpBuilder (KernelEmitter), following
-// the FlashAttention-3 paper (arXiv 2407.08608, sections 3.1 and 3.2):
+// NVVM, arith and scf dialects with OpBuilder (KernelEmitter), plus the
+// flashattn ops later passes lower (flashattn.warp_specialize; the key-range
+// ops key_blocks / key_end / key_begin), following the FlashAttention-3
+// paper (arXiv 2407.08608, sections 3.1 and 3.2):
 //
-// - warp specialization: warpgroup 0 is the producer (one thread issues
+// - warp specialization (flashattn.warp_specialize): warpgroup 0 is the producer (one thread issues
 //   every TMA load; setmaxnreg lowers its registers, PTX ISA 9.7.17.1),
 //   warpgroups 1..C are consumers, 64 query rows each (a tile has 64 C rows);
 //   a persistent grid strides over (batch, head, m_block[, split]) tiles;
