@@ -502,6 +502,61 @@ static fa_status check_capacity(fa_runtime *rt, uint32_t f, int64_t b,
   return FA_OK;
 }
 
+/* One cache row an append writes: (page * page_size + slot, sequence). */
+typedef struct {
+  int64_t row, seq;
+} append_slot;
+
+static int compare_append_slots(const void *x, const void *y) {
+  const append_slot *a = x, *b = y;
+  if (a->row != b->row)
+    return a->row < b->row ? -1 : 1;
+  return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/* No two appended rows land on the same cache row: block_table rows that
+ * name the same page under the positions [cache_seqlens[b], cache_seqlens[b]
+ * + S_new) would make two sequences (or one, twice) write it. Run after
+ * the block_table and capacity checks (every position has a page inside
+ * the pool). */
+static fa_status check_append_aliasing(fa_runtime *rt, int64_t batch,
+                                       const fa_attention_args *a) {
+  const int32_t *bt = (const int32_t *)a->block_table.data;
+  const int32_t *start = (const int32_t *)a->cache_seqlens.data;
+  int64_t rows = a->k_new.shape[1], page_size = a->k.shape[1];
+  int64_t pages_per_seq = a->block_table.shape[1], n = batch * rows;
+  if (n < 2)
+    return FA_OK;
+  append_slot *slots = malloc((size_t)n * sizeof(*slots));
+  if (!slots)
+    return fa_fail(rt, FA_ERROR_OUT_OF_MEMORY, "out of host memory checking the append's %lld rows",
+                   (long long)n);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t pos = start[b] + r;
+      int64_t page = bt[b * pages_per_seq + pos / page_size];
+      slots[b * rows + r] = (append_slot){page * page_size + pos % page_size, b};
+    }
+  qsort(slots, (size_t)n, sizeof(*slots), compare_append_slots);
+  int64_t i = 1;
+  while (i < n && slots[i].row != slots[i - 1].row)
+    ++i;
+  append_slot x = i < n ? slots[i - 1] : (append_slot){0, 0}, y = i < n ? slots[i] : x;
+  free(slots);
+  if (i == n)
+    return FA_OK;
+  long long slot = (long long)(x.row % page_size), page = (long long)(x.row / page_size);
+  if (x.seq == y.seq)
+    return fa_fail(rt, FA_ERROR_BAD_INPUT,
+                   "append aliasing: sequence %lld writes row %lld of page %lld twice (its "
+                   "block_table row names the page twice)",
+                   (long long)x.seq, slot, page);
+  return fa_fail(rt, FA_ERROR_BAD_INPUT,
+                 "append aliasing: sequences %lld and %lld both write row %lld of page %lld "
+                 "(their block_table rows name the same page)",
+                 (long long)x.seq, (long long)y.seq, slot, page);
+}
+
 /* Values of the integer metadata (host memory). */
 static fa_status check_metadata_values(checker *c, const fa_attention_config *cfg,
                                        const fa_attention_args *a, int64_t capacity,
@@ -513,7 +568,10 @@ static fa_status check_metadata_values(checker *c, const fa_attention_config *cf
     TRY(check_cu_seqlens(c, "cu_seqlens_k", &a->cu_seqlens_k, a->k.shape[0]));
   if ((f & FA_PAGED) && !pages_on_device)
     TRY(check_block_table(c->rt, a));
-  return check_capacity(c->rt, f, c->batch, a, capacity);
+  TRY(check_capacity(c->rt, f, c->batch, a, capacity));
+  if ((f & FA_PAGED) && (f & FA_APPEND) && !pages_on_device)
+    TRY(check_append_aliasing(c->rt, c->batch, a));
+  return FA_OK;
 }
 
 /* Window sides of 2^30 keys or more: the sm90 kernels take them as no

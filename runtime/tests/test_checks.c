@@ -5,7 +5,8 @@
  * as it was): null pointers, struct size, shapes that do not match the
  * kernel, batch mismatch, operands the kernel was not compiled for,
  * cu_seqlens not monotone / not starting at 0 / past the tensor, block_table
- * entries past the pool, seqused_k past capacity, an append past capacity.
+ * entries past the pool, seqused_k past capacity, an append past capacity,
+ * appends of two sequences (or one, twice) into the same cache rows.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -199,8 +200,23 @@ int main(void) {
     expect_fail(paged, &a, FA_ERROR_BAD_INPUT, "seqused_k[1] = 33 is outside [0, 32]", "seqused_k past capacity");
     used[1] = 5; cs[1] = 30;
     expect_fail(paged, &a, FA_ERROR_BAD_INPUT, "append past capacity: cache_seqlens[1] = 30 + 3 new rows > 32 keys", "append past capacity");
+    /* Two sequences appending into the same cache rows: sequence 1's
+     * positions 26..28 are in its second page, which its block_table row
+     * names as page 0, where sequence 0 writes rows 10..12. */
+    cs[1] = 26; bt[3] = 0;
+    expect_fail(paged, &a, FA_ERROR_BAD_INPUT, "append aliasing: sequences 0 and 1 both write row 10 of page 0 (their block_table rows name the same page)", "append aliasing");
+    /* One sequence's 17 new rows over a block_table row naming page 0
+     * twice: position 16 lands on row 0 of page 0 again. */
+    fa_attention_args twice = a;
+    int32_t bt2[] = {0, 0, 2, 3}, cs2[] = {0, 0};
+    twice.block_table.data = bt2;
+    twice.cache_seqlens.data = cs2;
+    twice.k_new = make_tensor(4, (int64_t[]){2, 17, 2, 64}, 2);
+    twice.v_new = make_tensor(4, (int64_t[]){2, 17, 2, 64}, 2);
+    expect_fail(paged, &twice, FA_ERROR_BAD_INPUT, "append aliasing: sequence 0 writes row 0 of page 0 twice (its block_table row names the page twice)", "append aliasing in one sequence");
+    free(twice.k_new.data); free(twice.v_new.data);
     CHECK(memcmp(before, a.k.data, cache_bytes) == 0, "the cache changed on a rejected append");
-    cs[1] = 29;
+    bt[3] = 3; cs[1] = 29;
     fill_normal(&a.q, FA_F16); fill_normal(&a.v, FA_F16);
     fill_normal(&a.k_new, FA_F16); fill_normal(&a.v_new, FA_F16);
     CHECK_STATUS(fa_attention_run(rt, paged, &a), FA_OK, rt);

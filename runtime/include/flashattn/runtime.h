@@ -297,7 +297,11 @@ typedef struct fa_attention_args {
  * checks (but an append of rows). A call with no key at all (k of 0 rows,
  * or a pool of 0 pages) writes out 0 and lse -inf, as every row is empty.
  * With FA_APPEND, the keys of sequence b are cache_seqlens[b] + S_new and
- * seqused_k is only checked, not used. Rows of a packed out past
+ * seqused_k is only checked, not used; with a host block_table, an append
+ * whose new rows of two sequences (or of one, twice) land on the same cache
+ * row, through block_table rows naming the same page, is
+ * FA_ERROR_BAD_INPUT naming the sequences and the row (not checked for a
+ * device block_table). Rows of a packed out past
  * cu_seqlens_q[B] are not part of the result: their contents are
  * unspecified (some kernels leave them, some write out 0, lse -inf). Keys
  * past a sequence's length (the rest of a cache after seqused_k or
