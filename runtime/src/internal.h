@@ -4,6 +4,7 @@
 #define FLASHATTN_RT_INTERNAL_H
 
 #include "flashattn/artifact.h"
+#include "flashattn/compiler_abi.h"
 #include "flashattn/runtime.h"
 
 #include <stdarg.h>
@@ -193,6 +194,7 @@ struct fa_runtime {
   char compiler_library[1024];
   void *compiler_handle;
   bool compiler_tried;
+  int compile_timeout_s; /* < 0: in the calling process (compile.c) */
   /* cuda */
   void *cuda;
 };
@@ -201,6 +203,12 @@ struct fa_runtime {
 fa_status fa_fail(fa_runtime *rt, fa_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void fa_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* compile.c: runs the compiler library's `fn` on a miss (in a child
+ * process with a time limit); *bytes (malloc) holds the artifact. */
+fa_status fa_compile_artifact(fa_runtime *rt, fa_compiler_compile_fn fn,
+                              const fa_attention_config *config, const char *key,
+                              void **bytes, size_t *size);
 
 /* artifact.c */
 fa_status fa_artifact_parse(fa_runtime *rt, const void *bytes, size_t size,

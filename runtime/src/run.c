@@ -39,12 +39,28 @@ static bool make_dirs(const char *path) {
   return true;
 }
 
+/* Seconds a compile may take (compile.c): the option, else
+ * $FLASHATTN_COMPILE_TIMEOUT, else 600; negative: in the calling process. */
+static int compile_timeout(const fa_runtime_options *options) {
+  if (options && options->struct_size == sizeof(*options) && options->compile_timeout_s)
+    return options->compile_timeout_s;
+  const char *env = getenv("FLASHATTN_COMPILE_TIMEOUT");
+  char *end = NULL;
+  long v = env && *env ? strtol(env, &end, 10) : 0;
+  if (env && *env && *end == '\0' && v != 0 && v > INT32_MIN && v < INT32_MAX)
+    return (int)v;
+  return 600;
+}
+
 fa_status fa_runtime_create(const fa_runtime_options *options,
                             fa_runtime **runtime) {
   if (!runtime)
     return FA_ERROR_INVALID_ARGUMENT;
   *runtime = NULL;
-  if (options && options->struct_size != sizeof(*options))
+  /* The options as the first release had them (no compile_timeout_s), or
+   * whole. */
+  if (options && options->struct_size != sizeof(*options) &&
+      options->struct_size != offsetof(fa_runtime_options, compile_timeout_s))
     return FA_ERROR_INVALID_ARGUMENT;
   fa_runtime *rt = (fa_runtime *)calloc(1, sizeof(*rt));
   if (!rt)
@@ -86,6 +102,7 @@ fa_status fa_runtime_create(const fa_runtime_options *options,
   if (!lib)
     lib = "libflashattn_compiler.so";
   snprintf(rt->compiler_library, sizeof(rt->compiler_library), "%s", lib);
+  rt->compile_timeout_s = compile_timeout(options);
   *runtime = rt;
   return FA_OK;
 }
@@ -129,13 +146,9 @@ static fa_status compile(fa_runtime *rt, const fa_attention_config *config,
                    key, rt->compiler_library);
   void *bytes = NULL;
   size_t size = 0;
-  char error[FA_ERROR_SIZE] = "";
-  int st = fn(config, &bytes, &size, error, sizeof(error));
-  if (st != FA_OK) {
-    free(bytes);
-    return fa_fail(rt, FA_ERROR_COMPILE_FAILED, "compiling %s failed: %s", key,
-                   error);
-  }
+  fa_status st = fa_compile_artifact(rt, fn, config, key, &bytes, &size);
+  if (st != FA_OK)
+    return st;
   rt->stats.compiles++;
   return fa_kernel_create(rt, bytes, size, key, kernel);
 }

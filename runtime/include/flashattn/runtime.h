@@ -204,6 +204,13 @@ typedef struct fa_runtime_options {
    * $FLASHATTN_COMPILER_LIB, else "libflashattn_compiler.so" through the
    * dynamic loader's search path. "" disables compilation. */
   const char *compiler_library;
+  /* The compiler runs in a child process (fork), so that an abort, crash
+   * or hang inside it is a status (FA_ERROR_COMPILE_FAILED) and not the
+   * caller's end: a compile may take this many seconds before the child is
+   * killed. 0 = $FLASHATTN_COMPILE_TIMEOUT, else 600; negative: compile in
+   * the calling process. (A struct_size of the options without this field
+   * is accepted, as 0.) */
+  int32_t compile_timeout_s;
 } fa_runtime_options;
 
 fa_status fa_runtime_create(const fa_runtime_options *options,
