@@ -364,6 +364,35 @@ static const char *parse_tiles(const cJSON *meta, fa_artifact *a) {
   return NULL;
 }
 
+/* The tensors a kernel of `c` takes, in the compiler's order (the op's
+ * operands): what "args" must list exactly, since the kernel's code reads
+ * its parameters in that order. A cubin takes q, k, v, out[, lse]: the
+ * integer metadata reaches it through the tile table, k_new / v_new go to
+ * its append entry (their "abi" lists say where). */
+static int expected_args(const fa_attention_config *c, bool cubin, const char *names[]) {
+  const struct {
+    const char *name;
+    uint32_t flags; /* present when one of these is set; 0: always */
+  } all[] = {{"q", 0},
+             {"k", 0},
+             {"v", 0},
+             {"cu_seqlens_q", FA_VARLEN_Q},
+             {"cu_seqlens_k", FA_VARLEN_K},
+             {"seqused_k", FA_SEQUSED_K},
+             {"block_table", FA_PAGED},
+             {"alibi_slopes", FA_ALIBI},
+             {"k_new", FA_APPEND},
+             {"v_new", FA_APPEND},
+             {"cache_seqlens", FA_APPEND},
+             {"out", 0},
+             {"lse", FA_WITH_LSE}};
+  int n = 0;
+  for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); ++i)
+    if (!all[i].flags || (c->flags & all[i].flags & (cubin ? FA_WITH_LSE : ~0u)))
+      names[n++] = all[i].name;
+  return n;
+}
+
 /* The argument names and the launch fields (block, smem, grid). */
 static const char *parse_launch(const cJSON *meta, fa_artifact *a) {
   const cJSON *args = cJSON_GetObjectItemCaseSensitive(meta, "args");
@@ -376,6 +405,13 @@ static const char *parse_launch(const cJSON *meta, fa_artifact *a) {
       return "bad args list";
     snprintf(a->arg_names[i], sizeof(a->arg_names[i]), "%s", name->valuestring);
   }
+  const char *want[FA_MAX_ARGS];
+  int nwant = expected_args(&a->config, a->kind == FA_ARTIFACT_CUBIN, want);
+  bool same = nwant == a->num_args;
+  for (int i = 0; same && i < nwant; ++i)
+    same = !strcmp(want[i], a->arg_names[i]);
+  if (!same)
+    return "bad args list (not the tensors of the config, in operand order)";
   const char *bad_launch = "bad launch fields (block 1..1024, smem 0..232448)";
   const cJSON *block = cJSON_GetObjectItemCaseSensitive(meta, "block");
   for (int i = 0; i < 3; ++i) {
@@ -411,7 +447,7 @@ static const char *parse_packed(const cJSON *meta, fa_artifact *a) {
     return a->packed_dense_entry[0] ? bad : NULL;
   double g = 0;
   if (!number(meta, "packed_groups", &g) || !(g >= 2 && g <= 256) ||
-      a->config.num_kv_heads <= 0 || a->config.num_q_heads != (int)g * a->config.num_kv_heads ||
+      a->config.num_kv_heads <= 0 || a->config.num_q_heads != (int64_t)g * a->config.num_kv_heads ||
       (a->packed_dense_entry[0] != '\0') != (a->dense_entry[0] != '\0'))
     return bad;
   a->packed_groups = (int)g;
@@ -437,7 +473,7 @@ static const char *parse_kv1(const cJSON *meta, fa_artifact *a) {
   if (hpi > 1 &&
       (!a->kv1_entry[0] || a->pack_groups < 2 * hpi || a->config.num_kv_heads <= 0 ||
        a->config.num_kv_heads % hpi != 0 ||
-       a->config.num_q_heads * hpi != a->pack_groups * a->config.num_kv_heads ||
+       (int64_t)a->config.num_q_heads * hpi != (int64_t)a->pack_groups * a->config.num_kv_heads ||
        (a->kv1_dense_entry[0] != '\0') != (a->dense_entry[0] != '\0')))
     return bad;
   if (hpi == 1 && (a->kv1_entry[0] || a->kv1_dense_entry[0]))
@@ -563,8 +599,11 @@ static const char *parse_param(const cJSON *o, const fa_artifact *a, const char 
  * tensor, at most FA_MAX_TMA maps, each launch value at most once and
  * exactly where the flags ask for it. `counts`: of each kind so far. */
 static const char *check_param(const fa_artifact *a, fa_entry_role role,
-                               const char *const *tensors, const fa_param *p, int counts[]) {
+                               const char *const *tensors, int nt, const fa_param *p,
+                               int counts[]) {
   int seen = counts[p->kind]++;
+  if ((p->kind == FA_PARAM_PTR || p->kind == FA_PARAM_DIMS) && seen >= nt)
+    return "more of them than the entry's tensors";
   if ((p->kind == FA_PARAM_PTR || p->kind == FA_PARAM_DIMS) && strcmp(p->arg, tensors[seen]))
     return "not in the order of the entry's tensors";
   if (p->kind == FA_PARAM_TMA && seen >= FA_MAX_TMA)
@@ -587,7 +626,7 @@ static const char *parse_entry_abi(const cJSON *list, const fa_artifact *a, fa_e
     const cJSON *kind = cJSON_GetObjectItemCaseSensitive(o, "kind");
     const char *bad = parse_param(o, a, tensors, nt, &params[i]);
     if (!bad)
-      bad = check_param(a, role, tensors, &params[i], counts);
+      bad = check_param(a, role, tensors, nt, &params[i], counts);
     if (bad) {
       snprintf(why, n, "bad abi of entry '%s', parameter %d (%s): %s", name, i,
                cJSON_IsString(kind) ? kind->valuestring : "?", bad);

@@ -208,6 +208,53 @@ static unsigned char *patched_artifact(const unsigned char *bytes, size_t size,
   return out;
 }
 
+/* The bytes of the file at `path` (malloc), or NULL. */
+static unsigned char *file_bytes(const char *path, size_t *size) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  unsigned char *b = n > 0 ? (unsigned char *)malloc((size_t)n) : NULL;
+  *size = b && fread(b, 1, (size_t)n, f) == (size_t)n ? (size_t)n : 0;
+  fclose(f);
+  return b;
+}
+
+/* Metadata the fuzzer (runtime/tests/fuzz_runtime.c) found the parser
+ * trusting, each patched into a real artifact (checksum rewritten): a
+ * corrupt artifact, with no overflow or read past a list on the way. */
+static void check_fuzz_findings(fa_runtime *rt, const char *host_path, const char *decode_path,
+                                const char *append_path) {
+  const struct {
+    const char *path, *from, *to;
+  } bad[] = {
+      /* Host args that are not the config's tensors (out missing, lse
+       * twice): the kernel would have read its parameters wrong. */
+      {host_path, "\"args\":[\"q\",\"k\",\"v\",\"out\",\"lse\"]",
+       "\"args\":[\"q\",\"k\",\"v\",\"lse\",\"lse\"]"},
+      /* One pointer more than the entry's tensors. */
+      {decode_path, "{\"arg\":\"lse\",\"kind\":\"ptr\"}",
+       "{\"arg\":\"lse\",\"kind\":\"ptr\"},{\"arg\":\"lse\",\"kind\":\"ptr\"}"},
+      /* Hq = G x Hkv checked without an int overflow. */
+      {append_path, "\"num_kv_heads\":2", "\"num_kv_heads\":2147483647"},
+  };
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); ++i) {
+    size_t size = 0, n = 0;
+    unsigned char *bytes = file_bytes(bad[i].path, &size);
+    unsigned char *b = bytes ? patched_artifact(bytes, size, bad[i].from, bad[i].to, &n) : NULL;
+    CHECK(b != NULL, "patching %s", bad[i].from);
+    if (b) {
+      fa_kernel *k = NULL;
+      CHECK_STATUS(fa_kernel_load_artifact(rt, b, n, &k), FA_ERROR_CORRUPT_ARTIFACT, rt);
+      CHECK(k == NULL, "%s: a kernel came back", bad[i].to);
+    }
+    free(b);
+    free(bytes);
+  }
+}
+
 static bool launched(int i, const char *name, unsigned grid) {
   return i < fake->num_launches && !strcmp(fake->launches[i].name, name) &&
          fake->launches[i].grid == grid;
@@ -1107,6 +1154,7 @@ int main(void) {
     }
     fa_artifact_free(bytes);
   }
+  check_fuzz_findings(rt, host_path, decode_path, append_path);
   /* A graph that outlives the runtime: a copied table (varlen, 70
    * sequences) and a counter slice (decode) are released after
    * fa_runtime_destroy, which must then free nothing twice (run under
