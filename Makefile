@@ -2,6 +2,7 @@
 #
 #   make run     install what is missing, build, run the main job
 #   make check   install what is missing, build, run every test (lit + ctest)
+#   make fuzz    the mutation fuzzers for FUZZ_SECONDS per tool (600)
 #
 # Both work on a fresh Debian 12 machine (root, or a user with sudo) and are
 # quick when everything is already there. BUILD_DIR selects the build tree.
@@ -18,7 +19,7 @@ APT_PACKAGES := libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools \
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run check deps build docs bench clean
+.PHONY: run check deps build docs bench fuzz clean
 
 deps:
 	@missing=""; \
@@ -42,6 +43,13 @@ run: build
 
 check: build
 	python3 scripts/check.py $(BUILD_DIR)
+
+# The mutation fuzzers, long mode (scripts/fuzz.py): FUZZ_SECONDS per tool
+# (fa-opt, fa-compile, runtime); findings are saved in fuzz-crashes/.
+FUZZ_SECONDS ?= 600
+fuzz: build
+	python3 scripts/fuzz.py all --build $(BUILD_DIR) --seconds $(FUZZ_SECONDS) \
+	  --seed $$(date +%s) --crashes fuzz-crashes
 
 # The host benchmark against unfused OpenBLAS attention (not a test); needs
 # Debian's libopenblas-dev, installed here when missing.
