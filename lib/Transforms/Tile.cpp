@@ -34,6 +34,7 @@
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include <cmath>
+#include <tuple>
 
 namespace mlir::flashattn {
 #define GEN_PASS_DEF_FLASHATTNTILE
@@ -44,6 +45,8 @@ using namespace mlir;
 using namespace mlir::flashattn;
 
 namespace {
+
+constexpr double kLog2e = 1.4426950408889634;
 
 /// Index arithmetic on an OpBuilder at one location.
 struct Emit {
@@ -143,6 +146,405 @@ static bool hasUnitInnerStrides(AttentionOp op) {
   return true;
 }
 
+/// kv-cache append: k_new/v_new rows go to positions cache_seqlens[b] + r
+/// (through block_table when paged); positions past the cache are skipped,
+/// never written (callers reject such input with a status).
+static void emitAppend(OpBuilder &b, Location loc, AttentionOp op,
+                       Value batch, Value hkv, Value capacity) {
+  Emit e{b, loc};
+  Value k = op.getK(), v = op.getV();
+  Value kNew = op.getKNew(), vNew = op.getVNew();
+  buildFor(b, loc, e.c(0), batch, [&](Value bIdx) {
+    Value start = e.loadIndex(op.getCacheSeqlens(), {bIdx});
+    buildFor(b, loc, e.c(0), e.size(kNew, 1), [&](Value r) {
+      Value pos = e.add(start, r);
+      Value inside = arith::AndIOp::create(
+          b, loc, e.cmp(arith::CmpIPredicate::sge, pos, e.c(0)),
+          e.cmp(arith::CmpIPredicate::slt, pos, capacity));
+      auto ifOp = scf::IfOp::create(b, loc, inside, /*else=*/false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      Value first = bIdx, second = pos;
+      if (op.isPaged()) {
+        Value pageSize = e.size(k, 1);
+        first = e.loadIndex(op.getBlockTable(),
+                            {bIdx, e.div(pos, pageSize)});
+        second = e.rem(pos, pageSize);
+      }
+      buildFor(b, loc, e.c(0), hkv, [&](Value g) {
+        for (auto [src, dst] : {std::pair(kNew, k), std::pair(vNew, v)}) {
+          buildFor(b, loc, e.c(0), e.size(dst, 3), [&](Value x) {
+            Value val = memref::LoadOp::create(b, loc, src,
+                                               ValueRange{bIdx, r, g, x});
+            memref::StoreOp::create(b, loc, val, dst,
+                                    ValueRange{first, second, g, x});
+          });
+        }
+      });
+    });
+  });
+}
+
+/// The facts of one planned op that flashattn-tile uses, its scratch tiles,
+/// and the pieces of the loop nest (docs/ARCHITECTURE.md, flashattn-tile):
+/// sequences, work tiles, the views of a tile, each key block's loads, score
+/// modifiers, masks and online-softmax update.
+class AttentionTiler {
+public:
+  AttentionTiler(AttentionOp op, OpBuilder &b);
+  /// No output row at all (static extents): the op only appends.
+  bool noOutputRows() const;
+  /// The loop nest, after the append.
+  void build();
+  void deallocScratch();
+
+private:
+  /// One sequence's extents (in-sequence positions start at 0).
+  struct Sequence {
+    Value b, qOff, sq, kOff, sk, nmb; // nmb: m_blocks of its queries
+  };
+  /// One work tile: head, kv head, rows [m0, m0 + rows), split, its views
+  /// and c = Sk - Sq.
+  struct WorkTile {
+    Value h, g, m0, rows, split, qv, kv, vv, pages, ov, lv, c;
+  };
+
+  Sequence sequence(Value bIdx);
+  void workTile(const Sequence &s, Value t);
+  Value seqView(Value src, Value bIdx, Value head, Value off, Value len, int64_t cols);
+  void views(const Sequence &s, WorkTile &w);
+  Value keyEnd(const Sequence &s, const WorkTile &w, Value i);
+  Value keyBegin(const WorkTile &w, Value i);
+  void keyBlock(const Sequence &s, const WorkTile &w, Value nb, Value firstEnd,
+                Value lastBegin);
+  void loadKV(const WorkTile &w, Value src, Value view, Value n0, Value cols, Value tile);
+  void scoreModifiers(const Sequence &s, const WorkTile &w, Value n0, Value cols);
+  void boundaryMask(const Sequence &s, const WorkTile &w, Value n0, Value firstEnd,
+                    Value lastBegin);
+  void maskRegion(const Sequence &s, const WorkTile &w, Value n0, Value cols);
+
+  AttentionOp op;
+  OpBuilder &b;
+  Location loc;
+  Emit e;
+  int64_t bm, bn, d, dv, splits, qr;
+  bool partial, varlenQ, varlenK, paged, append, noKeys = false;
+  Value q, k, v, out, lse;
+  Value qt, kt, vt, st, mt, lt, acc; // f32 scratch tiles
+  Value hq, hkv, groups, batch, capacity;
+  double softcap, qkScale;
+  bool hasScoreRegion, hasMaskRegion, hasMods;
+  CausalKind causal;
+  int64_t winL, winR;
+};
+
+static bool staticZero(Value v, int64_t i) {
+  return cast<MemRefType>(v.getType()).getDimSize(i) == 0;
+}
+
+AttentionTiler::AttentionTiler(AttentionOp op, OpBuilder &b)
+    : op(op), b(b), loc(op.getLoc()), e{b, op.getLoc()} {
+  PlanAttr plan = op.getPlanAttr();
+  bm = plan.getBlockM(), bn = plan.getBlockN();
+  d = op.getHeadDim(), dv = op.getHeadDimV();
+  partial = op.isSplitPartial();
+  splits = partial ? plan.getNumSplits() : 1;
+  varlenQ = op.isVarlenQ(), varlenK = op.isVarlenK();
+  paged = op.isPaged(), append = op.hasAppend();
+  q = op.getQ(), k = op.getK(), v = op.getV(), out = op.getOut(), lse = op.getLse();
+  qr = cast<MemRefType>(q.getType()).getRank();
+
+  Type f32 = b.getF32Type();
+  auto alloc = [&](ArrayRef<int64_t> shape) -> Value {
+    return memref::AllocOp::create(b, loc, MemRefType::get(shape, f32));
+  };
+  qt = alloc({bm, d}), kt = alloc({bn, d}), vt = alloc({bn, dv});
+  st = alloc({bm, bn}), mt = alloc({bm}), lt = alloc({bm});
+  acc = alloc({bm, dv});
+
+  hq = e.size(q, qr - 2);
+  hkv = e.size(k, cast<MemRefType>(k.getType()).getRank() - 2);
+  groups = e.div(hq, hkv);
+  batch = varlenQ ? e.sub(e.size(op.getCuSeqlensQ(), 0), e.c(1)) : e.size(q, 0);
+  // Keys a sequence can hold: reads never go past this.
+  capacity = paged ? e.mul(e.size(op.getBlockTable(), 1), e.size(k, 1))
+             : varlenK ? Value()
+                       : e.size(k, 1);
+  if (append)
+    emitAppend(b, loc, op, batch, hkv, capacity);
+
+  // Statically empty extents. memref.subview rejects a static offset into
+  // a dimension of static size 0, so the views cannot be built there. With
+  // no key position (seqlen_k 0; paged: no page, pages of 0 keys or a
+  // block_table of no column) every row is empty (docs/SEMANTICS.md: out
+  // 0, lse -inf): the key loop is not built.
+  noKeys = !varlenK && (paged ? staticZero(op.getBlockTable(), 1) || staticZero(k, 0) ||
+                                    staticZero(k, 1)
+                              : staticZero(k, 1));
+
+  // Score modifiers and the scale (base-2 domain).
+  double scale = op.getEffectiveScale();
+  softcap = op.getSoftcap() ? op.getSoftcap()->convertToDouble() : 0;
+  hasScoreRegion = !op.getScore().empty();
+  hasMaskRegion = !op.getMask().empty();
+  hasMods = softcap > 0 || op.getAlibiSlopes() || hasScoreRegion;
+  qkScale = hasMods ? scale : scale * kLog2e;
+  causal = op.getCausal();
+  std::tie(winL, winR) = op.getWindow();
+  // A window side of 2^62 keys or more excludes no key: positions index
+  // memrefs, so they and Sk - Sq stay below 2^62 in magnitude, and no bound
+  // (-1) is the same mask without the i64 overflow of m1 + c + R.
+  if (winL >= (int64_t(1) << 62))
+    winL = -1;
+  if (winR >= (int64_t(1) << 62))
+    winR = -1;
+}
+
+// With no output row (batch or seqlen_q 0; the verifier already wants a
+// head) the op writes nothing (its append still runs).
+bool AttentionTiler::noOutputRows() const {
+  return staticZero(q, 0) || (!varlenQ && staticZero(q, 1));
+}
+
+void AttentionTiler::deallocScratch() {
+  for (Value buffer : {qt, kt, vt, st, mt, lt, acc})
+    memref::DeallocOp::create(b, loc, buffer);
+}
+
+void AttentionTiler::build() {
+  buildFor(b, loc, e.c(0), batch, [&](Value bIdx) {
+    Sequence s = sequence(bIdx);
+    s.nmb = e.ceilDiv(s.sq, e.c(bm));
+    Value numTiles = e.mul(e.mul(hq, s.nmb), e.c(splits));
+    buildFor(b, loc, e.c(0), numTiles, [&](Value t) { workTile(s, t); });
+  });
+}
+
+AttentionTiler::Sequence AttentionTiler::sequence(Value bIdx) {
+  Value one = e.c(1);
+  Sequence s{bIdx, e.c(0), e.size(q, 1), e.c(0), Value(), Value()};
+  if (varlenQ) {
+    // Never past the packed tensor, never negative (callers check
+    // cu_seqlens and report bad input with a status).
+    s.qOff = e.loadIndex(op.getCuSeqlensQ(), {bIdx});
+    s.sq = e.sub(e.loadIndex(op.getCuSeqlensQ(), {e.add(bIdx, one)}), s.qOff);
+    s.sq = e.max(e.min(s.sq, e.sub(e.size(q, 0), s.qOff)), e.c(0));
+  }
+  if (append) {
+    s.sk = e.add(e.loadIndex(op.getCacheSeqlens(), {bIdx}), e.size(op.getKNew(), 1));
+  } else if (op.getSequsedK()) {
+    s.sk = e.loadIndex(op.getSequsedK(), {bIdx});
+    if (varlenK)
+      s.kOff = e.loadIndex(op.getCuSeqlensK(), {bIdx});
+  } else if (varlenK) {
+    s.kOff = e.loadIndex(op.getCuSeqlensK(), {bIdx});
+    s.sk = e.sub(e.loadIndex(op.getCuSeqlensK(), {e.add(bIdx, one)}), s.kOff);
+  } else {
+    s.sk = capacity;
+  }
+  if (capacity)
+    s.sk = e.min(s.sk, capacity);
+  else
+    s.sk = e.min(s.sk, e.sub(e.size(k, 0), s.kOff));
+  s.sk = e.max(s.sk, e.c(0));
+  return s;
+}
+
+// Work tile t of the sequence: (head, m_block, split), split fastest.
+void AttentionTiler::workTile(const Sequence &s, Value t) {
+  WorkTile w;
+  w.split = e.rem(t, e.c(splits));
+  Value rest = e.div(t, e.c(splits));
+  Value mb = e.rem(rest, s.nmb);
+  w.h = e.div(rest, s.nmb);
+  w.g = e.div(w.h, groups);
+  w.m0 = e.mul(mb, e.c(bm));
+  w.rows = e.min(e.c(bm), e.sub(s.sq, w.m0));
+  views(s, w);
+
+  // The key blocks of rows [m0, m0 + rows) (and of the split).
+  w.c = e.sub(s.sk, s.sq);
+  Value m1 = e.add(w.m0, w.rows);
+  auto range = KeyBlocksOp::create(b, loc, b.getIndexType(), b.getIndexType(), w.m0, m1, s.sk,
+                                   w.c, splits > 1 ? w.split : Value(),
+                                   splits > 1 ? e.c(splits) : Value(), bn, causal, winL, winR);
+  // A key block needs the mask when it reaches past the first row's key
+  // end or starts before the last row's window start.
+  Value firstEnd = keyEnd(s, w, w.m0);
+  Value lastBegin = winL >= 0 ? keyBegin(w, e.add(w.m0, e.c(bm - 1))) : Value();
+
+  TileInitOp::create(b, loc, mt, lt, acc);
+  TileLoadOp::create(b, loc, w.qv, w.m0, w.rows, qt);
+  if (!noKeys)
+    buildFor(b, loc, range.getBegin(), range.getEnd(),
+             [&](Value nb) { keyBlock(s, w, nb, firstEnd, lastBegin); });
+  TileStoreOp::create(b, loc, acc, mt, lt, w.ov, w.rows, w.lv);
+}
+
+/// The rank-reduced [len, cols] view of sequence bIdx (dense: batch bIdx;
+/// packed: rows from `off`) and `head` of q, k or v.
+Value AttentionTiler::seqView(Value src, Value bIdx, Value head, Value off, Value len,
+                              int64_t cols) {
+  OpFoldResult zero = b.getIndexAttr(0), unit = b.getIndexAttr(1);
+  if (cast<MemRefType>(src.getType()).getRank() == 3)
+    return e.view(src, {off, head, zero}, {len, unit, b.getIndexAttr(cols)}, {1});
+  return e.view(src, {bIdx, zero, head, zero},
+                {unit, e.size(src, 1), unit, b.getIndexAttr(cols)}, {0, 2});
+}
+
+// The tile's views: Q, K and V (or the block_table row), out and lse (of
+// the split with the partial form).
+void AttentionTiler::views(const Sequence &s, WorkTile &w) {
+  OpFoldResult zero = b.getIndexAttr(0), unit = b.getIndexAttr(1);
+  w.qv = seqView(q, s.b, w.h, s.qOff, s.sq, d);
+  if (noKeys) {
+    // No view of an empty cache (see the constructor).
+  } else if (paged) {
+    w.pages = e.view(op.getBlockTable(), {s.b, zero}, {unit, e.size(op.getBlockTable(), 1)},
+                     {0});
+  } else {
+    Value len = varlenK ? s.sk : Value();
+    w.kv = seqView(k, s.b, w.g, s.kOff, len, d);
+    w.vv = seqView(v, s.b, w.g, s.kOff, len, dv);
+  }
+  SmallVector<OpFoldResult> outOffsets, outSizes, lseOffsets, lseSizes;
+  SmallVector<int64_t> outDropped, lseDropped;
+  if (partial) {
+    outOffsets.push_back(w.split);
+    outSizes.push_back(unit);
+    outDropped.push_back(0);
+    lseOffsets.push_back(w.split);
+    lseSizes.push_back(unit);
+    lseDropped.push_back(0);
+  }
+  int64_t base = partial ? 1 : 0;
+  if (varlenQ) {
+    outOffsets.append({e.add(s.qOff, w.m0), w.h, zero});
+    outSizes.append({w.rows, unit, b.getIndexAttr(dv)});
+    outDropped.push_back(base + 1);
+    lseOffsets.append({w.h, e.add(s.qOff, w.m0)});
+    lseSizes.append({unit, w.rows});
+    lseDropped.push_back(base);
+  } else {
+    outOffsets.append({s.b, w.m0, w.h, zero});
+    outSizes.append({unit, w.rows, unit, b.getIndexAttr(dv)});
+    outDropped.append({base, base + 2});
+    lseOffsets.append({s.b, w.h, w.m0});
+    lseSizes.append({unit, unit, w.rows});
+    lseDropped.append({base, base + 1});
+  }
+  w.ov = e.view(out, outOffsets, outSizes, outDropped);
+  w.lv = lse ? e.view(lse, lseOffsets, lseSizes, lseDropped) : Value();
+}
+
+// Row i sees keys keyBegin(i) <= j < keyEnd(i).
+Value AttentionTiler::keyEnd(const Sequence &s, const WorkTile &w, Value i) {
+  return KeyEndOp::create(b, loc, b.getIndexType(), i, s.sk, w.c, causal, winR);
+}
+
+Value AttentionTiler::keyBegin(const WorkTile &w, Value i) {
+  return KeyBeginOp::create(b, loc, b.getIndexType(), i, w.c, winL);
+}
+
+void AttentionTiler::loadKV(const WorkTile &w, Value src, Value view, Value n0, Value cols,
+                            Value tile) {
+  if (paged)
+    TileLoadPagedOp::create(b, loc, src, w.pages, w.g, n0, cols, tile);
+  else
+    TileLoadOp::create(b, loc, view, n0, cols, tile);
+}
+
+// Key block nb: K, S = Q K^T, the score modifiers, the masks, the online
+// softmax, V, O += P V.
+void AttentionTiler::keyBlock(const Sequence &s, const WorkTile &w, Value nb, Value firstEnd,
+                              Value lastBegin) {
+  Value n0 = e.mul(nb, e.c(bn));
+  Value cols = e.min(e.c(bn), e.sub(s.sk, n0));
+  loadKV(w, k, w.kv, n0, cols, kt);
+  TileQKOp::create(b, loc, qt, kt, st, b.getF32FloatAttr(qkScale));
+  if (hasMods)
+    scoreModifiers(s, w, n0, cols);
+  boundaryMask(s, w, n0, firstEnd, lastBegin);
+  if (hasMaskRegion)
+    maskRegion(s, w, n0, cols);
+  TileSoftmaxOp::create(b, loc, st, mt, lt, acc);
+  loadKV(w, v, w.vv, n0, cols, vt);
+  TilePVOp::create(b, loc, st, vt, acc);
+}
+
+// Softcap, ALiBi and the score region on the real rows and columns, with
+// in-sequence indices, then * log2(e).
+void AttentionTiler::scoreModifiers(const Sequence &s, const WorkTile &w, Value n0,
+                                    Value cols) {
+  Type f32 = b.getF32Type();
+  buildFor(b, loc, e.c(0), w.rows, [&](Value i) {
+    buildFor(b, loc, e.c(0), cols, [&](Value j) {
+      Value iAbs = e.add(w.m0, i), jAbs = e.add(n0, j);
+      Value x = memref::LoadOp::create(b, loc, st, ValueRange{i, j});
+      if (softcap > 0) {
+        Value cap = e.f32(softcap);
+        Value y = arith::DivFOp::create(b, loc, x, cap);
+        y = math::TanhOp::create(b, loc, y);
+        x = arith::MulFOp::create(b, loc, y, cap);
+      }
+      if (Value slopes = op.getAlibiSlopes()) {
+        Value slope = cast<MemRefType>(slopes.getType()).getRank() == 1
+                          ? memref::LoadOp::create(b, loc, slopes, w.h)
+                          : memref::LoadOp::create(b, loc, slopes, ValueRange{s.b, w.h});
+        Value dist = math::AbsIOp::create(b, loc, e.sub(e.add(iAbs, w.c), jAbs));
+        Value distI = arith::IndexCastOp::create(b, loc, b.getI64Type(), dist);
+        Value distF = arith::SIToFPOp::create(b, loc, f32, distI);
+        x = arith::SubFOp::create(b, loc, x, arith::MulFOp::create(b, loc, slope, distF));
+      }
+      if (hasScoreRegion)
+        x = inlineRegion(b, op.getScore(), {x, s.b, w.h, iAbs, jAbs});
+      x = arith::MulFOp::create(b, loc, x, e.f32(kLog2e));
+      memref::StoreOp::create(b, loc, x, st, ValueRange{i, j});
+    });
+  });
+}
+
+// The causal / window / sequence-end mask, on boundary blocks only.
+void AttentionTiler::boundaryMask(const Sequence &s, const WorkTile &w, Value n0,
+                                  Value firstEnd, Value lastBegin) {
+  using P = arith::CmpIPredicate;
+  Value boundary = e.cmp(P::sgt, e.add(n0, e.c(bn)), firstEnd);
+  if (lastBegin)
+    boundary = arith::OrIOp::create(b, loc, boundary, e.cmp(P::slt, n0, lastBegin));
+  auto ifOp = scf::IfOp::create(b, loc, boundary, /*else=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  Value negInf = e.f32(-INFINITY);
+  buildFor(b, loc, e.c(0), e.c(bm), [&](Value i) {
+    Value iAbs = e.add(w.m0, i);
+    Value end = keyEnd(s, w, iAbs);
+    Value begin = winL >= 0 ? keyBegin(w, iAbs) : Value();
+    buildFor(b, loc, e.c(0), e.c(bn), [&](Value j) {
+      Value jAbs = e.add(n0, j);
+      Value ok = e.cmp(P::slt, jAbs, end);
+      if (begin)
+        ok = arith::AndIOp::create(b, loc, ok, e.cmp(P::sge, jAbs, begin));
+      Value x = memref::LoadOp::create(b, loc, st, ValueRange{i, j});
+      x = arith::SelectOp::create(b, loc, ok, x, negInf);
+      memref::StoreOp::create(b, loc, x, st, ValueRange{i, j});
+    });
+  });
+}
+
+// The mask region, on every block (real rows and columns).
+void AttentionTiler::maskRegion(const Sequence &s, const WorkTile &w, Value n0, Value cols) {
+  Value negInf = e.f32(-INFINITY);
+  buildFor(b, loc, e.c(0), w.rows, [&](Value i) {
+    buildFor(b, loc, e.c(0), cols, [&](Value j) {
+      Value iAbs = e.add(w.m0, i), jAbs = e.add(n0, j);
+      Value keep = inlineRegion(b, op.getMask(), {s.b, w.h, iAbs, jAbs});
+      Value x = memref::LoadOp::create(b, loc, st, ValueRange{i, j});
+      x = arith::SelectOp::create(b, loc, keep, x, negInf);
+      memref::StoreOp::create(b, loc, x, st, ValueRange{i, j});
+    });
+  });
+}
+
 struct TileAttention : OpRewritePattern<AttentionOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -162,340 +564,12 @@ struct TileAttention : OpRewritePattern<AttentionOp> {
       return rewriter.notifyMatchFailure(op, "head_dim too large for the tiles");
     if (!hasUnitInnerStrides(op))
       return rewriter.notifyMatchFailure(op, "needs unit inner strides");
-
-    Location loc = op.getLoc();
-    OpBuilder &b = rewriter;
-    Emit e{b, loc};
-    const int64_t bm = plan.getBlockM(), bn = plan.getBlockN();
-    const int64_t d = op.getHeadDim(), dv = op.getHeadDimV();
-    const bool partial = op.isSplitPartial();
-    const int64_t splits = partial ? plan.getNumSplits() : 1;
-    const bool varlenQ = op.isVarlenQ(), varlenK = op.isVarlenK();
-    const bool paged = op.isPaged(), append = op.hasAppend();
-    Value q = op.getQ(), k = op.getK(), v = op.getV(), out = op.getOut(),
-          lse = op.getLse();
-    const int64_t qr = cast<MemRefType>(q.getType()).getRank();
-
-    // f32 scratch tiles.
-    Type f32 = b.getF32Type();
-    auto alloc = [&](ArrayRef<int64_t> shape) -> Value {
-      return memref::AllocOp::create(b, loc, MemRefType::get(shape, f32));
-    };
-    Value qt = alloc({bm, d}), kt = alloc({bn, d}), vt = alloc({bn, dv});
-    Value st = alloc({bm, bn}), mt = alloc({bm}), lt = alloc({bm});
-    Value acc = alloc({bm, dv});
-    auto deallocScratch = [&]() {
-      for (Value buffer : {qt, kt, vt, st, mt, lt, acc})
-        memref::DeallocOp::create(b, loc, buffer);
-    };
-
-    Value hq = e.size(q, qr - 2);
-    Value hkv = e.size(k, cast<MemRefType>(k.getType()).getRank() - 2);
-    Value groups = e.div(hq, hkv);
-    Value batch = varlenQ ? e.sub(e.size(op.getCuSeqlensQ(), 0), e.c(1))
-                          : e.size(q, 0);
-    // Keys a sequence can hold: reads never go past this.
-    Value capacity = paged ? e.mul(e.size(op.getBlockTable(), 1), e.size(k, 1))
-                     : varlenK ? Value()
-                               : e.size(k, 1);
-
-    if (append)
-      emitAppend(b, loc, op, batch, hkv, capacity);
-
-    // Statically empty extents. memref.subview rejects a static offset
-    // into a dimension of static size 0, so the views below cannot be built
-    // there. With no output row (batch or seqlen_q 0; the verifier already
-    // wants a head) the op writes
-    // nothing (its append above still runs). With no key position (seqlen_k
-    // 0; paged: no page, pages of 0 keys or a block_table of no column)
-    // every row is empty (docs/SEMANTICS.md: out 0, lse -inf): the key
-    // loop is not built.
-    auto staticZero = [](Value v, int64_t i) {
-      return cast<MemRefType>(v.getType()).getDimSize(i) == 0;
-    };
-    if (staticZero(q, 0) || (!varlenQ && staticZero(q, 1))) {
-      deallocScratch();
-      rewriter.eraseOp(op);
-      return success();
-    }
-    const bool noKeys =
-        !varlenK && (paged ? staticZero(op.getBlockTable(), 1) ||
-                                 staticZero(k, 0) || staticZero(k, 1)
-                           : staticZero(k, 1));
-
-    // Score modifiers and the scale (base-2 domain).
-    const double log2e = 1.4426950408889634;
-    double scale = op.getEffectiveScale();
-    double softcap = op.getSoftcap() ? op.getSoftcap()->convertToDouble() : 0;
-    bool hasScoreRegion = !op.getScore().empty();
-    bool hasMaskRegion = !op.getMask().empty();
-    bool hasMods = softcap > 0 || op.getAlibiSlopes() || hasScoreRegion;
-    double qkScale = hasMods ? scale : scale * log2e;
-    CausalKind causal = op.getCausal();
-    auto [winL, winR] = op.getWindow();
-    // A window side of 2^62 keys or more excludes no key: positions index
-    // memrefs, so they and Sk - Sq stay below 2^62 in magnitude, and no
-    // bound (-1) is the same mask without the i64 overflow of m1 + c + R.
-    if (winL >= (int64_t(1) << 62))
-      winL = -1;
-    if (winR >= (int64_t(1) << 62))
-      winR = -1;
-
-    buildFor(b, loc, e.c(0), batch, [&](Value bIdx) {
-      Value one = e.c(1);
-      // Sequence extents (in-sequence positions start at 0).
-      Value qOff = e.c(0), sq = e.size(q, 1);
-      if (varlenQ) {
-        // Never past the packed tensor, never negative (callers check
-        // cu_seqlens and report bad input with a status).
-        qOff = e.loadIndex(op.getCuSeqlensQ(), {bIdx});
-        sq = e.sub(e.loadIndex(op.getCuSeqlensQ(), {e.add(bIdx, one)}), qOff);
-        sq = e.max(e.min(sq, e.sub(e.size(q, 0), qOff)), e.c(0));
-      }
-      Value kOff = e.c(0), sk;
-      if (append) {
-        sk = e.add(e.loadIndex(op.getCacheSeqlens(), {bIdx}),
-                   e.size(op.getKNew(), 1));
-      } else if (op.getSequsedK()) {
-        sk = e.loadIndex(op.getSequsedK(), {bIdx});
-        if (varlenK)
-          kOff = e.loadIndex(op.getCuSeqlensK(), {bIdx});
-      } else if (varlenK) {
-        kOff = e.loadIndex(op.getCuSeqlensK(), {bIdx});
-        sk = e.sub(e.loadIndex(op.getCuSeqlensK(), {e.add(bIdx, one)}), kOff);
-      } else {
-        sk = capacity;
-      }
-      if (capacity)
-        sk = e.min(sk, capacity);
-      else
-        sk = e.min(sk, e.sub(e.size(k, 0), kOff));
-      sk = e.max(sk, e.c(0));
-
-      Value nmb = e.ceilDiv(sq, e.c(bm));
-      Value numTiles = e.mul(e.mul(hq, nmb), e.c(splits));
-      buildFor(b, loc, e.c(0), numTiles, [&](Value t) {
-        Value split = e.rem(t, e.c(splits));
-        Value rest = e.div(t, e.c(splits));
-        Value mb = e.rem(rest, nmb);
-        Value h = e.div(rest, nmb);
-        Value g = e.div(h, groups);
-        Value m0 = e.mul(mb, e.c(bm));
-        Value rows = e.min(e.c(bm), e.sub(sq, m0));
-
-        // Views of this sequence and head.
-        OpFoldResult zero = b.getIndexAttr(0), unit = b.getIndexAttr(1);
-        auto seqView = [&](Value src, Value head, Value off, Value len,
-                           int64_t cols) -> Value {
-          if (cast<MemRefType>(src.getType()).getRank() == 3)
-            return e.view(src, {off, head, zero},
-                          {len, unit, b.getIndexAttr(cols)}, {1});
-          return e.view(src, {bIdx, zero, head, zero},
-                        {unit, e.size(src, 1), unit, b.getIndexAttr(cols)},
-                        {0, 2});
-        };
-        Value qv = seqView(q, h, qOff, sq, d);
-        Value kv, vv, pages;
-        if (noKeys) {
-          // No view of an empty cache (see above).
-        } else if (paged) {
-          pages = e.view(op.getBlockTable(), {bIdx, zero},
-                         {unit, e.size(op.getBlockTable(), 1)}, {0});
-        } else {
-          Value len = varlenK ? sk : Value();
-          kv = seqView(k, g, kOff, len, d);
-          vv = seqView(v, g, kOff, len, dv);
-        }
-        SmallVector<OpFoldResult> outOffsets, outSizes, lseOffsets, lseSizes;
-        SmallVector<int64_t> outDropped, lseDropped;
-        if (partial) {
-          outOffsets.push_back(split);
-          outSizes.push_back(unit);
-          outDropped.push_back(0);
-          lseOffsets.push_back(split);
-          lseSizes.push_back(unit);
-          lseDropped.push_back(0);
-        }
-        int64_t base = partial ? 1 : 0;
-        if (varlenQ) {
-          outOffsets.append({e.add(qOff, m0), h, zero});
-          outSizes.append({rows, unit, b.getIndexAttr(dv)});
-          outDropped.push_back(base + 1);
-          lseOffsets.append({h, e.add(qOff, m0)});
-          lseSizes.append({unit, rows});
-          lseDropped.push_back(base);
-        } else {
-          outOffsets.append({bIdx, m0, h, zero});
-          outSizes.append({unit, rows, unit, b.getIndexAttr(dv)});
-          outDropped.append({base, base + 2});
-          lseOffsets.append({bIdx, h, m0});
-          lseSizes.append({unit, unit, rows});
-          lseDropped.append({base, base + 1});
-        }
-        Value ov = e.view(out, outOffsets, outSizes, outDropped);
-        Value lv = lse ? e.view(lse, lseOffsets, lseSizes, lseDropped)
-                       : Value();
-
-        // The key blocks of rows [m0, m0 + rows) (and of the split).
-        Value c = e.sub(sk, sq);
-        Value m1 = e.add(m0, rows);
-        auto range = KeyBlocksOp::create(
-            b, loc, b.getIndexType(), b.getIndexType(), m0, m1, sk, c,
-            splits > 1 ? split : Value(), splits > 1 ? e.c(splits) : Value(), bn, causal,
-            winL, winR);
-        Value nbLo = range.getBegin(), nbHi = range.getEnd();
-        // Row i sees keys keyBegin(i) <= j < keyEnd(i).
-        auto keyEnd = [&](Value i) -> Value {
-          return KeyEndOp::create(b, loc, b.getIndexType(), i, sk, c, causal, winR);
-        };
-        auto keyBegin = [&](Value i) -> Value {
-          return KeyBeginOp::create(b, loc, b.getIndexType(), i, c, winL);
-        };
-
-        // A key block needs the mask when it reaches past the first row's
-        // key end or starts before the last row's window start.
-        Value firstEnd = keyEnd(m0);
-        Value lastBegin = winL >= 0 ? keyBegin(e.add(m0, e.c(bm - 1))) : Value();
-
-        TileInitOp::create(b, loc, mt, lt, acc);
-        TileLoadOp::create(b, loc, qv, m0, rows, qt);
-        if (!noKeys)
-          buildFor(b, loc, nbLo, nbHi, [&](Value nb) {
-          Value n0 = e.mul(nb, e.c(bn));
-          Value cols = e.min(e.c(bn), e.sub(sk, n0));
-          auto loadKV = [&](Value src, Value viewOrNull, Value tile) {
-            if (paged)
-              TileLoadPagedOp::create(b, loc, src, pages, g, n0, cols, tile);
-            else
-              TileLoadOp::create(b, loc, viewOrNull, n0, cols, tile);
-          };
-          loadKV(k, kv, kt);
-          TileQKOp::create(b, loc, qt, kt, st, b.getF32FloatAttr(qkScale));
-
-          // Elementwise score modifiers on the real rows and columns.
-          if (hasMods) {
-            buildFor(b, loc, e.c(0), rows, [&](Value i) {
-              buildFor(b, loc, e.c(0), cols, [&](Value j) {
-                Value iAbs = e.add(m0, i), jAbs = e.add(n0, j);
-                Value s = memref::LoadOp::create(b, loc, st, ValueRange{i, j});
-                if (softcap > 0) {
-                  Value cap = e.f32(softcap);
-                  Value x = arith::DivFOp::create(b, loc, s, cap);
-                  x = math::TanhOp::create(b, loc, x);
-                  s = arith::MulFOp::create(b, loc, x, cap);
-                }
-                if (Value slopes = op.getAlibiSlopes()) {
-                  Value slope =
-                      cast<MemRefType>(slopes.getType()).getRank() == 1
-                          ? memref::LoadOp::create(b, loc, slopes, h)
-                          : memref::LoadOp::create(b, loc, slopes,
-                                                   ValueRange{bIdx, h});
-                  Value dist = e.sub(e.add(iAbs, c), jAbs);
-                  dist = math::AbsIOp::create(b, loc, dist);
-                  Value distI = arith::IndexCastOp::create(
-                      b, loc, b.getI64Type(), dist);
-                  Value distF = arith::SIToFPOp::create(b, loc, f32, distI);
-                  Value bias = arith::MulFOp::create(b, loc, slope, distF);
-                  s = arith::SubFOp::create(b, loc, s, bias);
-                }
-                if (hasScoreRegion)
-                  s = inlineRegion(b, op.getScore(), {s, bIdx, h, iAbs, jAbs});
-                s = arith::MulFOp::create(b, loc, s, e.f32(log2e));
-                memref::StoreOp::create(b, loc, s, st, ValueRange{i, j});
-              });
-            });
-          }
-
-          // Causal / window / sequence-end mask, on boundary blocks only.
-          using P = arith::CmpIPredicate;
-          Value boundary = e.cmp(P::sgt, e.add(n0, e.c(bn)), firstEnd);
-          if (lastBegin)
-            boundary = arith::OrIOp::create(b, loc, boundary, e.cmp(P::slt, n0, lastBegin));
-          auto ifOp = scf::IfOp::create(b, loc, boundary, /*else=*/false);
-          {
-            OpBuilder::InsertionGuard guard(b);
-            b.setInsertionPointToStart(ifOp.thenBlock());
-            Value negInf = e.f32(-INFINITY);
-            buildFor(b, loc, e.c(0), e.c(bm), [&](Value i) {
-              Value iAbs = e.add(m0, i);
-              Value end = keyEnd(iAbs);
-              Value begin = winL >= 0 ? keyBegin(iAbs) : Value();
-              buildFor(b, loc, e.c(0), e.c(bn), [&](Value j) {
-                Value jAbs = e.add(n0, j);
-                Value ok = e.cmp(P::slt, jAbs, end);
-                if (begin)
-                  ok = arith::AndIOp::create(b, loc, ok, e.cmp(P::sge, jAbs, begin));
-                Value s = memref::LoadOp::create(b, loc, st, ValueRange{i, j});
-                s = arith::SelectOp::create(b, loc, ok, s, negInf);
-                memref::StoreOp::create(b, loc, s, st, ValueRange{i, j});
-              });
-            });
-          }
-
-          // The mask region, on every block (real rows and columns).
-          if (hasMaskRegion) {
-            Value negInf = e.f32(-INFINITY);
-            buildFor(b, loc, e.c(0), rows, [&](Value i) {
-              buildFor(b, loc, e.c(0), cols, [&](Value j) {
-                Value iAbs = e.add(m0, i), jAbs = e.add(n0, j);
-                Value keep = inlineRegion(b, op.getMask(), {bIdx, h, iAbs, jAbs});
-                Value s = memref::LoadOp::create(b, loc, st, ValueRange{i, j});
-                s = arith::SelectOp::create(b, loc, keep, s, negInf);
-                memref::StoreOp::create(b, loc, s, st, ValueRange{i, j});
-              });
-            });
-          }
-
-          TileSoftmaxOp::create(b, loc, st, mt, lt, acc);
-          loadKV(v, vv, vt);
-          TilePVOp::create(b, loc, st, vt, acc);
-        });
-        TileStoreOp::create(b, loc, acc, mt, lt, ov, rows, lv);
-      });
-    });
-
-    deallocScratch();
+    AttentionTiler tiler(op, rewriter);
+    if (!tiler.noOutputRows())
+      tiler.build();
+    tiler.deallocScratch();
     rewriter.eraseOp(op);
     return success();
-  }
-
-  /// kv-cache append: k_new/v_new rows go to positions cache_seqlens[b] + r
-  /// (through block_table when paged); positions past the cache are skipped,
-  /// never written (callers reject such input with a status).
-  static void emitAppend(OpBuilder &b, Location loc, AttentionOp op,
-                         Value batch, Value hkv, Value capacity) {
-    Emit e{b, loc};
-    Value k = op.getK(), v = op.getV();
-    Value kNew = op.getKNew(), vNew = op.getVNew();
-    buildFor(b, loc, e.c(0), batch, [&](Value bIdx) {
-      Value start = e.loadIndex(op.getCacheSeqlens(), {bIdx});
-      buildFor(b, loc, e.c(0), e.size(kNew, 1), [&](Value r) {
-        Value pos = e.add(start, r);
-        Value inside = arith::AndIOp::create(
-            b, loc, e.cmp(arith::CmpIPredicate::sge, pos, e.c(0)),
-            e.cmp(arith::CmpIPredicate::slt, pos, capacity));
-        auto ifOp = scf::IfOp::create(b, loc, inside, /*else=*/false);
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(ifOp.thenBlock());
-        Value first = bIdx, second = pos;
-        if (op.isPaged()) {
-          Value pageSize = e.size(k, 1);
-          first = e.loadIndex(op.getBlockTable(),
-                              {bIdx, e.div(pos, pageSize)});
-          second = e.rem(pos, pageSize);
-        }
-        buildFor(b, loc, e.c(0), hkv, [&](Value g) {
-          for (auto [src, dst] : {std::pair(kNew, k), std::pair(vNew, v)}) {
-            buildFor(b, loc, e.c(0), e.size(dst, 3), [&](Value x) {
-              Value val = memref::LoadOp::create(b, loc, src,
-                                                 ValueRange{bIdx, r, g, x});
-              memref::StoreOp::create(b, loc, val, dst,
-                                      ValueRange{first, second, g, x});
-            });
-          }
-        });
-      });
-    });
   }
 };
 
