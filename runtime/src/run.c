@@ -39,6 +39,33 @@ static bool make_dirs(const char *path) {
   return true;
 }
 
+/* The compiler library beside this runtime (the runtime's directory, or
+ * ../lib from an executable the runtime is built into), as an absolute
+ * path; else the bare name for the dynamic loader. Resolved here rather
+ * than through the runtime's RUNPATH ($ORIGIN/../lib): dlopen searches the
+ * RUNPATH of its caller, which under ASan is the sanitizer's dlopen
+ * interceptor, not this library. */
+static void default_compiler_library(char *out, size_t n) {
+  static const char name[] = "libflashattn_compiler.so";
+  Dl_info info;
+  snprintf(out, n, "%s", name);
+  if (!dladdr((void *)&default_compiler_library, &info) || !info.dli_fname)
+    return;
+  const char *slash = strrchr(info.dli_fname, '/');
+  if (!slash)
+    return;
+  int dir = (int)(slash - info.dli_fname);
+  char path[1024];
+  const char *subdirs[] = {"", "/../lib"};
+  for (int i = 0; i < 2; ++i) {
+    int len = snprintf(path, sizeof(path), "%.*s%s/%s", dir, info.dli_fname, subdirs[i], name);
+    if (len < (int)sizeof(path) && len < (int)n && access(path, R_OK) == 0) {
+      snprintf(out, n, "%s", path);
+      return;
+    }
+  }
+}
+
 /* Seconds a compile may take (compile.c): the option, else
  * $FLASHATTN_COMPILE_TIMEOUT, else 600; negative: in the calling process. */
 static int compile_timeout(const fa_runtime_options *options) {
@@ -99,9 +126,10 @@ fa_status fa_runtime_create(const fa_runtime_options *options,
   const char *lib = options ? options->compiler_library : NULL;
   if (!lib)
     lib = getenv("FLASHATTN_COMPILER_LIB");
-  if (!lib)
-    lib = "libflashattn_compiler.so";
-  snprintf(rt->compiler_library, sizeof(rt->compiler_library), "%s", lib);
+  if (lib)
+    snprintf(rt->compiler_library, sizeof(rt->compiler_library), "%s", lib);
+  else
+    default_compiler_library(rt->compiler_library, sizeof(rt->compiler_library));
   rt->compile_timeout_s = compile_timeout(options);
   *runtime = rt;
   return FA_OK;

@@ -255,6 +255,33 @@ static void check_fuzz_findings(fa_runtime *rt, const char *host_path, const cha
   }
 }
 
+/* Without FLASHATTN_COMPILER_LIB the runtime finds the compiler library
+ * beside itself (or in ../lib of this executable, when the runtime is built
+ * in: runtime.launch_asan, where ASan's dlopen interceptor hides the
+ * caller's $ORIGIN RUNPATH) and compiles a host kernel on a miss. */
+static void check_default_compiler(void) {
+  char *saved = getenv("FLASHATTN_COMPILER_LIB") ? strdup(getenv("FLASHATTN_COMPILER_LIB")) : NULL;
+  unsetenv("FLASHATTN_COMPILER_LIB");
+  fa_runtime_options o = {0};
+  o.struct_size = sizeof(o);
+  o.disable_disk_cache = 1;
+  fa_runtime *rt = NULL;
+  CHECK_STATUS(fa_runtime_create(&o, &rt), FA_OK, rt);
+  if (rt) {
+    fa_attention_config c = fa_attention_config_default();
+    c.num_q_heads = 2;
+    c.num_kv_heads = 1;
+    c.head_dim = c.head_dim_v = 32;
+    fa_kernel *k = NULL;
+    CHECK_STATUS(fa_kernel_get(rt, &c, &k), FA_OK, rt);
+    fa_runtime_destroy(rt);
+  }
+  if (saved) {
+    setenv("FLASHATTN_COMPILER_LIB", saved, 1);
+    free(saved);
+  }
+}
+
 static bool launched(int i, const char *name, unsigned grid) {
   return i < fake->num_launches && !strcmp(fake->launches[i].name, name) &&
          fake->launches[i].grid == grid;
@@ -1155,6 +1182,7 @@ int main(void) {
     fa_artifact_free(bytes);
   }
   check_fuzz_findings(rt, host_path, decode_path, append_path);
+  check_default_compiler();
   /* A graph that outlives the runtime: a copied table (varlen, 70
    * sequences) and a counter slice (decode) are released after
    * fa_runtime_destroy, which must then free nothing twice (run under

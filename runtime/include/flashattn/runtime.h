@@ -201,8 +201,10 @@ typedef struct fa_runtime_options {
   int32_t disable_disk_cache; /* 1: memory only */
   int32_t memory_entries;     /* LRU capacity; 0 = 64 */
   /* Compiler library for compiling on a miss; NULL =
-   * $FLASHATTN_COMPILER_LIB, else "libflashattn_compiler.so" through the
-   * dynamic loader's search path. "" disables compilation. */
+   * $FLASHATTN_COMPILER_LIB, else libflashattn_compiler.so in this
+   * runtime's directory (or ../lib of an executable it is built into),
+   * else "libflashattn_compiler.so" through the dynamic loader's search
+   * path. "" disables compilation. */
   const char *compiler_library;
   /* The compiler runs in a child process (fork), so that an abort, crash
    * or hang inside it is a status (FA_ERROR_COMPILE_FAILED) and not the
