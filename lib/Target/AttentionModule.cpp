@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "flashattn/Utils/ParserWorkarounds.h"
 #include "flashattn/Target/HostArtifact.h"
 
 #include "flashattn/Dialect/FlashAttn/IR/FlashAttn.h"
@@ -88,6 +89,10 @@ LogicalResult addRegions(AttentionOp op, StringRef regions, std::string &error) 
   MLIRContext *ctx = op.getContext();
   // The region bodies end in flashattn.yield, which verifies only inside
   // the op: they are verified there, with the module.
+  if (findKnownParserCrash(regions) != StringRef::npos) {
+    error = std::string("the config's regions: ") + kIndexDenseArrayError;
+    return failure();
+  }
   ParserConfig config(ctx, /*verifyAfterParse=*/false);
   OwningOpRef<ModuleOp> parsed = parseSourceString<ModuleOp>(asFunctions(regions), config);
   if (!parsed) {

@@ -1,0 +1,16 @@
+// MLIR 22's parser crashes on a dense array of index elements
+// (llvm/llvm-project#179045): fa-opt reports it as an error at the
+// construct, and so does the compiler for region text (fa-compile
+// --regions-file, the runtime's config.regions); outside comments only.
+// RUN: not fa-opt %s 2>&1 | FileCheck %s --check-prefix=OPT
+// RUN: printf 'mask(%%b: index, %%h: index, %%i: index, %%j: index) {\n %%k = arith.cmpi sle, %%j, %%i {a = array<index: 1>} : index\n flashattn.yield %%k : i1\n}\n' > %t.regions
+// RUN: not fa-compile --regions-file %t.regions -o %t.faa 2>&1 | FileCheck %s --check-prefix=REGIONS
+// RUN: not test -e %t.faa
+
+// OPT: known-parser-crash.mlir:[[@LINE+2]]:32: error: a dense array of index elements (array<index: ...>) is not supported: MLIR 22's parser crashes on it (llvm/llvm-project#179045); use i64
+// A comment that says array<index: 1> is not the construct.
+func.func @f() attributes {a = array<index: 1, 2>} {
+  return
+}
+
+// REGIONS: the config's regions: a dense array of index elements (array<index: ...>) is not supported
