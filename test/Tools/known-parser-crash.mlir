@@ -3,8 +3,8 @@
 // construct, and so does the compiler for region text (fa-compile
 // --regions-file, the runtime's config.regions); outside comments only.
 // RUN: not fa-opt %s 2>&1 | FileCheck %s --check-prefix=OPT
-// RUN: printf 'mask(%%b: index, %%h: index, %%i: index, %%j: index) {\n %%k = arith.cmpi sle, %%j, %%i {a = array<index: 1>} : index\n flashattn.yield %%k : i1\n}\n' > %t.regions
-// RUN: not fa-compile --regions-file %t.regions -o %t.faa 2>&1 | FileCheck %s --check-prefix=REGIONS
+// RUN: rm -f %t.faa
+// RUN: not fa-compile --regions-file %S/Inputs/index-array.regions -o %t.faa 2>&1 | FileCheck %s --check-prefix=REGIONS
 // RUN: not test -e %t.faa
 
 // OPT: known-parser-crash.mlir:[[@LINE+2]]:32: error: a dense array of index elements (array<index: ...>) is not supported: MLIR 22's parser crashes on it (llvm/llvm-project#179045); use i64
