@@ -1647,6 +1647,9 @@ Value AttentionKernelBuilder::descAt(const Desc &d, int64_t bytes) {
   return w.ori(wide, hi);
 }
 
+// Q's descriptor through an opaque `mov.b32` (PTX ISA, data movement
+// instructions, "mov"; side effects so that LLVM cannot hoist or merge it:
+// MLIR has no optimization barrier that survives to PTX).
 Desc AttentionKernelBuilder::qDesc() {
   return Desc{w.inlineAsm(w.i32T, {qDesc0.lo}, "mov.b32 $0, $1;", "=r,r", true), qDesc0.hi};
 }
@@ -1676,7 +1679,8 @@ Value AttentionKernelBuilder::issueQK(Value kBase) {
   return s;
 }
 
-// The RS wgmma's text (one k16 slice): 64 f32 outputs tied to the
+// The RS wgmma's text (one k16 slice; PTX ISA 9.7.15.5.2, wgmma.mma_async
+// with A in registers, which nvvm.wgmma.mma_async lacks): 64 f32 outputs tied to the
 // inputs, four A registers, the V descriptor.
 void AttentionKernelBuilder::buildPVAsm() {
   const std::string etName = k.f16 ? "f16" : "bf16";
@@ -2042,6 +2046,9 @@ Value AttentionKernelBuilder::computedBlocks(const ConsumerTile &ct) {
 void AttentionKernelBuilder::releaseQIf(const ConsumerTile &ct, Value cond) {
   if (!k.earlyQRelease)
     return;
+  // A predicated arrive (PTX ISA, parallel synchronization instructions,
+  // "mbarrier.arrive"): NVVM's arrive takes no predicate, and a branch
+  // around it would split the warp's convergent region.
   Value flag = w.extui(cond, w.i32T);
   w.inlineAsm(Type(), {flag, ct.emptyQAddr},
               "{\n.reg .pred p;\n.reg .b64 st;\nsetp.ne.u32 p, $0, 0;\n@p "
@@ -2382,7 +2389,8 @@ void AttentionKernelBuilder::countMergeUnit(const ConsumerTile &ct, Value mc, Va
   Value cp = w.gep(mc, w.gptrT, w.i32T, unit);
   // (LLVM 22's NVPTX back end drops an atomicrmw's ordering and
   // scope: it prints a plain atom.global.add, hence the inline
-  // assembly.)
+  // assembly; PTX ISA, parallel synchronization instructions, "atom",
+  // with .acq_rel and .gpu from the memory consistency model.)
   Value old = w.inlineAsm(w.i32T, {cp}, "atom.acq_rel.gpu.global.add.u32 $0, [$1], 1;",
                           "=r,l", true);
   Value lastUnit = w.cmpi(CmpI::eq, old, w.subi(nsplit, c1));
