@@ -2047,8 +2047,8 @@ void AttentionKernelBuilder::releaseQIf(const ConsumerTile &ct, Value cond) {
   if (!k.earlyQRelease)
     return;
   // A predicated arrive (PTX ISA, parallel synchronization instructions,
-  // "mbarrier.arrive"): NVVM's arrive takes no predicate, and a branch
-  // around it would split the warp's convergent region.
+  // "mbarrier.arrive"): NVVM's arrive takes no predicate operand, and the
+  // predicated instruction needs no branch.
   Value flag = w.extui(cond, w.i32T);
   w.inlineAsm(Type(), {flag, ct.emptyQAddr},
               "{\n.reg .pred p;\n.reg .b64 st;\nsetp.ne.u32 p, $0, 0;\n@p "
