@@ -12,7 +12,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/PatternMatch.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "flashattn/Utils/InPlaceRewrite.h"
 
 namespace mlir::flashattn {
 #define GEN_PASS_DEF_FLASHATTNLOWERKEYRANGES
@@ -105,13 +105,8 @@ struct FlashAttnLowerKeyRangesPass
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     populateFlashAttnLowerKeyRangesPatterns(patterns);
-    // In place, nothing else: the kernels' op order is their schedule.
-    GreedyRewriteConfig config;
-    config.setStrictness(GreedyRewriteStrictness::ExistingOps);
-    config.enableFolding(false);
-    config.enableConstantCSE(false);
-    config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns), config)))
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns),
+                                     inPlaceRewriteConfig())))
       return signalPassFailure();
   }
 };

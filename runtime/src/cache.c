@@ -151,7 +151,7 @@ fa_status fa_cache_lookup_disk(fa_runtime *rt, const char *key,
   return FA_OK;
 }
 
-static bool write_all(int fd, const void *p, size_t n) {
+bool fa_write_all(int fd, const void *p, size_t n) {
   const char *c = (const char *)p;
   while (n > 0) {
     ssize_t w = write(fd, c, n);
@@ -179,7 +179,7 @@ static void write_disk(fa_runtime *rt, fa_kernel *k) {
     rt->disk_enabled = false;
     return;
   }
-  bool ok = write_all(fd, k->bytes, k->size) && fsync(fd) == 0;
+  bool ok = fa_write_all(fd, k->bytes, k->size) && fsync(fd) == 0;
   ok = (close(fd) == 0) && ok;
   if (ok)
     ok = rename(tmp, path) == 0;

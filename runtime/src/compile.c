@@ -36,20 +36,6 @@ typedef struct {
   char error[FA_ERROR_SIZE];
 } answer_header;
 
-static bool write_all(int fd, const void *data, size_t n) {
-  const char *p = data;
-  while (n > 0) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w <= 0)
-      return false;
-    p += w;
-    n -= (size_t)w;
-  }
-  return true;
-}
-
 /* The child: compile, answer, leave. */
 static void run_child(int fd, fa_compiler_compile_fn fn, const fa_attention_config *config) {
   answer_header h = {0};
@@ -57,7 +43,7 @@ static void run_child(int fd, fa_compiler_compile_fn fn, const fa_attention_conf
   size_t size = 0;
   h.status = fn(config, &bytes, &size, h.error, sizeof(h.error));
   h.size = h.status == FA_OK ? size : 0;
-  bool ok = write_all(fd, &h, sizeof(h)) && (h.size == 0 || write_all(fd, bytes, size));
+  bool ok = fa_write_all(fd, &h, sizeof(h)) && (h.size == 0 || fa_write_all(fd, bytes, size));
   _exit(ok ? 0 : 1);
 }
 

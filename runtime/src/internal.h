@@ -204,6 +204,9 @@ fa_status fa_fail(fa_runtime *rt, fa_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void fa_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* cache.c: writes all n bytes to fd (retrying short writes and EINTR). */
+bool fa_write_all(int fd, const void *p, size_t n);
+
 /* compile.c: runs the compiler library's `fn` on a miss (in a child
  * process with a time limit); *bytes (malloc) holds the artifact. */
 fa_status fa_compile_artifact(fa_runtime *rt, fa_compiler_compile_fn fn,

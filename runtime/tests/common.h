@@ -221,4 +221,20 @@ static inline fa_runtime *artifact_only_runtime(void) {
   return rt;
 }
 
+/* Runs `k` (a dense f16 kernel of 2 query heads, 1 kv head, head_dim 64)
+ * on 1 x 3 queries x 5 keys: whether it ran and wrote out. */
+static inline int run_small(fa_runtime *rt, fa_kernel *k) {
+  fa_attention_args a = empty_args();
+  a.q = make_tensor(4, (int64_t[]){1, 3, 2, 64}, 2);
+  a.k = make_tensor(4, (int64_t[]){1, 5, 1, 64}, 2);
+  a.v = make_tensor(4, (int64_t[]){1, 5, 1, 64}, 2);
+  a.out = make_tensor(4, (int64_t[]){1, 3, 2, 64}, 2);
+  fill_normal(&a.q, FA_F16); fill_normal(&a.k, FA_F16); fill_normal(&a.v, FA_F16);
+  fill_nan(&a.out, FA_F16);
+  int ok = fa_attention_run(rt, k, &a) == FA_OK &&
+           !isnan(to_double(FA_F16, a.out.data, 0));
+  free(a.q.data); free(a.k.data); free(a.v.data); free(a.out.data);
+  return ok;
+}
+
 #endif

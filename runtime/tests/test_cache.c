@@ -47,21 +47,6 @@ static fa_attention_config config_b(void) {
   return c;
 }
 
-/* Runs one kernel to prove it works (1 x 3 queries x 5 keys). */
-static int runs(fa_runtime *rt, fa_kernel *k) {
-  fa_attention_args a = empty_args();
-  a.q = make_tensor(4, (int64_t[]){1, 3, 2, 64}, 2);
-  a.k = make_tensor(4, (int64_t[]){1, 5, 1, 64}, 2);
-  a.v = make_tensor(4, (int64_t[]){1, 5, 1, 64}, 2);
-  a.out = make_tensor(4, (int64_t[]){1, 3, 2, 64}, 2);
-  fill_normal(&a.q, FA_F16); fill_normal(&a.k, FA_F16); fill_normal(&a.v, FA_F16);
-  fill_nan(&a.out, FA_F16);
-  int ok = fa_attention_run(rt, k, &a) == FA_OK &&
-           !isnan(to_double(FA_F16, a.out.data, 0));
-  free(a.q.data); free(a.k.data); free(a.v.data); free(a.out.data);
-  return ok;
-}
-
 static int count_temp_files(const char *dir) {
   DIR *d = opendir(dir);
   int n = 0;
@@ -90,7 +75,7 @@ int main(void) {
   fa_kernel *k2 = NULL;
   CHECK_STATUS(fa_kernel_get(rt, &a, &k2), FA_OK, rt);
   CHECK(k2 == k && stats(rt).memory_hits == 1, "second get is not a memory hit");
-  CHECK(k && runs(rt, k), "compiled kernel does not run");
+  CHECK(k && run_small(rt, k), "compiled kernel does not run");
   snprintf(path, sizeof(path), "%s/%s.faa", dir, fa_kernel_key(k));
   char key_a[64];
   snprintf(key_a, sizeof(key_a), "%s", k ? fa_kernel_key(k) : "");
@@ -100,7 +85,7 @@ int main(void) {
   rt = make_rt(dir, 0);
   CHECK_STATUS(fa_kernel_get(rt, &a, &k), FA_OK, rt);
   CHECK(stats(rt).disk_hits == 1 && stats(rt).compiles == 0, "not a disk hit");
-  CHECK(k && runs(rt, k), "disk kernel does not run");
+  CHECK(k && run_small(rt, k), "disk kernel does not run");
   /* 3. A config nobody compiled: a miss reported as a status. */
   CHECK_STATUS(fa_kernel_get(rt, &b, &k), FA_ERROR_CACHE_MISS, rt);
   CHECK(strstr(fa_runtime_last_error(rt), "not cached") != NULL, "miss message: %s", fa_runtime_last_error(rt));
@@ -162,7 +147,7 @@ int main(void) {
         "read-only dir: enabled %d failures %llu", s.disk_enabled, (unsigned long long)s.disk_write_failures);
   CHECK_STATUS(fa_kernel_get(rt, &a, &k2), FA_OK, rt);
   CHECK(k2 == k && stats(rt).memory_hits == 1, "memory cache not used");
-  CHECK(k && runs(rt, k), "kernel does not run from memory");
+  CHECK(k && run_small(rt, k), "kernel does not run from memory");
   fa_runtime_destroy(rt);
 
   /* 7b. A directory others can write is not used (its entries could be
@@ -229,7 +214,7 @@ int main(void) {
   }
   rt = make_rt(shared, 0);
   CHECK_STATUS(fa_kernel_get(rt, &a, &k), FA_OK, rt);
-  CHECK(stats(rt).disk_hits == 1 && k && runs(rt, k), "shared entry unusable");
+  CHECK(stats(rt).disk_hits == 1 && k && run_small(rt, k), "shared entry unusable");
   CHECK(count_temp_files(shared) == 0, "temporary files left in %s", shared);
   fa_runtime_destroy(rt);
 
@@ -291,7 +276,7 @@ int main(void) {
           "long cache directory: enabled %d, '%s'", stats(rt).disk_enabled,
           fa_runtime_last_error(rt));
     CHECK_STATUS(fa_kernel_get(rt, &a, &k), FA_OK, rt);
-    CHECK(stats(rt).disk_writes == 0 && k && runs(rt, k), "memory-only kernel");
+    CHECK(stats(rt).disk_writes == 0 && k && run_small(rt, k), "memory-only kernel");
     fa_runtime_destroy(rt);
   }
   CHECK(rmdir(base) == 0, "%s is not empty: the cut directory was created", base);

@@ -21,6 +21,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
+#include "flashattn/Utils/InPlaceRewrite.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include <limits>
@@ -256,15 +257,10 @@ struct ConvertFlashAttnToNVGPUPass
     options.packedEntry = packedEntry;
     RewritePatternSet patterns(&getContext());
     populateFlashAttnToNVGPUConversionPatterns(patterns, options);
-    GreedyRewriteConfig config;
-    config.setStrictness(GreedyRewriteStrictness::ExistingOps);
     // No folding or constant hoisting: constants inside score / mask regions
     // must stay there (the regions are inlined into the kernel as they are).
-    config.enableFolding(false);
-    config.enableConstantCSE(false);
-    config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns),
-                                     config)))
+                                     inPlaceRewriteConfig())))
       return signalPassFailure();
     // Planned sm90 attention that did not get a kernel: say why.
     WalkResult result = getOperation()->walk([&](AttentionOp op) {
