@@ -76,6 +76,7 @@ void mlir::flashattn::buildFlashAttnSm90Pipeline(
   pm.addPass(flashattn::createConvertFlashAttnToNVGPU(codegen));
   pm.addPass(flashattn::createFlashAttnLowerWarpSpecialize());
   pm.addPass(flashattn::createFlashAttnLowerKeyRanges());
+  pm.addPass(flashattn::createConvertFlashAttnSm90ToNVVM());
   GpuNVVMAttachTargetOptions target;
   target.triple = "nvptx64-nvidia-cuda";
   target.chip = "sm_90a";

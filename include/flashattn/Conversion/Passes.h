@@ -48,6 +48,9 @@ void populateFlashAttnToNVGPUConversionPatterns(
 /// the warpgroup index with setmaxnreg on each side.
 void populateFlashAttnLowerWarpSpecializePatterns(RewritePatternSet &patterns);
 
+/// convert-flashattn-sm90-to-nvvm: flashattn.wgmma_rs -> inline PTX.
+void populateFlashAttnSm90ToNVVMPatterns(RewritePatternSet &patterns);
+
 #define GEN_PASS_REGISTRATION
 #include "flashattn/Conversion/Passes.h.inc"
 

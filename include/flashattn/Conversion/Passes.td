@@ -118,4 +118,17 @@ def FlashAttnLowerWarpSpecialize : Pass<"flashattn-lower-warp-specialize"> {
                            "::mlir::scf::SCFDialect"];
 }
 
+def ConvertFlashAttnSm90ToNVVM : Pass<"convert-flashattn-sm90-to-nvvm"> {
+  let summary = "Lower the flashattn kernel ops NVVM lacks to inline PTX";
+  let description = [{
+    Rewrites, in place, the flashattn ops of the sm_90a kernels that MLIR
+    22's NVVM dialect has no op for into `llvm.inline_asm`, each after the
+    PTX ISA section it implements: `flashattn.wgmma_rs` (one k16 step of
+    `wgmma.mma_async` with A in registers, PTX ISA 9.7.15.5.2: the
+    accumulator's registers tied to the outputs, B by descriptor). The sm90
+    pipeline runs it after the kernels are built.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 #endif // FLASHATTN_CONVERSION_PASSES

@@ -88,7 +88,8 @@ struct Sm90PipelineOptions : public PassPipelineOptions<Sm90PipelineOptions> {
 
 /// Appends the sm90 pipeline to `pm` (anchored on builtin.module):
 /// flashattn-plan{target=sm90}, flashattn-split-kv, convert-flashattn-to-nvgpu,
-/// flashattn-lower-warp-specialize, flashattn-lower-key-ranges, then the NVVM
+/// flashattn-lower-warp-specialize, flashattn-lower-key-ranges,
+/// convert-flashattn-sm90-to-nvvm, then the NVVM
 /// lowering of the kernels (nvvm-attach-target sm_90a +ptx80, scf/arith/cf/
 /// nvvm to LLVM) and gpu-module-to-binary.
 void buildFlashAttnSm90Pipeline(OpPassManager &pm,

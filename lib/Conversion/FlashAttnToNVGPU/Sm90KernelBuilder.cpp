@@ -449,7 +449,6 @@ private:
   Value descAt(const Desc &d, int64_t bytes);
   Desc qDesc();
   Value issueQK(Value kBase);
-  void buildPVAsm();
   Value issuePV(Value oacc, const Values &pk, Value vBase);
   Value score(Value s, int r, Value n0, const Rows &rw, bool masked);
   Softmax softmaxBody(Value s, Value n0, const Rows &rw, Value mOldA, Value mOldB,
@@ -534,7 +533,6 @@ private:
   Value ctid, cw, turnThreads, t128, warp, lane, lq, lr, row0, row1, col0, qBase;
   Value scaleC, negScaleC, capScale, capLog2, oZero;
   Desc qDesc0;
-  std::string pvAsm, pvCons;
 };
 
 //===----------------------------------------------------------------------===//
@@ -1535,7 +1533,6 @@ void AttentionKernelBuilder::consumers() {
   // would otherwise hoist all D / 16 loop-invariant Q descriptors out of
   // the key-block loop and keep them live (spills at head_dim 256).
   qDesc0 = desc(qBase, 16, 1024);
-  buildPVAsm();
   // Each tile starts with full_Q: Q has landed and the tile index is
   // written; an index past the last tile ends the loop.
   w.whileLoop(
@@ -1679,32 +1676,9 @@ Value AttentionKernelBuilder::issueQK(Value kBase) {
   return s;
 }
 
-// The RS wgmma's text (one k16 slice; PTX ISA 9.7.15.5.2, wgmma.mma_async
-// with A in registers, which nvvm.wgmma.mma_async lacks): 64 f32 outputs tied to the
-// inputs, four A registers, the V descriptor.
-void AttentionKernelBuilder::buildPVAsm() {
-  const std::string etName = k.f16 ? "f16" : "bf16";
-  pvAsm = "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-          "wgmma.mma_async.sync.aligned.m64n" +
-          std::to_string(D) + "k16.f32." + etName + "." + etName + " {";
-  for (int r = 0; r < nO; ++r)
-    pvAsm += (r ? ", $" : "$") + std::to_string(r);
-  // Operands are numbered outputs first, then inputs (the tied ones
-  // too): the A registers are $(2 nO) .. $(2 nO + 3), the descriptor
-  // $(2 nO + 4).
-  pvAsm += "}, {$" + std::to_string(2 * nO) + ", $" + std::to_string(2 * nO + 1) + ", $" +
-           std::to_string(2 * nO + 2) + ", $" + std::to_string(2 * nO + 3) + "}, $" +
-           std::to_string(2 * nO + 4) + ", p, 1, 1, 1;\n}";
-  pvCons.clear();
-  for (int r = 0; r < nO; ++r)
-    pvCons += (r ? ",=f" : "=f");
-  for (int r = 0; r < nO; ++r)
-    pvCons += "," + std::to_string(r);
-  pvCons += ",r,r,r,r,l";
-}
-
-// Issues O += P V with P in registers (no commit): the RS wgmma through
-// inline asm, one per k16 slice of the key block.
+// Issues O += P V with P in registers (no commit): one flashattn.wgmma_rs
+// per k16 slice of the key block (convert-flashattn-sm90-to-nvvm makes
+// the inline PTX MLIR lacks).
 Value AttentionKernelBuilder::issuePV(Value oacc, const Values &pk, Value vBase) {
   // V is MN-major (transpose-B): LBO = the distance between the two
   // 64-column boxes, each k16 step 16 rows x 128 B further.
@@ -1712,13 +1686,9 @@ Value AttentionKernelBuilder::issuePV(Value oacc, const Values &pk, Value vBase)
   Desc vd = panels ? desc(vBase, 1024, boxes * 1024) : desc(vBase, BN * 128, 1024);
   for (int64_t kk = 0; kk < BN / 16; ++kk) {
     Value dV = descAt(vd, kk * (panels ? 2 * boxes * 1024 : 2048));
-    Values operands;
-    for (int r = 0; r < nO; ++r)
-      operands.push_back(w.extractvalue(oacc, r));
-    for (int a = 0; a < 4; ++a)
-      operands.push_back(pk[kk * 4 + a]);
-    operands.push_back(dV);
-    oacc = w.inlineAsm(oT, operands, pvAsm, pvCons, true);
+    Values a(pk.begin() + kk * 4, pk.begin() + kk * 4 + 4);
+    Type element = k.f16 ? w.b.getF16Type() : w.b.getBF16Type();
+    oacc = WgmmaRsOp::create(builder, loc, oT, oacc, a, dV, D, element);
   }
   return oacc;
 }

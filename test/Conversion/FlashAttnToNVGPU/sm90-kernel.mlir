@@ -179,7 +179,7 @@
 // CHECK: arith.mulf
 // CHECK: nvvm.wgmma.fence.aligned
 // CHECK-NOT: nvvm.wgmma.commit.group.sync.aligned
-// CHECK: llvm.inline_asm has_side_effects asm_dialect = att "{\0A.reg .pred p;\0Asetp.ne.b32 p, 1, 0;\0Awgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// CHECK: flashattn.wgmma_rs %{{.*}}, [%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}], %{{.*}} {element = bf16, n = 128 : i64}
 // CHECK: nvvm.wgmma.commit.group.sync.aligned
 // The other consumer's turn (warp-scheduler barrier: consumer 0 passes to
 // named barrier 2, consumer 1 to barrier 1, 256 threads).
@@ -195,7 +195,7 @@
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK: nvvm.vote.sync any
 // CHECK: nvvm.wgmma.fence.aligned
-// CHECK: llvm.inline_asm has_side_effects
+// CHECK: flashattn.wgmma_rs
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // The blocks past this consumer's rows: each waited for, released, and its
 // GEMM turn taken.

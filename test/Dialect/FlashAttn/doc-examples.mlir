@@ -99,3 +99,11 @@ llvm.func @warp_specialize(%tid: i32) {
     }
   llvm.return
 }
+
+// CHECK-LABEL: llvm.func @wgmma_rs
+// CHECK: flashattn.wgmma_rs
+llvm.func @wgmma_rs(%o0: !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>, %a0: i32, %a1: i32, %a2: i32, %a3: i32, %b: i64) {
+    %o1 = flashattn.wgmma_rs %o0, [%a0, %a1, %a2, %a3], %b {element = bf16, n = 64 : i64}
+        : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+  llvm.return
+}

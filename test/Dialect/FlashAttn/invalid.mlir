@@ -686,3 +686,35 @@ llvm.func @warp_specialize_regs_multiple(%tid: i32) {
   }
   llvm.return
 }
+
+// -----
+
+llvm.func @wgmma_rs_n(%acc: !llvm.struct<(f32, f32, f32, f32)>, %a: i32, %b: i64) {
+  // expected-error @+1 {{'n' must be a multiple of 8 in [8, 256], got 12}}
+  %0 = flashattn.wgmma_rs %acc, [%a, %a, %a, %a], %b {element = bf16, n = 12 : i64} : !llvm.struct<(f32, f32, f32, f32)>
+  llvm.return
+}
+
+// -----
+
+llvm.func @wgmma_rs_element(%acc: !llvm.struct<(f32, f32, f32, f32)>, %a: i32, %b: i64) {
+  // expected-error @+1 {{'element' must be f16 or bf16, got 'f32'}}
+  %0 = flashattn.wgmma_rs %acc, [%a, %a, %a, %a], %b {element = f32, n = 8 : i64} : !llvm.struct<(f32, f32, f32, f32)>
+  llvm.return
+}
+
+// -----
+
+llvm.func @wgmma_rs_registers(%acc: !llvm.struct<(f32, f32, f32, f32)>, %a: i32, %b: i64) {
+  // expected-error @+1 {{takes 4 A registers (i32), got 2}}
+  %0 = flashattn.wgmma_rs %acc, [%a, %a], %b {element = bf16, n = 8 : i64} : !llvm.struct<(f32, f32, f32, f32)>
+  llvm.return
+}
+
+// -----
+
+llvm.func @wgmma_rs_acc(%acc: !llvm.struct<(f32, f32)>, %a: i32, %b: i64) {
+  // expected-error @+1 {{'acc' must be an !llvm.struct of n / 2 = 4 f32, got '!llvm.struct<(f32, f32)>'}}
+  %0 = flashattn.wgmma_rs %acc, [%a, %a, %a, %a], %b {element = bf16, n = 8 : i64} : !llvm.struct<(f32, f32)>
+  llvm.return
+}

@@ -288,3 +288,13 @@ llvm.func @warp_specialize(%tid: i32) {
   }
   llvm.return
 }
+
+// wgmma_rs, bf16 and f16.
+// CHECK-LABEL: llvm.func @wgmma_rs
+// CHECK: flashattn.wgmma_rs %{{.*}}, [%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}], %{{.*}} {element = bf16, n = 8 : i64} : !llvm.struct<(f32, f32, f32, f32)>
+// CHECK: flashattn.wgmma_rs %{{.*}}, [%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}], %{{.*}} {element = f16, n = 8 : i64} : !llvm.struct<(f32, f32, f32, f32)>
+llvm.func @wgmma_rs(%acc: !llvm.struct<(f32, f32, f32, f32)>, %a: i32, %b: i64) {
+  %0 = flashattn.wgmma_rs %acc, [%a, %a, %a, %a], %b {element = bf16, n = 8 : i64} : !llvm.struct<(f32, f32, f32, f32)>
+  %1 = flashattn.wgmma_rs %0, [%a, %a, %a, %a], %b {element = f16, n = 8 : i64} : !llvm.struct<(f32, f32, f32, f32)>
+  llvm.return
+}

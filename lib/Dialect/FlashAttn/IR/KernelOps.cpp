@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flashattn/Dialect/FlashAttn/IR/FlashAttn.h"
+#include "mlir/Dialect/LLVMIR/LLVMTypes.h"
 
 using namespace mlir;
 using namespace mlir::flashattn;
@@ -24,4 +25,24 @@ LogicalResult WarpSpecializeOp::verify() {
                                   static_cast<int32_t>(getProducerRegs()))))
     return failure();
   return verifyRegisterBudget(*this, "consumer_regs", static_cast<int32_t>(getConsumerRegs()));
+}
+
+// wgmma_rs: .m64nNk16 with N a multiple of 8 in [8, 256] (PTX ISA
+// 9.7.15.5.2), f16 / bf16 operands, N / 2 f32 accumulators a thread, 4 A
+// registers, the result of the accumulator's type.
+LogicalResult WgmmaRsOp::verify() {
+  int64_t n = getN();
+  if (n < 8 || n > 256 || n % 8 != 0)
+    return emitOpError() << "'n' must be a multiple of 8 in [8, 256], got " << n;
+  Type element = getElement();
+  if (!element.isF16() && !element.isBF16())
+    return emitOpError() << "'element' must be f16 or bf16, got " << element;
+  if (getA().size() != 4)
+    return emitOpError() << "takes 4 A registers (i32), got " << getA().size();
+  auto acc = dyn_cast<LLVM::LLVMStructType>(getAcc().getType());
+  bool f32s = acc && llvm::all_of(acc.getBody(), [](Type t) { return t.isF32(); });
+  if (!f32s || static_cast<int64_t>(acc.getBody().size()) != n / 2)
+    return emitOpError() << "'acc' must be an !llvm.struct of n / 2 = " << n / 2
+                         << " f32, got " << getAcc().getType();
+  return success();
 }

@@ -646,4 +646,32 @@ def FlashAttn_WarpSpecializeOp : FlashAttn_Op<"warp_specialize",
   let hasVerifier = 1;
 }
 
+def FlashAttn_WgmmaRsOp : FlashAttn_Op<"wgmma_rs", [AllTypesMatch<["acc", "result"]>]> {
+  let summary = "One k16 step of a warpgroup MMA with A in registers";
+  let description = [{
+    `acc += A B` for one warpgroup (PTX ISA 9.7.15.5.2, `wgmma.mma_async`
+    with A in registers, `.m64nNk16.f32`): `acc` is this thread's fragment
+    of the 64 x N f32 accumulator (an `!llvm.struct` of N / 2 f32), `a`
+    its four 32-bit registers of A (pairs of f16 / bf16), `b` the shared
+    memory descriptor of B (K x N, transposed: MN-major), `element` the
+    type of A and B. Issued asynchronously like the other wgmma ops: it
+    goes between `nvvm.wgmma.fence.aligned` and
+    `nvvm.wgmma.commit.group.sync.aligned`. MLIR's
+    `nvvm.wgmma.mma_async` takes A only from shared memory;
+    `convert-flashattn-sm90-to-nvvm` lowers this op to inline PTX.
+
+    ```mlir
+    %o1 = flashattn.wgmma_rs %o0, [%a0, %a1, %a2, %a3], %b {element = bf16, n = 64 : i64}
+        : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
+    ```
+  }];
+  let arguments = (ins AnyType:$acc, Variadic<I32>:$a, I64:$b, I64Attr:$n,
+                       TypeAttr:$element);
+  let results = (outs AnyType:$result);
+  let assemblyFormat = [{
+    $acc `,` `[` $a `]` `,` $b attr-dict `:` type($acc)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // FLASHATTN_OPS
