@@ -19,8 +19,9 @@
 //   issued together, and the softmax of S_n runs while P V is in flight;
 // - the online softmax on the accumulator fragments (row max and sum by
 //   shuffles), exp2 with log2(e) folded into the scale, the -inf guard;
-// - O += P V by wgmma with P in registers, emitted with llvm.inline_asm since
-//   neither NVGPU nor NVVM has the register-A form (PTX ISA 9.7.15.5.2);
+// - O += P V by wgmma with P in registers: flashattn.wgmma_rs, which
+//   convert-flashattn-sm90-to-nvvm makes inline PTX since neither NVGPU nor
+//   NVVM has the register-A form (PTX ISA 9.7.15.5.2);
 // - the epilogue writes out (bf16/f16 pairs) and lse (f32).
 //
 // A refactoring that should not change the kernels is checked byte for
