@@ -2,8 +2,9 @@
 //
 // Builds, for one attention configuration, the sm_90a kernel in the LLVM,
 // NVVM, arith and scf dialects with OpBuilder (KernelEmitter), plus the
-// flashattn ops later passes lower (flashattn.warp_specialize; the key-range
-// ops key_blocks / key_end / key_begin), following the FlashAttention-3
+// flashattn ops later passes lower (flashattn.warp_specialize,
+// flashattn.wgmma_rs; the key-range ops key_blocks / key_end / key_begin),
+// following the FlashAttention-3
 // paper (arXiv 2407.08608, sections 3.1 and 3.2):
 //
 // - warp specialization (flashattn.warp_specialize): warpgroup 0 is the producer (one thread issues
