@@ -582,10 +582,12 @@ static fa_status check_append_aliasing(fa_runtime *rt, int64_t batch,
   int64_t i = 1;
   while (i < n && slots[i].row != slots[i - 1].row)
     ++i;
-  append_slot x = i < n ? slots[i - 1] : (append_slot){0, 0}, y = i < n ? slots[i] : x;
-  free(slots);
-  if (i == n)
+  if (i == n) {
+    free(slots);
     return FA_OK;
+  }
+  append_slot x = slots[i - 1], y = slots[i];
+  free(slots);
   long long slot = (long long)(x.row % page_size), page = (long long)(x.row / page_size);
   if (x.seq == y.seq)
     return fa_fail(rt, FA_ERROR_BAD_INPUT,

@@ -190,9 +190,10 @@ static void run_kernel(fa_runtime *rt, fa_kernel *k) {
   default: b.struct_size = (uint32_t)pick(2 * sizeof(b)); break;
   }
   (void)fa_attention_run(rt, k, &b);
-  if (!device)
-    for (int i = 0; i < 5; ++i)
-      free((&a.q)[i].data);
+  if (!device) {
+    free(a.q.data), free(a.k.data), free(a.v.data), free(a.out.data);
+    free(a.lse.data);
+  }
 }
 
 static bytes read_file(const char *path) {

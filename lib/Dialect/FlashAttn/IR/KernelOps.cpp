@@ -1,7 +1,8 @@
 //===- KernelOps.cpp - Verifiers of the flashattn kernel-structure ops ----===//
 //
 // warp_specialize: register budgets setmaxnreg can set (PTX ISA,
-// miscellaneous instructions, setmaxnreg: a multiple of 8 in [24, 256]).
+// miscellaneous instructions, setmaxnreg: a multiple of 8 in [24, 256]);
+// wgmma_rs: the shapes of the register-A wgmma (PTX ISA 9.7.15.5.2).
 //
 //===----------------------------------------------------------------------===//
 
