@@ -10,7 +10,7 @@
 
 #include "flashattn/Transforms/Passes.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "flashattn/Utils/IntArith.h"
 #include "mlir/IR/PatternMatch.h"
 #include "flashattn/Utils/InPlaceRewrite.h"
 
@@ -23,22 +23,6 @@ using namespace mlir;
 using namespace mlir::flashattn;
 
 namespace {
-
-/// Signed arithmetic of one integer (or index) type at one location.
-struct IntArith {
-  OpBuilder &b;
-  Location loc;
-  Type type;
-
-  Value c(int64_t v) { return arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, v)); }
-  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
-  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
-  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
-  Value min(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
-  Value max(Value x, Value y) { return arith::MaxSIOp::create(b, loc, x, y); }
-  Value div(Value x, Value y) { return arith::DivSIOp::create(b, loc, x, y); }
-  Value ceilDiv(Value x, Value y) { return arith::CeilDivSIOp::create(b, loc, x, y); }
-};
 
 struct LowerKeyEnd : OpRewritePattern<KeyEndOp> {
   using OpRewritePattern::OpRewritePattern;

@@ -23,6 +23,7 @@
 
 #include "flashattn/Transforms/Passes.h"
 
+#include "flashattn/Utils/IntArith.h"
 #include "flashattn/Utils/LoopBuilders.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -48,25 +49,11 @@ namespace {
 
 constexpr double kLog2e = 1.4426950408889634;
 
-/// Index arithmetic on an OpBuilder at one location.
-struct Emit {
-  OpBuilder &b;
-  Location loc;
+/// Index arithmetic on an OpBuilder at one location, and the views,
+/// loads and sizes of the memrefs flashattn-tile reads.
+struct Emit : IntArith {
+  Emit(OpBuilder &b, Location loc) : IntArith{b, loc, b.getIndexType()} {}
 
-  Value c(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
-  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
-  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
-  Value div(Value x, Value y) { return arith::DivSIOp::create(b, loc, x, y); }
-  Value rem(Value x, Value y) { return arith::RemSIOp::create(b, loc, x, y); }
-  Value ceilDiv(Value x, Value y) {
-    return arith::CeilDivSIOp::create(b, loc, x, y);
-  }
-  Value min(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
-  Value max(Value x, Value y) { return arith::MaxSIOp::create(b, loc, x, y); }
-  Value cmp(arith::CmpIPredicate p, Value x, Value y) {
-    return arith::CmpIOp::create(b, loc, p, x, y);
-  }
   Value f32(double v) {
     return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
   }
