@@ -3,8 +3,9 @@
 // ranges as flashattn ops), after flashattn-lower-warp-specialize (the
 // warpgroup branch with its register budgets; key ranges still ops), and
 // after flashattn-lower-key-ranges (arith only) and
-// convert-flashattn-sm90-to-nvvm (the RS wgmma as inline PTX: no flashattn
-// op left in the kernels).
+// convert-flashattn-sm90-to-nvvm (the instructions NVVM lacks, the RS wgmma,
+// the L2 policy, the opaque mov, the predicated arrive, as inline PTX: no
+// flashattn op left in the kernels).
 // RUN: fa-opt %s --flashattn-plan=target=sm90 --flashattn-split-kv --convert-flashattn-to-nvgpu --split-input-file | FileCheck %s --check-prefix=BUILT
 // RUN: fa-opt %s --flashattn-plan=target=sm90 --flashattn-split-kv --convert-flashattn-to-nvgpu --flashattn-lower-warp-specialize --split-input-file | FileCheck %s --check-prefix=WS
 // RUN: fa-opt %s --flashattn-plan=target=sm90 --flashattn-split-kv --convert-flashattn-to-nvgpu --flashattn-lower-warp-specialize --flashattn-lower-key-ranges --convert-flashattn-sm90-to-nvvm --split-input-file | FileCheck %s --check-prefix=LOWERED
@@ -15,7 +16,9 @@
 // BUILT: flashattn.key_blocks rows[{{.*}}) keys {{.*}} {block_n = 128 : i64} : i32
 // BUILT: } consumers {
 // BUILT: flashattn.key_end row
+// BUILT: flashattn.opaque
 // BUILT: flashattn.wgmma_rs
+// BUILT: flashattn.mbarrier_arrive_if
 // WS-LABEL: func.func @dense
 // WS-NOT: flashattn.warp_specialize
 // WS: %[[WG:.*]] = arith.divui %{{.*}}, %c128_i32{{.*}} : i32
@@ -28,8 +31,12 @@
 // LOWERED-LABEL: func.func @dense
 // LOWERED-NOT: flashattn.key_
 // LOWERED-NOT: flashattn.warp_specialize
-// LOWERED-NOT: flashattn.wgmma_rs
+// LOWERED: llvm.func @fa_sm90_0(
+// LOWERED-NOT: {{(= |^ *)flashattn\.[a-z]}}
+// LOWERED: createpolicy.fractional.L2::evict_first.b64
+// LOWERED-NOT: {{(= |^ *)flashattn\.[a-z]}}
 // LOWERED: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// LOWERED-NOT: {{(= |^ *)flashattn\.[a-z]}}
 // LOWERED: llvm.return
 func.func @dense(%q: memref<2x256x8x128xbf16>, %k: memref<2x256x2x128xbf16>, %v: memref<2x256x2x128xbf16>,
                  %o: memref<2x256x8x128xbf16>) {

@@ -1,9 +1,12 @@
 //===- ConvertSm90ToNVVM.cpp - convert-flashattn-sm90-to-nvvm -------------===//
 //
 // The flashattn kernel ops that MLIR 22's NVVM dialect has no op for become
-// inline PTX here, in place: flashattn.wgmma_rs (wgmma.mma_async with A in
-// registers, PTX ISA 9.7.15.5.2; nvvm.wgmma.mma_async takes A only from
-// shared memory).
+// inline PTX here, in place, the only place the kernels get PTX text:
+// flashattn.wgmma_rs (wgmma.mma_async with A in registers, PTX ISA
+// 9.7.15.5.2; nvvm.wgmma.mma_async takes A only from shared memory),
+// l2_policy (createpolicy), opaque (an opaque mov), mbarrier_arrive_if (a
+// predicated mbarrier.arrive) and atomic_add_acq_rel (atom.acq_rel.gpu,
+// whose ordering LLVM 22's NVPTX back end drops).
 //
 //===----------------------------------------------------------------------===//
 
@@ -55,6 +58,70 @@ std::string wgmmaRsConstraints(int64_t nAcc) {
   return c + ",r,r,r,r,l";
 }
 
+/// `text` as inline PTX with `constraints`, side effects as given.
+LLVM::InlineAsmOp inlinePtx(PatternRewriter &rewriter, Location loc, TypeRange results,
+                            ValueRange operands, StringRef text, StringRef constraints,
+                            bool sideEffects) {
+  return LLVM::InlineAsmOp::create(
+      rewriter, loc, results, operands, text, constraints, sideEffects,
+      /*is_align_stack=*/false, LLVM::tailcallkind::TailCallKind::None,
+      LLVM::AsmDialectAttr::get(rewriter.getContext(), LLVM::AsmDialect::AD_ATT),
+      /*operand_attrs=*/ArrayAttr());
+}
+
+/// createpolicy.fractional.L2::<priority>.b64 over the whole access (PTX
+/// ISA, data movement instructions, createpolicy).
+struct LowerL2Policy : OpRewritePattern<L2PolicyOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(L2PolicyOp op, PatternRewriter &rewriter) const override {
+    std::string text = "createpolicy.fractional.L2::" +
+                       stringifyL2Priority(op.getPriority()).str() + ".b64 $0, 1.0;";
+    rewriter.replaceOp(op, inlinePtx(rewriter, op.getLoc(), rewriter.getI64Type(), {}, text,
+                                     "=l", /*sideEffects=*/true));
+    return success();
+  }
+};
+
+/// An opaque mov.b32 (PTX ISA, data movement instructions, mov).
+struct LowerOpaque : OpRewritePattern<OpaqueOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(OpaqueOp op, PatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, inlinePtx(rewriter, op.getLoc(), op.getType(), op.getInput(),
+                                     "mov.b32 $0, $1;", "=r,r", /*sideEffects=*/true));
+    return success();
+  }
+};
+
+/// @p mbarrier.arrive.shared.b64 (PTX ISA, parallel synchronization
+/// instructions, mbarrier.arrive), p set from the predicate as a u32.
+struct LowerMBarrierArriveIf : OpRewritePattern<MBarrierArriveIfOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MBarrierArriveIfOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value flag = LLVM::ZExtOp::create(rewriter, loc, rewriter.getI32Type(), op.getPred());
+    Value address = LLVM::PtrToIntOp::create(rewriter, loc, rewriter.getI64Type(), op.getBarrier());
+    inlinePtx(rewriter, loc, {}, {flag, address},
+              "{\n.reg .pred p;\n.reg .b64 st;\nsetp.ne.u32 p, $0, 0;\n@p "
+              "mbarrier.arrive.shared.b64 st, [$1];\n}",
+              "r,l", /*sideEffects=*/true);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// atom.acq_rel.gpu.global.add.u32 (PTX ISA, parallel synchronization
+/// instructions, atom).
+struct LowerAtomicAddAcqRel : OpRewritePattern<AtomicAddAcqRelOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AtomicAddAcqRelOp op, PatternRewriter &rewriter) const override {
+    std::string text =
+        "atom.acq_rel.gpu.global.add.u32 $0, [$1], " + std::to_string(op.getValue()) + ";";
+    rewriter.replaceOp(op, inlinePtx(rewriter, op.getLoc(), rewriter.getI32Type(),
+                                     op.getAddress(), text, "=r,l", /*sideEffects=*/true));
+    return success();
+  }
+};
+
 struct LowerWgmmaRs : OpRewritePattern<WgmmaRsOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(WgmmaRsOp op, PatternRewriter &rewriter) const override {
@@ -67,12 +134,8 @@ struct LowerWgmmaRs : OpRewritePattern<WgmmaRsOp> {
     operands.append(op.getA().begin(), op.getA().end());
     operands.push_back(op.getB());
     StringRef element = op.getElement().isF16() ? "f16" : "bf16";
-    auto asmOp = LLVM::InlineAsmOp::create(
-        rewriter, loc, TypeRange{accType}, operands, wgmmaRsText(op.getN(), nAcc, element),
-        wgmmaRsConstraints(nAcc), /*has_side_effects=*/true, /*is_align_stack=*/false,
-        LLVM::tailcallkind::TailCallKind::None,
-        LLVM::AsmDialectAttr::get(rewriter.getContext(), LLVM::AsmDialect::AD_ATT),
-        /*operand_attrs=*/ArrayAttr());
+    auto asmOp = inlinePtx(rewriter, loc, accType, operands, wgmmaRsText(op.getN(), nAcc, element),
+                           wgmmaRsConstraints(nAcc), /*sideEffects=*/true);
     rewriter.replaceOp(op, asmOp.getResult(0));
     return success();
   }
@@ -91,5 +154,6 @@ struct ConvertFlashAttnSm90ToNVVMPass
 } // namespace
 
 void mlir::flashattn::populateFlashAttnSm90ToNVVMPatterns(RewritePatternSet &patterns) {
-  patterns.add<LowerWgmmaRs>(patterns.getContext());
+  patterns.add<LowerWgmmaRs, LowerL2Policy, LowerOpaque, LowerMBarrierArriveIf,
+               LowerAtomicAddAcqRel>(patterns.getContext());
 }

@@ -99,15 +99,6 @@ Value KernelEmitter::intrinsic(StringRef name, Value x) {
                                        ValueRange{x})
       .getResult(0);
 }
-Value KernelEmitter::inlineAsm(Type res, ValueRange operands, StringRef text,
-                               StringRef constraints, bool sideEffects) {
-  auto op = LLVM::InlineAsmOp::create(
-      b, loc, res ? TypeRange{res} : TypeRange{}, operands, text, constraints, sideEffects,
-      /*is_align_stack=*/false, LLVM::tailcallkind::TailCallKind::None,
-      LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
-      /*operand_attrs=*/ArrayAttr());
-  return res ? op.getResult(0) : Value();
-}
 Type KernelEmitter::structOf(int n, Type elem) {
   return LLVM::LLVMStructType::getLiteral(b.getContext(), SmallVector<Type>(n, elem));
 }

@@ -94,9 +94,6 @@ public:
   Value llvmSelect(Value cond, Value a, Value c);
   Value fma(Value a, Value x, Value c);
   Value intrinsic(StringRef name, Value x);
-  /// llvm.inline_asm (AT&T dialect); `res` null for no result.
-  Value inlineAsm(Type res, ValueRange operands, StringRef text, StringRef constraints,
-                  bool sideEffects);
   Type structOf(int n, Type elem);
 
   // nvvm.

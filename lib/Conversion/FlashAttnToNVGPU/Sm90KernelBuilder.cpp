@@ -329,7 +329,7 @@ struct ConsumerTile {
   Rows rw;
   /// The tile index, the warpgroup's first packed row, the key blocks it
   /// computes (the rest it drains), the address of empty_Q (i64).
-  Value ctile, firstRow, nC, emptyQAddr;
+  Value ctile, firstRow, nC, emptyQ;
 };
 
 /// What the epilogue and the fused merge share: the consumers' final state
@@ -968,10 +968,10 @@ void AttentionKernelBuilder::producer() {
 Value AttentionKernelBuilder::policy(L2Hint hint) {
   if (hint == L2Hint::none)
     return Value();
-  std::string text = std::string("createpolicy.fractional.L2::") +
-                     (hint == L2Hint::evictFirst ? "evict_first" : "evict_last") +
-                     ".b64 $0, 1.0;";
-  return w.inlineAsm(w.i64T, {}, text, "=l", /*sideEffects=*/true);
+  L2Priority priority =
+      hint == L2Hint::evictFirst ? L2Priority::evict_first : L2Priority::evict_last;
+  return L2PolicyOp::create(builder, loc, w.i64T,
+                            L2PriorityAttr::get(builder.getContext(), priority));
 }
 
 // The trailing TMA coordinates (position, batch) of a 4-D map, or the
@@ -1650,7 +1650,7 @@ Value AttentionKernelBuilder::descAt(const Desc &d, int64_t bytes) {
 // instructions, "mov"; side effects so that LLVM cannot hoist or merge it:
 // MLIR has no optimization barrier that survives to PTX).
 Desc AttentionKernelBuilder::qDesc() {
-  return Desc{w.inlineAsm(w.i32T, {qDesc0.lo}, "mov.b32 $0, $1;", "=r,r", true), qDesc0.hi};
+  return Desc{OpaqueOp::create(builder, loc, w.i32T, qDesc0.lo), qDesc0.hi};
 }
 
 // Issues S = Q K^T (no commit).
@@ -1731,10 +1731,13 @@ Value AttentionKernelBuilder::score(Value s, int r, Value n0, const Rows &rw, bo
     ok = w.andi(ok, keep);
   }
   if (k.softcap > 0) {
-    // softcap * tanh(s / softcap), then * log2(e). tanh.approx.f32
-    // (PTX ISA 9.7.4.9) has no NVVM op: inline asm.
+    // softcap * tanh(s / softcap), then * log2(e): tanh.approx.f32 (PTX
+    // ISA 9.7.4.9), which NVPTX selects for an llvm.tanh with afn (what
+    // LLVM upgrades llvm.nvvm.tanh.approx.f32 to).
     x = w.mulf(x, capScale);
-    x = w.inlineAsm(w.f32T, {x}, "tanh.approx.f32 $0, $1;", "=f,f", false);
+    x = LLVM::TanhOp::create(builder, loc, x,
+                             LLVM::FastmathFlagsAttr::get(builder.getContext(),
+                                                          LLVM::FastmathFlags::afn));
     Value factor = k.scoreRegion ? w.f32(k.softcap) : capLog2;
     x = w.mulf(x, factor);
   } else if (!rawMax) {
@@ -1915,7 +1918,7 @@ Values AttentionKernelBuilder::consumerTile(Value ctile, Value cg, Value ctc) {
   // A predicated arrive (PTX ISA 9.7.13.15.13, mbarrier.arrive under a
   // guard predicate) rather than a branch: an scf.if in the middle of
   // the key-block loop costs ptxas registers (spills at head_dim 256).
-  ct.emptyQAddr = w.ptrtoint(at(L.emptyQ()), w.i64T);
+  ct.emptyQ = at(L.emptyQ());
   // A consumer whose 64 rows all lie past Sq (the last tile of a
   // sequence), or whose rows see none of the tile's key blocks (nC = 0
   // below), computes nothing: it only releases the stages it is counted
@@ -2018,14 +2021,8 @@ Value AttentionKernelBuilder::computedBlocks(const ConsumerTile &ct) {
 void AttentionKernelBuilder::releaseQIf(const ConsumerTile &ct, Value cond) {
   if (!k.earlyQRelease)
     return;
-  // A predicated arrive (PTX ISA, parallel synchronization instructions,
-  // "mbarrier.arrive"): NVVM's arrive takes no predicate operand, and the
-  // predicated instruction needs no branch.
-  Value flag = w.extui(cond, w.i32T);
-  w.inlineAsm(Type(), {flag, ct.emptyQAddr},
-              "{\n.reg .pred p;\n.reg .b64 st;\nsetp.ne.u32 p, $0, 0;\n@p "
-              "mbarrier.arrive.shared.b64 st, [$1];\n}",
-              "r,l", true);
+  // A predicated arrive: no branch around it.
+  MBarrierArriveIfOp::create(builder, loc, cond, ct.emptyQ);
 }
 
 // Releases key blocks [lo, hi) counted from block counter g: per
@@ -2359,12 +2356,9 @@ void AttentionKernelBuilder::fusedMerge(const ConsumerTile &ct, const Epilogue &
 void AttentionKernelBuilder::countMergeUnit(const ConsumerTile &ct, Value mc, Value flag) {
   Value unit = w.extui(w.divui(ct.ctile, nsplit), w.i64T);
   Value cp = w.gep(mc, w.gptrT, w.i32T, unit);
-  // (LLVM 22's NVPTX back end drops an atomicrmw's ordering and
-  // scope: it prints a plain atom.global.add, hence the inline
-  // assembly; PTX ISA, parallel synchronization instructions, "atom",
-  // with .acq_rel and .gpu from the memory consistency model.)
-  Value old = w.inlineAsm(w.i32T, {cp}, "atom.acq_rel.gpu.global.add.u32 $0, [$1], 1;",
-                          "=r,l", true);
+  // Acquire-release at GPU scope (flashattn.atomic_add_acq_rel: LLVM 22's
+  // NVPTX back end drops an atomicrmw's ordering).
+  Value old = AtomicAddAcqRelOp::create(builder, loc, w.i32T, cp, 1);
   Value lastUnit = w.cmpi(CmpI::eq, old, w.subi(nsplit, c1));
   w.ifThen(lastUnit, [&] { w.store(c0, cp); });
   w.store(w.extui(lastUnit, w.i32T), flag);

@@ -21,3 +21,31 @@ llvm.func @rs(%acc: !llvm.struct<(f32, f32, f32, f32)>, %a0: i32, %a1: i32, %a2:
   nvvm.wgmma.commit.group.sync.aligned
   llvm.return %o : !llvm.struct<(f32, f32, f32, f32)>
 }
+
+// The other instructions NVVM lacks, each one inline PTX in place:
+// createpolicy over the whole access (fraction 1.0) with the op's priority;
+// the opaque mov.b32; the predicated mbarrier.arrive, its predicate a u32
+// and the barrier's shared address as 64 bits; atom.acq_rel.gpu with the
+// op's immediate. All keep side effects (LLVM must not move, merge or drop
+// them).
+// CHECK-LABEL: llvm.func @instructions
+// CHECK-SAME: (%[[X:.*]]: i32, %[[P:.*]]: i1, %[[BAR:.*]]: !llvm.ptr<3>, %[[CNT:.*]]: !llvm.ptr<1>)
+// CHECK-NEXT: %[[FIRST:.*]] = llvm.inline_asm has_side_effects asm_dialect = att "createpolicy.fractional.L2::evict_first.b64 $0, 1.0;", "=l"  : () -> i64
+// CHECK-NEXT: %[[LAST:.*]] = llvm.inline_asm has_side_effects asm_dialect = att "createpolicy.fractional.L2::evict_last.b64 $0, 1.0;", "=l"  : () -> i64
+// CHECK-NEXT: %[[Y:.*]] = llvm.inline_asm has_side_effects asm_dialect = att "mov.b32 $0, $1;", "=r,r" %[[X]] : (i32) -> i32
+// CHECK-NEXT: %[[FLAG:.*]] = llvm.zext %[[P]] : i1 to i32
+// CHECK-NEXT: %[[ADDR:.*]] = llvm.ptrtoint %[[BAR]] : !llvm.ptr<3> to i64
+// CHECK-NEXT: llvm.inline_asm has_side_effects asm_dialect = att "{\0A.reg .pred p;\0A.reg .b64 st;\0Asetp.ne.u32 p, $0, 0;\0A@p mbarrier.arrive.shared.b64 st, [$1];\0A}", "r,l" %[[FLAG]], %[[ADDR]] : (i32, i64) -> ()
+// CHECK-NEXT: %[[OLD:.*]] = llvm.inline_asm has_side_effects asm_dialect = att "atom.acq_rel.gpu.global.add.u32 $0, [$1], 3;", "=r,l" %[[CNT]] : (!llvm.ptr<1>) -> i32
+// CHECK-NEXT: llvm.call @use(%[[FIRST]], %[[LAST]], %[[Y]], %[[OLD]])
+// CHECK-NOT: flashattn.
+llvm.func @use(i64, i64, i32, i32)
+llvm.func @instructions(%x: i32, %p: i1, %bar: !llvm.ptr<3>, %counter: !llvm.ptr<1>) {
+  %first = flashattn.l2_policy evict_first
+  %last = flashattn.l2_policy evict_last
+  %y = flashattn.opaque %x : i32
+  flashattn.mbarrier_arrive_if %p, %bar : !llvm.ptr<3>
+  %old = flashattn.atomic_add_acq_rel %counter, 3 : !llvm.ptr<1>
+  llvm.call @use(%first, %last, %y, %old) : (i64, i64, i32, i32) -> ()
+  llvm.return
+}

@@ -21,7 +21,7 @@
 // HINT: llvm.func @fa_sm90_0(
 // HINT-NOT: evict_first
 // HINT: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}}] : !llvm.ptr<7>, !llvm.ptr
-// HINT: %[[LAST:.*]] = llvm.inline_asm has_side_effects asm_dialect = att "createpolicy.fractional.L2::evict_last.b64 $0, 1.0;", "=l" : () -> i64
+// HINT: %[[LAST:.*]] = flashattn.l2_policy evict_last
 // HINT: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}}] l2_cache_hint = %[[LAST]] : !llvm.ptr<7>, !llvm.ptr
 // HINT: llvm.return
 
@@ -88,7 +88,7 @@
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK: llvm.store %[[TILE]], %{{.*}} : i32, !llvm.ptr<3>
 // CHECK: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c32768_i32 : !llvm.ptr<3>, i32
-// CHECK-COUNT-2: createpolicy.fractional.L2::evict_first.b64 $0, 1.0;
+// CHECK-COUNT-2: flashattn.l2_policy evict_first
 // CHECK-NOT: llvm.return
 // CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] l2_cache_hint = %{{.*}} : !llvm.ptr<7>, !llvm.ptr
 // Then K and V of each key block, each after its stage's empty barrier,
@@ -156,7 +156,7 @@
 // CHECK: nvvm.mbarrier.arrive
 // Causal head_dim 128 releases Q after the tile's last S (a predicated
 // arrive: here when the tile has one key block).
-// CHECK: llvm.inline_asm has_side_effects asm_dialect = att "{\0A.reg .pred p;\0A.reg .b64 st;\0Asetp.ne.u32 p, $0, 0;\0A@p mbarrier.arrive.shared.b64 st, [$1];\0A}", "r,l"
+// CHECK: flashattn.mbarrier_arrive_if %{{.*}}, %{{.*}} : !llvm.ptr<3>
 // CHECK: nvvm.shfl.sync bfly
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
 // Blocks 1..n-1 carry m, l, O, the previous block's alpha and packed P:
@@ -323,7 +323,7 @@ func.func @region_i128(%q: memref<1x64x2x64xf16>, %k: memref<1x64x2x64xf16>, %v:
 
 // -----
 
-// Softcap and a sliding window: tanh.approx through inline asm, the window's
+// Softcap and a sliding window: tanh with afn (tanh.approx.f32), the window's
 // lower bound on the keys.
 // Not causal: the static order (m_block fastest), tile += gridDim, no
 // counter.
@@ -336,7 +336,7 @@ func.func @region_i128(%q: memref<1x64x2x64xf16>, %k: memref<1x64x2x64xf16>, %v:
 // CHECK-NEXT: arith.divui %[[TILE]], %[[NMB]] : i32
 // CHECK-NOT: llvm.atomicrmw
 // CHECK: arith.addi %[[TILE]], %{{.*}} : i32
-// CHECK: llvm.inline_asm asm_dialect = att "tanh.approx.f32 $0, $1;", "=f,f"
+// CHECK: llvm.intr.tanh(%{{.*}}) {fastmathFlags = #llvm.fastmath<afn>} : (f32) -> f32
 // CHECK: arith.cmpi sge
 func.func @softcap_window(%q: memref<1x64x2x64xf16>, %k: memref<1x64x2x64xf16>, %v: memref<1x64x2x64xf16>,
                           %o: memref<1x64x2x64xf16>) {
@@ -394,7 +394,7 @@ func.func @f32(%q: memref<1x64x2x64xf32>, %k: memref<1x64x2x64xf32>, %v: memref<
 // splits' partial results (volatile loads) into the final out (bf16).
 // CHECK: nvvm.barrier id = %c6_i32 number_of_threads = %c256_i32
 // CHECK: %[[CP:.*]] = llvm.getelementptr %arg31[%{{.*}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i32
-// CHECK: llvm.inline_asm has_side_effects asm_dialect = att "atom.acq_rel.gpu.global.add.u32 $0, [$1], 1;", "=r,l" %[[CP]]
+// CHECK: flashattn.atomic_add_acq_rel %[[CP]], 1 : !llvm.ptr<1>
 // CHECK: llvm.store %c0_i32, %[[CP]] : i32, !llvm.ptr<1>
 // CHECK: nvvm.barrier id = %c6_i32 number_of_threads = %c256_i32
 // CHECK: llvm.load volatile %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xf32>
@@ -771,7 +771,7 @@ func.func @paged1_hd256_bn64(%q: memref<2x1x8x256xbf16>, %k: memref<64x1x2x256xb
 // CHECK-LABEL: func.func @hd256
 // CHECK: llvm.func @fa_sm90_0(
 // CHECK: nvvm.barrier.arrive id = %{{.*}} number_of_threads = %c256_i32
-// CHECK: mbarrier.arrive.shared.b64 st
+// CHECK: flashattn.mbarrier_arrive_if
 // CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %c256_i32
 // CHECK: llvm.return
 // OFF-LABEL: func.func @hd256

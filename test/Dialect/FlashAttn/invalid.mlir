@@ -718,3 +718,19 @@ llvm.func @wgmma_rs_acc(%acc: !llvm.struct<(f32, f32)>, %a: i32, %b: i64) {
   %0 = flashattn.wgmma_rs %acc, [%a, %a, %a, %a], %b {element = bf16, n = 8 : i64} : !llvm.struct<(f32, f32)>
   llvm.return
 }
+
+// -----
+
+llvm.func @l2_policy_normal() {
+  // expected-error @+1 {{'priority' must be evict_first or evict_last (a load with normal priority takes no policy), got normal}}
+  %0 = flashattn.l2_policy normal
+  llvm.return
+}
+
+// -----
+
+llvm.func @arrive_if_global(%p: i1, %bar: !llvm.ptr<1>) {
+  // expected-error @+1 {{operand #1 must be LLVM pointer in address space 3}}
+  flashattn.mbarrier_arrive_if %p, %bar : !llvm.ptr<1>
+  llvm.return
+}

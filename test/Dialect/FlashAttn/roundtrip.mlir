@@ -298,3 +298,19 @@ llvm.func @wgmma_rs(%acc: !llvm.struct<(f32, f32, f32, f32)>, %a: i32, %b: i64) 
   %1 = flashattn.wgmma_rs %0, [%a, %a, %a, %a], %b {element = f16, n = 8 : i64} : !llvm.struct<(f32, f32, f32, f32)>
   llvm.return
 }
+
+// The kernel instructions NVVM lacks.
+// CHECK-LABEL: llvm.func @instructions
+// CHECK: flashattn.l2_policy evict_first
+// CHECK: flashattn.l2_policy evict_last
+// CHECK: flashattn.opaque %{{.*}} : i32
+// CHECK: flashattn.mbarrier_arrive_if %{{.*}}, %{{.*}} : !llvm.ptr<3>
+// CHECK: flashattn.atomic_add_acq_rel %{{.*}}, 1 : !llvm.ptr<1>
+llvm.func @instructions(%x: i32, %p: i1, %bar: !llvm.ptr<3>, %counter: !llvm.ptr<1>) {
+  %0 = flashattn.l2_policy evict_first
+  %1 = flashattn.l2_policy evict_last
+  %2 = flashattn.opaque %x : i32
+  flashattn.mbarrier_arrive_if %p, %bar : !llvm.ptr<3>
+  %3 = flashattn.atomic_add_acq_rel %counter, 1 : !llvm.ptr<1>
+  llvm.return
+}

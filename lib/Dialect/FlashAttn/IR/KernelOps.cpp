@@ -2,7 +2,8 @@
 //
 // warp_specialize: register budgets setmaxnreg can set (PTX ISA,
 // miscellaneous instructions, setmaxnreg: a multiple of 8 in [24, 256]);
-// wgmma_rs: the shapes of the register-A wgmma (PTX ISA 9.7.15.5.2).
+// wgmma_rs: the shapes of the register-A wgmma (PTX ISA 9.7.15.5.2);
+// l2_policy: a priority createpolicy can give (PTX ISA, createpolicy).
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,5 +46,15 @@ LogicalResult WgmmaRsOp::verify() {
   if (!f32s || static_cast<int64_t>(acc.getBody().size()) != n / 2)
     return emitOpError() << "'acc' must be an !llvm.struct of n / 2 = " << n / 2
                          << " f32, got " << getAcc().getType();
+  return success();
+}
+
+// l2_policy: createpolicy.fractional takes L2::evict_first / evict_last
+// (and evict_unchanged / evict_normal, which the kernels never ask for);
+// a normal priority is no policy at all.
+LogicalResult L2PolicyOp::verify() {
+  if (getPriority() == L2Priority::normal)
+    return emitOpError() << "'priority' must be evict_first or evict_last (a load with normal "
+                            "priority takes no policy), got normal";
   return success();
 }

@@ -82,6 +82,9 @@ def FlashAttn_L2Hint : I32EnumAttr<"L2Priority", "L2 eviction priority of a TMA 
   let cppNamespace = "::mlir::flashattn";
 }
 
+def FlashAttn_L2PriorityAttr : EnumAttr<FlashAttn_Dialect, FlashAttn_L2Hint,
+                                       "l2_priority">;
+
 def FlashAttn_Sm90CodegenAttr : AttrDef<FlashAttn_Dialect, "Sm90Codegen"> {
   let mnemonic = "sm90_codegen";
   let summary = "the code-generation choices of one sm_90a attention kernel";

@@ -14,6 +14,7 @@ include "mlir/Interfaces/DestinationStyleOpInterface.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/OpAsmInterface.td"
+include "mlir/Dialect/LLVMIR/LLVMOpBase.td"
 
 // Operands are ranked tensors (value semantics) or ranked memrefs (buffer
 // semantics); one op uses one kind throughout. Element types and ranks are
@@ -672,6 +673,93 @@ def FlashAttn_WgmmaRsOp : FlashAttn_Op<"wgmma_rs", [AllTypesMatch<["acc", "resul
     $acc `,` `[` $a `]` `,` $b attr-dict `:` type($acc)
   }];
   let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel instructions MLIR 22's NVVM dialect lacks
+//===----------------------------------------------------------------------===//
+
+def FlashAttn_L2PolicyOp : FlashAttn_Op<"l2_policy"> {
+  let summary = "An L2 cache eviction policy for the loads that follow";
+  let description = [{
+    A 64-bit cache policy giving every access it is passed to (a TMA
+    load's `l2_cache_hint`) the L2 eviction priority `priority`
+    (`evict_first` or `evict_last`) over the whole access (fraction 1.0):
+    `createpolicy.fractional.L2::<priority>.b64` (PTX ISA, data movement
+    instructions, `createpolicy`; sm_80+). NVVM has no op for it;
+    `convert-flashattn-sm90-to-nvvm` lowers it to inline PTX. The op has
+    unknown side effects on purpose: it is made again where each load is
+    issued, as a 64-bit value kept across a loop costs the producer's few
+    registers.
+
+    ```mlir
+    %policy = flashattn.l2_policy evict_first
+    ```
+  }];
+  let arguments = (ins FlashAttn_L2PriorityAttr:$priority);
+  let results = (outs I64:$policy);
+  let assemblyFormat = "$priority attr-dict";
+  let hasVerifier = 1;
+}
+
+def FlashAttn_OpaqueOp : FlashAttn_Op<"opaque", [AllTypesMatch<["input", "result"]>]> {
+  let summary = "A value the optimizers cannot see through";
+  let description = [{
+    `result` is `input`, copied by a `mov.b32` (PTX ISA, data movement
+    instructions, `mov`) that LLVM neither hoists, merges nor folds: an
+    optimization barrier that survives to PTX, which MLIR lacks. The
+    kernels use it where recomputing a value in place is cheaper than the
+    register a hoisted copy would hold (the low half of a wgmma
+    descriptor). `convert-flashattn-sm90-to-nvvm` lowers it to inline PTX.
+
+    ```mlir
+    %lo = flashattn.opaque %desc_lo : i32
+    ```
+  }];
+  let arguments = (ins I32:$input);
+  let results = (outs I32:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def FlashAttn_MBarrierArriveIfOp : FlashAttn_Op<"mbarrier_arrive_if"> {
+  let summary = "An mbarrier arrive by the threads whose predicate is set";
+  let description = [{
+    The threads with `pred` true arrive once on the mbarrier at `barrier`
+    (shared memory), the others do nothing:
+    `@p mbarrier.arrive.shared.b64` (PTX ISA, parallel synchronization
+    instructions, `mbarrier.arrive`), a predicated instruction instead of a
+    branch around `nvvm.mbarrier.arrive`, which takes no predicate.
+    `convert-flashattn-sm90-to-nvvm` lowers it to inline PTX.
+
+    ```mlir
+    flashattn.mbarrier_arrive_if %last_use, %q_empty : !llvm.ptr<3>
+    ```
+  }];
+  let arguments = (ins I1:$pred, LLVM_PointerInAddressSpace<3>:$barrier);
+  let assemblyFormat = "$pred `,` $barrier attr-dict `:` qualified(type($barrier))";
+}
+
+def FlashAttn_AtomicAddAcqRelOp : FlashAttn_Op<"atomic_add_acq_rel"> {
+  let summary = "A device-scope acquire-release atomic add on global memory";
+  let description = [{
+    Adds `value` to the u32 at `address` (global memory) and returns the
+    old value, as one acquire-release operation at GPU scope:
+    `atom.acq_rel.gpu.global.add.u32` (PTX ISA, parallel synchronization
+    instructions, `atom`; the memory consistency model's release and
+    acquire patterns). The work unit that finishes a tile's last split
+    reads the other units' partials after it: the release publishes this
+    unit's, the acquire makes the others' visible. LLVM 22's NVPTX back
+    end prints an `atomicrmw ... syncscope("device") acq_rel` as a plain
+    `atom.global.add`, dropping the ordering;
+    `convert-flashattn-sm90-to-nvvm` lowers the op to inline PTX.
+
+    ```mlir
+    %old = flashattn.atomic_add_acq_rel %counter, 1 : !llvm.ptr<1>
+    ```
+  }];
+  let arguments = (ins LLVM_PointerInAddressSpace<1>:$address, I32Attr:$value);
+  let results = (outs I32:$old);
+  let assemblyFormat = "$address `,` $value attr-dict `:` qualified(type($address))";
 }
 
 #endif // FLASHATTN_OPS
