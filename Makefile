@@ -15,7 +15,7 @@ CMAKE_FLAGS ?=
 # when one is missing.
 APT_PACKAGES := libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools \
                 ninja-build cmake make g++ python3 pkg-config libxxhash-dev \
-                libcjson-dev libxtensor-dev
+                libcjson-dev libxtensor-dev python3-torch python3-pytest
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

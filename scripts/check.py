@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
-"""Runs every test of a build (lit, then ctest) and prints one summary line.
+"""Runs every test of a build (lit, ctest, then the Python package's pytest)
+and prints one summary line.
 
 Usage: scripts/check.py BUILD_DIR
 
-Both runners write JUnit XML (lit --xunit-xml-output, ctest --output-junit);
-this script reads the two reports with the standard library's XML parser and
-prints, as its last line, `N passed, M failed, K skipped` over both (lit's
-UNSUPPORTED tests and ctest's skipped tests count as skipped). Exits 1 when a
-test failed or a runner produced no report, 0 otherwise.
+The runners write JUnit XML (lit --xunit-xml-output, ctest --output-junit,
+pytest --junitxml); this script reads the reports with the standard
+library's XML parser and prints, as its last line, `N passed, M failed, K
+skipped` over all three (lit's UNSUPPORTED tests and ctest's and pytest's
+skipped tests count as skipped). pytest runs under $PYTEST_PYTHON (default
+Debian's /usr/bin/python3, where python3-torch is installed) with the build
+tree's package first on PYTHONPATH. Exits 1 when a test failed or a runner
+produced no report, 0 otherwise.
 """
 
 import os
@@ -16,6 +20,8 @@ import sys
 import xml.etree.ElementTree as ET
 
 LIT = os.environ.get("LIT", "/usr/lib/llvm-22/bin/lit")
+PYTEST_PYTHON = os.environ.get("PYTEST_PYTHON", "/usr/bin/python3")
+SOURCE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def count(report):
@@ -37,7 +43,8 @@ def main():
     build = os.path.abspath(sys.argv[1])
     lit_xml = os.path.join(build, "lit-results.xml")
     ctest_xml = os.path.join(build, "ctest-results.xml")
-    for stale in (lit_xml, ctest_xml):
+    pytest_xml = os.path.join(build, "pytest-results.xml")
+    for stale in (lit_xml, ctest_xml, pytest_xml):
         if os.path.exists(stale):
             os.remove(stale)
 
@@ -46,10 +53,14 @@ def main():
                      os.path.join(build, "test")])
     subprocess.call(["ctest", "--test-dir", build, "--output-on-failure",
                      "-j", jobs, "--output-junit", ctest_xml])
+    env = dict(os.environ, PYTHONPATH=os.path.join(build, "python"))
+    subprocess.call([PYTEST_PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                     "--junitxml", pytest_xml, os.path.join(SOURCE, "python", "tests")],
+                    env=env)
 
     totals = [0, 0, 0]
     missing = []
-    for name, report in (("lit", lit_xml), ("ctest", ctest_xml)):
+    for name, report in (("lit", lit_xml), ("ctest", ctest_xml), ("pytest", pytest_xml)):
         if not os.path.exists(report):
             missing.append(name)
             continue

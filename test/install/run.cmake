@@ -43,3 +43,10 @@ run(${CMAKE_COMMAND} -E env PKG_CONFIG_PATH=${prefix}/lib/pkgconfig
     pkg-config --exists --print-errors flashattn_rt)
 # The installed fa-opt starts (it finds libMLIR.so through its RUNPATH).
 run(${prefix}/bin/fa-opt ${EXAMPLE} -o ${WORK_DIR}/fa-opt-out.mlir)
+# The installed Python package loads the installed runtime (its _paths.py
+# names prefix/lib) and runs one host attention, compiled on first use.
+if(EXISTS /usr/bin/python3)
+  run(${CMAKE_COMMAND} -E env PYTHONPATH=${prefix}/lib/python3/dist-packages
+      FLASHATTN_CACHE_DIR=${WORK_DIR}/py-cache
+      /usr/bin/python3 -c "import torch, flashattn_mlir as fa, flashattn_mlir._runtime as r; assert r.library_path().startswith('${prefix}/'), r.library_path(); q = torch.randn(1, 4, 2, 64).bfloat16(); assert fa.flash_attn_func(q, q, q).shape == q.shape")
+endif()
