@@ -6,7 +6,7 @@ kernels (libflashattn_rt through ctypes, no compiled extension).
 
 Kernels come from the runtime's disk cache ($FLASHATTN_CACHE_DIR, else
 ~/.cache/flashattn), compiled on a miss by libflashattn_compiler where it
-is installed; `python3 -m flashattn_mlir.precompile` fills a cache for a
+is installed; `python3 -m flashattn_mlir precompile` fills a cache for a
 deployment without the compiler. See interface.py for the semantics.
 """
 

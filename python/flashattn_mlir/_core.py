@@ -20,7 +20,7 @@ from . import _runtime
 
 DTYPES = {torch.float16: "f16", torch.bfloat16: "bf16", torch.float32: "f32"}
 CAUSAL = {"none": "none", "top_left": "top_left", "bottom_right": "bottom_right"}
-METADATA = ("cu_seqlens_q", "cu_seqlens_k", "seqused_k", "cache_seqlens")
+SM90_HEAD_DIMS = (64, 128, 256)
 
 
 def fail(message):
@@ -88,6 +88,10 @@ def attention(q, k, v, *, cu_seqlens_q=None, cu_seqlens_k=None, seqused_k=None,
         fail("k's head_dim %d differs from q's %d" % (k.shape[-1], d))
     if hkv == 0 or hq % hkv:
         fail("the query heads (%d) must be a multiple of the kv heads (%d)" % (hq, hkv))
+    if target == "sm90" and (d not in SM90_HEAD_DIMS or dv != d):
+        raise NotImplementedError(
+            "flashattn_mlir: no sm_90a kernel for head_dim %d / head_dim_v %d (the kernels "
+            "take head_dim = head_dim_v in %s)" % (d, dv, SM90_HEAD_DIMS))
     if append_given := (k_new is not None or v_new is not None):
         if k_new is None or v_new is None or cache_seqlens is None:
             fail("an append needs k_new, v_new and cache_seqlens together")
@@ -95,6 +99,10 @@ def attention(q, k, v, *, cu_seqlens_q=None, cu_seqlens_k=None, seqused_k=None,
         check_tensor("v_new", v_new, 4, q.dtype, device)
         if not (k.is_contiguous() and v.is_contiguous()):
             fail("the kv cache must be contiguous to append to it in place")
+    if append_given and paged and seqused_k is None:
+        # The runtime wants seqused_k with a block_table; under an append it
+        # is the keys after it (checked, not read for the lengths).
+        seqused_k = metadata("cache_seqlens", cache_seqlens, device) + k_new.shape[1]
     flags = []
     tensors = {}
     for name, t in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k),

@@ -10,12 +10,10 @@ take fa_attention_config_default's values (dense, f16, no mask). Running
 a workload with FLASHATTN_RECORD_CONFIGS=FILE writes each configuration
 it asks for to FILE, one JSON object a line: this command's input.
 
-    python3 -m flashattn_mlir.precompile --cache-dir DIR FILE...
+    python3 -m flashattn_mlir precompile --cache-dir DIR FILE...
 """
 
-import argparse
 import json
-import sys
 
 from . import _runtime
 
@@ -52,21 +50,3 @@ def precompile(configs, cache_dir, compiler_library=None):
         raise _runtime.FlashAttnError(5, "the cache directory %s is not usable (it must be "
                                          "owned by this user, mode 0700)" % cache_dir)
     return stats
-
-
-def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python3 -m flashattn_mlir.precompile",
-                                 description=__doc__.split("\n\n")[0])
-    ap.add_argument("--cache-dir", required=True, help="the disk cache to fill")
-    ap.add_argument("--compiler-library", help="libflashattn_compiler.so to use")
-    ap.add_argument("configs", nargs="+", help="JSON files of configurations")
-    a = ap.parse_args(argv)
-    configs = read_configs(a.configs)
-    stats = precompile(configs, a.cache_dir, a.compiler_library)
-    print("%d configurations: %d compiled, %d already cached" %
-          (len(configs), stats["compiles"], stats["disk_hits"] + stats["memory_hits"]))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -130,6 +130,23 @@ def test_with_kvcache_append_in_place():
         check(out[b], ref, naive.to(BF16), BF16)
 
 
+def test_with_kvcache_append_paged():
+    q, kc, vc = rand(2, 3, 8, 64), rand(2, 64, 2, 64), rand(2, 64, 2, 64)
+    kn, vn = rand(2, 3, 2, 64), rand(2, 3, 2, 64)
+    pk, pv, bt = paged_cache(kc, vc, 16)
+    lens = torch.tensor([5, 30], dtype=torch.int32)
+    out = fa.flash_attn_with_kvcache(q, pk, pv, kn, vn, cache_seqlens=lens, block_table=bt,
+                                     causal=True)
+    for b, n in enumerate(lens.tolist()):
+        keys = pk[bt[b].long()].reshape(64, 2, 64)
+        values = pv[bt[b].long()].reshape(64, 2, 64)
+        assert torch.equal(keys[n:n + 3], kn[b]) and torch.equal(keys[:n], kc[b, :n])
+        ref, _ = sequence(q[b], keys[:n + 3], values[:n + 3], 1 / 8, "bottom_right")
+        naive, _ = sequence(q[b], keys[:n + 3], values[:n + 3], 1 / 8, "bottom_right",
+                            dtype=F32, round_p=BF16)
+        check(out[b], ref, naive.to(BF16), BF16)
+
+
 def test_sdpa_entry_is_top_left():
     # SDPA's is_causal is top-left: query i sees keys 0..i even when Sk > Sq.
     q, k, v = rand(2, 4, 10, 64), rand(2, 2, 30, 64), rand(2, 2, 30, 64)

@@ -39,7 +39,7 @@ def test_record_precompile_run_without_compiler(tmp_path):
     assert len(configs) == 2 and {c["causal"] for c in configs} == {"bottom_right", "none"}
     assert any("with_lse" in c["flags"] and "seqused_k" in c["flags"] for c in configs)
     # 2. Precompile into the deployment's cache; a second run compiles nothing.
-    cmd = ["-m", "flashattn_mlir.precompile", "--cache-dir", str(cache), str(recorded)]
+    cmd = ["-m", "flashattn_mlir", "precompile", "--cache-dir", str(cache), str(recorded)]
     r = run(cmd, {})
     assert r.returncode == 0 and "2 configurations: 2 compiled" in r.stdout, r.stderr
     r = run(cmd, {})
@@ -56,7 +56,7 @@ def test_record_precompile_run_without_compiler(tmp_path):
 def test_precompile_rejects_bad_configurations(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps([{"target": "host", "head_dim": 64, "num_splits": 999}]))
-    r = run(["-m", "flashattn_mlir.precompile", "--cache-dir", str(tmp_path / "c"), str(bad)],
+    r = run(["-m", "flashattn_mlir", "precompile", "--cache-dir", str(tmp_path / "c"), str(bad)],
             {})
     assert r.returncode != 0 and "invalid configuration" in r.stderr, r.stderr
     with pytest.raises(ValueError, match="invalid configuration"):
