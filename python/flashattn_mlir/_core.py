@@ -12,8 +12,6 @@ Shapes (FlashAttention's, docs/SEMANTICS.md):
   append  k_new / v_new [B, S_new, Hkv, D] + cache_seqlens [B] int32
 """
 
-import math
-
 import torch
 
 from . import _runtime
@@ -41,7 +39,18 @@ def check_tensor(name, t, rank, dtype=None, device=None):
              % (name, list(t.stride())))
 
 
+_targets = {}
+
+
 def target_of(device):
+    """"host" or "sm90" for a tensor's device (remembered per device)."""
+    target = _targets.get(device)
+    if target is None:
+        target = _targets[device] = _target_of(device)
+    return target
+
+
+def _target_of(device):
     if device.type == "cpu":
         return "host"
     if device.type == "cuda":
@@ -144,18 +153,20 @@ def attention(q, k, v, *, cu_seqlens_q=None, cu_seqlens_k=None, seqused_k=None,
         tensors["lse"] = lse
     if append_given:
         tensors["k_new"], tensors["v_new"] = k_new.contiguous(), v_new.contiguous()
-    rt = _runtime.runtime_for("cpu" if target == "host" else device.index)
+    rt = runtime_for(target, device)
     kernel = rt.kernel(fields)
-    stream = None
-    if target == "sm90":
-        stream = torch.cuda.current_stream(device).cuda_stream
-        with torch.cuda.device(device):
-            rt.run(kernel, {n: (t.data_ptr(), list(t.shape)) for n, t in tensors.items()},
-                   stream)
-    else:
-        rt.run(kernel, {n: (t.data_ptr(), list(t.shape)) for n, t in tensors.items()})
+    stream = torch.cuda.current_stream(device).cuda_stream if target == "sm90" else None
+    rt.run(kernel, tensors, stream)
     return out, lse
 
 
-def default_scale(head_dim):
-    return 1.0 / math.sqrt(head_dim)
+def runtime_for(target, device):
+    """This thread's runtime for the device; a CUDA one is bound to its
+    device at creation (fa_cuda_probe with the device current)."""
+    if target == "host":
+        return _runtime.runtime_for("cpu")
+    rt = _runtime.runtime_for(device.index)
+    if not rt.bound:
+        with torch.cuda.device(device):
+            rt.bind()
+    return rt

@@ -3,9 +3,11 @@
 torch 2.4+: `torch.library.custom_op` ops `flashattn_mlir::attention` and
 `flashattn_mlir::attention_append` (which mutates k_cache / v_cache) with
 fake implementations (register_fake), so that torch.compile(fullgraph=True)
-traces through them and torch.library.opcheck passes, and an autograd
-registration whose backward raises NotImplementedError (there is no
-backward kernel yet). Older torch (Debian's 1.13): plain functions, wrapped
+traces through them and torch.library.opcheck passes; `attention` has an
+autograd registration whose backward raises NotImplementedError (there is
+no backward kernel yet; torch takes none for a mutating op). Eager calls
+with nothing requiring grad run the implementation directly, without the
+dispatcher; torch.compile, export and autograd go through the ops. Older torch (Debian's 1.13): plain functions, wrapped
 in an autograd.Function with the same raising backward when an input
 requires grad.
 """
@@ -92,14 +94,24 @@ if HAS_CUSTOM_OP:
     def _(q, k_cache, v_cache, *rest):
         return _fake(q, v_cache, False, rest[-1])
 
-    for _op in (_fwd_op, _append_op):
-        _op.register_autograd(_no_backward, setup_context=lambda ctx, inputs, output: None)
+    # torch takes no autograd formula for a mutating op (attention_append):
+    # its backward is torch's own "not registered" error.
+    _fwd_op.register_autograd(_no_backward, setup_context=lambda ctx, inputs, output: None)
+
+    def _eager(args):
+        """Whether a call may skip the dispatcher: not under torch.compile /
+        export, no input that requires grad. (The custom op's Python dispatch
+        costs tens of microseconds a call, decode's whole budget.)"""
+        if torch.compiler.is_compiling():
+            return False
+        return not torch.is_grad_enabled() or not any(
+            isinstance(a, torch.Tensor) and a.requires_grad for a in args)
 
     def _call_fwd(*args):
-        return _fwd_op(*args)
+        return _fwd_impl(*args) if _eager(args) else _fwd_op(*args)
 
     def _call_append(*args):
-        return _append_op(*args)
+        return _append_impl(*args) if _eager(args) else _append_op(*args)
 else:
     class _Forward(torch.autograd.Function):
         """Forward through `impl`; backward raises."""

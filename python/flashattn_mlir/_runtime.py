@@ -155,15 +155,6 @@ def config_struct(fields):
     return c
 
 
-def tensor_struct(data, shape):
-    t = Tensor()
-    t.data = data
-    t.rank = len(shape)
-    for i, s in enumerate(shape):
-        t.shape[i] = s
-    return t
-
-
 class Runtime:
     """One fa_runtime (not thread-safe: runtime_for gives each thread and
     device its own) and the kernels it returned, by config fields."""
@@ -178,6 +169,8 @@ class Runtime:
             raise FlashAttnError(st, "fa_runtime_create failed")
         self.handle = handle
         self.kernels = {}
+        self.bound = False
+        self.args = Args()
 
     def __del__(self):
         if getattr(self, "handle", None) and _lib is not None:
@@ -204,12 +197,23 @@ class Runtime:
             k = self.kernels[fields] = handle
         return k
 
+    def bind(self):
+        """Binds the runtime to the CUDA device current on this thread."""
+        self.check(lib().fa_cuda_probe(self.handle, None), "fa_cuda_probe")
+        self.bound = True
+
     def run(self, kernel, tensors, stream=None):
-        """fa_attention_run with `tensors` {name: (data pointer, shape)}."""
-        args = Args()
+        """fa_attention_run with `tensors` {name: torch tensor} (anything with
+        data_ptr() and shape), filled into this runtime's one fa_attention_args."""
+        args = self.args
+        C.memset(C.addressof(args), 0, C.sizeof(Args))
         args.struct_size = C.sizeof(Args)
-        for name, (data, shape) in tensors.items():
-            setattr(args, name, tensor_struct(data, shape))
+        for name, t in tensors.items():
+            field = getattr(args, name)
+            field.data = t.data_ptr()
+            shape = t.shape
+            field.rank = len(shape)
+            field.shape[:len(shape)] = shape
         args.stream = stream
         self.check(lib().fa_attention_run(self.handle, kernel, C.byref(args)),
                    "fa_attention_run")
