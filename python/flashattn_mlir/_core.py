@@ -125,6 +125,9 @@ def attention(q, k, v, *, cu_seqlens_q=None, cu_seqlens_k=None, seqused_k=None,
         if seqused_k is None and not append_given:
             fail("a paged kv cache (block_table) needs seqused_k or cache_seqlens")
     if alibi_slopes is not None:
+        if target == "sm90":
+            raise NotImplementedError("flashattn_mlir: alibi_slopes has no sm_90a kernel "
+                                      "(the host kernels take it)")
         check_tensor("alibi_slopes", alibi_slopes, (1, 2), torch.float32, device)
         tensors["alibi_slopes"] = alibi_slopes.contiguous()
         flags.append("alibi")

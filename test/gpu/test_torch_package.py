@@ -143,6 +143,8 @@ def bad_inputs(torch, fa, c, q, k, v):
           fa.flash_attn_func(q[..., :96], k[..., :96], v[..., :96])))
     c.run("bad: last dim strided", lambda: raises(ValueError, "contiguous last", lambda:
           fa.flash_attn_func(q[..., ::2], k, v)))
+    c.run("bad: alibi on sm90", lambda: raises(NotImplementedError, "alibi_slopes", lambda:
+          fa.flash_attn_func(q, k, v, alibi_slopes=torch.ones(HQ, device="cuda"))))
     c.run("bad: dropout", lambda: raises(ValueError, "dropout_p", lambda:
           fa.flash_attn_func(q, k, v, dropout_p=0.1)))
     c.run("bad: cache miss names it", lambda: raises(fa.FlashAttnError, "FA_ERROR_CACHE_MISS",
@@ -188,6 +190,17 @@ def framework(torch, fa, c):
         out = torch.compile(attn, fullgraph=True)(q, k, v)
         assert torch.equal(out, eager), (out - eager).abs().max()
     c.run("torch.compile fullgraph", compiled)
+
+    def compiled_decode():
+        # The model's decode attention: the append into the paged cache
+        # (a mutating op) under fullgraph, against the same step eager.
+        ours = OursAttention(torch, fa, 2, 256)
+        ours.lens += 100
+        q1, kn, vn = rand(torch, 2, 1, HQ, D), rand(torch, 2, 1, HKV, D), rand(torch, 2, 1, HKV, D)
+        eager = ours(0, q1, kn, vn)
+        out = torch.compile(lambda q, k, v: ours(0, q, k, v), fullgraph=True)(q1, kn, vn)
+        assert torch.equal(out, eager), (out - eager).abs().max()
+    c.run("torch.compile fullgraph: the model's decode attention", compiled_decode)
 
     def graph():
         qd, kd, vd = rand(torch, 4, 1, HQ, D), rand(torch, 4, 4096, HKV, D), rand(torch, 4, 4096,
