@@ -4,10 +4,13 @@
 
 #include "flashattn/Dialect/FlashAttn/IR/FlashAttn.h"
 #include "flashattn/Dialect/FlashAttn/Transforms/BufferizableOpInterfaceImpl.h"
+#include "flashattn/Dialect/FlashAttn/Transforms/DecompositionInterfaceImpl.h"
 #include "flashattn/Pipelines/Pipelines.h"
+#include "flashattn/Transforms/Passes.h"
 
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
@@ -26,12 +29,14 @@ void mlir::flashattn::registerHostJitDependencies(DialectRegistry &registry) {
   registerAllExtensions(registry);
   registry.insert<FlashAttnDialect>();
   registerBufferizableOpInterfaceExternalModels(registry);
+  registerDecompositionInterfaceExternalModels(registry);
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
 }
 
 FailureOr<std::unique_ptr<ExecutionEngine>>
-mlir::flashattn::compileForHost(ModuleOp module) {
+mlir::flashattn::compileForHost(ModuleOp module,
+                                const HostCompileOptions &compileOptions) {
   MLIRContext *ctx = module.getContext();
   bool hasTensors = false;
   module.walk([&](func::FuncOp fn) {
@@ -39,8 +44,14 @@ mlir::flashattn::compileForHost(ModuleOp module) {
       return isa<TensorType>(t);
     });
   });
+  if (compileOptions.decompose && !hasTensors) {
+    emitError(module.getLoc()) << "the decomposition into linalg takes the tensor form";
+    return failure();
+  }
   if (hasTensors) {
     PassManager pm(ctx);
+    if (compileOptions.decompose)
+      pm.addPass(createFlashAttnDecomposeToLinalg());
     bufferization::OneShotBufferizePassOptions bufferize;
     bufferize.bufferizeFunctionBoundaries = true;
     bufferize.functionBoundaryTypeConversion =
@@ -61,6 +72,8 @@ mlir::flashattn::compileForHost(ModuleOp module) {
     }
   }
   PassManager host(ctx);
+  if (compileOptions.decompose)
+    host.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   flashattn::HostPipelineOptions pipelineOptions;
   pipelineOptions.vectorBits = hostVectorBits();
   flashattn::buildFlashAttnHostPipeline(host, pipelineOptions);

@@ -8,6 +8,7 @@
 
 #include "flashattn/Dialect/FlashAttn/IR/FlashAttn.h"
 #include "flashattn/Dialect/FlashAttn/Transforms/BufferizableOpInterfaceImpl.h"
+#include "flashattn/Dialect/FlashAttn/Transforms/DecompositionInterfaceImpl.h"
 #include "flashattn/Pipelines/Pipelines.h"
 #include "flashattn/Utils/ParserWorkarounds.h"
 
@@ -33,6 +34,7 @@ int main(int argc, char **argv) {
   // gpu-module-to-binary translates the kernels to LLVM IR.
   mlir::registerAllToLLVMIRTranslations(registry);
   mlir::flashattn::registerBufferizableOpInterfaceExternalModels(registry);
+  mlir::flashattn::registerDecompositionInterfaceExternalModels(registry);
 
   auto [inputFilename, outputFilename] = mlir::registerAndParseCLIOptions(
       argc, argv, "flashattn optimizer driver\n", registry);

@@ -61,6 +61,11 @@ static llvm::cl::opt<std::string> inputsDir(
     llvm::cl::desc("read inputs from DIR/<case>/<name>.npy or DIR/<name>.npy "
                    "(name: q, k, v, cu_seqlens_q, ..., or argN)"),
     llvm::cl::init(""));
+static llvm::cl::opt<bool> decompose(
+    "decompose", llvm::cl::cat(faRunCategory),
+    llvm::cl::desc("lower through flashattn-decompose-to-linalg and upstream's linalg "
+                   "lowering instead of flashattn-tile (tensor form only)"),
+    llvm::cl::init(false));
 static llvm::cl::opt<std::string> dumpDir(
     "dump-inputs", llvm::cl::cat(faRunCategory),
     llvm::cl::desc("write each case's inputs to DIR/<case>/<name>.npy"),
@@ -881,7 +886,9 @@ int main(int argc, char **argv) {
   }
 
   auto compileStart = std::chrono::steady_clock::now();
-  FailureOr<std::unique_ptr<ExecutionEngine>> engine = compileForHost(*module);
+  HostCompileOptions compileOptions;
+  compileOptions.decompose = decompose;
+  FailureOr<std::unique_ptr<ExecutionEngine>> engine = compileForHost(*module, compileOptions);
   if (failed(engine)) {
     llvm::errs() << "fa-run: compiling " << inputFile << " failed\n";
     return 2;

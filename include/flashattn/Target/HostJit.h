@@ -29,10 +29,19 @@ namespace flashattn {
 /// translations. Also initializes the native target (idempotent).
 void registerHostJitDependencies(DialectRegistry &registry);
 
+struct HostCompileOptions {
+  /// Decompose the tensor form into linalg (flashattn-decompose-to-linalg)
+  /// and lower that with upstream's linalg-to-loops instead of flashattn's
+  /// tiling: the unfused reference path for a compiler without our
+  /// lowerings.
+  bool decompose = false;
+};
+
 /// Bufferizes (when needed), lowers and JIT-compiles `module` in place.
 /// Functions whose tensor results are not their out arguments are rejected.
 /// Errors are emitted as diagnostics on the module's context.
-FailureOr<std::unique_ptr<ExecutionEngine>> compileForHost(ModuleOp module);
+FailureOr<std::unique_ptr<ExecutionEngine>>
+compileForHost(ModuleOp module, const HostCompileOptions &options = {});
 
 } // namespace flashattn
 } // namespace mlir

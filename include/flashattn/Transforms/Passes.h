@@ -1,7 +1,8 @@
 //===- Passes.h - flashattn transformation passes ---------------*- C++ -*-===//
 //
-// flashattn-plan, flashattn-split-kv, flashattn-tile and
-// flashattn-lower-key-ranges (declared in Passes.td), and the pattern sets
+// flashattn-plan, flashattn-split-kv, flashattn-tile,
+// flashattn-lower-key-ranges and flashattn-decompose-to-linalg (declared in
+// Passes.td), and the pattern sets
 // and helpers behind them, for compilers that run them inside their own pass
 // pipelines.
 //

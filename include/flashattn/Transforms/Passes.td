@@ -135,4 +135,31 @@ def FlashAttnLowerKeyRanges : Pass<"flashattn-lower-key-ranges"> {
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
+def FlashAttnDecomposeToLinalg : Pass<"flashattn-decompose-to-linalg"> {
+  let summary = "Decompose flashattn.attention on tensors into linalg";
+  let description = [{
+    Rewrites every `flashattn.attention` in tensor form into `linalg.generic`
+    ops that compute docs/SEMANTICS.md's formula unfused, in f32, through the
+    op's `linalg::AggregatedOpInterface` (its `decomposeOperation`): S = Q
+    K^T over head_dim, then scale, softcap, ALiBi, the score region, the
+    causal / window / mask-region mask as a select to -inf, the row max m,
+    P = exp(S - m) (0 in place of m while it is -inf), the row sum l, O = P
+    V, out = O / l (0 where l is 0) and lse = m + log l (-inf where l is 0).
+    GQA reads kv head h / G. For a compiler without flashattn's lowerings:
+    upstream's linalg lowering runs the result. It uses O(Sq Sk) memory and
+    keeps no FlashAttention rounding (P is f32).
+
+    Dense ops only: varlen, paged, seqused_k, kv-cache append, the split-KV
+    partial form and dynamic head counts are errors naming the feature.
+
+    ```mlir
+    %o = flashattn.attention ins(%q, %k, %v : ...) outs(%out : ...) -> tensor<...>
+    // becomes linalg.fill / linalg.generic ops ending in
+    %o = linalg.generic {...} ins(%O, %l : ...) outs(%out : ...) -> tensor<...>
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
+                           "::mlir::math::MathDialect", "::mlir::tensor::TensorDialect"];
+}
+
 #endif // FLASHATTN_TRANSFORMS_PASSES
