@@ -21,6 +21,13 @@ extern "C" {
  * dialect (namespace "flashattn"). Never null. */
 MLIR_DECLARE_CAPI_DIALECT_REGISTRATION(FlashAttn, flashattn);
 
+/* Adds the op interfaces flashattn.attention implements as external
+ * models to `registry`: BufferizableOpInterface (one-shot-bufferize),
+ * TilingInterface (upstream tiling and fusion over batch, kv heads and
+ * query rows) and linalg::AggregatedOpInterface (the decomposition into
+ * linalg). Call it before creating the context from the registry. */
+MLIR_CAPI_EXPORTED void mlirFlashAttnRegisterExternalModels(MlirDialectRegistry registry);
+
 #ifdef __cplusplus
 }
 #endif

@@ -5,12 +5,15 @@
 #include "flashattn/Dialect/FlashAttn/IR/FlashAttn.h"
 #include "flashattn/Dialect/FlashAttn/Transforms/BufferizableOpInterfaceImpl.h"
 #include "flashattn/Dialect/FlashAttn/Transforms/DecompositionInterfaceImpl.h"
+#include "flashattn/Dialect/FlashAttn/Transforms/TilingInterfaceImpl.h"
 #include "flashattn/Pipelines/Pipelines.h"
 #include "flashattn/Transforms/Passes.h"
 
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
@@ -18,6 +21,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Transforms/Passes.h"
 #include "llvm/Support/TargetSelect.h"
 
 using namespace mlir;
@@ -30,8 +34,28 @@ void mlir::flashattn::registerHostJitDependencies(DialectRegistry &registry) {
   registry.insert<FlashAttnDialect>();
   registerBufferizableOpInterfaceExternalModels(registry);
   registerDecompositionInterfaceExternalModels(registry);
+  registerTilingInterfaceExternalModels(registry);
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
+}
+
+/// Tiles every flashattn.attention of `module` by `sizes` (scf.for loops).
+static LogicalResult tileAttention(ModuleOp module, ArrayRef<int64_t> sizes) {
+  using flashattn::AttentionOp;
+  SmallVector<AttentionOp> ops;
+  module.walk([&](AttentionOp op) { ops.push_back(op); });
+  IRRewriter rewriter(module.getContext());
+  scf::SCFTilingOptions options;
+  options.setTileSizes(getAsIndexOpFoldResult(module.getContext(), sizes));
+  for (AttentionOp op : ops) {
+    rewriter.setInsertionPoint(op);
+    FailureOr<scf::SCFTilingResult> tiled =
+        scf::tileUsingSCF(rewriter, cast<TilingInterface>(op.getOperation()), options);
+    if (failed(tiled))
+      return op.emitOpError() << "could not be tiled by the given sizes";
+    rewriter.replaceOp(op, tiled->replacements);
+  }
+  return success();
 }
 
 FailureOr<std::unique_ptr<ExecutionEngine>>
@@ -44,6 +68,8 @@ mlir::flashattn::compileForHost(ModuleOp module,
       return isa<TensorType>(t);
     });
   });
+  if (!compileOptions.tileSizes.empty() && failed(tileAttention(module, compileOptions.tileSizes)))
+    return failure();
   if (compileOptions.decompose && !hasTensors) {
     emitError(module.getLoc()) << "the decomposition into linalg takes the tensor form";
     return failure();
@@ -57,6 +83,13 @@ mlir::flashattn::compileForHost(ModuleOp module,
     bufferize.functionBoundaryTypeConversion =
         bufferization::LayoutMapOption::IdentityLayoutMap;
     pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+    // Tiling loops copy each tile onto itself and yield their out buffers
+    // unchanged: CSE makes the copies self-copies, which canonicalization
+    // erases with the loops' results (back to the out arguments).
+    if (!compileOptions.tileSizes.empty()) {
+      pm.addPass(createCSEPass());
+      pm.addPass(createCanonicalizerPass());
+    }
     if (failed(pm.run(module)))
       return failure();
     // DPS results alias the out arguments: drop them from the signatures.

@@ -5,7 +5,9 @@
  * names the host pipeline through MLIR's own pass-manager C API; runs the
  * host pipeline to the LLVM dialect; and checks that an unknown pass name,
  * a bad option and a failing pass (flashattn-plan{target=tpu}) each give
- * failure with a message while the process goes on. Exits 0 on success, 1
+ * failure with a message while the process goes on; with the interface
+ * models in a registry, decomposes a tensor-form op into linalg. Exits 0
+ * on success, 1
  * with a message on the first failed check.
  *
  *===----------------------------------------------------------------------===*/
@@ -34,6 +36,16 @@ static const char *kModule =
     "      memref<1x64x2x64xbf16>, memref<1x64x2x64xbf16>)\n"
     "      outs(%o : memref<1x64x4x64xbf16>) {causal = #flashattn.causal<bottom_right>}\n"
     "  return\n"
+    "}\n";
+
+/* The tensor form (what an ML compiler emits). */
+static const char *kTensorModule =
+    "func.func @f(%q: tensor<1x8x4x16xf16>, %k: tensor<1x8x2x16xf16>,\n"
+    "             %v: tensor<1x8x2x16xf16>, %o: tensor<1x8x4x16xf16>) -> tensor<1x8x4x16xf16> {\n"
+    "  %r = flashattn.attention ins(%q, %k, %v : tensor<1x8x4x16xf16>,\n"
+    "      tensor<1x8x2x16xf16>, tensor<1x8x2x16xf16>)\n"
+    "      outs(%o : tensor<1x8x4x16xf16>) -> tensor<1x8x4x16xf16>\n"
+    "  return %r : tensor<1x8x4x16xf16>\n"
     "}\n";
 
 /* Counts the operations whose name starts with `prefix`; remembers the
@@ -193,6 +205,24 @@ int main(void) {
         "flashattn-plan after the failures: %s", errors.text);
   mlirModuleDestroy(module);
 
+  mlirContextDestroy(ctx);
+
+  /* The interface models (bufferization, tiling, decomposition) in a
+   * registry; the decomposition into linalg of a tensor-form op. */
+  MlirDialectRegistry registry = mlirDialectRegistryCreate();
+  mlirDialectHandleInsertDialect(mlirGetDialectHandle__flashattn__(), registry);
+  mlirDialectHandleInsertDialect(mlirGetDialectHandle__func__(), registry);
+  mlirFlashAttnRegisterExternalModels(registry);
+  ctx = mlirContextCreateWithRegistry(registry, false);
+  mlirDialectRegistryDestroy(registry);
+  module = mlirModuleCreateParse(ctx, mlirStringRefCreateFromCString(kTensorModule));
+  CHECK(!mlirModuleIsNull(module), "tensor module failed to parse");
+  CHECK(mlirLogicalResultIsSuccess(
+            run(module, "builtin.module(flashattn-decompose-to-linalg)", &errors)),
+        "flashattn-decompose-to-linalg failed: %s", errors.text);
+  CHECK(walk(module, "flashattn.").count == 0 && walk(module, "linalg.generic").count >= 7,
+        "the decomposition left flashattn ops or made too few linalg.generic");
+  mlirModuleDestroy(module);
   mlirContextDestroy(ctx);
   printf("capi.passes: all checks passed\n");
   return 0;

@@ -9,6 +9,7 @@
 #include "flashattn/Dialect/FlashAttn/IR/FlashAttn.h"
 #include "flashattn/Dialect/FlashAttn/Transforms/BufferizableOpInterfaceImpl.h"
 #include "flashattn/Dialect/FlashAttn/Transforms/DecompositionInterfaceImpl.h"
+#include "flashattn/Dialect/FlashAttn/Transforms/TilingInterfaceImpl.h"
 #include "flashattn/Pipelines/Pipelines.h"
 #include "flashattn/Utils/ParserWorkarounds.h"
 
@@ -35,6 +36,7 @@ int main(int argc, char **argv) {
   mlir::registerAllToLLVMIRTranslations(registry);
   mlir::flashattn::registerBufferizableOpInterfaceExternalModels(registry);
   mlir::flashattn::registerDecompositionInterfaceExternalModels(registry);
+  mlir::flashattn::registerTilingInterfaceExternalModels(registry);
 
   auto [inputFilename, outputFilename] = mlir::registerAndParseCLIOptions(
       argc, argv, "flashattn optimizer driver\n", registry);

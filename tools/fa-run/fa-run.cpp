@@ -66,6 +66,10 @@ static llvm::cl::opt<bool> decompose(
     llvm::cl::desc("lower through flashattn-decompose-to-linalg and upstream's linalg "
                    "lowering instead of flashattn-tile (tensor form only)"),
     llvm::cl::init(false));
+static llvm::cl::list<int64_t> tileSizes(
+    "tile-sizes", llvm::cl::cat(faRunCategory), llvm::cl::CommaSeparated,
+    llvm::cl::desc("tile each op over (batch, kv head, query row) by these sizes first, "
+                   "through its TilingInterface (0 = whole dimension; tensor form)"));
 static llvm::cl::opt<std::string> dumpDir(
     "dump-inputs", llvm::cl::cat(faRunCategory),
     llvm::cl::desc("write each case's inputs to DIR/<case>/<name>.npy"),
@@ -888,6 +892,7 @@ int main(int argc, char **argv) {
   auto compileStart = std::chrono::steady_clock::now();
   HostCompileOptions compileOptions;
   compileOptions.decompose = decompose;
+  compileOptions.tileSizes.assign(tileSizes.begin(), tileSizes.end());
   FailureOr<std::unique_ptr<ExecutionEngine>> engine = compileForHost(*module, compileOptions);
   if (failed(engine)) {
     llvm::errs() << "fa-run: compiling " << inputFile << " failed\n";

@@ -35,6 +35,10 @@ struct HostCompileOptions {
   /// tiling: the unfused reference path for a compiler without our
   /// lowerings.
   bool decompose = false;
+  /// Tile every flashattn.attention over (batch, kv head, query row) by
+  /// these sizes first (its TilingInterface, scf::tileUsingSCF; 0 = whole
+  /// dimension); empty = no tiling.
+  SmallVector<int64_t> tileSizes;
 };
 
 /// Bufferizes (when needed), lowers and JIT-compiles `module` in place.
