@@ -172,7 +172,8 @@ OwningOpRef<ModuleOp> mlir::flashattn::buildAttentionModule(MLIRContext *ctx,
   auto op = AttentionOp::create(
       b, loc, TypeRange{}, arg("q"), arg("k"), arg("v"), arg("cu_seqlens_q"),
       arg("cu_seqlens_k"), arg("seqused_k"), arg("block_table"), arg("alibi_slopes"),
-      arg("k_new"), arg("v_new"), arg("cache_seqlens"), outs, f32(c.scale, c.scale != 0),
+      arg("k_new"), arg("v_new"), arg("cache_seqlens"), /*q_start=*/Value(),
+      /*seqlen_q=*/Value(), outs, f32(c.scale, c.scale != 0),
       causal[c.causal], window, f32(c.softcap, c.softcap > 0), c.num_splits,
       c.pack_gqa >= 0 ? b.getBoolAttr(c.pack_gqa != 0) : BoolAttr(), PlanAttr());
   func::ReturnOp::create(b, loc);

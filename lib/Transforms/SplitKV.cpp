@@ -133,7 +133,7 @@ struct SplitAttention : OpRewritePattern<AttentionOp> {
         rewriter, loc, partialTypes, q, op.getK(), op.getV(),
         op.getCuSeqlensQ(), op.getCuSeqlensK(), op.getSequsedK(),
         op.getBlockTable(), op.getAlibiSlopes(), op.getKNew(), op.getVNew(),
-        op.getCacheSeqlens(), ValueRange{partialOut, partialLse},
+        op.getCacheSeqlens(), op.getQStart(), op.getSeqlenQ(), ValueRange{partialOut, partialLse},
         op.getScaleAttr(), op.getCausalAttr(), op.getWindowSizeAttr(),
         op.getSoftcapAttr(), rewriter.getI64IntegerAttr(splits),
         op.getPackGqaAttr(), plan);

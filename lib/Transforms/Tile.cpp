@@ -194,6 +194,7 @@ private:
   /// and c = Sk - Sq.
   struct WorkTile {
     Value h, g, m0, rows, split, qv, kv, vv, pages, ov, lv, c;
+    Value p0; ///< the query position of row m0 (m0 + q_start)
   };
 
   Sequence sequence(Value bIdx);
@@ -349,16 +350,20 @@ void AttentionTiler::workTile(const Sequence &s, Value t) {
   w.rows = e.min(e.c(bm), e.sub(s.sq, w.m0));
   views(s, w);
 
-  // The key blocks of rows [m0, m0 + rows) (and of the split).
-  w.c = e.sub(s.sk, s.sq);
-  Value m1 = e.add(w.m0, w.rows);
-  auto range = KeyBlocksOp::create(b, loc, b.getIndexType(), b.getIndexType(), w.m0, m1, s.sk,
+  // The key blocks of the query positions [p0, p0 + rows) (and of the
+  // split). A tile of rows (q_start, seqlen_q) moves the positions and
+  // aligns to seqlen_q queries.
+  Value qStart = op.getQStart(), seqlenQ = op.getSeqlenQ();
+  w.p0 = qStart ? e.add(w.m0, qStart) : w.m0;
+  w.c = e.sub(s.sk, seqlenQ ? seqlenQ : s.sq);
+  Value m1 = e.add(w.p0, w.rows);
+  auto range = KeyBlocksOp::create(b, loc, b.getIndexType(), b.getIndexType(), w.p0, m1, s.sk,
                                    w.c, splits > 1 ? w.split : Value(),
                                    splits > 1 ? e.c(splits) : Value(), bn, causal, winL, winR);
   // A key block needs the mask when it reaches past the first row's key
   // end or starts before the last row's window start.
-  Value firstEnd = keyEnd(s, w, w.m0);
-  Value lastBegin = winL >= 0 ? keyBegin(w, e.add(w.m0, e.c(bm - 1))) : Value();
+  Value firstEnd = keyEnd(s, w, w.p0);
+  Value lastBegin = winL >= 0 ? keyBegin(w, e.add(w.p0, e.c(bm - 1))) : Value();
 
   TileInitOp::create(b, loc, mt, lt, acc);
   TileLoadOp::create(b, loc, w.qv, w.m0, w.rows, qt);
@@ -466,7 +471,7 @@ void AttentionTiler::scoreModifiers(const Sequence &s, const WorkTile &w, Value 
   Type f32 = b.getF32Type();
   buildFor(b, loc, e.c(0), w.rows, [&](Value i) {
     buildFor(b, loc, e.c(0), cols, [&](Value j) {
-      Value iAbs = e.add(w.m0, i), jAbs = e.add(n0, j);
+      Value iAbs = e.add(w.p0, i), jAbs = e.add(n0, j);
       Value x = memref::LoadOp::create(b, loc, st, ValueRange{i, j});
       if (softcap > 0) {
         Value cap = e.f32(softcap);
@@ -503,7 +508,7 @@ void AttentionTiler::boundaryMask(const Sequence &s, const WorkTile &w, Value n0
   b.setInsertionPointToStart(ifOp.thenBlock());
   Value negInf = e.f32(-INFINITY);
   buildFor(b, loc, e.c(0), e.c(bm), [&](Value i) {
-    Value iAbs = e.add(w.m0, i);
+    Value iAbs = e.add(w.p0, i);
     Value end = keyEnd(s, w, iAbs);
     Value begin = winL >= 0 ? keyBegin(w, iAbs) : Value();
     buildFor(b, loc, e.c(0), e.c(bn), [&](Value j) {
@@ -523,7 +528,7 @@ void AttentionTiler::maskRegion(const Sequence &s, const WorkTile &w, Value n0, 
   Value negInf = e.f32(-INFINITY);
   buildFor(b, loc, e.c(0), w.rows, [&](Value i) {
     buildFor(b, loc, e.c(0), cols, [&](Value j) {
-      Value iAbs = e.add(w.m0, i), jAbs = e.add(n0, j);
+      Value iAbs = e.add(w.p0, i), jAbs = e.add(n0, j);
       Value keep = inlineRegion(b, op.getMask(), {s.b, w.h, iAbs, jAbs});
       Value x = memref::LoadOp::create(b, loc, st, ValueRange{i, j});
       x = arith::SelectOp::create(b, loc, keep, x, negInf);

@@ -277,3 +277,23 @@ func.func @huge_head_dim(%q: memref<1x8x2x100000xf16>, %o: memref<1x8x2x100000xf
   flashattn.attention ins(%q, %q, %q : memref<1x8x2x100000xf16>, memref<1x8x2x100000xf16>, memref<1x8x2x100000xf16>) outs(%o : memref<1x8x2x100000xf16>)
   return
 }
+
+// -----
+
+// A tile of query rows: positions are q_start + row (the key range's rows
+// and each row's key end), the bottom-right offset is Sk - seqlen_q; the
+// views and tile loads stay at the op's own rows (m0).
+// CHECK-LABEL: func.func @row_tile
+// CHECK-SAME: %[[START:[a-z0-9]+]]: index, %[[N:[a-z0-9]+]]: index)
+// CHECK: %[[M0:.*]] = arith.muli %{{.*}}, %c64
+// CHECK: %[[P0:.*]] = arith.addi %[[M0]], %[[START]] : index
+// CHECK: %[[OFF:.*]] = arith.subi %c130, %[[N]] : index
+// CHECK: flashattn.key_blocks rows[%[[P0]], %{{.*}}) keys %c130 offset %[[OFF]]
+// CHECK: flashattn.key_end row %[[P0]] keys %c130 offset %[[OFF]]
+// CHECK: flashattn.tile_load %{{.*}}[%[[M0]]] rows
+func.func @row_tile(%q: memref<1x100x2x64xf16>, %k: memref<1x130x2x64xf16>, %v: memref<1x130x2x64xf16>,
+                    %o: memref<1x100x2x64xf16>, %start: index, %n: index) {
+  flashattn.attention ins(%q, %k, %v : memref<1x100x2x64xf16>, memref<1x130x2x64xf16>, memref<1x130x2x64xf16>)
+      q_start(%start) seqlen_q(%n) outs(%o : memref<1x100x2x64xf16>) {causal = #flashattn.causal<bottom_right>}
+  return
+}

@@ -36,8 +36,7 @@ module attributes {transform.with_named_sequence} {
 
 // -----
 
-// ALiBi slopes [B, Hq] follow the batch and head tiles; under a causal
-// mask the rows stay whole (tile size 0).
+// ALiBi slopes [B, Hq] follow the batch and head tiles.
 // CHECK-LABEL: func.func @alibi_causal
 // CHECK: %[[S:.*]] = tensor.extract_slice %arg3[%{{.*}}, %{{.*}}] [1, 2] [1, 1] : tensor<2x4xf32> to tensor<1x2xf32>
 // CHECK: flashattn.attention ins(%{{.*}} : tensor<1x30x2x32xf16>, tensor<1x40x1x32xf16>, tensor<1x40x1x32xf16>) alibi_slopes(%[[S]] : tensor<1x2xf32>)
@@ -58,12 +57,14 @@ module attributes {transform.with_named_sequence} {
 
 // -----
 
+// Rows of a causal op: each tile's op gets q_start = its first row and
+// seqlen_q = 30, so its rows keep their positions.
+// CHECK-LABEL: func.func @causal_rows
+// CHECK: scf.for %[[I:[a-z0-9_]+]] = %{{.*}} to %{{.*}} step %c8
+// CHECK:   flashattn.attention ins(%{{.*}} : tensor<1x?x2x32xf16>, tensor<1x40x2x32xf16>, tensor<1x40x2x32xf16>) q_start(%[[I]]) seqlen_q(%c30{{.*}}) outs
 module attributes {transform.with_named_sequence} {
   func.func @causal_rows(%q: tensor<1x30x2x32xf16>, %k: tensor<1x40x2x32xf16>, %v: tensor<1x40x2x32xf16>,
                          %o: tensor<1x30x2x32xf16>) -> tensor<1x30x2x32xf16> {
-    // expected-error @+3 {{does not tile query rows under a causal mask, window, ALiBi or a region reading %i (their positions would move)}}
-    // expected-error @+2 {{faild to tile operation}}
-    // expected-error @+1 {{failed to generate tiling loops}}
     %r = flashattn.attention ins(%q, %k, %v : tensor<1x30x2x32xf16>, tensor<1x40x2x32xf16>, tensor<1x40x2x32xf16>)
         outs(%o : tensor<1x30x2x32xf16>) {causal = #flashattn.causal<top_left>} -> tensor<1x30x2x32xf16>
     return %r : tensor<1x30x2x32xf16>
@@ -71,6 +72,30 @@ module attributes {transform.with_named_sequence} {
   transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
     %a = transform.structured.match ops{["flashattn.attention"]} in %root : (!transform.any_op) -> !transform.any_op
     %t, %loops = transform.structured.tile_using_for %a tile_sizes [0, 0, 8] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.yield
+  }
+}
+
+// -----
+
+module attributes {transform.with_named_sequence} {
+  func.func @head_region(%q: tensor<1x30x2x32xf16>, %k: tensor<1x40x2x32xf16>, %v: tensor<1x40x2x32xf16>,
+                         %o: tensor<1x30x2x32xf16>) -> tensor<1x30x2x32xf16> {
+    // expected-error @+3 {{does not tile the heads: a region reads %h}}
+    // expected-error @+2 {{faild to tile operation}}
+    // expected-error @+1 {{failed to generate tiling loops}}
+    %r = flashattn.attention ins(%q, %k, %v : tensor<1x30x2x32xf16>, tensor<1x40x2x32xf16>, tensor<1x40x2x32xf16>)
+        outs(%o : tensor<1x30x2x32xf16>)
+        mask(%b: index, %h: index, %i: index, %j: index) {
+          %c0 = arith.constant 0 : index
+          %keep = arith.cmpi eq, %h, %c0 : index
+          flashattn.yield %keep : i1
+        } -> tensor<1x30x2x32xf16>
+    return %r : tensor<1x30x2x32xf16>
+  }
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %a = transform.structured.match ops{["flashattn.attention"]} in %root : (!transform.any_op) -> !transform.any_op
+    %t, %loops = transform.structured.tile_using_for %a tile_sizes [0, 1, 0] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
     transform.yield
   }
 }

@@ -343,6 +343,9 @@ static FailureOr<std::vector<Case>> collectCases(ModuleOp module) {
                           "flashattn.attention, this one holds ")
              << ops.size();
     AttentionOp op = ops.front();
+    if (op.getQStart())
+      return op.emitError("fa-run: an op that is a tile of query rows (q_start, seqlen_q) "
+                          "has no reference here; tile the whole op with --tile-sizes");
     Case c;
     c.name = fn.getName().str();
     for (unsigned i = 0; i < fn.getNumArguments(); ++i) {

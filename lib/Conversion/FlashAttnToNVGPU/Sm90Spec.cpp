@@ -60,6 +60,8 @@ static LogicalResult checkOperands(AttentionOp op, const Fail &fail) {
     return fail("the sm90 kernel takes head_dim 64, 128 or 256 (= head_dim_v)");
   if (op.getAlibiSlopes())
     return fail("ALiBi is not in the sm90 kernel yet");
+  if (op.getQStart())
+    return fail("a tile of query rows (q_start, seqlen_q) is not in the sm90 kernel");
   return success();
 }
 

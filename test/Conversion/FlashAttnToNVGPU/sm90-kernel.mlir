@@ -357,6 +357,16 @@ func.func @hd96(%q: memref<1x64x2x96xbf16>, %k: memref<1x64x2x96xbf16>, %v: memr
 
 // -----
 
+func.func @row_tile(%q: memref<1x64x2x64xbf16>, %k: memref<1x64x2x64xbf16>, %v: memref<1x64x2x64xbf16>,
+                    %o: memref<1x64x2x64xbf16>, %start: index, %n: index) {
+  // expected-error @+1 {{convert-flashattn-to-nvgpu: a tile of query rows (q_start, seqlen_q) is not in the sm90 kernel}}
+  flashattn.attention ins(%q, %k, %v : memref<1x64x2x64xbf16>, memref<1x64x2x64xbf16>, memref<1x64x2x64xbf16>)
+      q_start(%start) seqlen_q(%n) outs(%o : memref<1x64x2x64xbf16>)
+  return
+}
+
+// -----
+
 func.func @f32(%q: memref<1x64x2x64xf32>, %k: memref<1x64x2x64xf32>, %v: memref<1x64x2x64xf32>,
                %o: memref<1x64x2x64xf32>) {
   // expected-error @+1 {{convert-flashattn-to-nvgpu: the sm90 kernel takes bf16 or f16 inputs}}

@@ -41,7 +41,7 @@ func.func @mixed_kinds(%q: tensor<2x64x8x64xf16>, %k: memref<2x128x2x64xf16>, %v
 
 func.func @memref_with_result(%q: memref<2x64x8x64xf16>, %k: memref<2x128x2x64xf16>, %v: memref<2x128x2x64xf16>, %o: memref<2x64x8x64xf16>) {
   // expected-error @+1 {{on memrefs writes its outs in place and returns no results, got 1}}
-  %r = "flashattn.attention"(%q, %k, %v, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1>}> ({}, {}) : (memref<2x64x8x64xf16>, memref<2x128x2x64xf16>, memref<2x128x2x64xf16>, memref<2x64x8x64xf16>) -> tensor<2x64x8x64xf16>
+  %r = "flashattn.attention"(%q, %k, %v, %o) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1>}> ({}, {}) : (memref<2x64x8x64xf16>, memref<2x128x2x64xf16>, memref<2x128x2x64xf16>, memref<2x64x8x64xf16>) -> tensor<2x64x8x64xf16>
   return
 }
 
@@ -49,7 +49,7 @@ func.func @memref_with_result(%q: memref<2x64x8x64xf16>, %k: memref<2x128x2x64xf
 
 func.func @too_many_outs(%q: tensor<2x64x8x64xf16>, %k: tensor<2x128x2x64xf16>, %v: tensor<2x128x2x64xf16>, %o: tensor<2x64x8x64xf16>, %l: tensor<2x8x64xf32>) {
   // expected-error @+1 {{'outs' must hold out and optionally lse, got 3 values}}
-  %r:3 = "flashattn.attention"(%q, %k, %v, %o, %l, %l) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 3>}> ({}, {}) : (tensor<2x64x8x64xf16>, tensor<2x128x2x64xf16>, tensor<2x128x2x64xf16>, tensor<2x64x8x64xf16>, tensor<2x8x64xf32>, tensor<2x8x64xf32>) -> (tensor<2x64x8x64xf16>, tensor<2x8x64xf32>, tensor<2x8x64xf32>)
+  %r:3 = "flashattn.attention"(%q, %k, %v, %o, %l, %l) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3>}> ({}, {}) : (tensor<2x64x8x64xf16>, tensor<2x128x2x64xf16>, tensor<2x128x2x64xf16>, tensor<2x64x8x64xf16>, tensor<2x8x64xf32>, tensor<2x8x64xf32>) -> (tensor<2x64x8x64xf16>, tensor<2x8x64xf32>, tensor<2x8x64xf32>)
   return
 }
 
@@ -733,4 +733,37 @@ llvm.func @arrive_if_global(%p: i1, %bar: !llvm.ptr<1>) {
   // expected-error @+1 {{operand #1 must be LLVM pointer in address space 3}}
   flashattn.mbarrier_arrive_if %p, %bar : !llvm.ptr<1>
   llvm.return
+}
+
+// -----
+
+func.func @q_start_alone(%q: memref<1x16x2x64xf16>, %k: memref<1x32x2x64xf16>, %v: memref<1x32x2x64xf16>,
+                         %o: memref<1x16x2x64xf16>, %start: index) {
+  // expected-error @+1 {{'q_start' and 'seqlen_q' go together (a tile of query rows names where it starts and the length it aligns to)}}
+  flashattn.attention ins(%q, %k, %v : memref<1x16x2x64xf16>, memref<1x32x2x64xf16>, memref<1x32x2x64xf16>)
+      q_start(%start) outs(%o : memref<1x16x2x64xf16>)
+  return
+}
+
+// -----
+
+func.func @q_start_varlen(%q: memref<16x2x64xf16>, %k: memref<32x2x64xf16>, %v: memref<32x2x64xf16>,
+                          %cq: memref<2xi32>, %ck: memref<2xi32>, %o: memref<16x2x64xf16>, %s: index) {
+  // expected-error @+1 {{'q_start' / 'seqlen_q' need dense q (rank 4), got packed q}}
+  flashattn.attention ins(%q, %k, %v : memref<16x2x64xf16>, memref<32x2x64xf16>, memref<32x2x64xf16>)
+      cu_seqlens_q(%cq : memref<2xi32>) cu_seqlens_k(%ck : memref<2xi32>)
+      q_start(%s) seqlen_q(%s) outs(%o : memref<16x2x64xf16>)
+  return
+}
+
+// -----
+
+func.func @q_start_past_seqlen(%q: memref<1x16x2x64xf16>, %k: memref<1x32x2x64xf16>, %v: memref<1x32x2x64xf16>,
+                               %o: memref<1x16x2x64xf16>) {
+  %c8 = arith.constant 8 : index
+  %c20 = arith.constant 20 : index
+  // expected-error @+1 {{rows [8, 24) of the tile must lie in the seqlen_q 20 queries}}
+  flashattn.attention ins(%q, %k, %v : memref<1x16x2x64xf16>, memref<1x32x2x64xf16>, memref<1x32x2x64xf16>)
+      q_start(%c8) seqlen_q(%c20) outs(%o : memref<1x16x2x64xf16>)
+  return
 }

@@ -314,3 +314,13 @@ llvm.func @instructions(%x: i32, %p: i1, %bar: !llvm.ptr<3>, %counter: !llvm.ptr
   %3 = flashattn.atomic_add_acq_rel %counter, 1 : !llvm.ptr<1>
   llvm.return
 }
+
+// A tile of query rows: q_start and seqlen_q.
+// CHECK-LABEL: func.func @row_tile
+// CHECK: flashattn.attention ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<1x16x4x64xbf16>, tensor<1x90x2x64xbf16>, tensor<1x90x2x64xbf16>) q_start(%arg4) seqlen_q(%arg5) outs(%{{.*}} : tensor<1x16x4x64xbf16>) {causal = #flashattn.causal<bottom_right>}
+func.func @row_tile(%q: tensor<1x16x4x64xbf16>, %k: tensor<1x90x2x64xbf16>, %v: tensor<1x90x2x64xbf16>,
+                    %o: tensor<1x16x4x64xbf16>, %start: index, %n: index) -> tensor<1x16x4x64xbf16> {
+  %r = flashattn.attention ins(%q, %k, %v : tensor<1x16x4x64xbf16>, tensor<1x90x2x64xbf16>, tensor<1x90x2x64xbf16>)
+      q_start(%start) seqlen_q(%n) outs(%o : tensor<1x16x4x64xbf16>) {causal = #flashattn.causal<bottom_right>} -> tensor<1x16x4x64xbf16>
+  return %r : tensor<1x16x4x64xbf16>
+}

@@ -1,8 +1,11 @@
 // RUN: fa-run --decompose %s | FileCheck %s
 // RUN: fa-run %s | FileCheck %s
+// RUN: fa-run --tile-sizes=0,0,7 %s | FileCheck %s
+// RUN: fa-run --decompose --tile-sizes=0,0,16 %s | FileCheck %s
 // flashattn-decompose-to-linalg then upstream's linalg lowering (the first
 // run) against the same float64 reference as flashattn's own host lowering
-// (the second), on the same seeded inputs: GQA under bottom-right causal
+// (the second), on the same seeded inputs, then both on tiles of query rows
+// (each tile's op with q_start and seqlen_q, the positional cases included): GQA under bottom-right causal
 // with more queries than keys (empty rows: out 0, lse -inf), a window with
 // softcap, ALiBi per batch and head, score and mask regions with top-left
 // causal and an f32 out, a mask that removes every key.

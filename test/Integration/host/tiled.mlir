@@ -6,13 +6,16 @@
 // lowering, or before the decomposition into linalg, against the float64
 // reference of the untiled op: GQA with lse over row tiles that do not
 // divide Sq, softcap, a mask region and a score region that read only the
-// key position, no keys at all.
+// key position, no keys at all, and under causal masks and a window (row
+// tiles carry q_start and seqlen_q).
 
 // CHECK: gqa_lse {{.*}} PASS
 // CHECK: softcap_f16 {{.*}} PASS
 // CHECK: key_mask_and_score {{.*}} PASS
 // CHECK: no_keys {{.*}} PASS
-// CHECK: fa-run: all 4 case(s) within tolerance
+// CHECK: causal_gqa_more_queries {{.*}} PASS
+// CHECK: window_top_left {{.*}} PASS
+// CHECK: fa-run: all 6 case(s) within tolerance
 
 func.func @gqa_lse(%q: tensor<2x70x8x64xbf16>, %k: tensor<2x90x4x64xbf16>, %v: tensor<2x90x4x64xbf16>, %o: tensor<2x70x8x64xbf16>, %l: tensor<2x8x70xf32>) -> (tensor<2x70x8x64xbf16>, tensor<2x8x70xf32>) {
   %r:2 = flashattn.attention ins(%q, %k, %v : tensor<2x70x8x64xbf16>, tensor<2x90x4x64xbf16>, tensor<2x90x4x64xbf16>)
@@ -48,4 +51,14 @@ func.func @no_keys(%q: tensor<2x20x4x16xf16>, %k: tensor<2x0x2x16xf16>, %v: tens
   %r:2 = flashattn.attention ins(%q, %k, %v : tensor<2x20x4x16xf16>, tensor<2x0x2x16xf16>, tensor<2x0x2x16xf16>)
       outs(%o, %l : tensor<2x20x4x16xf16>, tensor<2x4x20xf32>) -> tensor<2x20x4x16xf16>, tensor<2x4x20xf32>
   return %r#0, %r#1 : tensor<2x20x4x16xf16>, tensor<2x4x20xf32>
+}
+func.func @causal_gqa_more_queries(%q: tensor<2x50x4x32xbf16>, %k: tensor<2x35x2x32xbf16>, %v: tensor<2x35x2x32xbf16>, %o: tensor<2x50x4x32xbf16>, %l: tensor<2x4x50xf32>) -> (tensor<2x50x4x32xbf16>, tensor<2x4x50xf32>) {
+  %r:2 = flashattn.attention ins(%q, %k, %v : tensor<2x50x4x32xbf16>, tensor<2x35x2x32xbf16>, tensor<2x35x2x32xbf16>)
+      outs(%o, %l : tensor<2x50x4x32xbf16>, tensor<2x4x50xf32>) {causal = #flashattn.causal<bottom_right>} -> tensor<2x50x4x32xbf16>, tensor<2x4x50xf32>
+  return %r#0, %r#1 : tensor<2x50x4x32xbf16>, tensor<2x4x50xf32>
+}
+func.func @window_top_left(%q: tensor<1x40x2x32xf16>, %k: tensor<1x60x2x32xf16>, %v: tensor<1x60x2x32xf16>, %o: tensor<1x40x2x32xf16>) -> tensor<1x40x2x32xf16> {
+  %r = flashattn.attention ins(%q, %k, %v : tensor<1x40x2x32xf16>, tensor<1x60x2x32xf16>, tensor<1x60x2x32xf16>)
+      outs(%o : tensor<1x40x2x32xf16>) {causal = #flashattn.causal<top_left>, window_size = array<i64: 5, -1>} -> tensor<1x40x2x32xf16>
+  return %r : tensor<1x40x2x32xf16>
 }

@@ -8,6 +8,7 @@
 
 #include "flashattn/Dialect/FlashAttn/IR/FlashAttn.h"
 
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpImplementation.h"
@@ -214,7 +215,8 @@ void AttentionOp::build(OpBuilder &builder, OperationState &state, Value q,
   build(builder, state, resultTypes, q, k, v, /*cu_seqlens_q=*/nullptr,
         /*cu_seqlens_k=*/nullptr, /*seqused_k=*/nullptr,
         /*block_table=*/nullptr, /*alibi_slopes=*/nullptr, /*k_new=*/nullptr,
-        /*v_new=*/nullptr, /*cache_seqlens=*/nullptr, outs,
+        /*v_new=*/nullptr, /*cache_seqlens=*/nullptr, /*q_start=*/nullptr,
+        /*seqlen_q=*/nullptr, outs,
         /*scale=*/nullptr, causal, /*window_size=*/nullptr,
         /*softcap=*/nullptr, /*num_splits=*/0, /*pack_gqa=*/nullptr,
         /*plan=*/nullptr);
@@ -301,6 +303,27 @@ void AttentionOp::getEffects(
   getShapedEffects(getOperation(), inputs, inits, written, effects);
 }
 
+// q_start and seqlen_q: together, on dense q, without an append; a static
+// seqlen_q covers the tile's rows.
+LogicalResult AttentionOp::verifyRowTile(bool varlenQ) {
+  if (!getQStart() && !getSeqlenQ())
+    return success();
+  if (!getQStart() || !getSeqlenQ())
+    return emitOpError() << "'q_start' and 'seqlen_q' go together (a tile of query rows "
+                            "names where it starts and the length it aligns to)";
+  if (varlenQ)
+    return emitOpError() << "'q_start' / 'seqlen_q' need dense q (rank 4), got packed q";
+  if (hasAppend())
+    return emitOpError() << "'q_start' / 'seqlen_q' cannot be combined with a kv-cache append";
+  std::optional<int64_t> start = getConstantIntValue(getQStart());
+  std::optional<int64_t> len = getConstantIntValue(getSeqlenQ());
+  int64_t sq = cast<ShapedType>(getQ().getType()).getDimSize(1);
+  if (start && len && !isDyn(sq) && (*start < 0 || *start + sq > *len))
+    return emitOpError() << "rows [" << *start << ", " << *start + sq
+                         << ") of the tile must lie in the seqlen_q " << *len << " queries";
+  return success();
+}
+
 LogicalResult AttentionOp::verify() {
   Operation *op = getOperation();
   SmallVector<std::pair<StringRef, Value>> named = {
@@ -357,6 +380,8 @@ LogicalResult AttentionOp::verify() {
   if (!varlenQ && getCuSeqlensQ())
     return emitOpError() << "'cu_seqlens_q' is given but 'q' has rank 4 "
                             "(dense); packed q is [total_q, heads, head_dim]";
+  if (failed(verifyRowTile(varlenQ)))
+    return failure();
   bool paged = static_cast<bool>(getBlockTable());
   if (paged) {
     if (kType.getRank() != 4)

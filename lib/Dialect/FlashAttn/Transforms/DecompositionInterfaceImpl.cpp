@@ -118,7 +118,8 @@ void AttentionDecomposer::sizes() {
   hq = dim(op.getQ(), 2);
   sk = dim(op.getK(), 1);
   dv = dim(op.getV(), 3);
-  Value sqV = getValueOrCreateConstantIndexOp(b, loc, sq);
+  // A tile of query rows aligns to seqlen_q queries (docs/SEMANTICS.md).
+  Value sqV = op.getSeqlenQ() ? op.getSeqlenQ() : getValueOrCreateConstantIndexOp(b, loc, sq);
   Value skV = getValueOrCreateConstantIndexOp(b, loc, sk);
   offset = arith::SubIOp::create(b, loc, skV, sqV);
 }
@@ -180,6 +181,8 @@ Value AttentionDecomposer::masked(Value s) {
     SmallVector<Value> idx;
     for (int64_t i = 0; i < 4; ++i)
       idx.push_back(linalg::IndexOp::create(nb, l, i));
+    if (Value start = op.getQStart()) // row r is query position q_start + r
+      idx[2] = arith::AddIOp::create(nb, l, idx[2], start);
     Value x = modify(nb, l, a[0], alibi ? a[1] : Value(), idx);
     Value negInf = arith::ConstantOp::create(
         nb, l, nb.getF32FloatAttr(-std::numeric_limits<float>::infinity()));

@@ -5,11 +5,11 @@
 // (b0 + [0, bs), g0 + [0, gs), i0 + [0, is)) is the same op on the slices
 // q[b0:bs, i0:is, G g0 : G gs, :], k / v[b0:bs, :, g0:gs, :], alibi_slopes'
 // heads (and batch) and out / lse likewise: the G query heads of each kv
-// head stay together, so GQA needs no kv head twice. A tile's op numbers
-// its batch, heads and rows from 0, so a dimension tiles only where nothing
-// reads its positions: query rows not under a causal mask, window, ALiBi
-// or a region reading %i; the batch and heads not with a region reading %b
-// or %h.
+// head stay together, so GQA needs no kv head twice. A row tile of an op
+// whose result depends on query positions (causal, window, ALiBi, a region
+// reading %i) carries q_start = i0 and seqlen_q = Sq, so that its rows keep
+// their positions; a tile's op numbers its batch and heads from 0, so those
+// do not tile under a region reading %b or %h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +17,8 @@
 
 #include "flashattn/Dialect/FlashAttn/IR/FlashAttn.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Interfaces/TilingInterface.h"
 
@@ -85,6 +87,29 @@ Value slice(OpBuilder &b, Location loc, Value src, ArrayRef<OpFoldResult> offset
   return s;
 }
 
+/// `op` on the operands `map` gives, with `qStart` / `seqlenQ`, typed as
+/// its out slices, with its regions.
+AttentionOp rebuild(OpBuilder &b, AttentionOp op, IRMapping &map, Value qStart,
+                    Value seqlenQ) {
+  auto m = [&](Value v) { return v ? map.lookupOrDefault(v) : Value(); };
+  SmallVector<Value> outs;
+  SmallVector<Type> types;
+  for (Value init : op.getOuts()) {
+    outs.push_back(map.lookup(init));
+    types.push_back(outs.back().getType());
+  }
+  auto tiled = AttentionOp::create(
+      b, op.getLoc(), types, m(op.getQ()), m(op.getK()), m(op.getV()), m(op.getCuSeqlensQ()),
+      m(op.getCuSeqlensK()), m(op.getSequsedK()), m(op.getBlockTable()),
+      m(op.getAlibiSlopes()), m(op.getKNew()), m(op.getVNew()), m(op.getCacheSeqlens()), qStart,
+      seqlenQ, outs, op.getScaleAttr(), op.getCausalAttr(), op.getWindowSizeAttr(),
+      op.getSoftcapAttr(), op.getNumSplitsAttr(), op.getPackGqaAttr(), op.getPlanAttr());
+  IRMapping regions;
+  op.getScore().cloneInto(&tiled.getScore(), regions);
+  op.getMask().cloneInto(&tiled.getMask(), regions);
+  return tiled;
+}
+
 struct AttentionTiling : TilingInterface::ExternalModel<AttentionTiling, AttentionOp> {
   SmallVector<utils::IteratorType> getLoopIteratorTypes(Operation *) const {
     return SmallVector<utils::IteratorType>(3, utils::IteratorType::parallel);
@@ -106,11 +131,9 @@ struct AttentionTiling : TilingInterface::ExternalModel<AttentionTiling, Attenti
     Location loc = op.getLoc();
     if (failed(check(op)))
       return failure();
-    // A tile's op numbers its batch, heads and rows from 0: what reads
-    // their positions does not tile along them.
-    if (rowPositional(op) && !isFull(offsets[2], sizes[2], size(b, loc, op.getQ(), 1)))
-      return op.emitOpError() << "does not tile query rows under a causal mask, window, "
-                                 "ALiBi or a region reading %i (their positions would move)";
+    // A tile's op numbers its batch and heads from 0: a region reading
+    // them does not tile along them. Rows keep their positions through
+    // q_start / seqlen_q.
     if (regionReads(op, "b") && !isFull(offsets[0], sizes[0], size(b, loc, op.getQ(), 0)))
       return op.emitOpError() << "does not tile the batch: a region reads %b";
     if (regionReads(op, "h") && !isFull(offsets[1], sizes[1], size(b, loc, op.getK(), 2)))
@@ -146,10 +169,14 @@ struct AttentionTiling : TilingInterface::ExternalModel<AttentionTiling, Attenti
             {t.bs, t.is, hs, size(b, loc, op.getOut(), 3)});
     if (Value lse = op.getLse())
       sliceOf(lse, {t.b0, h0, t.i0}, {t.bs, hs, t.is});
-    // The op with its regions, on the slices, typed as the out slices.
-    Operation *tiled = b.clone(*op, map);
-    for (auto [result, init] : llvm::zip(tiled->getResults(), op.getOuts()))
-      result.setType(map.lookup(init).getType());
+    Value qStart = op.getQStart(), seqlenQ = op.getSeqlenQ();
+    OpFoldResult sq = size(b, loc, op.getQ(), 1);
+    if (rowPositional(op) && !isFull(t.i0, t.is, sq)) {
+      Value i0 = getValueOrCreateConstantIndexOp(b, loc, t.i0);
+      qStart = qStart ? arith::AddIOp::create(b, loc, qStart, i0).getResult() : i0;
+      seqlenQ = seqlenQ ? seqlenQ : getValueOrCreateConstantIndexOp(b, loc, sq);
+    }
+    AttentionOp tiled = rebuild(b, op, map, qStart, seqlenQ);
     return TilingResult{{tiled}, SmallVector<Value>(tiled->getResults()), slices};
   }
 
@@ -219,7 +246,7 @@ struct AttentionTiling : TilingInterface::ExternalModel<AttentionTiling, Attenti
 
 void mlir::flashattn::registerTilingInterfaceExternalModels(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, FlashAttnDialect *) {
-    ctx->loadDialect<affine::AffineDialect, tensor::TensorDialect>();
+    ctx->loadDialect<affine::AffineDialect, arith::ArithDialect, tensor::TensorDialect>();
     AttentionOp::attachInterface<AttentionTiling>(*ctx);
   });
 }

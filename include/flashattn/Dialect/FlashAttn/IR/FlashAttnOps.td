@@ -86,6 +86,13 @@ def FlashAttn_AttentionOp : FlashAttn_Op<"attention", [
 
     Rows without any allowed key give `out = 0` and `lse = -inf`.
 
+    **A tile of query rows**: `q_start(%s) seqlen_q(%n)` (index, together,
+    dense q, no append): row r of q is query position `%s + r` of
+    sequences of `%n` queries. The causal and window masks, ALiBi and the
+    regions' `%i` see those positions, and the bottom-right offset is
+    `Sk - %n`. This is how the op's TilingInterface tiles the rows of a
+    causal op; the sm90 kernels do not take it.
+
     **Split-KV partial form**: when `out` has one more dimension than `q`,
     the op computes `num_splits` partial results over disjoint key ranges
     (split s covers key blocks `[s * ceil(n / num_splits), ...)` of the plan's
@@ -138,6 +145,8 @@ def FlashAttn_AttentionOp : FlashAttn_Op<"attention", [
     Optional<FlashAttn_Shaped>:$k_new,
     Optional<FlashAttn_Shaped>:$v_new,
     Optional<FlashAttn_Shaped>:$cache_seqlens,
+    Optional<Index>:$q_start,
+    Optional<Index>:$seqlen_q,
     Variadic<FlashAttn_Shaped>:$outs,
     OptionalAttr<F32Attr>:$scale,
     DefaultValuedAttr<FlashAttn_CausalAttr,
@@ -161,6 +170,8 @@ def FlashAttn_AttentionOp : FlashAttn_Op<"attention", [
     (`k_new` `(` $k_new^ `:` type($k_new) `)`)?
     (`v_new` `(` $v_new^ `:` type($v_new) `)`)?
     (`cache_seqlens` `(` $cache_seqlens^ `:` type($cache_seqlens) `)`)?
+    (`q_start` `(` $q_start^ `)`)?
+    (`seqlen_q` `(` $seqlen_q^ `)`)?
     `outs` `(` $outs `:` type($outs) `)`
     attr-dict ``
     custom<AttentionRegions>($score, $mask)
@@ -206,6 +217,8 @@ def FlashAttn_AttentionOp : FlashAttn_Op<"attention", [
     double getEffectiveScale();
     /// Left and right window sizes; -1 means unbounded.
     std::pair<int64_t, int64_t> getWindow();
+    /// q_start / seqlen_q's rules (part of the verifier).
+    ::llvm::LogicalResult verifyRowTile(bool varlenQ);
     /// Dimension sizes (ShapedType::kDynamic when not static).
     int64_t getNumQHeads();
     int64_t getNumKVHeads();
