@@ -68,12 +68,18 @@ mlir::flashattn::compileForHost(ModuleOp module,
       return isa<TensorType>(t);
     });
   });
-  if (!compileOptions.tileSizes.empty() && failed(tileAttention(module, compileOptions.tileSizes)))
-    return failure();
-  if (compileOptions.decompose && !hasTensors) {
-    emitError(module.getLoc()) << "the decomposition into linalg takes the tensor form";
+  bool tiles = !compileOptions.tileSizes.empty();
+  if ((compileOptions.decompose || tiles) && !hasTensors) {
+    emitError(module.getLoc()) << "tiling and the decomposition into linalg take the tensor form";
     return failure();
   }
+  if (tiles && compileOptions.tileSizes.size() != 3) {
+    emitError(module.getLoc()) << "tile sizes are (batch, kv head, query row): 3 of them, got "
+                               << compileOptions.tileSizes.size();
+    return failure();
+  }
+  if (tiles && failed(tileAttention(module, compileOptions.tileSizes)))
+    return failure();
   if (hasTensors) {
     PassManager pm(ctx);
     if (compileOptions.decompose)

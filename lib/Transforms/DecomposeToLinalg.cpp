@@ -1,8 +1,8 @@
 //===- DecomposeToLinalg.cpp - flashattn-decompose-to-linalg --------------===//
 //
-// Every flashattn.attention in tensor form is replaced by its
-// linalg::AggregatedOpInterface decomposition (DecompositionInterfaceImpl.cpp,
-// whose external model the pass registers); one that does not decompose
+// Every flashattn.attention is replaced by its linalg::AggregatedOpInterface
+// decomposition (DecompositionInterfaceImpl.cpp, whose external model the
+// pass registers); one that does not decompose (the memref form included)
 // fails the pass with the op's diagnostic.
 //
 //===----------------------------------------------------------------------===//

@@ -767,3 +767,25 @@ func.func @q_start_past_seqlen(%q: memref<1x16x2x64xf16>, %k: memref<1x32x2x64xf
       q_start(%c8) seqlen_q(%c20) outs(%o : memref<1x16x2x64xf16>)
   return
 }
+
+// -----
+
+func.func @q_start_negative(%q: memref<1x?x2x64xf16>, %k: memref<1x32x2x64xf16>, %v: memref<1x32x2x64xf16>,
+                            %o: memref<1x?x2x64xf16>, %n: index) {
+  %c-5 = arith.constant -5 : index
+  // expected-error @+1 {{'q_start' must be >= 0, got -5}}
+  flashattn.attention ins(%q, %k, %v : memref<1x?x2x64xf16>, memref<1x32x2x64xf16>, memref<1x32x2x64xf16>)
+      q_start(%c-5) seqlen_q(%n) outs(%o : memref<1x?x2x64xf16>)
+  return
+}
+
+// -----
+
+func.func @tile_longer_than_seqlen(%q: memref<1x8x2x64xf16>, %k: memref<1x32x2x64xf16>, %v: memref<1x32x2x64xf16>,
+                                   %o: memref<1x8x2x64xf16>, %s: index) {
+  %c4 = arith.constant 4 : index
+  // expected-error @+1 {{the tile's 8 query rows exceed seqlen_q 4}}
+  flashattn.attention ins(%q, %k, %v : memref<1x8x2x64xf16>, memref<1x32x2x64xf16>, memref<1x32x2x64xf16>)
+      q_start(%s) seqlen_q(%c4) outs(%o : memref<1x8x2x64xf16>)
+  return
+}

@@ -8,14 +8,16 @@
 // (each tile's op with q_start and seqlen_q, the positional cases included): GQA under bottom-right causal
 // with more queries than keys (empty rows: out 0, lse -inf), a window with
 // softcap, ALiBi per batch and head, score and mask regions with top-left
-// causal and an f32 out, a mask that removes every key.
+// causal and an f32 out, a mask that removes every key, window sides so
+// large that they bound nothing (2^63 - 1: as -1).
 
 // CHECK: gqa_causal_empty_rows {{.*}} PASS
 // CHECK: window_softcap {{.*}} PASS
 // CHECK: alibi_batch_heads {{.*}} PASS
 // CHECK: regions_top_left_f32_out {{.*}} PASS
 // CHECK: mask_removes_all {{.*}} PASS
-// CHECK: fa-run: all 5 case(s) within tolerance
+// CHECK: huge_window_sides {{.*}} PASS
+// CHECK: fa-run: all 6 case(s) within tolerance
 
 func.func @gqa_causal_empty_rows(%q: tensor<2x40x4x64xbf16>, %k: tensor<2x30x2x64xbf16>, %v: tensor<2x30x2x64xbf16>, %o: tensor<2x40x4x64xbf16>, %l: tensor<2x4x40xf32>) -> (tensor<2x40x4x64xbf16>, tensor<2x4x40xf32>) {
   %r:2 = flashattn.attention ins(%q, %k, %v : tensor<2x40x4x64xbf16>, tensor<2x30x2x64xbf16>, tensor<2x30x2x64xbf16>)
@@ -61,4 +63,9 @@ func.func @mask_removes_all(%q: tensor<1x8x2x16xf16>, %k: tensor<1x8x2x16xf16>, 
         flashattn.yield %f : i1
       } -> tensor<1x8x2x16xf16>, tensor<1x2x8xf32>
   return %r#0, %r#1 : tensor<1x8x2x16xf16>, tensor<1x2x8xf32>
+}
+func.func @huge_window_sides(%q: tensor<1x4x2x16xf16>, %k: tensor<1x8x2x16xf16>, %v: tensor<1x8x2x16xf16>, %o: tensor<1x4x2x16xf16>, %l: tensor<1x2x4xf32>) -> (tensor<1x4x2x16xf16>, tensor<1x2x4xf32>) {
+  %r:2 = flashattn.attention ins(%q, %k, %v : tensor<1x4x2x16xf16>, tensor<1x8x2x16xf16>, tensor<1x8x2x16xf16>)
+      outs(%o, %l : tensor<1x4x2x16xf16>, tensor<1x2x4xf32>) {window_size = array<i64: 9223372036854775807, 9223372036854775807>} -> tensor<1x4x2x16xf16>, tensor<1x2x4xf32>
+  return %r#0, %r#1 : tensor<1x4x2x16xf16>, tensor<1x2x4xf32>
 }

@@ -318,7 +318,13 @@ LogicalResult AttentionOp::verifyRowTile(bool varlenQ) {
   std::optional<int64_t> start = getConstantIntValue(getQStart());
   std::optional<int64_t> len = getConstantIntValue(getSeqlenQ());
   int64_t sq = cast<ShapedType>(getQ().getType()).getDimSize(1);
-  if (start && len && !isDyn(sq) && (*start < 0 || *start + sq > *len))
+  if (start && *start < 0)
+    return emitOpError() << "'q_start' must be >= 0, got " << *start;
+  if (len && *len < 0)
+    return emitOpError() << "'seqlen_q' must be >= 0, got " << *len;
+  if (len && !isDyn(sq) && sq > *len)
+    return emitOpError() << "the tile's " << sq << " query rows exceed seqlen_q " << *len;
+  if (start && len && !isDyn(sq) && *start + sq > *len)
     return emitOpError() << "rows [" << *start << ", " << *start + sq
                          << ") of the tile must lie in the seqlen_q " << *len << " queries";
   return success();

@@ -240,6 +240,13 @@ Value AttentionDecomposer::allowed(OpBuilder &nb, Location l, ValueRange idx) {
   if (op.getCausal() == CausalKind::bottom_right)
     both(le(j, diag));
   auto [left, right] = op.getWindow();
+  // A side of 2^62 keys or more excludes no key (docs/SEMANTICS.md; as
+  // flashattn-tile): positions and Sk - Sq stay below 2^62 in magnitude.
+  constexpr int64_t kUnbounded = int64_t(1) << 62;
+  if (left >= kUnbounded)
+    left = -1;
+  if (right >= kUnbounded)
+    right = -1;
   if (left >= 0)
     both(le(plus(diag, -left), j));
   if (right >= 0)

@@ -21,6 +21,7 @@
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Interfaces/TilingInterface.h"
+#include "mlir/Interfaces/ValueBoundsOpInterface.h"
 
 using namespace mlir;
 using namespace mlir::flashattn;
@@ -43,10 +44,12 @@ OpFoldResult size(OpBuilder &b, Location loc, Value t, int64_t dim) {
   return tensor::getMixedSize(b, loc, t, dim);
 }
 
-/// What a tile of `op` cannot take, or success.
+/// What a tile of `op` cannot take, or success. Remarks, not errors:
+/// tile-and-fuse asks and moves on when an op does not tile; the tiling
+/// driver reports a failure itself.
 LogicalResult check(AttentionOp op) {
   auto fail = [&](StringRef what) {
-    return op.emitOpError() << "does not tile: " << what;
+    return op.emitRemark() << "does not tile: " << what;
   };
   if (!op.hasPureTensorSemantics())
     return fail("it is on memrefs (tile the tensor form)");
@@ -75,8 +78,15 @@ bool rowPositional(AttentionOp op) {
          op.getAlibiSlopes() || regionReads(op, "i");
 }
 
-bool isFull(OpFoldResult offset, OpFoldResult size, OpFoldResult extent) {
-  return isZeroInteger(offset) && isEqualConstantIntOrValue(size, extent);
+/// Whether [offset, offset + size) is all of dimension `dim` of `t`
+/// (a dynamic extent through value bounds: the tiling loop's bound is a
+/// tensor.dim of its own).
+bool isFull(OpFoldResult offset, OpFoldResult size, Value t, int64_t dim) {
+  if (!isZeroInteger(offset))
+    return false;
+  FailureOr<bool> equal = ValueBoundsConstraintSet::areEqual(
+      ValueBoundsConstraintSet::Variable(size), ValueBoundsConstraintSet::Variable(t, dim));
+  return succeeded(equal) && *equal;
 }
 
 Value slice(OpBuilder &b, Location loc, Value src, ArrayRef<OpFoldResult> offsets,
@@ -134,10 +144,10 @@ struct AttentionTiling : TilingInterface::ExternalModel<AttentionTiling, Attenti
     // A tile's op numbers its batch and heads from 0: a region reading
     // them does not tile along them. Rows keep their positions through
     // q_start / seqlen_q.
-    if (regionReads(op, "b") && !isFull(offsets[0], sizes[0], size(b, loc, op.getQ(), 0)))
-      return op.emitOpError() << "does not tile the batch: a region reads %b";
-    if (regionReads(op, "h") && !isFull(offsets[1], sizes[1], size(b, loc, op.getK(), 2)))
-      return op.emitOpError() << "does not tile the heads: a region reads %h";
+    if (regionReads(op, "b") && !isFull(offsets[0], sizes[0], op.getQ(), 0))
+      return op.emitRemark() << "does not tile the batch: a region reads %b";
+    if (regionReads(op, "h") && !isFull(offsets[1], sizes[1], op.getK(), 2))
+      return op.emitRemark() << "does not tile the heads: a region reads %h";
     Tile t{offsets[0], sizes[0], offsets[1], sizes[1], offsets[2], sizes[2]};
     int64_t g = groups(op);
     OpFoldResult h0 = times(b, loc, t.g0, g), hs = times(b, loc, t.gs, g);
@@ -169,12 +179,15 @@ struct AttentionTiling : TilingInterface::ExternalModel<AttentionTiling, Attenti
             {t.bs, t.is, hs, size(b, loc, op.getOut(), 3)});
     if (Value lse = op.getLse())
       sliceOf(lse, {t.b0, h0, t.i0}, {t.bs, hs, t.is});
+    // Row tiles keep their positions: q_start moves by the tile's first
+    // row (always, once the op has one), seqlen_q stays the whole op's.
     Value qStart = op.getQStart(), seqlenQ = op.getSeqlenQ();
-    OpFoldResult sq = size(b, loc, op.getQ(), 1);
-    if (rowPositional(op) && !isFull(t.i0, t.is, sq)) {
+    bool rowTile = !isFull(t.i0, t.is, op.getQ(), 1);
+    if (rowTile && (qStart || rowPositional(op))) {
       Value i0 = getValueOrCreateConstantIndexOp(b, loc, t.i0);
       qStart = qStart ? arith::AddIOp::create(b, loc, qStart, i0).getResult() : i0;
-      seqlenQ = seqlenQ ? seqlenQ : getValueOrCreateConstantIndexOp(b, loc, sq);
+      if (!seqlenQ)
+        seqlenQ = getValueOrCreateConstantIndexOp(b, loc, size(b, loc, op.getQ(), 1));
     }
     AttentionOp tiled = rebuild(b, op, map, qStart, seqlenQ);
     return TilingResult{{tiled}, SmallVector<Value>(tiled->getResults()), slices};
@@ -206,10 +219,9 @@ struct AttentionTiling : TilingInterface::ExternalModel<AttentionTiling, Attenti
       ArrayRef<OpFoldResult> sizes, SmallVectorImpl<OpFoldResult> &iterOffsets,
       SmallVectorImpl<OpFoldResult> &iterSizes) const {
     auto op = cast<AttentionOp>(o);
-    Location loc = op.getLoc();
     int64_t g = groups(op);
     unsigned hDim = resultNumber == 0 ? 2 : 1, iDim = resultNumber == 0 ? 1 : 2;
-    if (resultNumber == 0 && !isFull(offsets[3], sizes[3], size(b, loc, op.getOut(), 3)))
+    if (resultNumber == 0 && !isFull(offsets[3], sizes[3], op.getOut(), 3))
       return failure();
     auto perGroup = [&](OpFoldResult x) -> FailureOr<OpFoldResult> {
       if (g == 1)
