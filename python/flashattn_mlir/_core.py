@@ -64,9 +64,15 @@ def _target_of(device):
 
 def metadata(name, t, device):
     """int32 metadata, host-readable: a CUDA tensor is copied to the host
-    (a synchronizing copy)."""
+    (a synchronizing copy, which a CUDA graph capture cannot take)."""
     check_tensor(name, t, 1, torch.int32)
-    return t.cpu().contiguous() if t.device.type != "cpu" else t.contiguous()
+    if t.device.type == "cpu":
+        return t.contiguous()
+    if torch.cuda.is_current_stream_capturing():
+        fail("%s on the GPU is read through a host copy, which a CUDA graph capture "
+             "cannot make: pass it in host memory (its values are then those of "
+             "capture time at every replay)" % name)
+    return t.cpu().contiguous()
 
 
 def lse_shape(q, varlen_q):
@@ -108,18 +114,23 @@ def attention(q, k, v, *, cu_seqlens_q=None, cu_seqlens_k=None, seqused_k=None,
         check_tensor("v_new", v_new, 4, q.dtype, device)
         if not (k.is_contiguous() and v.is_contiguous()):
             fail("the kv cache must be contiguous to append to it in place")
-    if append_given and paged and seqused_k is None:
-        # The runtime wants seqused_k with a block_table; under an append it
-        # is the keys after it (checked, not read for the lengths).
-        seqused_k = metadata("cache_seqlens", cache_seqlens, device) + k_new.shape[1]
+    if scale is not None and float(scale) == 0.0:
+        fail("softmax_scale must be nonzero (None gives 1/sqrt(head_dim))")
     flags = []
     tensors = {}
     for name, t in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k),
                     ("seqused_k", seqused_k), ("cache_seqlens", cache_seqlens)):
         if t is not None:
             tensors[name] = metadata(name, t, device)
+    if append_given and paged and seqused_k is None:
+        # The runtime wants seqused_k with a block_table; under an append it
+        # is the keys after it (checked, not read for the lengths).
+        seqused_k = tensors["seqused_k"] = tensors["cache_seqlens"] + k_new.shape[1]
     if block_table is not None:
         check_tensor("block_table", block_table, 2, torch.int32)
+        if block_table.device.type != "cpu" and block_table.device != device:
+            fail("block_table must be on the CPU or on %s (as q), got %s"
+                 % (device, block_table.device))
         bt = block_table if target == "sm90" else block_table.cpu()
         tensors["block_table"] = bt.contiguous()
         if seqused_k is None and not append_given:

@@ -98,20 +98,41 @@ if HAS_CUSTOM_OP:
     # its backward is torch's own "not registered" error.
     _fwd_op.register_autograd(_no_backward, setup_context=lambda ctx, inputs, output: None)
 
+    _functorch = getattr(torch._C, "_functorch", None)
+    _wrapped = getattr(_functorch, "is_functorch_wrapped_tensor", lambda t: False)
+    _dispatch_modes = getattr(torch._C, "_len_torch_dispatch_stack", lambda: 0)
+    _function_mode = getattr(torch._C, "_is_torch_function_mode_enabled", lambda: False)
+
     def _eager(args):
-        """Whether a call may skip the dispatcher: not under torch.compile /
-        export, no input that requires grad. (The custom op's Python dispatch
-        costs tens of microseconds a call, decode's whole budget.)"""
-        if torch.compiler.is_compiling():
+        """Whether a call may skip the dispatcher: plain tensors (no fake,
+        functorch, subclass or dispatch-mode tensors), not under
+        torch.compile / export, forward AD or a mode, nothing requiring
+        grad. (The custom op's Python dispatch costs tens of microseconds a
+        call, decode's whole budget.)"""
+        if torch.compiler.is_compiling() or _dispatch_modes() or _function_mode():
             return False
-        return not torch.is_grad_enabled() or not any(
-            isinstance(a, torch.Tensor) and a.requires_grad for a in args)
+        if getattr(torch.autograd.forward_ad, "_current_level", -1) >= 0:
+            return False
+        grad = torch.is_grad_enabled()
+        for a in args:
+            if isinstance(a, torch.Tensor) and (
+                    type(a) is not torch.Tensor or _wrapped(a) or (grad and a.requires_grad)):
+                return False
+        return True
+
+    _bump = getattr(torch.autograd.graph, "increment_version", None)
 
     def _call_fwd(*args):
         return _fwd_impl(*args) if _eager(args) else _fwd_op(*args)
 
     def _call_append(*args):
-        return _append_impl(*args) if _eager(args) else _append_op(*args)
+        if not _eager(args):
+            return _append_op(*args)
+        result = _append_impl(*args)
+        if _bump is not None:  # the caches changed in place, as the op says
+            _bump(args[1])
+            _bump(args[2])
+        return result
 else:
     class _Forward(torch.autograd.Function):
         """Forward through `impl`; backward raises."""

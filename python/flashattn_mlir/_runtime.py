@@ -225,27 +225,38 @@ class Runtime:
 
 
 _settings = {"cache_dir": None, "compiler_library": None}
+_generation = [0]
 _local = threading.local()
+# Every runtime made lives until the process ends: a CUDA graph captured
+# from its calls replays them after the calling thread is gone
+# (runtime.h: destroy a runtime after the graphs that replay its calls).
+_every_runtime = []
+_every_lock = threading.Lock()
 
 
 def configure(cache_dir=None, compiler_library=None):
-    """Where runtimes made from now on keep their disk cache (None:
-    $FLASHATTN_CACHE_DIR, else ~/.cache/flashattn) and which compiler
-    library compiles on a miss (None: the runtime's default, beside
-    libflashattn_rt; "" compiles nothing). Runtimes already made keep
-    theirs."""
-    _settings.update(cache_dir=cache_dir, compiler_library=compiler_library)
-    _local.runtimes = {}
+    """Where runtimes used from now on, in every thread, keep their disk
+    cache (None: $FLASHATTN_CACHE_DIR, else ~/.cache/flashattn) and which
+    compiler library compiles on a miss (None: the runtime's default,
+    beside libflashattn_rt; "" compiles nothing). The earlier runtimes stay
+    alive for the graphs that replay their calls."""
+    with _every_lock:
+        _settings.update(cache_dir=cache_dir, compiler_library=compiler_library)
+        _generation[0] += 1
 
 
 def runtime_for(device):
-    """This thread's runtime for `device` ("cpu" or a CUDA index)."""
+    """This thread's runtime for `device` ("cpu" or a CUDA index), made
+    with the settings of the last configure()."""
     runtimes = getattr(_local, "runtimes", None)
     if runtimes is None:
         runtimes = _local.runtimes = {}
-    rt = runtimes.get(device)
-    if rt is None:
-        rt = runtimes[device] = Runtime(**_settings)
+    generation, rt = runtimes.get(device, (-1, None))
+    if generation != _generation[0]:
+        with _every_lock:
+            rt = Runtime(**_settings)
+            _every_runtime.append(rt)
+            runtimes[device] = (_generation[0], rt)
     return rt
 
 

@@ -26,6 +26,8 @@ as it is written in place). CPU tensors run on the host kernels (float32
 too), CUDA tensors on the sm_90a kernels (float16, bfloat16).
 """
 
+import torch
+
 from . import _ops
 
 
@@ -97,6 +99,9 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     _unsupported(dropout_p=dropout_p)
     left, right = _window(window_size)
     paged = block_table is not None
+    if paged and cu_seqlens_k.dtype != torch.int32:
+        raise ValueError("flashattn_mlir: cu_seqlens_k must be torch.int32, got %s"
+                         % cu_seqlens_k.dtype)
     if paged and seqused_k is None:
         # FlashAttention's paged varlen: the sequence lengths of cu_seqlens_k.
         seqused_k = (cu_seqlens_k[1:] - cu_seqlens_k[:-1]).to(cu_seqlens_k.dtype)
@@ -126,16 +131,24 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     _unsupported(rotary_cos=rotary_cos is not None, rotary_sin=rotary_sin is not None,
                  cache_batch_idx=cache_batch_idx is not None,
                  cache_leftpad=cache_leftpad is not None)
-    import torch
     left, right = _window(window_size)
     batch = q.shape[0]
+    append = k is not None or v is not None
+    if append and (k is None or v is None):
+        raise ValueError("flashattn_mlir: k and v are appended together; got only %s"
+                         % ("k" if v is None else "v"))
+    if append and cache_seqlens is None:
+        raise ValueError("flashattn_mlir: appending k / v needs cache_seqlens (where the new "
+                         "keys go), as FlashAttention")
+    if isinstance(cache_seqlens, torch.Tensor) and cache_seqlens.dtype != torch.int32:
+        raise ValueError("flashattn_mlir: cache_seqlens must be torch.int32, got %s"
+                         % cache_seqlens.dtype)
     if isinstance(cache_seqlens, int):
         cache_seqlens = torch.full((batch,), cache_seqlens, dtype=torch.int32)
     paged = block_table is not None
     if cache_seqlens is None and paged:
         cache_seqlens = torch.full((batch,), block_table.shape[1] * k_cache.shape[1],
                                    dtype=torch.int32)
-    append = k is not None or v is not None
     kw = dict(block_table=block_table, scale=softmax_scale, causal=causal, window_left=left,
               window_right=right, softcap=softcap, alibi_slopes=alibi_slopes,
               num_splits=num_splits, pack_gqa=pack_gqa, return_lse=return_softmax_lse)

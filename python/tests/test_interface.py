@@ -195,10 +195,55 @@ def test_runtime_errors_name_the_problem():
         fa.flash_attn_varlen_func(q, k, v, cu, cu, 4, 4)
 
 
-def test_unsupported_head_dim_is_not_implemented_on_cuda_only():
-    # The host kernels take any head_dim; a request the build cannot serve
-    # is FlashAttnUnsupportedError, a NotImplementedError.
-    assert issubclass(fa.FlashAttnUnsupportedError, NotImplementedError)
+@pytest.mark.parametrize("call, message", [
+    (lambda q, k, v: fa.flash_attn_func(q, k, v, softmax_scale=0.0), "softmax_scale must be"),
+    (lambda q, k, v: fa.flash_attn_with_kvcache(q, k, v, k=k[:, :1], cache_seqlens=1),
+     "appended together; got only k"),
+    (lambda q, k, v: fa.flash_attn_with_kvcache(q, k, v, k=k[:, :1], v=v[:, :1]),
+     "needs cache_seqlens"),
+    (lambda q, k, v: fa.flash_attn_with_kvcache(
+        q, k, v, cache_seqlens=torch.tensor([3], dtype=torch.int64)), "cache_seqlens must be"),
+    (lambda q, k, v: fa.flash_attn_with_kvcache(
+        q, k.reshape(4, 2, 2, 64), v.reshape(4, 2, 2, 64), cache_seqlens=3,
+        block_table=torch.zeros(1, 4, dtype=torch.int32, device="meta")), "block_table must be"),
+])
+def test_bad_kvcache_input(call, message):
+    q, k, v = rand(1, 1, 4, 64), rand(1, 8, 2, 64), rand(1, 8, 2, 64)
+    with pytest.raises(ValueError, match=message):
+        call(q, k, v)
+
+
+def test_alibi_and_seqused_k():
+    q, k, v = rand(2, 6, 4, 32, dtype=F32), rand(2, 20, 2, 32, dtype=F32), \
+        rand(2, 20, 2, 32, dtype=F32)
+    slopes = torch.tensor([0.5, 0.25, 0.125, 0.0625])
+    used = torch.tensor([20, 7], dtype=torch.int32)
+    out = fa.flash_attn_with_kvcache(q, k, v, cache_seqlens=used, alibi_slopes=slopes,
+                                     causal=True)
+    for b, n in enumerate(used.tolist()):
+        i = torch.arange(6)[:, None]
+        j = torch.arange(n)[None, :]
+        bias = -slopes[:, None, None].double() * (i + n - 6 - j).abs()
+        s = torch.einsum("ihd,jhd->hij", q[b].double(), k[b, :n].double().repeat_interleave(
+            2, dim=1)) / math.sqrt(32) + bias
+        s = s.masked_fill(j > i + n - 6, -math.inf)
+        ref = torch.einsum("hij,jhd->ihd", s.softmax(-1), v[b, :n].double().repeat_interleave(
+            2, dim=1))
+        assert (out[b].double() - ref).abs().max() < 1e-4
+
+
+def test_configure_takes_effect_for_new_calls(tmp_path):
+    from flashattn_mlir import _runtime
+    before = _runtime.runtime_for("cpu")
+    fa.configure(cache_dir=str(tmp_path))
+    try:
+        after = _runtime.runtime_for("cpu")
+        assert after is not before
+        q = rand(1, 4, 2, 64)
+        fa.flash_attn_func(q, q, q)
+        assert any(p.suffix == ".faa" for p in tmp_path.iterdir())
+    finally:
+        fa.configure()
 
 
 def test_backward_raises():
