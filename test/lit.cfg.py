@@ -41,3 +41,10 @@ if ptxas:
 # The source and build trees (scripts of test/gpu run from the source root).
 config.substitutions.append(("%fa_src", config.flashattn_src_root))
 config.substitutions.append(("%fa_obj", config.flashattn_obj_root))
+
+# MLIR's runner and its runtime libraries (the executed raise test runs
+# upstream's lowering of linalg with mlir-runner).
+llvm_lib_dir = os.path.join(os.path.dirname(config.llvm_tools_dir), "lib")
+config.substitutions.append(("%mlir_runner_libs", ",".join(
+    os.path.join(llvm_lib_dir, n) for n in ("libmlir_runner_utils.so",
+                                            "libmlir_c_runner_utils.so"))))

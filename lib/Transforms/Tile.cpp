@@ -40,6 +40,8 @@
 namespace mlir::flashattn {
 #define GEN_PASS_DEF_FLASHATTNTILE
 #include "flashattn/Transforms/Passes.h.inc"
+
+#include <limits>
 } // namespace mlir::flashattn
 
 using namespace mlir;
@@ -207,6 +209,7 @@ private:
                 Value lastBegin);
   void loadKV(const WorkTile &w, Value src, Value view, Value n0, Value cols, Value tile);
   void scoreModifiers(const Sequence &s, const WorkTile &w, Value n0, Value cols);
+  Value toBase2(Value x);
   void boundaryMask(const Sequence &s, const WorkTile &w, Value n0, Value firstEnd,
                     Value lastBegin);
   void maskRegion(const Sequence &s, const WorkTile &w, Value n0, Value cols);
@@ -490,10 +493,24 @@ void AttentionTiler::scoreModifiers(const Sequence &s, const WorkTile &w, Value 
       }
       if (hasScoreRegion)
         x = inlineRegion(b, op.getScore(), {x, s.b, w.h, iAbs, jAbs});
-      x = arith::MulFOp::create(b, loc, x, e.f32(kLog2e));
+      x = toBase2(x);
       memref::StoreOp::create(b, loc, x, st, ValueRange{i, j});
     });
   });
+}
+
+// x log2(e), kept finite where x is: a finite score past FLT_MAX / log2(e)
+// (an additive mask of the dtype's minimum, as Hugging Face's) must not
+// become -inf, which would weigh 0 where the formula weighs exp(x - max);
+// -inf (a region's "masked") stays -inf.
+Value AttentionTiler::toBase2(Value x) {
+  Value y = arith::MulFOp::create(b, loc, x, e.f32(kLog2e));
+  Value big = e.f32(std::numeric_limits<float>::max());
+  Value clamped = arith::MinimumFOp::create(
+      b, loc, arith::MaximumFOp::create(b, loc, y, arith::NegFOp::create(b, loc, big)), big);
+  Value inf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                    math::AbsFOp::create(b, loc, x), e.f32(INFINITY));
+  return arith::SelectOp::create(b, loc, inf, y, clamped);
 }
 
 // The causal / window / sequence-end mask, on boundary blocks only.

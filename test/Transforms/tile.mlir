@@ -50,7 +50,8 @@ func.func @causal(%q: memref<1x100x4x64xf16>, %k: memref<1x130x2x64xf16>, %v: me
 // Softcap and a score region act on the scores: the scale is not folded
 // (tile_qk scale = 1/sqrt(64)); an elementwise loop over the real rows and
 // columns applies softcap (tanh), the region inlined with in-sequence
-// indices (m0 + i, n0 + j), then * log2(e). No causal mask: no scf.if for it
+// indices (m0 + i, n0 + j), then * log2(e), kept finite where the score is
+// (clamped to +-FLT_MAX unless the score is infinite). No causal mask: no scf.if for it
 // beyond the sequence end.
 // CHECK-LABEL: func.func @softcap_score
 // CHECK: flashattn.tile_qk %{{.*}} {scale = 1.250000e-01 : f32}
@@ -64,7 +65,12 @@ func.func @causal(%q: memref<1x100x4x64xf16>, %k: memref<1x130x2x64xf16>, %v: me
 // CHECK-NEXT:     %[[D:[a-z0-9_]+]] = arith.subi %[[I]], %[[JA]] : index
 // CHECK:          %[[R:[a-z0-9_]+]] = arith.addf %[[SC]], %{{.*}} : f32
 // CHECK-NEXT:     %[[L2:[a-z0-9_]+]] = arith.mulf %[[R]], %{{.*}} : f32
-// CHECK-NEXT:     memref.store %[[L2]], %{{.*}}[%[[I]], %[[J]]]
+// CHECK:          %[[LO:[a-z0-9_]+]] = arith.maximumf %[[L2]], %{{.*}} : f32
+// CHECK-NEXT:     %[[HI:[a-z0-9_]+]] = arith.minimumf %[[LO]], %{{.*}} : f32
+// CHECK-NEXT:     %[[ABS:[a-z0-9_]+]] = math.absf %[[R]] : f32
+// CHECK-NEXT:     %[[INF:[a-z0-9_]+]] = arith.cmpf oeq, %[[ABS]], %{{.*}} : f32
+// CHECK-NEXT:     %[[B2:[a-z0-9_]+]] = arith.select %[[INF]], %[[L2]], %[[HI]] : f32
+// CHECK-NEXT:     memref.store %[[B2]], %{{.*}}[%[[I]], %[[J]]]
 // CHECK: scf.if
 // CHECK: flashattn.key_end
 // CHECK: flashattn.tile_softmax

@@ -1,10 +1,9 @@
 //===- Passes.h - flashattn transformation passes ---------------*- C++ -*-===//
 //
 // flashattn-plan, flashattn-split-kv, flashattn-tile,
-// flashattn-lower-key-ranges and flashattn-decompose-to-linalg (declared in
-// Passes.td), and the pattern sets
-// and helpers behind them, for compilers that run them inside their own pass
-// pipelines.
+// flashattn-lower-key-ranges, flashattn-decompose-to-linalg and
+// flashattn-raise (declared in Passes.td), and the pattern sets and helpers
+// behind them, for compilers that run them inside their own pass pipelines.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,6 +32,10 @@ void populateFlashAttnSplitKVPatterns(RewritePatternSet &patterns);
 /// flashattn-tile: planned attention on memrefs -> tiled online-softmax
 /// loops over the tile-level ops.
 void populateFlashAttnTilePatterns(RewritePatternSet &patterns);
+
+/// flashattn-raise: attention in linalg on tensors (SDPA layout) ->
+/// flashattn.attention (opt-in; exact matches only).
+void populateFlashAttnRaisePatterns(RewritePatternSet &patterns);
 
 /// flashattn-lower-key-ranges: key_end, key_begin and key_blocks -> arith.
 void populateFlashAttnLowerKeyRangesPatterns(RewritePatternSet &patterns);

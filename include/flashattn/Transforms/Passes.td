@@ -162,4 +162,37 @@ def FlashAttnDecomposeToLinalg : Pass<"flashattn-decompose-to-linalg"> {
                            "::mlir::math::MathDialect", "::mlir::tensor::TensorDialect"];
 }
 
+def FlashAttnRaise : Pass<"flashattn-raise"> {
+  let summary = "Raise attention written in linalg on tensors to flashattn.attention";
+  let description = [{
+    Opt-in. Finds scaled dot-product attention in the SDPA layout
+    ([B, H, S, D] tensors) as upstream linalg writes it (torch-mlir's
+    linalg-on-tensors lowering, StableHLO-to-linalg): a `linalg.generic`
+    contraction S of Q and K (K's rows, or K^T) over head_dim from a zero
+    fill; elementwise generics on S: a multiply or divide by a positive
+    constant (the scale), the addition of a [B, H, Sq, Sk] tensor (an
+    additive mask, as Hugging Face's), a select to -inf from an i1 tensor
+    (a boolean mask) or from `linalg.index` comparisons j <= i (top-left
+    causal); `linalg.softmax` over the keys or its max / sub / exp / sum /
+    div decomposition; and the contraction of P with V over the keys. It
+    becomes `flashattn.attention` on the transposed operands ([B, S, H, D])
+    with the scale, `causal = top_left`, a score region adding the additive
+    masks (captured tensors, read with `tensor.extract`) and a mask region
+    reading the boolean one, and a transpose of its result.
+
+    Only exact matches are raised: a softmax over another dimension, a
+    scale after the softmax, a non-constant factor, a mask that is neither
+    added nor selected to -inf, a mask added before a scaling, broadcast
+    masks and operands in another order leave the IR unchanged.
+
+    Rounding: the op accumulates in f32 with the online softmax and keeps
+    neither S nor P in the element type, so results move within
+    FlashAttention's tolerance of the unfused chain (docs/SEMANTICS.md); a
+    fully masked row of an additive mask with finite entries gets the mean
+    of V, as in the unfused form.
+  }];
+  let dependentDialects = ["::mlir::flashattn::FlashAttnDialect",
+                           "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect"];
+}
+
 #endif // FLASHATTN_TRANSFORMS_PASSES
