@@ -33,28 +33,24 @@ def _fake(q, v, varlen_q, return_lse):
     return out, q.new_empty(shape, dtype=torch.float32)
 
 
-def _fwd_impl(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_k, block_table, alibi_slopes,
-              scale, causal, window_left, window_right, softcap, num_splits, pack_gqa,
-              return_lse):
+def _options(alibi_slopes, scale, causal, window_left, window_right, softcap, num_splits,
+             pack_gqa, return_lse):
+    """The keyword arguments of _core.attention shared by both ops."""
+    return dict(alibi_slopes=alibi_slopes, scale=scale, causal=causal,
+                window_left=window_left, window_right=window_right, softcap=softcap,
+                num_splits=num_splits, pack_gqa=None if pack_gqa < 0 else bool(pack_gqa),
+                return_lse=return_lse)
+
+
+def _fwd_impl(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_k, block_table, *options):
     return _core.attention(q, k, v, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k,
-                           seqused_k=seqused_k, block_table=block_table,
-                           alibi_slopes=alibi_slopes, scale=scale, causal=causal,
-                           window_left=window_left, window_right=window_right,
-                           softcap=softcap, num_splits=num_splits,
-                           pack_gqa=None if pack_gqa < 0 else bool(pack_gqa),
-                           return_lse=return_lse)
+                           seqused_k=seqused_k, block_table=block_table, **_options(*options))
 
 
-def _append_impl(q, k_cache, v_cache, k_new, v_new, cache_seqlens, block_table, alibi_slopes,
-                 scale, causal, window_left, window_right, softcap, num_splits, pack_gqa,
-                 return_lse):
+def _append_impl(q, k_cache, v_cache, k_new, v_new, cache_seqlens, block_table, *options):
     return _core.attention(q, k_cache, v_cache, k_new=k_new, v_new=v_new,
                            cache_seqlens=cache_seqlens, block_table=block_table,
-                           alibi_slopes=alibi_slopes, scale=scale, causal=causal,
-                           window_left=window_left, window_right=window_right,
-                           softcap=softcap, num_splits=num_splits,
-                           pack_gqa=None if pack_gqa < 0 else bool(pack_gqa),
-                           return_lse=return_lse)
+                           **_options(*options))
 
 
 def _no_backward(ctx, *grads):
