@@ -86,27 +86,6 @@ bool isElementwise4d(linalg::GenericOp g) {
   return g.getIndexingMapsArray().back().isIdentity();
 }
 
-/// A reduction over the last of 4 loops whose result is [B, H, Sq] or
-/// [B, H, Sq, 1] (keepdim), with `combine` its payload and a fill of
-/// `init` as its init.
-bool isRowReduction(linalg::GenericOp g, function_ref<bool(Operation *)> combine) {
-  if (g.getNumLoops() != 4 || g.getNumReductionLoops() != 1 || g.getNumDpsInputs() != 1 ||
-      g.getIteratorTypesArray()[3] != utils::IteratorType::reduction)
-    return false;
-  SmallVector<AffineMap> maps = g.getIndexingMapsArray();
-  if (!maps[0].isIdentity())
-    return false;
-  AffineMap out = maps[1];
-  bool dropped = out.getNumResults() == 3 && out.isProjectedPermutation() &&
-                 out == AffineMap::getMultiDimIdentityMap(4, g.getContext()).getMajorSubMap(3);
-  bool keepDim = out.getNumResults() == 4 && out.getResult(3).isSymbolicOrConstant() &&
-                 out.getSubMap({0, 1, 2}) ==
-                     AffineMap::getMultiDimIdentityMap(4, g.getContext()).getMajorSubMap(3);
-  Operation *op = yielded(g).getDefiningOp();
-  return (dropped || keepDim) && op && combine(op) &&
-         isBlockArg(op->getOperand(0), g, 0) != isBlockArg(op->getOperand(1), g, 0);
-}
-
 /// A row statistic broadcast over the keys: map (b, h, i, j) -> (b, h, i)
 /// or (b, h, i, 0).
 bool isRowBroadcast(AffineMap map) {
@@ -118,18 +97,36 @@ bool isRowBroadcast(AffineMap map) {
          map.getSubMap({0, 1, 2}) == rows;
 }
 
+/// A reduction over the last of 4 loops whose result is [B, H, Sq] or
+/// [B, H, Sq, 1] (keepdim), with `combine` its payload and a fill of
+/// `init` as its init.
+bool isRowReduction(linalg::GenericOp g, function_ref<bool(Operation *)> combine) {
+  if (g.getNumLoops() != 4 || g.getNumReductionLoops() != 1 || g.getNumDpsInputs() != 1 ||
+      g.getIteratorTypesArray()[3] != utils::IteratorType::reduction)
+    return false;
+  SmallVector<AffineMap> maps = g.getIndexingMapsArray();
+  Operation *op = yielded(g).getDefiningOp();
+  return maps[0].isIdentity() && isRowBroadcast(maps[1]) && op && combine(op) &&
+         isBlockArg(op->getOperand(0), g, 0) != isBlockArg(op->getOperand(1), g, 0);
+}
+
+/// g = op(x, r) elementwise, r a row statistic broadcast over the keys,
+/// `op` (of g's body) taking g's block arguments 0 and 1 in this order.
+bool isRowBinary(linalg::GenericOp g, Operation *op) {
+  if (!op || !isElementwise4d(g) || g.getNumDpsInputs() != 2)
+    return false;
+  SmallVector<AffineMap> maps = g.getIndexingMapsArray();
+  return isBlockArg(op->getOperand(0), g, 0) && isBlockArg(op->getOperand(1), g, 1) &&
+         maps[0].isIdentity() && isRowBroadcast(maps[1]);
+}
+
 /// P = softmax over the keys of X: linalg.softmax dimension(3) or its
 /// decomposition. Returns X.
 Value matchSoftmax(Value p) {
   if (auto sm = p.getDefiningOp<linalg::SoftmaxOp>())
     return sm.getDimension() == 3 ? sm.getInput() : Value();
   auto div = p.getDefiningOp<linalg::GenericOp>();
-  if (!div || !isElementwise4d(div) || div.getNumDpsInputs() != 2)
-    return {};
-  auto divOp = yielded(div).getDefiningOp<arith::DivFOp>();
-  SmallVector<AffineMap> maps = div.getIndexingMapsArray();
-  if (!divOp || !isBlockArg(divOp.getLhs(), div, 0) || !isBlockArg(divOp.getRhs(), div, 1) ||
-      !maps[0].isIdentity() || !isRowBroadcast(maps[1]))
+  if (!div || !isRowBinary(div, yielded(div).getDefiningOp<arith::DivFOp>()))
     return {};
   Value e = div.getDpsInputs()[0], l = div.getDpsInputs()[1];
   auto sum = l.getDefiningOp<linalg::GenericOp>();
@@ -137,13 +134,8 @@ Value matchSoftmax(Value p) {
       !isRowReduction(sum, [](Operation *op) { return isa<arith::AddFOp>(op); }))
     return {};
   auto exp = e.getDefiningOp<linalg::GenericOp>();
-  if (!exp || !isElementwise4d(exp) || exp.getNumDpsInputs() != 2)
-    return {};
-  auto expOp = yielded(exp).getDefiningOp<math::ExpOp>();
-  auto sub = expOp ? expOp.getOperand().getDefiningOp<arith::SubFOp>() : arith::SubFOp();
-  SmallVector<AffineMap> emaps = exp.getIndexingMapsArray();
-  if (!sub || !isBlockArg(sub.getLhs(), exp, 0) || !isBlockArg(sub.getRhs(), exp, 1) ||
-      !emaps[0].isIdentity() || !isRowBroadcast(emaps[1]))
+  auto expOp = exp ? yielded(exp).getDefiningOp<math::ExpOp>() : math::ExpOp();
+  if (!expOp || !isRowBinary(exp, expOp.getOperand().getDefiningOp<arith::SubFOp>()))
     return {};
   Value x = exp.getDpsInputs()[0], m = exp.getDpsInputs()[1];
   auto max = m.getDefiningOp<linalg::GenericOp>();

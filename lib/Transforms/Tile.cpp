@@ -30,7 +30,6 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
-#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -111,18 +110,6 @@ struct Emit : IntArith {
                                      strides);
   }
 };
-
-/// Clones the single block of `region` (minus its terminator) with the block
-/// arguments bound to `args`, and returns the yielded value.
-static Value inlineRegion(OpBuilder &b, Region &region, ValueRange args) {
-  Block &block = region.front();
-  IRMapping mapping;
-  mapping.map(block.getArguments(), args);
-  for (Operation &op : block.without_terminator())
-    b.clone(op, mapping);
-  return mapping.lookupOrDefault(
-      cast<YieldOp>(block.getTerminator()).getValues()[0]);
-}
 
 /// True when every shaped operand has a static unit stride in its last
 /// dimension (head_dim rows are contiguous, as the tile views require).

@@ -17,7 +17,6 @@ import torch
 from . import _runtime
 
 DTYPES = {torch.float16: "f16", torch.bfloat16: "bf16", torch.float32: "f32"}
-CAUSAL = {"none": "none", "top_left": "top_left", "bottom_right": "bottom_right"}
 SM90_HEAD_DIMS = (64, 128, 256)
 
 
@@ -62,7 +61,7 @@ def _target_of(device):
     fail("tensors must be on the CPU or a CUDA device, got %s" % device)
 
 
-def metadata(name, t, device):
+def metadata(name, t):
     """int32 metadata, host-readable: a CUDA tensor is copied to the host
     (a synchronizing copy, which a CUDA graph capture cannot take)."""
     check_tensor(name, t, 1, torch.int32)
@@ -121,7 +120,7 @@ def attention(q, k, v, *, cu_seqlens_q=None, cu_seqlens_k=None, seqused_k=None,
     for name, t in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k),
                     ("seqused_k", seqused_k), ("cache_seqlens", cache_seqlens)):
         if t is not None:
-            tensors[name] = metadata(name, t, device)
+            tensors[name] = metadata(name, t)
     if append_given and paged and seqused_k is None:
         # The runtime wants seqused_k with a block_table; under an append it
         # is the keys after it (checked, not read for the lengths).

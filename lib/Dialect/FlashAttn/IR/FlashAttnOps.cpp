@@ -10,6 +10,7 @@
 
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
@@ -220,6 +221,27 @@ void AttentionOp::build(OpBuilder &builder, OperationState &state, Value q,
         /*scale=*/nullptr, causal, /*window_size=*/nullptr,
         /*softcap=*/nullptr, /*num_splits=*/0, /*pack_gqa=*/nullptr,
         /*plan=*/nullptr);
+}
+
+Value mlir::flashattn::inlineRegion(OpBuilder &b, Region &region, ValueRange args) {
+  Block &block = region.front();
+  IRMapping mapping;
+  mapping.map(block.getArguments(), args);
+  for (Operation &op : block.without_terminator())
+    b.clone(op, mapping);
+  return mapping.lookupOrDefault(cast<YieldOp>(block.getTerminator()).getValues()[0]);
+}
+
+StringRef AttentionOp::getNonDenseFeature() {
+  if (isVarlenQ() || isVarlenK())
+    return "varlen (cu_seqlens) layouts";
+  if (isPaged() || getSequsedK())
+    return "paged kv or seqused_k";
+  if (hasAppend())
+    return "kv-cache append";
+  if (isSplitPartial())
+    return "the split-KV partial form";
+  return "";
 }
 
 bool AttentionOp::isSplitPartial() {

@@ -25,7 +25,6 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
-#include "mlir/IR/IRMapping.h"
 
 #include <limits>
 
@@ -81,14 +80,11 @@ LogicalResult AttentionDecomposer::check() {
   };
   if (!op.hasPureTensorSemantics())
     return fail("it is on memrefs (decompose the tensor form, then bufferize)");
-  if (op.isVarlenQ() || op.isVarlenK())
-    return fail("varlen (cu_seqlens) layouts");
-  if (op.isPaged() || op.getSequsedK())
-    return fail("paged kv or seqused_k");
-  if (op.hasAppend())
-    return fail("kv-cache append");
+  StringRef feature = op.getNonDenseFeature();
   if (op.isSplitPartial())
     return fail("the split-KV partial form (decompose before flashattn-split-kv)");
+  if (!feature.empty())
+    return fail(feature);
   int64_t hqs = op.getNumQHeads(), hkvs = op.getNumKVHeads();
   if (ShapedType::isDynamic(hqs) || ShapedType::isDynamic(hkvs))
     return fail("dynamic head counts (the kv head h / G needs a static G)");
@@ -211,13 +207,9 @@ Value AttentionDecomposer::modify(OpBuilder &nb, Location l, Value s, Value slop
     x = arith::SubFOp::create(nb, l, x, arith::MulFOp::create(nb, l, slope, distF));
   }
   if (!op.getScore().empty()) {
-    Block &block = op.getScore().front();
-    IRMapping mapping;
-    mapping.map(block.getArgument(0), x);
-    mapping.map(block.getArguments().drop_front(), idx);
-    for (Operation &inner : block.without_terminator())
-      nb.clone(inner, mapping);
-    x = mapping.lookupOrDefault(cast<YieldOp>(block.getTerminator()).getValues()[0]);
+    SmallVector<Value> args{x};
+    args.append(idx.begin(), idx.end());
+    x = inlineRegion(nb, op.getScore(), args);
   }
   return x;
 }
@@ -251,14 +243,8 @@ Value AttentionDecomposer::allowed(OpBuilder &nb, Location l, ValueRange idx) {
     both(le(plus(diag, -left), j));
   if (right >= 0)
     both(le(j, plus(diag, right)));
-  if (!op.getMask().empty()) {
-    Block &block = op.getMask().front();
-    IRMapping mapping;
-    mapping.map(block.getArguments(), idx);
-    for (Operation &inner : block.without_terminator())
-      nb.clone(inner, mapping);
-    both(mapping.lookupOrDefault(cast<YieldOp>(block.getTerminator()).getValues()[0]));
-  }
+  if (!op.getMask().empty())
+    both(inlineRegion(nb, op.getMask(), idx));
   return ok;
 }
 

@@ -53,10 +53,8 @@ LogicalResult check(AttentionOp op) {
   };
   if (!op.hasPureTensorSemantics())
     return fail("it is on memrefs (tile the tensor form)");
-  if (op.isVarlenQ() || op.isVarlenK() || op.isPaged() || op.getSequsedK() ||
-      op.hasAppend() || op.isSplitPartial())
-    return fail("only the dense layout tiles (no cu_seqlens, block_table, seqused_k, "
-                "append or split-KV partial form)");
+  if (StringRef feature = op.getNonDenseFeature(); !feature.empty())
+    return fail(feature);
   if (ShapedType::isDynamic(op.getNumQHeads()) || ShapedType::isDynamic(op.getNumKVHeads()))
     return fail("dynamic head counts");
   return success();

@@ -57,4 +57,11 @@ inline bool hasUnitInnerStride(MemRefType type) {
 #define GET_OP_CLASSES
 #include "flashattn/Dialect/FlashAttn/IR/FlashAttnOps.h.inc"
 
+namespace mlir::flashattn {
+/// Clones the single block of a score or mask `region` (minus its
+/// flashattn.yield) at `b` with the block arguments bound to `args`, and
+/// returns the value it yields: how every lowering evaluates a region.
+Value inlineRegion(OpBuilder &b, Region &region, ValueRange args);
+} // namespace mlir::flashattn
+
 #endif // FLASHATTN_DIALECT_FLASHATTN_IR_FLASHATTN_H

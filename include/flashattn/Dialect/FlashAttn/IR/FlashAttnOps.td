@@ -217,6 +217,10 @@ def FlashAttn_AttentionOp : FlashAttn_Op<"attention", [
     double getEffectiveScale();
     /// Left and right window sizes; -1 means unbounded.
     std::pair<int64_t, int64_t> getWindow();
+    /// What takes the op beyond the dense layout (varlen, paged or
+    /// seqused_k, an append, the split-KV partial form), as a phrase for a
+    /// diagnostic; empty when it is dense.
+    ::llvm::StringRef getNonDenseFeature();
     /// q_start / seqlen_q's rules (part of the verifier).
     ::llvm::LogicalResult verifyRowTile(bool varlenQ);
     /// Dimension sizes (ShapedType::kDynamic when not static).
