@@ -7,9 +7,9 @@
 // transpose of its result back to [B, H, Sq, D].
 // CHECK-LABEL: func.func @torch_additive
 // CHECK-SAME: %[[Q:[a-z0-9]+]]: tensor<2x4x16x32xf32>, %[[K:[a-z0-9]+]]: tensor<2x4x24x32xf32>, %[[V:[a-z0-9]+]]: tensor<2x4x24x32xf32>, %[[M:[a-z0-9]+]]: tensor<2x4x16x24xf32>
-// CHECK: %[[QT:.*]] = linalg.transpose ins(%[[Q]] : {{.*}}) outs(%{{.*}} : tensor<2x16x4x32xf32>) permutation = [0, 2, 1, 3]
-// CHECK: %[[VT:.*]] = linalg.transpose ins(%[[V]] : {{.*}}) outs(%{{.*}} : tensor<2x24x4x32xf32>) permutation = [0, 2, 1, 3]
-// CHECK: %[[KT:.*]] = linalg.transpose ins(%[[K]] : {{.*}}) outs(%{{.*}} : tensor<2x24x4x32xf32>) permutation = [0, 2, 1, 3]
+// CHECK-DAG: %[[QT:.*]] = linalg.transpose ins(%[[Q]] : {{.*}}) outs(%{{.*}} : tensor<2x16x4x32xf32>) permutation = [0, 2, 1, 3]
+// CHECK-DAG: %[[VT:.*]] = linalg.transpose ins(%[[V]] : {{.*}}) outs(%{{.*}} : tensor<2x24x4x32xf32>) permutation = [0, 2, 1, 3]
+// CHECK-DAG: %[[KT:.*]] = linalg.transpose ins(%[[K]] : {{.*}}) outs(%{{.*}} : tensor<2x24x4x32xf32>) permutation = [0, 2, 1, 3]
 // CHECK: %[[O:.*]] = flashattn.attention ins(%[[QT]], %[[KT]], %[[VT]] : {{.*}}) outs(%{{.*}} : tensor<2x16x4x32xf32>) {scale = 0.176776{{[0-9]+}} : f32} score(%[[S:.*]]: f32, %[[B:.*]]: index, %[[H:.*]]: index, %[[I:.*]]: index, %[[J:.*]]: index) {
 // CHECK-NEXT: %[[E:.*]] = tensor.extract %[[M]][%[[B]], %[[H]], %[[I]], %[[J]]]
 // CHECK-NEXT: %[[R:.*]] = arith.addf %[[S]], %[[E]] : f32
@@ -405,4 +405,187 @@ func.func @mask_before_scale(%q: tensor<2x4x16x32xf32>, %k: tensor<2x4x24x32xf32
     linalg.yield %r : f32
   } -> tensor<2x4x16x32xf32>
   return %o : tensor<2x4x16x32xf32>
+}
+
+// -----
+
+// torch-mlir's linalg-on-tensors form of its SDPA decomposition with GQA
+// (repeat_interleave of K / V: expand_shape, a broadcast generic, a
+// collapse_shape), k.transpose(-2, -1) as linalg.transpose, each 4-D
+// matmul as linalg.batch_matmul between collapse_shape and expand_shape,
+// mul.Scalar by a captured constant, and the softmax decomposition with
+// separate sub / exp ops and keepdim statistics from expand_shape: the op
+// reads the 2 kv heads unrepeated and untransposed.
+// CHECK-LABEL: func.func @torch_gqa_batch_matmul
+// CHECK-SAME: %[[Q:[a-z0-9]+]]: tensor<2x4x16x32xf32>, %[[K:[a-z0-9]+]]: tensor<2x2x24x32xf32>, %[[V:[a-z0-9]+]]: tensor<2x2x24x32xf32>
+// CHECK-DAG: %[[QT:.*]] = linalg.transpose ins(%[[Q]] : {{.*}}) outs(%{{.*}} : tensor<2x16x4x32xf32>) permutation = [0, 2, 1, 3]
+// CHECK-DAG: %[[KT:.*]] = linalg.transpose ins(%[[K]] : {{.*}}) outs(%{{.*}} : tensor<2x24x2x32xf32>) permutation = [0, 2, 1, 3]
+// CHECK-DAG: %[[VT:.*]] = linalg.transpose ins(%[[V]] : {{.*}}) outs(%{{.*}} : tensor<2x24x2x32xf32>) permutation = [0, 2, 1, 3]
+// CHECK: %[[O:.*]] = flashattn.attention ins(%[[QT]], %[[KT]], %[[VT]] : {{.*}}) outs(%{{.*}} : tensor<2x16x4x32xf32>) {scale = 0.176776{{[0-9]+}} : f32} -> tensor<2x16x4x32xf32>
+// CHECK: %[[OT:.*]] = linalg.transpose ins(%[[O]] : {{.*}}) outs(%{{.*}} : tensor<2x4x16x32xf32>) permutation = [0, 2, 1, 3]
+// CHECK: return %[[OT]]
+// CHECK-NOT: linalg.batch_matmul
+#bcast5 = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, 0, d3, d4)>
+#id5 = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
+#id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#row = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, 0)>
+#red = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+func.func @torch_gqa_batch_matmul(%q: tensor<2x4x16x32xf32>, %k: tensor<2x2x24x32xf32>, %v: tensor<2x2x24x32xf32>) -> tensor<2x4x16x32xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %scale = arith.constant 0.176776695 : f32
+  %ku = tensor.expand_shape %k [[0], [1, 2], [3], [4]] output_shape [2, 2, 1, 24, 32] : tensor<2x2x24x32xf32> into tensor<2x2x1x24x32xf32>
+  %vu = tensor.expand_shape %v [[0], [1, 2], [3], [4]] output_shape [2, 2, 1, 24, 32] : tensor<2x2x24x32xf32> into tensor<2x2x1x24x32xf32>
+  %e5 = tensor.empty() : tensor<2x2x2x24x32xf32>
+  %kb = linalg.generic {indexing_maps = [#bcast5, #id5], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]}
+      ins(%ku : tensor<2x2x1x24x32xf32>) outs(%e5 : tensor<2x2x2x24x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  } -> tensor<2x2x2x24x32xf32>
+  %vb = linalg.generic {indexing_maps = [#bcast5, #id5], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]}
+      ins(%vu : tensor<2x2x1x24x32xf32>) outs(%e5 : tensor<2x2x2x24x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  } -> tensor<2x2x2x24x32xf32>
+  %kr = tensor.collapse_shape %kb [[0], [1, 2], [3], [4]] : tensor<2x2x2x24x32xf32> into tensor<2x4x24x32xf32>
+  %vr = tensor.collapse_shape %vb [[0], [1, 2], [3], [4]] : tensor<2x2x2x24x32xf32> into tensor<2x4x24x32xf32>
+  %kte = tensor.empty() : tensor<2x4x32x24xf32>
+  %kt = linalg.transpose ins(%kr : tensor<2x4x24x32xf32>) outs(%kte : tensor<2x4x32x24xf32>) permutation = [0, 1, 3, 2]
+  %q3 = tensor.collapse_shape %q [[0, 1], [2], [3]] : tensor<2x4x16x32xf32> into tensor<8x16x32xf32>
+  %kt3 = tensor.collapse_shape %kt [[0, 1], [2], [3]] : tensor<2x4x32x24xf32> into tensor<8x32x24xf32>
+  %se = tensor.empty() : tensor<8x16x24xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<8x16x24xf32>) -> tensor<8x16x24xf32>
+  %s3 = linalg.batch_matmul ins(%q3, %kt3 : tensor<8x16x32xf32>, tensor<8x32x24xf32>) outs(%sz : tensor<8x16x24xf32>) -> tensor<8x16x24xf32>
+  %s = tensor.expand_shape %s3 [[0, 1], [2], [3]] output_shape [2, 4, 16, 24] : tensor<8x16x24xf32> into tensor<2x4x16x24xf32>
+  %e0 = tensor.empty() : tensor<2x4x16x24xf32>
+  %x = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%s : tensor<2x4x16x24xf32>) outs(%e0 : tensor<2x4x16x24xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.mulf %a, %scale : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x16x24xf32>
+  %e1 = tensor.empty() : tensor<2x4x16xf32>
+  %mi = linalg.fill ins(%ninf : f32) outs(%e1 : tensor<2x4x16xf32>) -> tensor<2x4x16xf32>
+  %mx = linalg.generic {indexing_maps = [#id, #red], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%x : tensor<2x4x16x24xf32>) outs(%mi : tensor<2x4x16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.maximumf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x16xf32>
+  %mxk = tensor.expand_shape %mx [[0], [1], [2, 3]] output_shape [2, 4, 16, 1] : tensor<2x4x16xf32> into tensor<2x4x16x1xf32>
+  %d = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%x, %mxk : tensor<2x4x16x24xf32>, tensor<2x4x16x1xf32>) outs(%e0 : tensor<2x4x16x24xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.subf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x16x24xf32>
+  %ex = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%d : tensor<2x4x16x24xf32>) outs(%e0 : tensor<2x4x16x24xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = math.exp %a : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x16x24xf32>
+  %li = linalg.fill ins(%zero : f32) outs(%e1 : tensor<2x4x16xf32>) -> tensor<2x4x16xf32>
+  %l = linalg.generic {indexing_maps = [#id, #red], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%ex : tensor<2x4x16x24xf32>) outs(%li : tensor<2x4x16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x16xf32>
+  %lk = tensor.expand_shape %l [[0], [1], [2, 3]] output_shape [2, 4, 16, 1] : tensor<2x4x16xf32> into tensor<2x4x16x1xf32>
+  %p = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%ex, %lk : tensor<2x4x16x24xf32>, tensor<2x4x16x1xf32>) outs(%e0 : tensor<2x4x16x24xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.divf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x16x24xf32>
+  %p3 = tensor.collapse_shape %p [[0, 1], [2], [3]] : tensor<2x4x16x24xf32> into tensor<8x16x24xf32>
+  %v3 = tensor.collapse_shape %vr [[0, 1], [2], [3]] : tensor<2x4x24x32xf32> into tensor<8x24x32xf32>
+  %oe = tensor.empty() : tensor<8x16x32xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%oe : tensor<8x16x32xf32>) -> tensor<8x16x32xf32>
+  %o3 = linalg.batch_matmul ins(%p3, %v3 : tensor<8x16x24xf32>, tensor<8x24x32xf32>) outs(%oz : tensor<8x16x32xf32>) -> tensor<8x16x32xf32>
+  %o = tensor.expand_shape %o3 [[0, 1], [2], [3]] output_shape [2, 4, 16, 32] : tensor<8x16x32xf32> into tensor<2x4x16x32xf32>
+  return %o : tensor<2x4x16x32xf32>
+}
+
+// -----
+
+// StableHLO-to-linalg with primitive ops, in JAX's [B, T, N, H] layout
+// (einsum BTNH,BSNH->BNTS as a linalg.generic contraction): the scale a
+// linalg.map multiply by a splat tensor constant, causal from two iotas
+// compared (GE) and broadcast, selecting JAX's large finite negative,
+// softmax as linalg.reduce / linalg.broadcast / linalg.map: top-left
+// causal, and the op reads Q, K, V and writes O in place (no transpose).
+// CHECK-LABEL: func.func @stablehlo_causal
+// CHECK-NOT: linalg.transpose
+// CHECK: %[[O:.*]] = flashattn.attention ins(%arg0, %arg1, %arg2 : {{.*}}) outs(%{{.*}} : tensor<2x16x4x32xf32>) {causal = #flashattn.causal<top_left>, scale = 0.176776{{[0-9]+}} : f32} -> tensor<2x16x4x32xf32>
+// CHECK-NEXT: return %[[O]]
+#q5 = affine_map<(b, n, t, s, h) -> (b, t, n, h)>
+#k5 = affine_map<(b, n, t, s, h) -> (b, s, n, h)>
+#s5 = affine_map<(b, n, t, s, h) -> (b, n, t, s)>
+#p5 = affine_map<(b, t, n, h, s) -> (b, n, t, s)>
+#v5 = affine_map<(b, t, n, h, s) -> (b, s, n, h)>
+#o5 = affine_map<(b, t, n, h, s) -> (b, t, n, h)>
+#id2 = affine_map<(t, s) -> (t, s)>
+func.func @stablehlo_causal(%q: tensor<2x16x4x32xf32>, %k: tensor<2x16x4x32xf32>, %v: tensor<2x16x4x32xf32>) -> tensor<2x16x4x32xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %scale = arith.constant dense<0.176776695> : tensor<2x4x16x16xf32>
+  %big = arith.constant dense<-2.38197633e+38> : tensor<2x4x16x16xf32>
+  %e0 = tensor.empty() : tensor<2x4x16x16xf32>
+  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<2x4x16x16xf32>) -> tensor<2x4x16x16xf32>
+  %s = linalg.generic {indexing_maps = [#q5, #k5, #s5], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %k : tensor<2x16x4x32xf32>, tensor<2x16x4x32xf32>) outs(%z0 : tensor<2x4x16x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x16x16xf32>
+  %x0 = linalg.map { arith.mulf } ins(%s, %scale : tensor<2x4x16x16xf32>, tensor<2x4x16x16xf32>) outs(%e0 : tensor<2x4x16x16xf32>)
+  %ie = tensor.empty() : tensor<16x16xi32>
+  %rows = linalg.generic {indexing_maps = [#id2], iterator_types = ["parallel", "parallel"]} outs(%ie : tensor<16x16xi32>) {
+  ^bb0(%o: i32):
+    %i = linalg.index 0 : index
+    %c = arith.index_cast %i : index to i32
+    linalg.yield %c : i32
+  } -> tensor<16x16xi32>
+  %cols = linalg.generic {indexing_maps = [#id2], iterator_types = ["parallel", "parallel"]} outs(%ie : tensor<16x16xi32>) {
+  ^bb0(%o: i32):
+    %j = linalg.index 1 : index
+    %c = arith.index_cast %j : index to i32
+    linalg.yield %c : i32
+  } -> tensor<16x16xi32>
+  %be = tensor.empty() : tensor<16x16xi1>
+  %keep2 = linalg.map ins(%rows, %cols : tensor<16x16xi32>, tensor<16x16xi32>) outs(%be : tensor<16x16xi1>)
+      (%r: i32, %c: i32, %init: i1) {
+    %ge = arith.cmpi sge, %r, %c : i32
+    linalg.yield %ge : i1
+  }
+  %ke = tensor.empty() : tensor<2x4x16x16xi1>
+  %keep = linalg.broadcast ins(%keep2 : tensor<16x16xi1>) outs(%ke : tensor<2x4x16x16xi1>) dimensions = [0, 1]
+  %x = linalg.map ins(%keep, %x0, %big : tensor<2x4x16x16xi1>, tensor<2x4x16x16xf32>, tensor<2x4x16x16xf32>) outs(%e0 : tensor<2x4x16x16xf32>)
+      (%m: i1, %a: f32, %n: f32, %init: f32) {
+    %r = arith.select %m, %a, %n : f32
+    linalg.yield %r : f32
+  }
+  %e1 = tensor.empty() : tensor<2x4x16xf32>
+  %mi = linalg.fill ins(%ninf : f32) outs(%e1 : tensor<2x4x16xf32>) -> tensor<2x4x16xf32>
+  %mx = linalg.reduce { arith.maximumf } ins(%x : tensor<2x4x16x16xf32>) outs(%mi : tensor<2x4x16xf32>) dimensions = [3]
+  %mb = linalg.broadcast ins(%mx : tensor<2x4x16xf32>) outs(%e0 : tensor<2x4x16x16xf32>) dimensions = [3]
+  %d = linalg.map { arith.subf } ins(%x, %mb : tensor<2x4x16x16xf32>, tensor<2x4x16x16xf32>) outs(%e0 : tensor<2x4x16x16xf32>)
+  %ex = linalg.map { math.exp } ins(%d : tensor<2x4x16x16xf32>) outs(%e0 : tensor<2x4x16x16xf32>)
+  %li = linalg.fill ins(%zero : f32) outs(%e1 : tensor<2x4x16xf32>) -> tensor<2x4x16xf32>
+  %l = linalg.reduce { arith.addf } ins(%ex : tensor<2x4x16x16xf32>) outs(%li : tensor<2x4x16xf32>) dimensions = [3]
+  %lb = linalg.broadcast ins(%l : tensor<2x4x16xf32>) outs(%e0 : tensor<2x4x16x16xf32>) dimensions = [3]
+  %p = linalg.map { arith.divf } ins(%ex, %lb : tensor<2x4x16x16xf32>, tensor<2x4x16x16xf32>) outs(%e0 : tensor<2x4x16x16xf32>)
+  %oe = tensor.empty() : tensor<2x16x4x32xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%oe : tensor<2x16x4x32xf32>) -> tensor<2x16x4x32xf32>
+  %o = linalg.generic {indexing_maps = [#p5, #v5, #o5], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%p, %v : tensor<2x4x16x16xf32>, tensor<2x16x4x32xf32>) outs(%oz : tensor<2x16x4x32xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x16x4x32xf32>
+  return %o : tensor<2x16x4x32xf32>
 }
