@@ -589,3 +589,208 @@ func.func @stablehlo_causal(%q: tensor<2x16x4x32xf32>, %k: tensor<2x16x4x32xf32>
   } -> tensor<2x16x4x32xf32>
   return %o : tensor<2x16x4x32xf32>
 }
+
+// -----
+
+// Broadcast masks: an additive bias [1, H, Sq, Sk] read through a map with
+// a constant batch index, then JAX's padding where(keep, x, large negative)
+// from a [B, Sq, Sk] mask (finite: a fully masked row keeps the mean of V,
+// so it stays a select in the score region), then masked_fill(pad, -inf)
+// from a [B, Sk] key-padding mask broadcast by linalg.broadcast (a mask
+// region keeping the keys not padded).
+// CHECK-LABEL: func.func @broadcast_masks
+// CHECK-SAME: %[[BIAS:[a-z0-9]+]]: tensor<1x4x16x24xf32>, %[[KEEP:[a-z0-9]+]]: tensor<2x16x24xi1>, %[[PAD:[a-z0-9]+]]: tensor<2x24xi1>
+// CHECK-DAG: %[[TRUE:.*]] = arith.constant true
+// CHECK-DAG: %[[C:.*]] = arith.constant -2.38197633E+38 : f32
+// CHECK: flashattn.attention {{.*}} score(%[[S:.*]]: f32, %[[B:.*]]: index, %[[H:.*]]: index, %[[I:.*]]: index, %[[J:.*]]: index) {
+// CHECK: %[[E:.*]] = tensor.extract %[[BIAS]][%{{.*}}, %[[H]], %[[I]], %[[J]]]
+// CHECK: %[[A:.*]] = arith.addf %[[S]], %[[E]] : f32
+// CHECK: %[[K:.*]] = tensor.extract %[[KEEP]][%[[B]], %[[I]], %[[J]]]
+// CHECK: %[[R:.*]] = arith.select %[[K]], %[[A]], %[[C]] : f32
+// CHECK: flashattn.yield %[[R]] : f32
+// CHECK: } mask(%[[MB:.*]]: index, %[[MH:.*]]: index, %[[MI:.*]]: index, %[[MJ:.*]]: index) {
+// CHECK: %[[P:.*]] = tensor.extract %[[PAD]][%[[MB]], %[[MJ]]]
+// CHECK: %[[NP:.*]] = arith.xori %[[P]], %[[TRUE]] : i1
+// CHECK: flashattn.yield %[[NP]] : i1
+#qk_q = affine_map<(b, h, i, j, d) -> (b, h, i, d)>
+#qk_k = affine_map<(b, h, i, j, d) -> (b, h, j, d)>
+#qk_s = affine_map<(b, h, i, j, d) -> (b, h, i, j)>
+#pv_p = affine_map<(b, h, i, e, j) -> (b, h, i, j)>
+#pv_v = affine_map<(b, h, i, e, j) -> (b, h, j, e)>
+#pv_o = affine_map<(b, h, i, e, j) -> (b, h, i, e)>
+#id = affine_map<(b, h, i, j) -> (b, h, i, j)>
+#bias = affine_map<(b, h, i, j) -> (0, h, i, j)>
+#bij = affine_map<(b, h, i, j) -> (b, i, j)>
+func.func @broadcast_masks(%q: tensor<2x4x16x32xf32>, %k: tensor<2x4x24x32xf32>, %v: tensor<2x4x24x32xf32>,
+                           %bias: tensor<1x4x16x24xf32>, %keep: tensor<2x16x24xi1>, %pad: tensor<2x24xi1>) -> tensor<2x4x16x32xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %big = arith.constant -2.38197633e+38 : f32
+  %c = arith.constant 0.125 : f32
+  %e0 = tensor.empty() : tensor<2x4x16x24xf32>
+  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<2x4x16x24xf32>) -> tensor<2x4x16x24xf32>
+  %s = linalg.generic {indexing_maps = [#qk_q, #qk_k, #qk_s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %k : tensor<2x4x16x32xf32>, tensor<2x4x24x32xf32>) outs(%z0 : tensor<2x4x16x24xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x16x24xf32>
+  %x0 = linalg.generic {indexing_maps = [#id, #bias, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%s, %bias : tensor<2x4x16x24xf32>, tensor<1x4x16x24xf32>) outs(%e0 : tensor<2x4x16x24xf32>) {
+  ^bb0(%a: f32, %m: f32, %o: f32):
+    %t = arith.mulf %a, %c : f32
+    %r = arith.addf %t, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x16x24xf32>
+  %x1 = linalg.generic {indexing_maps = [#bij, #id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%keep, %x0 : tensor<2x16x24xi1>, tensor<2x4x16x24xf32>) outs(%e0 : tensor<2x4x16x24xf32>) {
+  ^bb0(%m: i1, %a: f32, %o: f32):
+    %r = arith.select %m, %a, %big : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x16x24xf32>
+  %pe = tensor.empty() : tensor<2x4x16x24xi1>
+  %padb = linalg.broadcast ins(%pad : tensor<2x24xi1>) outs(%pe : tensor<2x4x16x24xi1>) dimensions = [1, 2]
+  %x = linalg.map ins(%padb, %x1 : tensor<2x4x16x24xi1>, tensor<2x4x16x24xf32>) outs(%e0 : tensor<2x4x16x24xf32>)
+      (%m: i1, %a: f32, %init: f32) {
+    %r = arith.select %m, %ninf, %a : f32
+    linalg.yield %r : f32
+  }
+  %es = tensor.empty() : tensor<2x4x16x24xf32>
+  %p = linalg.softmax dimension(3) ins(%x : tensor<2x4x16x24xf32>) outs(%es : tensor<2x4x16x24xf32>) -> tensor<2x4x16x24xf32>
+  %e2 = tensor.empty() : tensor<2x4x16x32xf32>
+  %z2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<2x4x16x32xf32>) -> tensor<2x4x16x32xf32>
+  %o = linalg.generic {indexing_maps = [#pv_p, #pv_v, #pv_o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%p, %v : tensor<2x4x16x24xf32>, tensor<2x4x24x32xf32>) outs(%z2 : tensor<2x4x16x32xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x16x32xf32>
+  return %o : tensor<2x4x16x32xf32>
+}
+
+// -----
+
+// K / V repeated with the copies outside the kv heads ([G, Hkv] collapsed:
+// query head h would read kv head h mod Hkv, not FlashAttention's
+// h / (H / Hkv)): raised on the repeated tensors, 4 kv heads.
+// CHECK-LABEL: func.func @repeat_groups_outside
+// CHECK: flashattn.attention ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<2x16x4x32xf32>, tensor<2x24x4x32xf32>, tensor<2x24x4x32xf32>)
+#outer5 = affine_map<(d0, d1, d2, d3, d4) -> (d0, d2, d3, d4)>
+#id5 = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
+#qk_q = affine_map<(b, h, i, j, d) -> (b, h, i, d)>
+#qk_k = affine_map<(b, h, i, j, d) -> (b, h, j, d)>
+#qk_s = affine_map<(b, h, i, j, d) -> (b, h, i, j)>
+#pv_p = affine_map<(b, h, i, e, j) -> (b, h, i, j)>
+#pv_v = affine_map<(b, h, i, e, j) -> (b, h, j, e)>
+#pv_o = affine_map<(b, h, i, e, j) -> (b, h, i, e)>
+func.func @repeat_groups_outside(%q: tensor<2x4x16x32xf32>, %k: tensor<2x2x24x32xf32>, %v: tensor<2x2x24x32xf32>) -> tensor<2x4x16x32xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e5 = tensor.empty() : tensor<2x2x2x24x32xf32>
+  %kb = linalg.generic {indexing_maps = [#outer5, #id5], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]}
+      ins(%k : tensor<2x2x24x32xf32>) outs(%e5 : tensor<2x2x2x24x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  } -> tensor<2x2x2x24x32xf32>
+  %vb = linalg.generic {indexing_maps = [#outer5, #id5], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]}
+      ins(%v : tensor<2x2x24x32xf32>) outs(%e5 : tensor<2x2x2x24x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  } -> tensor<2x2x2x24x32xf32>
+  %kr = tensor.collapse_shape %kb [[0], [1, 2], [3], [4]] : tensor<2x2x2x24x32xf32> into tensor<2x4x24x32xf32>
+  %vr = tensor.collapse_shape %vb [[0], [1, 2], [3], [4]] : tensor<2x2x2x24x32xf32> into tensor<2x4x24x32xf32>
+  %e0 = tensor.empty() : tensor<2x4x16x24xf32>
+  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<2x4x16x24xf32>) -> tensor<2x4x16x24xf32>
+  %s = linalg.generic {indexing_maps = [#qk_q, #qk_k, #qk_s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %kr : tensor<2x4x16x32xf32>, tensor<2x4x24x32xf32>) outs(%z0 : tensor<2x4x16x24xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x16x24xf32>
+  %p = linalg.softmax dimension(3) ins(%s : tensor<2x4x16x24xf32>) outs(%e0 : tensor<2x4x16x24xf32>) -> tensor<2x4x16x24xf32>
+  %e2 = tensor.empty() : tensor<2x4x16x32xf32>
+  %z2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<2x4x16x32xf32>) -> tensor<2x4x16x32xf32>
+  %o = linalg.generic {indexing_maps = [#pv_p, #pv_v, #pv_o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%p, %vr : tensor<2x4x16x24xf32>, tensor<2x4x24x32xf32>) outs(%z2 : tensor<2x4x16x32xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x16x32xf32>
+  return %o : tensor<2x4x16x32xf32>
+}
+
+// -----
+
+// Near miss: keys at or after the query kept (j >= i, not causal): unchanged.
+// CHECK-LABEL: func.func @anti_causal
+// CHECK-NOT: flashattn.attention
+// CHECK: linalg.softmax
+#qk_q = affine_map<(b, h, i, j, d) -> (b, h, i, d)>
+#qk_k = affine_map<(b, h, i, j, d) -> (b, h, j, d)>
+#qk_s = affine_map<(b, h, i, j, d) -> (b, h, i, j)>
+#pv_p = affine_map<(b, h, i, e, j) -> (b, h, i, j)>
+#pv_v = affine_map<(b, h, i, e, j) -> (b, h, j, e)>
+#pv_o = affine_map<(b, h, i, e, j) -> (b, h, i, e)>
+#id = affine_map<(b, h, i, j) -> (b, h, i, j)>
+func.func @anti_causal(%q: tensor<2x4x16x32xf32>, %k: tensor<2x4x24x32xf32>, %v: tensor<2x4x24x32xf32>) -> tensor<2x4x16x32xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %e0 = tensor.empty() : tensor<2x4x16x24xf32>
+  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<2x4x16x24xf32>) -> tensor<2x4x16x24xf32>
+  %s = linalg.generic {indexing_maps = [#qk_q, #qk_k, #qk_s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %k : tensor<2x4x16x32xf32>, tensor<2x4x24x32xf32>) outs(%z0 : tensor<2x4x16x24xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x16x24xf32>
+  %x = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%s : tensor<2x4x16x24xf32>) outs(%e0 : tensor<2x4x16x24xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %i = linalg.index 2 : index
+    %j = linalg.index 3 : index
+    %keep = arith.cmpi sge, %j, %i : index
+    %r = arith.select %keep, %a, %ninf : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x16x24xf32>
+  %p = linalg.softmax dimension(3) ins(%x : tensor<2x4x16x24xf32>) outs(%e0 : tensor<2x4x16x24xf32>) -> tensor<2x4x16x24xf32>
+  %e2 = tensor.empty() : tensor<2x4x16x32xf32>
+  %z2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<2x4x16x32xf32>) -> tensor<2x4x16x32xf32>
+  %o = linalg.generic {indexing_maps = [#pv_p, #pv_v, #pv_o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%p, %v : tensor<2x4x16x24xf32>, tensor<2x4x24x32xf32>) outs(%z2 : tensor<2x4x16x32xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x16x32xf32>
+  return %o : tensor<2x4x16x32xf32>
+}
+
+// -----
+
+// Near miss: a batch_matmul whose operands collapse different [B, H]
+// ([2, 4] and [4, 2]): batch n of Q and of K are not one (b, h): unchanged.
+// CHECK-LABEL: func.func @batch_matmul_other_split
+// CHECK-NOT: flashattn.attention
+// CHECK: linalg.batch_matmul
+func.func @batch_matmul_other_split(%q: tensor<2x4x16x32xf32>, %kt: tensor<4x2x32x24xf32>, %v: tensor<2x4x24x32xf32>) -> tensor<2x4x16x32xf32> {
+  %zero = arith.constant 0.0 : f32
+  %q3 = tensor.collapse_shape %q [[0, 1], [2], [3]] : tensor<2x4x16x32xf32> into tensor<8x16x32xf32>
+  %kt3 = tensor.collapse_shape %kt [[0, 1], [2], [3]] : tensor<4x2x32x24xf32> into tensor<8x32x24xf32>
+  %se = tensor.empty() : tensor<8x16x24xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<8x16x24xf32>) -> tensor<8x16x24xf32>
+  %s3 = linalg.batch_matmul ins(%q3, %kt3 : tensor<8x16x32xf32>, tensor<8x32x24xf32>) outs(%sz : tensor<8x16x24xf32>) -> tensor<8x16x24xf32>
+  %s = tensor.expand_shape %s3 [[0, 1], [2], [3]] output_shape [2, 4, 16, 24] : tensor<8x16x24xf32> into tensor<2x4x16x24xf32>
+  %e0 = tensor.empty() : tensor<2x4x16x24xf32>
+  %p = linalg.softmax dimension(3) ins(%s : tensor<2x4x16x24xf32>) outs(%e0 : tensor<2x4x16x24xf32>) -> tensor<2x4x16x24xf32>
+  %p3 = tensor.collapse_shape %p [[0, 1], [2], [3]] : tensor<2x4x16x24xf32> into tensor<8x16x24xf32>
+  %v3 = tensor.collapse_shape %v [[0, 1], [2], [3]] : tensor<2x4x24x32xf32> into tensor<8x24x32xf32>
+  %oe = tensor.empty() : tensor<8x16x32xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%oe : tensor<8x16x32xf32>) -> tensor<8x16x32xf32>
+  %o3 = linalg.batch_matmul ins(%p3, %v3 : tensor<8x16x24xf32>, tensor<8x24x32xf32>) outs(%oz : tensor<8x16x32xf32>) -> tensor<8x16x32xf32>
+  %o = tensor.expand_shape %o3 [[0, 1], [2], [3]] output_shape [2, 4, 16, 32] : tensor<8x16x32xf32> into tensor<2x4x16x32xf32>
+  return %o : tensor<2x4x16x32xf32>
+}

@@ -75,20 +75,17 @@ std::pair<Value, AffineMap> raise::peelBroadcasts(Value tensor, AffineMap map) {
       map = op.getIndexingMapsArray()[0].compose(map);
       tensor = op.getDpsInputs()[0];
     } else if (auto expand = tensor.getDefiningOp<tensor::ExpandShapeOp>()) {
-      // Each group keeps its one non-unit dim (or a unit one as 0).
+      // Each group keeps its one non-unit dim; a group of unit dims, its
+      // first read by a loop (a unit dim of the source either way).
       auto type = expand.getResultType();
       SmallVector<AffineExpr> results;
       for (ReassociationIndices group : expand.getReassociationIndices()) {
-        AffineExpr kept = getAffineConstantExpr(0, map.getContext());
-        unsigned nonUnit = 0;
-        for (int64_t d : group)
-          if (type.getDimSize(d) != 1) {
-            kept = map.getResult(d);
-            ++nonUnit;
-          }
-        if (nonUnit > 1)
+        auto nonUnit = llvm::make_filter_range(group, [&](int64_t d) { return type.getDimSize(d) != 1; });
+        auto byLoop = llvm::make_filter_range(group, [&](int64_t d) { return isa<AffineDimExpr>(map.getResult(d)); });
+        if (llvm::range_size(nonUnit) > 1)
           return {tensor, map};
-        results.push_back(kept);
+        int64_t kept = !nonUnit.empty() ? *nonUnit.begin() : !byLoop.empty() ? *byLoop.begin() : group[0];
+        results.push_back(map.getResult(kept));
       }
       map = AffineMap::get(map.getNumDims(), map.getNumSymbols(), results, map.getContext());
       tensor = expand.getSrc();

@@ -107,44 +107,57 @@ static bool absorbSelect(Cond cond, bool xOnFalse, double c, Walk &w) {
   return true;
 }
 
-/// One elementwise step with x its input `xi`; false when it is none of the
-/// recognized ones.
-static bool absorbStep(linalg::LinalgOp op, unsigned xi, Walk &w) {
-  Value y = yieldedValue(op);
+/// The payload value `y` of step `op` as steps applied to x, its input
+/// `xi`, outermost first (a fused payload is several steps); false when
+/// one is none of the recognized ones.
+static bool absorbValue(Value y, linalg::LinalgOp op, unsigned xi, Walk &w) {
   if (isInputArg(y, op, xi))
-    return true; // a cast or a copy
-  Operation *def = y.getDefiningOp();
-  auto isX = [&](Value v) { return isInputArg(v, op, xi); };
-  if (isa_and_nonnull<arith::MulFOp, arith::DivFOp>(def)) {
+    return true; // x itself, maybe cast
+  Operation *def = unwrapCast(y).getDefiningOp();
+  if (!def || def->getBlock() != op.getBlock())
+    return false;
+  if (isa<arith::MulFOp, arith::DivFOp>(def)) {
     bool div = isa<arith::DivFOp>(def);
     Value l = def->getOperand(0), r = def->getOperand(1);
-    Value c = isX(l) ? r : (!div && isX(r)) ? l : Value();
-    std::optional<double> v = c ? payloadConstant(c, op) : std::nullopt;
-    if (!v || !(*v > 0) || !std::isfinite(*v))
+    std::optional<double> c = payloadConstant(r, op);
+    Value inner = l;
+    if (!c && !div && (c = payloadConstant(l, op)))
+      inner = r;
+    if (!c || !(*c > 0) || !std::isfinite(*c))
       return false;
-    w.scores.scale *= div ? 1.0 / *v : *v;
+    w.scores.scale *= div ? 1.0 / *c : *c;
     w.scaled = true;
-    return true;
+    return absorbValue(inner, op, xi, w);
   }
-  if (auto add = dyn_cast_or_null<arith::AddFOp>(def)) {
-    Value other = isX(add.getLhs()) ? add.getRhs() : isX(add.getRhs()) ? add.getLhs() : Value();
-    auto arg = other ? dyn_cast<BlockArgument>(unwrapCast(other)) : BlockArgument();
-    if (!arg || arg.getOwner() != op.getBlock() || arg.getArgNumber() >= op.getNumDpsInputs() ||
-        arg.getArgNumber() == xi || w.scaled)
+  if (auto add = dyn_cast<arith::AddFOp>(def)) {
+    auto tensorArg = [&](Value v) {
+      auto arg = dyn_cast<BlockArgument>(unwrapCast(v));
+      return arg && arg.getOwner() == op.getBlock() && arg.getArgNumber() < op.getNumDpsInputs() &&
+                     arg.getArgNumber() != xi
+                 ? arg
+                 : BlockArgument();
+    };
+    BlockArgument m = tensorArg(add.getRhs());
+    Value inner = add.getLhs();
+    if (!m && (m = tensorArg(add.getLhs())))
+      inner = add.getRhs();
+    if (!m || w.scaled)
       return false; // a mask inside a scale: the op cannot scale it
-    w.scores.terms.push_back(ScoreTerm{ScoreTerm::Add, readOf(op, arg.getArgNumber())});
-    return true;
+    w.scores.terms.push_back(ScoreTerm{ScoreTerm::Add, readOf(op, m.getArgNumber())});
+    return absorbValue(inner, op, xi, w);
   }
-  if (auto sel = dyn_cast_or_null<arith::SelectOp>(def)) {
-    bool xTrue = isX(sel.getTrueValue()), xFalse = isX(sel.getFalseValue());
-    if (xTrue == xFalse)
+  if (auto sel = dyn_cast<arith::SelectOp>(def)) {
+    std::optional<double> onFalse = payloadConstant(sel.getFalseValue(), op);
+    std::optional<double> onTrue = payloadConstant(sel.getTrueValue(), op);
+    if (onFalse.has_value() == onTrue.has_value())
       return false;
-    std::optional<double> c =
-        payloadConstant(xTrue ? sel.getFalseValue() : sel.getTrueValue(), op);
-    if (!c || std::isnan(*c) || (*c > 0 && std::isinf(*c)))
+    double c = onFalse ? *onFalse : *onTrue;
+    if (std::isnan(c) || (c > 0 && std::isinf(c)))
       return false;
     Cond cond = analyzeCond(sel.getCondition(), op, w.dims);
-    return cond.kind != Cond::None && absorbSelect(cond, xFalse, *c, w);
+    if (cond.kind == Cond::None || !absorbSelect(cond, /*xOnFalse=*/!onFalse, c, w))
+      return false;
+    return absorbValue(onFalse ? sel.getTrueValue() : sel.getFalseValue(), op, xi, w);
   }
   return false;
 }
@@ -159,7 +172,7 @@ static Value walk(Value x, Walk &w, function_ref<bool(Value)> isContraction, uns
     if (!op.getIndexingMapsArray()[i].isIdentity())
       continue;
     Walk next = w;
-    if (!absorbStep(op, i, next))
+    if (!absorbValue(yieldedValue(op), op, i, next))
       continue;
     if (Value s = walk(op.getDpsInputs()[i], next, isContraction, depth + 1)) {
       w = std::move(next);
