@@ -794,3 +794,30 @@ func.func @batch_matmul_other_split(%q: tensor<2x4x16x32xf32>, %kt: tensor<4x2x3
   %o = tensor.expand_shape %o3 [[0, 1], [2], [3]] output_shape [2, 4, 16, 32] : tensor<8x16x32xf32> into tensor<2x4x16x32xf32>
   return %o : tensor<2x4x16x32xf32>
 }
+
+// -----
+
+// One head without a batch dim: linalg.matmul with a transposing
+// indexing_maps for Q K^T, linalg.softmax over dimension 1, linalg.matmul
+// with V: the op on [1, S, 1, D] views (expand_shape), its result collapsed
+// back to [Sq, Dv].
+// CHECK-LABEL: func.func @matmul_2d
+// CHECK-SAME: %[[Q:[a-z0-9]+]]: tensor<16x32xf32>, %[[K:[a-z0-9]+]]: tensor<24x32xf32>, %[[V:[a-z0-9]+]]: tensor<24x8xf32>
+// CHECK-DAG: %[[Q4:.*]] = tensor.expand_shape %[[Q]] {{\[}}[0, 1], [2, 3]] output_shape [1, 16, 1, 32]
+// CHECK-DAG: %[[K4:.*]] = tensor.expand_shape %[[K]] {{\[}}[0, 1], [2, 3]] output_shape [1, 24, 1, 32]
+// CHECK-DAG: %[[V4:.*]] = tensor.expand_shape %[[V]] {{\[}}[0, 1], [2, 3]] output_shape [1, 24, 1, 8]
+// CHECK: %[[O:.*]] = flashattn.attention ins(%[[Q4]], %[[K4]], %[[V4]] : {{.*}}) outs(%{{.*}} : tensor<1x16x1x8xf32>) {scale = 1.000000e+00 : f32}
+// CHECK: %[[O2:.*]] = tensor.collapse_shape %[[O]] {{\[}}[0, 1], [2, 3]] : tensor<1x16x1x8xf32> into tensor<16x8xf32>
+// CHECK: return %[[O2]]
+func.func @matmul_2d(%q: tensor<16x32xf32>, %k: tensor<24x32xf32>, %v: tensor<24x8xf32>) -> tensor<16x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : tensor<16x24xf32>
+  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<16x24xf32>) -> tensor<16x24xf32>
+  %s = linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
+      ins(%q, %k : tensor<16x32xf32>, tensor<24x32xf32>) outs(%z0 : tensor<16x24xf32>) -> tensor<16x24xf32>
+  %p = linalg.softmax dimension(1) ins(%s : tensor<16x24xf32>) outs(%e0 : tensor<16x24xf32>) -> tensor<16x24xf32>
+  %e1 = tensor.empty() : tensor<16x8xf32>
+  %z1 = linalg.fill ins(%zero : f32) outs(%e1 : tensor<16x8xf32>) -> tensor<16x8xf32>
+  %o = linalg.matmul ins(%p, %v : tensor<16x24xf32>, tensor<24x8xf32>) outs(%z1 : tensor<16x8xf32>) -> tensor<16x8xf32>
+  return %o : tensor<16x8xf32>
+}

@@ -165,31 +165,52 @@ def FlashAttnDecomposeToLinalg : Pass<"flashattn-decompose-to-linalg"> {
 def FlashAttnRaise : Pass<"flashattn-raise"> {
   let summary = "Raise attention written in linalg on tensors to flashattn.attention";
   let description = [{
-    Opt-in. Finds scaled dot-product attention in the SDPA layout
-    ([B, H, S, D] tensors) as upstream linalg writes it (torch-mlir's
-    linalg-on-tensors lowering, StableHLO-to-linalg): a `linalg.generic`
-    contraction S of Q and K (K's rows, or K^T) over head_dim from a zero
-    fill; elementwise generics on S: a multiply or divide by a positive
-    constant (the scale), the addition of a [B, H, Sq, Sk] tensor (an
-    additive mask, as Hugging Face's), a select to -inf from an i1 tensor
-    (a boolean mask) or from `linalg.index` comparisons j <= i (top-left
-    causal); `linalg.softmax` over the keys or its max / sub / exp / sum /
-    div decomposition; and the contraction of P with V over the keys. It
-    becomes `flashattn.attention` on the transposed operands ([B, S, H, D])
-    with the scale, `causal = top_left`, a score region adding the additive
-    masks (captured tensors, read with `tensor.extract`) and a mask region
-    reading the boolean one, and a transpose of its result.
+    Opt-in. Finds scaled dot-product attention as upstream structured ops
+    write it (torch-mlir's linalg-on-tensors output, StableHLO-to-linalg
+    with or without primitive ops, hand-written generics) and replaces it
+    with `flashattn.attention`:
+
+    - S = Q K^T: a contraction over head_dim from a zero fill, by
+      `linalg.generic` (any transposing maps), `linalg.matmul`,
+      `linalg.batch_matmul` or `linalg.contract`; a batch_matmul between
+      `tensor.collapse_shape [[0, 1], ...]` of 4-D tensors and
+      `tensor.expand_shape` of its result is the 4-D contraction.
+    - Elementwise steps on S (separate ops or one fused payload): a multiply
+      or divide by a positive constant (a captured scalar, a splat tensor, a
+      fill; the scale, before any mask is added); the addition of a tensor
+      (an additive mask, as Hugging Face's, read through any broadcast: a
+      score region adding it); a select of x against -inf from an i1 tensor
+      (a mask region reading it; `masked_fill` form negated) or from an
+      index comparison key <= query (`linalg.index`, or iotas compared:
+      `causal = top_left`); a select against a finite constant (JAX's
+      padding: kept in the score region, so a fully masked row keeps its
+      values); casts.
+    - P = softmax over the keys: `linalg.softmax`, or max / sub / exp / sum /
+      div in fused or separate ops, the row statistics kept ([.., Sq, 1]),
+      expanded or broadcast.
+    - O = P V: a contraction over the keys.
+
+    The score chain has 2 to 4 dims: up to two batch-like dims (batch and
+    heads, in either order), the queries, the keys last. Q, K, V and O may
+    be in any layout (transposes are seen through, and the op's
+    [B, S, H, D] operands are made with `linalg.transpose` and unit-dim
+    `tensor.expand_shape` only where needed). GQA: K and V repeated by a
+    broadcast over a new dim right after the kv heads, collapsed into them
+    (torch's `repeat_interleave`, `expand` + `reshape`), are read
+    unrepeated; other repeats are read as they are.
 
     Only exact matches are raised: a softmax over another dimension, a
-    scale after the softmax, a non-constant factor, a mask that is neither
-    added nor selected to -inf, a mask added before a scaling, broadcast
-    masks and operands in another order leave the IR unchanged.
+    scale after the softmax or around a mask, a non-constant factor, a mask
+    that is neither added nor selected, a key >= query comparison, a
+    batch_matmul whose operands collapse different [B, H] leave the IR
+    unchanged.
 
     Rounding: the op accumulates in f32 with the online softmax and keeps
     neither S nor P in the element type, so results move within
-    FlashAttention's tolerance of the unfused chain (docs/SEMANTICS.md); a
-    fully masked row of an additive mask with finite entries gets the mean
-    of V, as in the unfused form.
+    FlashAttention's tolerance of the unfused chain (docs/SEMANTICS.md). A
+    fully masked row of an additive or finite-select mask gets the mean of
+    V, as in the unfused form; a row masked by -inf everywhere gives 0 where
+    the unfused form divides 0 by 0.
   }];
   let dependentDialects = ["::mlir::flashattn::FlashAttnDialect",
                            "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect"];
