@@ -821,3 +821,56 @@ func.func @matmul_2d(%q: tensor<16x32xf32>, %k: tensor<24x32xf32>, %v: tensor<24
   %o = linalg.matmul ins(%p, %v : tensor<16x24xf32>, tensor<24x8xf32>) outs(%z1 : tensor<16x8xf32>) -> tensor<16x8xf32>
   return %o : tensor<16x8xf32>
 }
+
+// -----
+
+// Near miss: a sliding window (j <= i and i - j <= 3) with Sq = 16 != Sk = 24:
+// the op's window is bottom-right aligned, the written one top-left:
+// unchanged.
+// CHECK-LABEL: func.func @window_unequal_lengths
+// CHECK-NOT: flashattn.attention
+// CHECK: linalg.softmax
+#qk_q = affine_map<(b, h, i, j, d) -> (b, h, i, d)>
+#qk_k = affine_map<(b, h, i, j, d) -> (b, h, j, d)>
+#qk_s = affine_map<(b, h, i, j, d) -> (b, h, i, j)>
+#pv_p = affine_map<(b, h, i, e, j) -> (b, h, i, j)>
+#pv_v = affine_map<(b, h, i, e, j) -> (b, h, j, e)>
+#pv_o = affine_map<(b, h, i, e, j) -> (b, h, i, e)>
+#id = affine_map<(b, h, i, j) -> (b, h, i, j)>
+func.func @window_unequal_lengths(%q: tensor<2x4x16x32xf32>, %k: tensor<2x4x24x32xf32>, %v: tensor<2x4x24x32xf32>) -> tensor<2x4x16x32xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %e0 = tensor.empty() : tensor<2x4x16x24xf32>
+  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<2x4x16x24xf32>) -> tensor<2x4x16x24xf32>
+  %s = linalg.generic {indexing_maps = [#qk_q, #qk_k, #qk_s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %k : tensor<2x4x16x32xf32>, tensor<2x4x24x32xf32>) outs(%z0 : tensor<2x4x16x24xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x16x24xf32>
+  %x = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%s : tensor<2x4x16x24xf32>) outs(%e0 : tensor<2x4x16x24xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %i = linalg.index 2 : index
+    %j = linalg.index 3 : index
+    %c3 = arith.constant 3 : index
+    %causal = arith.cmpi sle, %j, %i : index
+    %d = arith.subi %i, %j : index
+    %near = arith.cmpi sle, %d, %c3 : index
+    %keep = arith.andi %causal, %near : i1
+    %r = arith.select %keep, %a, %ninf : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x16x24xf32>
+  %p = linalg.softmax dimension(3) ins(%x : tensor<2x4x16x24xf32>) outs(%e0 : tensor<2x4x16x24xf32>) -> tensor<2x4x16x24xf32>
+  %e2 = tensor.empty() : tensor<2x4x16x32xf32>
+  %z2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<2x4x16x32xf32>) -> tensor<2x4x16x32xf32>
+  %o = linalg.generic {indexing_maps = [#pv_p, #pv_v, #pv_o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%p, %v : tensor<2x4x16x24xf32>, tensor<2x4x24x32xf32>) outs(%z2 : tensor<2x4x16x32xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x16x32xf32>
+  return %o : tensor<2x4x16x32xf32>
+}

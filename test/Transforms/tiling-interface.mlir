@@ -136,6 +136,41 @@ module attributes {transform.with_named_sequence} {
 
 // -----
 
+// Tile-and-fuse under GQA (4 query heads over 2 kv heads): the consumer's
+// head loop steps by G = 2, so its tile of query heads [h, h + 2) is the kv
+// head h / 2 (affine floordiv of the loop's induction variable).
+// CHECK-LABEL: func.func @fused_gqa
+// CHECK: scf.for %[[B:[a-z0-9_]+]] =
+// CHECK:   scf.for %[[I:[a-z0-9_]+]] =
+// CHECK:     scf.for %[[H:[a-z0-9_]+]] =
+// CHECK:       %[[G:.*]] = affine.apply #{{.*}}(%[[H]])
+// CHECK:       %[[Q:.*]] = tensor.extract_slice %arg0[%[[B]], %[[I]], %{{.*}}, 0] [1, 8, 2, 32]
+// CHECK:       %[[K:.*]] = tensor.extract_slice %arg1[%[[B]], 0, %[[G]], 0] [1, 40, 1, 32]
+// CHECK:       %[[O:.*]] = flashattn.attention ins(%[[Q]], %[[K]], %{{.*}} : tensor<1x8x2x32xf16>, tensor<1x40x1x32xf16>, tensor<1x40x1x32xf16>)
+// CHECK:       linalg.generic {{.*}} ins(%[[O]] : tensor<1x8x2x32xf16>)
+module attributes {transform.with_named_sequence} {
+  func.func @fused_gqa(%q: tensor<2x32x4x32xf16>, %k: tensor<2x40x2x32xf16>, %v: tensor<2x40x2x32xf16>,
+                   %o: tensor<2x32x4x32xf16>, %y: tensor<2x32x4x32xf32>) -> tensor<2x32x4x32xf32> {
+    %r = flashattn.attention ins(%q, %k, %v : tensor<2x32x4x32xf16>, tensor<2x40x2x32xf16>, tensor<2x40x2x32xf16>)
+        outs(%o : tensor<2x32x4x32xf16>) -> tensor<2x32x4x32xf16>
+    %e = linalg.generic {indexing_maps = [affine_map<(b, i, h, e) -> (b, i, h, e)>, affine_map<(b, i, h, e) -> (b, i, h, e)>],
+                         iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+        ins(%r : tensor<2x32x4x32xf16>) outs(%y : tensor<2x32x4x32xf32>) {
+    ^bb0(%x: f16, %acc: f32):
+      %w = arith.extf %x : f16 to f32
+      linalg.yield %w : f32
+    } -> tensor<2x32x4x32xf32>
+    return %e : tensor<2x32x4x32xf32>
+  }
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %g = transform.structured.match ops{["linalg.generic"]} in %root : (!transform.any_op) -> !transform.any_op
+    %t, %loops:3 = transform.structured.fuse %g tile_sizes [1, 8, 2, 0] : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op, !transform.any_op)
+    transform.yield
+  }
+}
+
+// -----
+
 // Dynamic batch and rows: a row tile is told from the whole extent through
 // value bounds, so tiling only the batch adds no q_start, and a region
 // reading %b does not stop tiling rows.

@@ -193,6 +193,23 @@ void assignHeads(Match &m) {
   }
 }
 
+/// The kept keys as the op says them: right = 0 alone is top-left causal;
+/// any other range is a window, bottom-right aligned in the op, so only
+/// when Sq = Sk. Every row must keep its diagonal key.
+bool isTopLeftCausal(const KeyRange &keys) { return keys.right == 0 && !keys.left; }
+
+bool keyRangeRepresentable(const Match &m) {
+  const KeyRange &keys = m.scores.keys;
+  if (!keys.any() || isTopLeftCausal(keys))
+    return true;
+  if (keys.left.value_or(0) < 0 || keys.right.value_or(0) < 0)
+    return false;
+  auto pos = [](const Operand &o, int64_t c) { return llvm::find(o.chain, c) - o.chain.begin(); };
+  auto sq = cast<ShapedType>(m.q.tensor.getType()).getDimSize(pos(m.q, m.queryDim));
+  auto sk = cast<ShapedType>(m.k.tensor.getType()).getDimSize(pos(m.k, m.rank - 1));
+  return !ShapedType::isDynamic(sq) && sq == sk;
+}
+
 std::optional<Match> matchAttention(linalg::LinalgOp root) {
   Value x;
   std::optional<Match> m = matchPV(root, x);
@@ -211,6 +228,8 @@ std::optional<Match> matchAttention(linalg::LinalgOp root) {
     return std::nullopt;
   Type outElem = elem(m->out.tensor);
   if (outElem != e && !outElem.isF32())
+    return std::nullopt;
+  if (!keyRangeRepresentable(*m))
     return std::nullopt;
   return m;
 }
@@ -392,9 +411,13 @@ struct RaiseAttention : OpInterfaceRewritePattern<linalg::LinalgOp> {
     outSizes[3] = tensor::getMixedSize(rewriter, loc, v, 3);
     Type outElem = cast<ShapedType>(root->getResult(0).getType()).getElementType();
     Value outInit = tensor::EmptyOp::create(rewriter, loc, outSizes, outElem);
+    const KeyRange &keys = m->scores.keys;
     auto op = AttentionOp::create(rewriter, loc, q, k, v, outInit, Value(),
-                                  m->scores.causal ? CausalKind::top_left : CausalKind::none);
+                                  isTopLeftCausal(keys) ? CausalKind::top_left : CausalKind::none);
     op.setScaleAttr(rewriter.getF32FloatAttr(m->scores.scale));
+    if (keys.any() && !isTopLeftCausal(keys))
+      op.setWindowSizeAttr(
+          rewriter.getDenseI64ArrayAttr({keys.left.value_or(-1), keys.right.value_or(-1)}));
     addRegions(rewriter, op, *m);
     rewriter.replaceOp(root, fromOpLayout(rewriter, loc, op.getResult(0), *m,
                                           root->getResult(0).getType()));

@@ -1,6 +1,7 @@
 //===- Scores.cpp - the steps between S = Q K^T and the softmax -----------===//
 
 #include "Scores.h"
+#include "KeyRange.h"
 #include "Match.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -22,30 +23,12 @@ struct Walk {
 
 /// What a select's condition keeps.
 struct Cond {
-  enum Kind { None, Causal, Tensor } kind = None;
-  bool inverted = false; ///< the condition true means masked
-  Read read;
+  enum Kind { None, Range, Tensor } kind = None;
+  KeyRange range;        ///< Range: the keys kept
+  Read read;             ///< Tensor: the i1 tensor read
+  bool inverted = false; ///< Tensor: its true means masked
 };
 } // namespace
-
-/// An index comparison of the key and query loops: +1 when true means
-/// key <= query, -1 when true means key > query, 0 otherwise.
-static int causalSense(arith::CmpIOp cmp, function_ref<std::optional<unsigned>(Value)> chainLoop,
-                       ChainDims dims) {
-  std::optional<unsigned> a = chainLoop(cmp.getLhs()), b = chainLoop(cmp.getRhs());
-  unsigned key = dims.rank - 1, query = dims.queryDim;
-  if (!a || !b || !((*a == key && *b == query) || (*a == query && *b == key)))
-    return 0;
-  using P = arith::CmpIPredicate;
-  P p = cmp.getPredicate();
-  if (*a == query) // as key <op> query
-    p = p == P::sge ? P::sle : p == P::uge ? P::ule : p == P::slt ? P::sgt : p == P::ult ? P::ugt : P::eq;
-  if (p == P::sle || p == P::ule)
-    return 1;
-  if (p == P::sgt || p == P::ugt)
-    return -1;
-  return 0;
-}
 
 /// Input `i` of `op` as a read at the chain's loops.
 static Read readOf(linalg::LinalgOp op, unsigned i) {
@@ -53,56 +36,57 @@ static Read readOf(linalg::LinalgOp op, unsigned i) {
   return Read{tensor, map};
 }
 
-/// The condition of a select in step `op`: an index comparison in its
-/// payload, or an i1 input (itself an index comparison or any tensor).
-static Cond analyzeCond(Value cond, linalg::LinalgOp op, ChainDims dims) {
-  if (auto cmp = cond.getDefiningOp<arith::CmpIOp>()) {
-    int sense = causalSense(cmp, [&](Value v) { return loopOf(v, op); }, dims);
-    return sense ? Cond{Cond::Causal, sense < 0, {}} : Cond{};
-  }
+/// The condition keeping x in a select of step `op` (negated when
+/// `negate`): index comparisons in its payload, or an i1 input (itself
+/// index comparisons, or any tensor).
+static Cond analyzeCond(Value cond, linalg::LinalgOp op, ChainDims dims, bool negate) {
+  unsigned key = dims.rank - 1, query = dims.queryDim;
   auto arg = dyn_cast<BlockArgument>(cond);
-  if (!arg || arg.getOwner() != op.getBlock() || arg.getArgNumber() >= op.getNumDpsInputs())
+  if (!arg || arg.getOwner() != op.getBlock()) {
+    auto chainLoop = [&](Value v) { return loopOf(v, op); };
+    std::optional<KeyRange> range = keyRangeOf(cond, negate, chainLoop, key, query);
+    return range ? Cond{Cond::Range, *range} : Cond{};
+  }
+  if (arg.getArgNumber() >= op.getNumDpsInputs())
     return {};
   Read read = readOf(op, arg.getArgNumber());
   auto rank = cast<ShapedType>(read.tensor.getType()).getRank();
   if (linalg::LinalgOp g = elementwiseOp(read.tensor, rank)) {
-    if (auto cmp = yieldedValue(g).getDefiningOp<arith::CmpIOp>()) {
-      auto chainLoop = [&](Value v) -> std::optional<unsigned> {
-        std::optional<unsigned> l = loopOf(v, g);
-        if (!l)
-          return std::nullopt;
-        auto d = dyn_cast<AffineDimExpr>(read.map.getResult(*l));
-        return d ? std::optional<unsigned>(d.getPosition()) : std::nullopt;
-      };
-      if (int sense = causalSense(cmp, chainLoop, dims))
-        return Cond{Cond::Causal, sense < 0, {}};
-    }
+    // g's loop l is the read's dim l: the chain dim of its map's result l.
+    auto chainLoop = [&](Value v) -> std::optional<unsigned> {
+      std::optional<unsigned> l = loopOf(v, g);
+      if (!l)
+        return std::nullopt;
+      auto d = dyn_cast<AffineDimExpr>(read.map.getResult(*l));
+      return d ? std::optional<unsigned>(d.getPosition()) : std::nullopt;
+    };
+    if (std::optional<KeyRange> range = keyRangeOf(yieldedValue(g), negate, chainLoop, key, query))
+      return Cond{Cond::Range, *range};
   }
-  return Cond{Cond::Tensor, false, read};
+  return Cond{Cond::Tensor, {}, read, negate};
 }
 
-/// A select of x against a constant `c`, keeping x where `cond` holds
-/// (negated by `xOnFalse`).
-static bool absorbSelect(Cond cond, bool xOnFalse, double c, Walk &w) {
-  bool inverted = cond.inverted != xOnFalse;
-  // A finite constant this low is -inf for a causal row: every row keeps
-  // key 0, so exp(c - max) is 0 in f32 (and in the op).
-  bool negInf = std::isinf(c) || (cond.kind == Cond::Causal && c <= -1e30);
+/// A select of x against a constant `c`, keeping x where `cond` holds.
+static bool absorbSelect(const Cond &cond, double c, Walk &w) {
+  // A finite constant this low is -inf for a key range keeping the
+  // diagonal (checked when raising): no row is empty, so exp(c - max) is 0
+  // in f32, in the op as in the unfused chain.
+  bool negInf = std::isinf(c) || (cond.kind == Cond::Range && c <= -1e30);
   if (negInf && w.finite)
     return false; // a finite select outside would give the masked keys c
-  if (cond.kind == Cond::Causal) {
-    if (!negInf || inverted)
+  if (cond.kind == Cond::Range) {
+    if (!negInf)
       return false;
-    w.scores.causal = true;
+    w.scores.keys.intersect(cond.range);
     return true;
   }
   if (negInf) {
-    w.scores.masks.push_back(BoolMask{cond.read, inverted});
+    w.scores.masks.push_back(BoolMask{cond.read, cond.inverted});
     return true;
   }
   if (w.scaled)
     return false; // the op scales before the score region
-  w.scores.terms.push_back(ScoreTerm{ScoreTerm::SelectFinite, cond.read, inverted, c});
+  w.scores.terms.push_back(ScoreTerm{ScoreTerm::SelectFinite, cond.read, cond.inverted, c});
   w.finite = true;
   return true;
 }
@@ -154,8 +138,8 @@ static bool absorbValue(Value y, linalg::LinalgOp op, unsigned xi, Walk &w) {
     double c = onFalse ? *onFalse : *onTrue;
     if (std::isnan(c) || (c > 0 && std::isinf(c)))
       return false;
-    Cond cond = analyzeCond(sel.getCondition(), op, w.dims);
-    if (cond.kind == Cond::None || !absorbSelect(cond, /*xOnFalse=*/!onFalse, c, w))
+    Cond cond = analyzeCond(sel.getCondition(), op, w.dims, /*negate=*/!onFalse);
+    if (cond.kind == Cond::None || !absorbSelect(cond, c, w))
       return false;
     return absorbValue(onFalse ? sel.getTrueValue() : sel.getFalseValue(), op, xi, w);
   }

@@ -7,6 +7,8 @@
 #ifndef FLASHATTN_LIB_TRANSFORMS_RAISE_SCORES_H
 #define FLASHATTN_LIB_TRANSFORMS_RAISE_SCORES_H
 
+#include "KeyRange.h"
+
 #include "mlir/IR/AffineMap.h"
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/SmallVector.h"
@@ -37,7 +39,7 @@ struct BoolMask {
 /// What the chain from S to the softmax's input does to the scores.
 struct Scores {
   double scale = 1.0;
-  bool causal = false;           ///< top-left: key <= query
+  KeyRange keys;                 ///< from index comparisons (causal, window)
   SmallVector<ScoreTerm> terms;  ///< innermost first
   SmallVector<BoolMask> masks;
 };
@@ -52,7 +54,7 @@ struct ChainDims {
 /// Walks from X (the softmax's input) to S over elementwise steps: a
 /// multiply or divide by a positive constant (the scale, before any
 /// additive or finite-select step), the addition of a tensor, a select of
-/// a boolean tensor or of an index comparison (key <= query: causal) to
+/// a boolean tensor or of index comparisons (a key range: causal, window) to
 /// -inf or to a finite constant, and casts. Returns S (where
 /// `isContraction` holds) with `scores` filled, or null.
 Value matchScoreSteps(Value x, ChainDims dims, Scores &scores,

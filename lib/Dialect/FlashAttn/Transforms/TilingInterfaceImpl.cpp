@@ -19,6 +19,7 @@
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Interfaces/TilingInterface.h"
 #include "mlir/Interfaces/ValueBoundsOpInterface.h"
@@ -34,6 +35,18 @@ struct Tile {
 
 /// G: query heads per kv head (static: the verifier and check() want it).
 int64_t groups(AttentionOp op) { return op.getNumQHeads() / op.getNumKVHeads(); }
+
+/// Whether `x` is provably a multiple of `n`: a constant, or the
+/// induction variable of an scf.for whose lower bound and constant step
+/// are (the offsets a consumer's tiling loops give).
+bool isMultipleOf(OpFoldResult x, int64_t n) {
+  if (std::optional<int64_t> c = getConstantIntValue(x))
+    return *c % n == 0;
+  auto value = dyn_cast<Value>(x);
+  scf::ForOp loop = value ? scf::getForInductionVarOwner(value) : scf::ForOp();
+  std::optional<int64_t> step = loop ? getConstantIntValue(loop.getStep()) : std::nullopt;
+  return step && *step % n == 0 && isMultipleOf(loop.getLowerBound(), n);
+}
 
 OpFoldResult times(OpBuilder &b, Location loc, OpFoldResult x, int64_t n) {
   AffineExpr d0 = b.getAffineDimExpr(0);
@@ -224,10 +237,10 @@ struct AttentionTiling : TilingInterface::ExternalModel<AttentionTiling, Attenti
     auto perGroup = [&](OpFoldResult x) -> FailureOr<OpFoldResult> {
       if (g == 1)
         return x;
-      std::optional<int64_t> c = getConstantIntValue(x);
-      if (!c || *c % g)
+      if (!isMultipleOf(x, g))
         return failure();
-      return OpFoldResult(b.getIndexAttr(*c / g));
+      AffineExpr d0 = b.getAffineDimExpr(0);
+      return affine::makeComposedFoldedAffineApply(b, o->getLoc(), d0.floorDiv(g), {x});
     };
     FailureOr<OpFoldResult> g0 = perGroup(offsets[hDim]), gs = perGroup(sizes[hDim]);
     if (failed(g0) || failed(gs))
