@@ -180,9 +180,12 @@ def FlashAttnRaise : Pass<"flashattn-raise"> {
       fill; the scale, before any mask is added); the addition of a tensor
       (an additive mask, as Hugging Face's, read through any broadcast: a
       score region adding it); a select of x against -inf from an i1 tensor
-      (a mask region reading it; `masked_fill` form negated) or from an
-      index comparison key <= query (`linalg.index`, or iotas compared:
-      `causal = top_left`); a select against a finite constant (JAX's
+      (a mask region reading it; `masked_fill` form negated) or from
+      index comparisons of `linalg.index` or iotas (key - query + c
+      compared, with `arith.andi` / negated `arith.ori`): the keys
+      query - left <= key <= query + right, which is `causal = top_left`
+      for right = 0 alone and `window_size = [left, right]` when Sq = Sk
+      statically (the op's window is bottom-right aligned); a select against a finite constant (JAX's
       padding: kept in the score region, so a fully masked row keeps its
       values); casts.
     - P = softmax over the keys: `linalg.softmax`, or max / sub / exp / sum /
@@ -202,6 +205,7 @@ def FlashAttnRaise : Pass<"flashattn-raise"> {
     Only exact matches are raised: a softmax over another dimension, a
     scale after the softmax or around a mask, a non-constant factor, a mask
     that is neither added nor selected, a key >= query comparison, a
+    window over Sq != Sk, a
     batch_matmul whose operands collapse different [B, H] leave the IR
     unchanged.
 
