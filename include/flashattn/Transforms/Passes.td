@@ -205,9 +205,8 @@ def FlashAttnRaise : Pass<"flashattn-raise"> {
     Only exact matches are raised: a softmax over another dimension, a
     scale after the softmax or around a mask, a non-constant factor, a mask
     that is neither added nor selected, a key >= query comparison, a
-    window over Sq != Sk, a
-    batch_matmul whose operands collapse different [B, H] leave the IR
-    unchanged.
+    window over Sq != Sk, a batch_matmul whose operands collapse different
+    [B, H] leave the IR unchanged.
 
     Rounding: the op accumulates in f32 with the online softmax and keeps
     neither S nor P in the element type, so results move within
