@@ -874,3 +874,47 @@ func.func @window_unequal_lengths(%q: tensor<2x4x16x32xf32>, %k: tensor<2x4x24x3
   } -> tensor<2x4x16x32xf32>
   return %o : tensor<2x4x16x32xf32>
 }
+
+// -----
+
+// torch-mlir's bf16 form: the batch_matmuls accumulate in f32 and round to
+// bf16 (a truncf generic before the expand_shape), the softmax in bf16:
+// the op on the bf16 operands writes bf16 (its f32 accumulator rounded
+// once, as the truncf of P V did).
+// CHECK-LABEL: func.func @torch_bf16
+// CHECK: %[[O:.*]] = flashattn.attention ins({{.*}} : tensor<1x16x2x32xbf16>, tensor<1x24x2x32xbf16>, tensor<1x24x2x32xbf16>) outs(%{{.*}} : tensor<1x16x2x32xbf16>)
+// CHECK-NOT: linalg.batch_matmul
+// CHECK-NOT: arith.truncf
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+func.func @torch_bf16(%q: tensor<1x2x16x32xbf16>, %kt: tensor<1x2x32x24xbf16>, %v: tensor<1x2x24x32xbf16>) -> tensor<1x2x16x32xbf16> {
+  %zero = arith.constant 0.0 : f32
+  %q3 = tensor.collapse_shape %q [[0, 1], [2], [3]] : tensor<1x2x16x32xbf16> into tensor<2x16x32xbf16>
+  %kt3 = tensor.collapse_shape %kt [[0, 1], [2], [3]] : tensor<1x2x32x24xbf16> into tensor<2x32x24xbf16>
+  %se = tensor.empty() : tensor<2x16x24xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<2x16x24xf32>) -> tensor<2x16x24xf32>
+  %s3 = linalg.batch_matmul ins(%q3, %kt3 : tensor<2x16x32xbf16>, tensor<2x32x24xbf16>) outs(%sz : tensor<2x16x24xf32>) -> tensor<2x16x24xf32>
+  %sbe = tensor.empty() : tensor<2x16x24xbf16>
+  %sb = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s3 : tensor<2x16x24xf32>) outs(%sbe : tensor<2x16x24xbf16>) {
+  ^bb0(%a: f32, %o: bf16):
+    %r = arith.truncf %a : f32 to bf16
+    linalg.yield %r : bf16
+  } -> tensor<2x16x24xbf16>
+  %s = tensor.expand_shape %sb [[0, 1], [2], [3]] output_shape [1, 2, 16, 24] : tensor<2x16x24xbf16> into tensor<1x2x16x24xbf16>
+  %e0 = tensor.empty() : tensor<1x2x16x24xbf16>
+  %p = linalg.softmax dimension(3) ins(%s : tensor<1x2x16x24xbf16>) outs(%e0 : tensor<1x2x16x24xbf16>) -> tensor<1x2x16x24xbf16>
+  %p3 = tensor.collapse_shape %p [[0, 1], [2], [3]] : tensor<1x2x16x24xbf16> into tensor<2x16x24xbf16>
+  %v3 = tensor.collapse_shape %v [[0, 1], [2], [3]] : tensor<1x2x24x32xbf16> into tensor<2x24x32xbf16>
+  %oe = tensor.empty() : tensor<2x16x32xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%oe : tensor<2x16x32xf32>) -> tensor<2x16x32xf32>
+  %o3 = linalg.batch_matmul ins(%p3, %v3 : tensor<2x16x24xbf16>, tensor<2x24x32xbf16>) outs(%oz : tensor<2x16x32xf32>) -> tensor<2x16x32xf32>
+  %obe = tensor.empty() : tensor<2x16x32xbf16>
+  %ob = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%o3 : tensor<2x16x32xf32>) outs(%obe : tensor<2x16x32xbf16>) {
+  ^bb0(%a: f32, %o: bf16):
+    %r = arith.truncf %a : f32 to bf16
+    linalg.yield %r : bf16
+  } -> tensor<2x16x32xbf16>
+  %o = tensor.expand_shape %ob [[0, 1], [2], [3]] output_shape [1, 2, 16, 32] : tensor<2x16x32xbf16> into tensor<1x2x16x32xbf16>
+  return %o : tensor<1x2x16x32xbf16>
+}

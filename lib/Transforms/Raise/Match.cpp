@@ -195,6 +195,8 @@ static bool liftBatch(Contraction &c) {
   return true;
 }
 
+static Value skipCastOps(Value v, unsigned rank);
+
 std::optional<Contraction> raise::matchContraction(Value result, bool liftRoot) {
   auto expand = result.getDefiningOp<tensor::ExpandShapeOp>();
   if (expand) {
@@ -204,6 +206,9 @@ std::optional<Contraction> raise::matchContraction(Value result, bool liftRoot) 
       return std::nullopt;
     result = expand.getSrc();
   }
+  // The accumulator rounded to the element type (torch-mlir's bf16 / f16
+  // matmuls): not kept by the op.
+  result = skipCastOps(result, cast<ShapedType>(result.getType()).getRank());
   auto op = result.getDefiningOp<linalg::LinalgOp>();
   if (!op || op->getNumResults() != 1 || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
       op.getNumReductionLoops() != 1 || !isMulAdd(op))
