@@ -35,6 +35,7 @@
 #include "flashattn/Conversion/FlashAttnToNVGPU/Sm90Kernel.h"
 
 #include "KernelEmitter.h"
+#include "Sm90Abi.h"
 #include "flashattn/Conversion/FlashAttnToNVGPU/Sm90Layout.h"
 
 #include "flashattn/Dialect/FlashAttn/IR/FlashAttn.h"
@@ -57,132 +58,6 @@ using CmpF = arith::CmpFPredicate;
 using Values = KernelEmitter::Values;
 
 namespace {
-
-/// The kernel's llvm.func and its named parameters.
-struct KernelFunc {
-  LLVM::LLVMFuncOp func;
-  std::map<std::string, Value> args;
-  Value operator[](const std::string &name) const {
-    auto it = args.find(name);
-    assert(it != args.end() && "no such kernel parameter");
-    return it->second;
-  }
-};
-
-/// One entry of a kernel's ABI and the stem of the names its LLVM
-/// parameters get inside the builder (`P[...]`): ptr -> stem, dims ->
-/// stem "d0" .. stem "d<rank-1>", tma -> stem "map", the others -> stem.
-struct AbiParam {
-  KernelParamAttr attr;
-  std::string stem;
-};
-
-struct AbiBuilder {
-  MLIRContext *ctx;
-  std::vector<AbiParam> params;
-  void add(ParamKind kind, StringRef arg, std::string stem, int64_t rank = 0,
-           ArrayRef<int64_t> box = {}, int64_t group = 0, bool panels = false,
-           int64_t bytes = 0) {
-    params.push_back({KernelParamAttr::get(ctx, kind, arg, rank,
-                                           box.empty() ? DenseI64ArrayAttr()
-                                                       : DenseI64ArrayAttr::get(ctx, box),
-                                           box.empty() ? 0 : 128,
-                                           group, panels, bytes),
-                      std::move(stem)});
-  }
-  void ptr(StringRef arg, std::string stem) { add(ParamKind::ptr, arg, std::move(stem)); }
-  void dims(StringRef arg, std::string stem, int64_t rank) {
-    add(ParamKind::dims, arg, std::move(stem), rank);
-  }
-  void scalar(ParamKind kind, std::string stem) { add(kind, "", std::move(stem)); }
-};
-
-/// Builds `llvm.func @name(...) attributes {nvvm.kernel, nvvm.maxntid =
-/// [threads, 1, 1][, nvvm.minctasm = 1], flashattn.abi = ...}` with its
-/// entry block, its parameters those `abi` describes: pointers
-/// !llvm.ptr<1>, dims i64, tensor maps 128-byte grid-constant byval arrays
-/// (align 64), the inline tile table a byval array of its bytes (align 16).
-KernelFunc buildKernelFunc(KernelEmitter &w, const std::string &name,
-                           const std::vector<AbiParam> &abi, int64_t threads, int64_t smem,
-                           bool minCtas) {
-  MLIRContext *ctx = w.b.getContext();
-  struct Llvm {
-    std::string name;
-    Type type;
-    int64_t byvalBytes = 0, align = 0;
-  };
-  std::vector<Llvm> params;
-  SmallVector<Attribute> abiAttrs;
-  for (const AbiParam &p : abi) {
-    abiAttrs.push_back(p.attr);
-    switch (p.attr.getKind()) {
-    case ParamKind::dims:
-      for (int64_t i = 0; i < p.attr.getRank(); ++i)
-        params.push_back({p.stem + "d" + std::to_string(i), w.i64T});
-      break;
-    case ParamKind::tma:
-      params.push_back({p.stem + "map", w.ptrT, 128, 64});
-      break;
-    case ParamKind::tile_table_inline:
-      params.push_back({p.stem, w.ptrT, p.attr.getBytes(), 16});
-      break;
-    default:
-      params.push_back({p.stem, w.gptrT});
-    }
-  }
-  SmallVector<Type> types;
-  for (const Llvm &p : params)
-    types.push_back(p.type);
-  auto fnType = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), types);
-  auto func = LLVM::LLVMFuncOp::create(w.b, w.loc, name, fnType);
-  func->setAttr("nvvm.kernel", UnitAttr::get(ctx));
-  func->setAttr("nvvm.maxntid", DenseI32ArrayAttr::get(ctx, {int32_t(threads), 1, 1}));
-  if (minCtas)
-    func->setAttr("nvvm.minctasm", w.b.getI32IntegerAttr(1));
-  func->setAttr("flashattn.abi",
-                KernelAbiAttr::get(ctx, threads, smem, ArrayAttr::get(ctx, abiAttrs)));
-  KernelFunc kf{func, {}};
-  Block *entry = func.addEntryBlock(w.b);
-  for (auto [i, p] : llvm::enumerate(params)) {
-    if (p.byvalBytes) {
-      func.setArgAttr(i, "llvm.byval",
-                      TypeAttr::get(LLVM::LLVMArrayType::get(w.i8T, p.byvalBytes)));
-      func.setArgAttr(i, "llvm.align", w.b.getI64IntegerAttr(p.align));
-      func.setArgAttr(i, "nvvm.grid_constant", UnitAttr::get(ctx));
-    }
-    kf.args[p.name] = entry->getArgument(i);
-  }
-  w.b.setInsertionPointToStart(entry);
-  return kf;
-}
-
-/// The first index (i64) and the stride of a grid-stride loop over
-/// `threads`-thread CTAs: ctaid x threads + tid, nctaid x threads.
-std::pair<Value, Value> gridStride(KernelEmitter &w, int64_t threads) {
-  Value tid = w.extui(w.tid(), w.i64T);
-  Value cta = w.extui(w.ctaid(), w.i64T);
-  Value ncta = w.extui(w.nctaid(), w.i64T);
-  Value cThreads = w.i64(threads);
-  Value first = w.addi(w.muli(cta, cThreads), tid);
-  return {first, w.muli(ncta, cThreads)};
-}
-
-/// Index of lse[b, h, i] in a [B, H, Sq] array (i64 values).
-Value lseIndex(KernelEmitter &w, Value b, Value h, Value i, Value H, Value Sq) {
-  Value x = w.muli(b, H);
-  x = w.addi(x, h);
-  x = w.muli(x, Sq);
-  return w.addi(x, i);
-}
-
-/// Element offset of out[b, i, h, 0] in a [B, Sq, H, D] array (i64 values).
-Value outRowOffset(KernelEmitter &w, Value b, Value i, Value h, Value Sq, Value H, int64_t D) {
-  Value x = w.muli(b, Sq);
-  x = w.addi(x, i);
-  x = w.muli(x, H);
-  x = w.addi(x, h);
-  return w.muli(x, w.i64(D));
-}
 
 /// The address of split `s`'s element `off` of a partial result: element
 /// s * stride + off (i64) of `type` at global pointer `base`.

@@ -1,0 +1,93 @@
+//===- Sm90Abi.cpp - the sm_90a kernels' parameter lists ------------------===//
+
+#include "Sm90Abi.h"
+
+using namespace mlir;
+using namespace mlir::flashattn;
+
+void AbiBuilder::add(ParamKind kind, StringRef arg, std::string stem, int64_t rank,
+                     ArrayRef<int64_t> box, int64_t group, bool panels, int64_t bytes) {
+  params.push_back({KernelParamAttr::get(ctx, kind, arg, rank,
+                                         box.empty() ? DenseI64ArrayAttr()
+                                                     : DenseI64ArrayAttr::get(ctx, box),
+                                         box.empty() ? 0 : 128, group, panels, bytes),
+                    std::move(stem)});
+}
+
+KernelFunc mlir::flashattn::buildKernelFunc(KernelEmitter &w, const std::string &name,
+                           const std::vector<AbiParam> &abi, int64_t threads, int64_t smem,
+                           bool minCtas) {
+  MLIRContext *ctx = w.b.getContext();
+  struct Llvm {
+    std::string name;
+    Type type;
+    int64_t byvalBytes = 0, align = 0;
+  };
+  std::vector<Llvm> params;
+  SmallVector<Attribute> abiAttrs;
+  for (const AbiParam &p : abi) {
+    abiAttrs.push_back(p.attr);
+    switch (p.attr.getKind()) {
+    case ParamKind::dims:
+      for (int64_t i = 0; i < p.attr.getRank(); ++i)
+        params.push_back({p.stem + "d" + std::to_string(i), w.i64T});
+      break;
+    case ParamKind::tma:
+      params.push_back({p.stem + "map", w.ptrT, 128, 64});
+      break;
+    case ParamKind::tile_table_inline:
+      params.push_back({p.stem, w.ptrT, p.attr.getBytes(), 16});
+      break;
+    default:
+      params.push_back({p.stem, w.gptrT});
+    }
+  }
+  SmallVector<Type> types;
+  for (const Llvm &p : params)
+    types.push_back(p.type);
+  auto fnType = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), types);
+  auto func = LLVM::LLVMFuncOp::create(w.b, w.loc, name, fnType);
+  func->setAttr("nvvm.kernel", UnitAttr::get(ctx));
+  func->setAttr("nvvm.maxntid", DenseI32ArrayAttr::get(ctx, {int32_t(threads), 1, 1}));
+  if (minCtas)
+    func->setAttr("nvvm.minctasm", w.b.getI32IntegerAttr(1));
+  func->setAttr("flashattn.abi",
+                KernelAbiAttr::get(ctx, threads, smem, ArrayAttr::get(ctx, abiAttrs)));
+  KernelFunc kf{func, {}};
+  Block *entry = func.addEntryBlock(w.b);
+  for (auto [i, p] : llvm::enumerate(params)) {
+    if (p.byvalBytes) {
+      func.setArgAttr(i, "llvm.byval",
+                      TypeAttr::get(LLVM::LLVMArrayType::get(w.i8T, p.byvalBytes)));
+      func.setArgAttr(i, "llvm.align", w.b.getI64IntegerAttr(p.align));
+      func.setArgAttr(i, "nvvm.grid_constant", UnitAttr::get(ctx));
+    }
+    kf.args[p.name] = entry->getArgument(i);
+  }
+  w.b.setInsertionPointToStart(entry);
+  return kf;
+}
+
+std::pair<Value, Value> mlir::flashattn::gridStride(KernelEmitter &w, int64_t threads) {
+  Value tid = w.extui(w.tid(), w.i64T);
+  Value cta = w.extui(w.ctaid(), w.i64T);
+  Value ncta = w.extui(w.nctaid(), w.i64T);
+  Value cThreads = w.i64(threads);
+  Value first = w.addi(w.muli(cta, cThreads), tid);
+  return {first, w.muli(ncta, cThreads)};
+}
+
+Value mlir::flashattn::lseIndex(KernelEmitter &w, Value b, Value h, Value i, Value H, Value Sq) {
+  Value x = w.muli(b, H);
+  x = w.addi(x, h);
+  x = w.muli(x, Sq);
+  return w.addi(x, i);
+}
+
+Value mlir::flashattn::outRowOffset(KernelEmitter &w, Value b, Value i, Value h, Value Sq, Value H, int64_t D) {
+  Value x = w.muli(b, Sq);
+  x = w.addi(x, i);
+  x = w.muli(x, H);
+  x = w.addi(x, h);
+  return w.muli(x, w.i64(D));
+}

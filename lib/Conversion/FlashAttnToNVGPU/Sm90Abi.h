@@ -1,0 +1,77 @@
+//===- Sm90Abi.h - the sm_90a kernels' parameter lists ---------*- C++ -*-===//
+//
+// What every sm_90a kernel builder shares: the kernel's parameter list as
+// #flashattn.param attributes (the runtime's launch ABI), the llvm.func it
+// becomes, and the index arithmetic of out / lse rows.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHATTN_LIB_CONVERSION_FLASHATTNTONVGPU_SM90ABI_H
+#define FLASHATTN_LIB_CONVERSION_FLASHATTNTONVGPU_SM90ABI_H
+
+#include "KernelEmitter.h"
+
+#include "flashattn/Dialect/FlashAttn/IR/FlashAttn.h"
+
+#include <cassert>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace mlir::flashattn {
+
+/// The kernel's llvm.func and its named parameters.
+struct KernelFunc {
+  LLVM::LLVMFuncOp func;
+  std::map<std::string, Value> args;
+  Value operator[](const std::string &name) const {
+    auto it = args.find(name);
+    assert(it != args.end() && "no such kernel parameter");
+    return it->second;
+  }
+};
+
+/// One entry of a kernel's ABI and the stem of the names its LLVM
+/// parameters get inside the builder (`P[...]`): ptr -> stem, dims ->
+/// stem "d0" .. stem "d<rank-1>", tma -> stem "map", the others -> stem.
+struct AbiParam {
+  KernelParamAttr attr;
+  std::string stem;
+};
+
+struct AbiBuilder {
+  MLIRContext *ctx;
+  std::vector<AbiParam> params;
+  void add(ParamKind kind, StringRef arg, std::string stem, int64_t rank = 0,
+           ArrayRef<int64_t> box = {}, int64_t group = 0, bool panels = false,
+           int64_t bytes = 0);
+  void ptr(StringRef arg, std::string stem) { add(ParamKind::ptr, arg, std::move(stem)); }
+  void dims(StringRef arg, std::string stem, int64_t rank) {
+    add(ParamKind::dims, arg, std::move(stem), rank);
+  }
+  void scalar(ParamKind kind, std::string stem) { add(kind, "", std::move(stem)); }
+};
+
+/// Builds `llvm.func @name(...) attributes {nvvm.kernel, nvvm.maxntid =
+/// [threads, 1, 1][, nvvm.minctasm = 1], flashattn.abi = ...}` with its
+/// entry block, its parameters those `abi` describes: pointers
+/// !llvm.ptr<1>, dims i64, tensor maps 128-byte grid-constant byval arrays
+/// (align 64), the inline tile table a byval array of its bytes (align 16).
+/// Leaves the builder at the start of the entry block.
+KernelFunc buildKernelFunc(KernelEmitter &w, const std::string &name,
+                           const std::vector<AbiParam> &abi, int64_t threads, int64_t smem,
+                           bool minCtas);
+
+/// The first index (i64) and the stride of a grid-stride loop over
+/// `threads`-thread CTAs: ctaid x threads + tid, nctaid x threads.
+std::pair<Value, Value> gridStride(KernelEmitter &w, int64_t threads);
+
+/// Index of lse[b, h, i] in a [B, H, Sq] array (i64 values).
+Value lseIndex(KernelEmitter &w, Value b, Value h, Value i, Value H, Value Sq);
+
+/// Element offset of out[b, i, h, 0] in a [B, Sq, H, D] array (i64 values).
+Value outRowOffset(KernelEmitter &w, Value b, Value i, Value h, Value Sq, Value H, int64_t D);
+
+} // namespace mlir::flashattn
+
+#endif
