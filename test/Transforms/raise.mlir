@@ -918,3 +918,574 @@ func.func @torch_bf16(%q: tensor<1x2x16x32xbf16>, %kt: tensor<1x2x32x24xbf16>, %
   %o = tensor.expand_shape %ob [[0, 1], [2], [3]] output_shape [1, 2, 16, 32] : tensor<2x16x32xbf16> into tensor<1x2x16x32xbf16>
   return %o : tensor<1x2x16x32xbf16>
 }
+
+// -----
+
+// Near miss: an unsigned comparison of i - j (i - j <= 0 unsigned keeps only
+// the diagonal; a difference may wrap): unchanged.
+// CHECK-LABEL: func.func @unsigned_difference
+// CHECK-NOT: flashattn.attention
+#qk_q = affine_map<(b, h, i, j, d) -> (b, h, i, d)>
+#qk_k = affine_map<(b, h, i, j, d) -> (b, h, j, d)>
+#qk_s = affine_map<(b, h, i, j, d) -> (b, h, i, j)>
+#pv_p = affine_map<(b, h, i, e, j) -> (b, h, i, j)>
+#pv_v = affine_map<(b, h, i, e, j) -> (b, h, j, e)>
+#pv_o = affine_map<(b, h, i, e, j) -> (b, h, i, e)>
+#id = affine_map<(b, h, i, j) -> (b, h, i, j)>
+#row3 = affine_map<(b, h, i, j) -> (b, h, i)>
+func.func @unsigned_difference(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %minit = arith.constant 0xFF800000 : f32
+  %e0 = tensor.empty() : tensor<1x2x8x8xf32>
+  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<1x2x8x8xf32>) -> tensor<1x2x8x8xf32>
+  %s = linalg.generic {indexing_maps = [#qk_q, #qk_k, #qk_s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %k : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) outs(%z0 : tensor<1x2x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8x8xf32>
+  %x0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s : tensor<1x2x8x8xf32>) outs(%e0 : tensor<1x2x8x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %c = arith.constant 0.25 : f32
+    %r = arith.mulf %a, %c : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8x8xf32>
+  %x1 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x0 : tensor<1x2x8x8xf32>) outs(%e0 : tensor<1x2x8x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %i = linalg.index 2 : index
+    %j = linalg.index 3 : index
+    %d = arith.subi %i, %j : index
+    %c0 = arith.constant 0 : index
+    %ok = arith.cmpi ule, %d, %c0 : index
+    %r = arith.select %ok, %a, %ninf : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8x8xf32>
+  %e1 = tensor.empty() : tensor<1x2x8xf32>
+  %mi = linalg.fill ins(%minit : f32) outs(%e1 : tensor<1x2x8xf32>) -> tensor<1x2x8xf32>
+  %mx = linalg.generic {indexing_maps = [#id, #row3], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%x1 : tensor<1x2x8x8xf32>) outs(%mi : tensor<1x2x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.maximumf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8xf32>
+  %ex = linalg.generic {indexing_maps = [#id, #row3, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%x1, %mx : tensor<1x2x8x8xf32>, tensor<1x2x8xf32>) outs(%e0 : tensor<1x2x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    %r = math.exp %d : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8x8xf32>
+  %li = linalg.fill ins(%zero : f32) outs(%e1 : tensor<1x2x8xf32>) -> tensor<1x2x8xf32>
+  %l = linalg.generic {indexing_maps = [#id, #row3], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%ex : tensor<1x2x8x8xf32>) outs(%li : tensor<1x2x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8xf32>
+  %p = linalg.generic {indexing_maps = [#id, #row3, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%ex, %l : tensor<1x2x8x8xf32>, tensor<1x2x8xf32>) outs(%e0 : tensor<1x2x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.divf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8x8xf32>
+  %e2 = tensor.empty() : tensor<1x2x8x16xf32>
+  %z2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32>
+  %o = linalg.generic {indexing_maps = [#pv_p, #pv_v, #pv_o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%p, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32>) outs(%z2 : tensor<1x2x8x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8x16xf32>
+  return %o : tensor<1x2x8x16xf32>
+}
+
+// -----
+
+// Near miss: a "contraction" reducing over d while Q reads another loop e
+// that out lacks ((sum q)(sum k), not a dot product): unchanged.
+// CHECK-LABEL: func.func @qk_extra_loop
+// CHECK-NOT: flashattn.attention
+#q6 = affine_map<(b, h, i, j, d, e) -> (b, h, i, e)>
+#k6 = affine_map<(b, h, i, j, d, e) -> (b, h, j, d)>
+#s6 = affine_map<(b, h, i, j, d, e) -> (b, h, i, j)>
+#qk_q = affine_map<(b, h, i, j, d) -> (b, h, i, d)>
+#qk_k = affine_map<(b, h, i, j, d) -> (b, h, j, d)>
+#qk_s = affine_map<(b, h, i, j, d) -> (b, h, i, j)>
+#pv_p = affine_map<(b, h, i, e, j) -> (b, h, i, j)>
+#pv_v = affine_map<(b, h, i, e, j) -> (b, h, j, e)>
+#pv_o = affine_map<(b, h, i, e, j) -> (b, h, i, e)>
+#id = affine_map<(b, h, i, j) -> (b, h, i, j)>
+#row3 = affine_map<(b, h, i, j) -> (b, h, i)>
+func.func @qk_extra_loop(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %minit = arith.constant 0xFF800000 : f32
+  %e0 = tensor.empty() : tensor<1x2x8x8xf32>
+  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<1x2x8x8xf32>) -> tensor<1x2x8x8xf32>
+  %s = linalg.generic {indexing_maps = [#q6, #k6, #s6], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "parallel"]}
+      ins(%q, %k : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) outs(%z0 : tensor<1x2x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8x8xf32>
+  %x0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s : tensor<1x2x8x8xf32>) outs(%e0 : tensor<1x2x8x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %c = arith.constant 0.01 : f32
+    %r = arith.mulf %a, %c : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8x8xf32>
+  %e1 = tensor.empty() : tensor<1x2x8xf32>
+  %mi = linalg.fill ins(%minit : f32) outs(%e1 : tensor<1x2x8xf32>) -> tensor<1x2x8xf32>
+  %mx = linalg.generic {indexing_maps = [#id, #row3], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%x0 : tensor<1x2x8x8xf32>) outs(%mi : tensor<1x2x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.maximumf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8xf32>
+  %ex = linalg.generic {indexing_maps = [#id, #row3, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%x0, %mx : tensor<1x2x8x8xf32>, tensor<1x2x8xf32>) outs(%e0 : tensor<1x2x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    %r = math.exp %d : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8x8xf32>
+  %li = linalg.fill ins(%zero : f32) outs(%e1 : tensor<1x2x8xf32>) -> tensor<1x2x8xf32>
+  %l = linalg.generic {indexing_maps = [#id, #row3], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%ex : tensor<1x2x8x8xf32>) outs(%li : tensor<1x2x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8xf32>
+  %p = linalg.generic {indexing_maps = [#id, #row3, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%ex, %l : tensor<1x2x8x8xf32>, tensor<1x2x8xf32>) outs(%e0 : tensor<1x2x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.divf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8x8xf32>
+  %e2 = tensor.empty() : tensor<1x2x8x16xf32>
+  %z2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32>
+  %o = linalg.generic {indexing_maps = [#pv_p, #pv_v, #pv_o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%p, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32>) outs(%z2 : tensor<1x2x8x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8x16xf32>
+  return %o : tensor<1x2x8x16xf32>
+}
+
+// -----
+
+// Near miss: the softmax's sum reduces over the queries too (its result
+// map (b, h)): unchanged.
+// CHECK-LABEL: func.func @row_sum_over_queries
+// CHECK-NOT: flashattn.attention
+#row2 = affine_map<(b, h, i, j) -> (b, h)>
+#qk_q = affine_map<(b, h, i, j, d) -> (b, h, i, d)>
+#qk_k = affine_map<(b, h, i, j, d) -> (b, h, j, d)>
+#qk_s = affine_map<(b, h, i, j, d) -> (b, h, i, j)>
+#pv_p = affine_map<(b, h, i, e, j) -> (b, h, i, j)>
+#pv_v = affine_map<(b, h, i, e, j) -> (b, h, j, e)>
+#pv_o = affine_map<(b, h, i, e, j) -> (b, h, i, e)>
+#id = affine_map<(b, h, i, j) -> (b, h, i, j)>
+#row3 = affine_map<(b, h, i, j) -> (b, h, i)>
+func.func @row_sum_over_queries(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %minit = arith.constant 0xFF800000 : f32
+  %e0 = tensor.empty() : tensor<1x2x8x8xf32>
+  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<1x2x8x8xf32>) -> tensor<1x2x8x8xf32>
+  %s = linalg.generic {indexing_maps = [#qk_q, #qk_k, #qk_s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %k : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) outs(%z0 : tensor<1x2x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8x8xf32>
+  %x0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s : tensor<1x2x8x8xf32>) outs(%e0 : tensor<1x2x8x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %c = arith.constant 0.25 : f32
+    %r = arith.mulf %a, %c : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8x8xf32>
+  %e1 = tensor.empty() : tensor<1x2x8xf32>
+  %mi = linalg.fill ins(%minit : f32) outs(%e1 : tensor<1x2x8xf32>) -> tensor<1x2x8xf32>
+  %mx = linalg.generic {indexing_maps = [#id, #row3], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%x0 : tensor<1x2x8x8xf32>) outs(%mi : tensor<1x2x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.maximumf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8xf32>
+  %ex = linalg.generic {indexing_maps = [#id, #row3, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%x0, %mx : tensor<1x2x8x8xf32>, tensor<1x2x8xf32>) outs(%e0 : tensor<1x2x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    %r = math.exp %d : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8x8xf32>
+  %e12 = tensor.empty() : tensor<1x2xf32>
+  %li = linalg.fill ins(%zero : f32) outs(%e12 : tensor<1x2xf32>) -> tensor<1x2xf32>
+  %l = linalg.generic {indexing_maps = [#id, #row2], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%ex : tensor<1x2x8x8xf32>) outs(%li : tensor<1x2xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2xf32>
+  %p = linalg.generic {indexing_maps = [#id, #row2, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%ex, %l : tensor<1x2x8x8xf32>, tensor<1x2xf32>) outs(%e0 : tensor<1x2x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.divf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8x8xf32>
+  %e2 = tensor.empty() : tensor<1x2x8x16xf32>
+  %z2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32>
+  %o = linalg.generic {indexing_maps = [#pv_p, #pv_v, #pv_o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%p, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32>) outs(%z2 : tensor<1x2x8x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8x16xf32>
+  return %o : tensor<1x2x8x16xf32>
+}
+
+// -----
+
+// Near miss: the row max starts from a NaN fill (the unfused chain gives
+// NaN): unchanged.
+// CHECK-LABEL: func.func @max_init_nan
+// CHECK-NOT: flashattn.attention
+#qk_q = affine_map<(b, h, i, j, d) -> (b, h, i, d)>
+#qk_k = affine_map<(b, h, i, j, d) -> (b, h, j, d)>
+#qk_s = affine_map<(b, h, i, j, d) -> (b, h, i, j)>
+#pv_p = affine_map<(b, h, i, e, j) -> (b, h, i, j)>
+#pv_v = affine_map<(b, h, i, e, j) -> (b, h, j, e)>
+#pv_o = affine_map<(b, h, i, e, j) -> (b, h, i, e)>
+#id = affine_map<(b, h, i, j) -> (b, h, i, j)>
+#row3 = affine_map<(b, h, i, j) -> (b, h, i)>
+func.func @max_init_nan(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %minit = arith.constant 0x7FC00000 : f32
+  %e0 = tensor.empty() : tensor<1x2x8x8xf32>
+  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<1x2x8x8xf32>) -> tensor<1x2x8x8xf32>
+  %s = linalg.generic {indexing_maps = [#qk_q, #qk_k, #qk_s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %k : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) outs(%z0 : tensor<1x2x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8x8xf32>
+  %x0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s : tensor<1x2x8x8xf32>) outs(%e0 : tensor<1x2x8x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %c = arith.constant 0.25 : f32
+    %r = arith.mulf %a, %c : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8x8xf32>
+  %e1 = tensor.empty() : tensor<1x2x8xf32>
+  %mi = linalg.fill ins(%minit : f32) outs(%e1 : tensor<1x2x8xf32>) -> tensor<1x2x8xf32>
+  %mx = linalg.generic {indexing_maps = [#id, #row3], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%x0 : tensor<1x2x8x8xf32>) outs(%mi : tensor<1x2x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.maximumf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8xf32>
+  %ex = linalg.generic {indexing_maps = [#id, #row3, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%x0, %mx : tensor<1x2x8x8xf32>, tensor<1x2x8xf32>) outs(%e0 : tensor<1x2x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    %r = math.exp %d : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8x8xf32>
+  %li = linalg.fill ins(%zero : f32) outs(%e1 : tensor<1x2x8xf32>) -> tensor<1x2x8xf32>
+  %l = linalg.generic {indexing_maps = [#id, #row3], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%ex : tensor<1x2x8x8xf32>) outs(%li : tensor<1x2x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8xf32>
+  %p = linalg.generic {indexing_maps = [#id, #row3, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%ex, %l : tensor<1x2x8x8xf32>, tensor<1x2x8xf32>) outs(%e0 : tensor<1x2x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.divf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8x8xf32>
+  %e2 = tensor.empty() : tensor<1x2x8x16xf32>
+  %z2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32>
+  %o = linalg.generic {indexing_maps = [#pv_p, #pv_v, #pv_o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%p, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32>) outs(%z2 : tensor<1x2x8x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8x16xf32>
+  return %o : tensor<1x2x8x16xf32>
+}
+
+// -----
+
+// Near miss: a causal select to -1e30 outside a boolean -inf mask (a row
+// whose causal keys are all masked averages V over the others): unchanged.
+// CHECK-LABEL: func.func @finite_causal_over_mask
+// CHECK-NOT: flashattn.attention
+#qk_q = affine_map<(b, h, i, j, d) -> (b, h, i, d)>
+#qk_k = affine_map<(b, h, i, j, d) -> (b, h, j, d)>
+#qk_s = affine_map<(b, h, i, j, d) -> (b, h, i, j)>
+#pv_p = affine_map<(b, h, i, e, j) -> (b, h, i, j)>
+#pv_v = affine_map<(b, h, i, e, j) -> (b, h, j, e)>
+#pv_o = affine_map<(b, h, i, e, j) -> (b, h, i, e)>
+#id = affine_map<(b, h, i, j) -> (b, h, i, j)>
+#row3 = affine_map<(b, h, i, j) -> (b, h, i)>
+func.func @finite_causal_over_mask(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>, %keep: tensor<1x2x8x8xi1>) -> tensor<1x2x8x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %minit = arith.constant 0xFF800000 : f32
+  %e0 = tensor.empty() : tensor<1x2x8x8xf32>
+  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<1x2x8x8xf32>) -> tensor<1x2x8x8xf32>
+  %bigc = arith.constant -2.38197633e+38 : f32
+  %s = linalg.generic {indexing_maps = [#qk_q, #qk_k, #qk_s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %k : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) outs(%z0 : tensor<1x2x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8x8xf32>
+  %x0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s : tensor<1x2x8x8xf32>) outs(%e0 : tensor<1x2x8x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %c = arith.constant 0.25 : f32
+    %r = arith.mulf %a, %c : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8x8xf32>
+  %x1 = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x0, %keep : tensor<1x2x8x8xf32>, tensor<1x2x8x8xi1>) outs(%e0 : tensor<1x2x8x8xf32>) {
+  ^bb0(%a: f32, %kk: i1, %o: f32):
+    %r = arith.select %kk, %a, %ninf : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8x8xf32>
+  %x2 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x1 : tensor<1x2x8x8xf32>) outs(%e0 : tensor<1x2x8x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %i = linalg.index 2 : index
+    %j = linalg.index 3 : index
+    %ok = arith.cmpi sle, %j, %i : index
+    %r = arith.select %ok, %a, %bigc : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8x8xf32>
+  %e1 = tensor.empty() : tensor<1x2x8xf32>
+  %mi = linalg.fill ins(%minit : f32) outs(%e1 : tensor<1x2x8xf32>) -> tensor<1x2x8xf32>
+  %mx = linalg.generic {indexing_maps = [#id, #row3], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%x2 : tensor<1x2x8x8xf32>) outs(%mi : tensor<1x2x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.maximumf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8xf32>
+  %ex = linalg.generic {indexing_maps = [#id, #row3, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%x2, %mx : tensor<1x2x8x8xf32>, tensor<1x2x8xf32>) outs(%e0 : tensor<1x2x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    %r = math.exp %d : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8x8xf32>
+  %li = linalg.fill ins(%zero : f32) outs(%e1 : tensor<1x2x8xf32>) -> tensor<1x2x8xf32>
+  %l = linalg.generic {indexing_maps = [#id, #row3], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%ex : tensor<1x2x8x8xf32>) outs(%li : tensor<1x2x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8xf32>
+  %p = linalg.generic {indexing_maps = [#id, #row3, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%ex, %l : tensor<1x2x8x8xf32>, tensor<1x2x8xf32>) outs(%e0 : tensor<1x2x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.divf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8x8xf32>
+  %e2 = tensor.empty() : tensor<1x2x8x16xf32>
+  %z2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32>
+  %o = linalg.generic {indexing_maps = [#pv_p, #pv_v, #pv_o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%p, %v : tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32>) outs(%z2 : tensor<1x2x8x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x8x16xf32>
+  return %o : tensor<1x2x8x16xf32>
+}
+
+// -----
+
+// Near miss: positions compared in i8 (wrapping past 127): unchanged.
+// CHECK-LABEL: func.func @i8_positions
+// CHECK-NOT: flashattn.attention
+#qk_q = affine_map<(b, h, i, j, d) -> (b, h, i, d)>
+#qk_k = affine_map<(b, h, i, j, d) -> (b, h, j, d)>
+#qk_s = affine_map<(b, h, i, j, d) -> (b, h, i, j)>
+#pv_p = affine_map<(b, h, i, e, j) -> (b, h, i, j)>
+#pv_v = affine_map<(b, h, i, e, j) -> (b, h, j, e)>
+#pv_o = affine_map<(b, h, i, e, j) -> (b, h, i, e)>
+#id = affine_map<(b, h, i, j) -> (b, h, i, j)>
+#row3 = affine_map<(b, h, i, j) -> (b, h, i)>
+func.func @i8_positions(%q: tensor<1x1x40x16xf32>, %k: tensor<1x1x40x16xf32>, %v: tensor<1x1x40x16xf32>) -> tensor<1x1x40x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %minit = arith.constant 0xFF800000 : f32
+  %e0 = tensor.empty() : tensor<1x1x40x40xf32>
+  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<1x1x40x40xf32>) -> tensor<1x1x40x40xf32>
+  %s = linalg.generic {indexing_maps = [#qk_q, #qk_k, #qk_s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %k : tensor<1x1x40x16xf32>, tensor<1x1x40x16xf32>) outs(%z0 : tensor<1x1x40x40xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x1x40x40xf32>
+  %x0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s : tensor<1x1x40x40xf32>) outs(%e0 : tensor<1x1x40x40xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %c = arith.constant 0.25 : f32
+    %r = arith.mulf %a, %c : f32
+    linalg.yield %r : f32
+  } -> tensor<1x1x40x40xf32>
+  %x1 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x0 : tensor<1x1x40x40xf32>) outs(%e0 : tensor<1x1x40x40xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %i = linalg.index 2 : index
+    %j = linalg.index 3 : index
+    %i8 = arith.index_cast %i : index to i8
+    %j8 = arith.index_cast %j : index to i8
+    %c = arith.constant 100 : i8
+    %ia = arith.addi %i8, %c : i8
+    %ja = arith.addi %j8, %c : i8
+    %ok = arith.cmpi sle, %ja, %ia : i8
+    %r = arith.select %ok, %a, %ninf : f32
+    linalg.yield %r : f32
+  } -> tensor<1x1x40x40xf32>
+  %e1 = tensor.empty() : tensor<1x1x40xf32>
+  %mi = linalg.fill ins(%minit : f32) outs(%e1 : tensor<1x1x40xf32>) -> tensor<1x1x40xf32>
+  %mx = linalg.generic {indexing_maps = [#id, #row3], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%x1 : tensor<1x1x40x40xf32>) outs(%mi : tensor<1x1x40xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.maximumf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<1x1x40xf32>
+  %ex = linalg.generic {indexing_maps = [#id, #row3, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%x1, %mx : tensor<1x1x40x40xf32>, tensor<1x1x40xf32>) outs(%e0 : tensor<1x1x40x40xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    %r = math.exp %d : f32
+    linalg.yield %r : f32
+  } -> tensor<1x1x40x40xf32>
+  %li = linalg.fill ins(%zero : f32) outs(%e1 : tensor<1x1x40xf32>) -> tensor<1x1x40xf32>
+  %l = linalg.generic {indexing_maps = [#id, #row3], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%ex : tensor<1x1x40x40xf32>) outs(%li : tensor<1x1x40xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<1x1x40xf32>
+  %p = linalg.generic {indexing_maps = [#id, #row3, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%ex, %l : tensor<1x1x40x40xf32>, tensor<1x1x40xf32>) outs(%e0 : tensor<1x1x40x40xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.divf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<1x1x40x40xf32>
+  %e2 = tensor.empty() : tensor<1x1x40x16xf32>
+  %z2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<1x1x40x16xf32>) -> tensor<1x1x40x16xf32>
+  %o = linalg.generic {indexing_maps = [#pv_p, #pv_v, #pv_o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%p, %v : tensor<1x1x40x40xf32>, tensor<1x1x40x16xf32>) outs(%z2 : tensor<1x1x40x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x1x40x16xf32>
+  return %o : tensor<1x1x40x16xf32>
+}
+
+// -----
+
+// K repeated from 2 kv heads, V from 1 (both to 4 heads): the op cannot
+// read them unrepeated with different head counts, so it reads both
+// repeated.
+// CHECK-LABEL: func.func @gqa_unequal_repeats
+// CHECK: flashattn.attention ins({{.*}} : tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>)
+#id5 = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
+#bB = affine_map<(d0, d1, d2, d3, d4) -> (0, d1, d3, d4)>
+#bS = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, 0, d4)>
+#bG = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d3, d4)>
+#qk_q = affine_map<(b, h, i, j, d) -> (b, h, i, d)>
+#qk_k = affine_map<(b, h, i, j, d) -> (b, h, j, d)>
+#qk_s = affine_map<(b, h, i, j, d) -> (b, h, i, j)>
+#pv_p = affine_map<(b, h, i, e, j) -> (b, h, i, j)>
+#pv_v = affine_map<(b, h, i, e, j) -> (b, h, j, e)>
+#pv_o = affine_map<(b, h, i, e, j) -> (b, h, i, e)>
+#id = affine_map<(b, h, i, j) -> (b, h, i, j)>
+#row3 = affine_map<(b, h, i, j) -> (b, h, i)>
+func.func @gqa_unequal_repeats(%q: tensor<2x4x8x16xf32>, %k: tensor<2x2x8x16xf32>, %v: tensor<2x1x8x16xf32>) -> tensor<2x4x8x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %minit = arith.constant 0xFF800000 : f32
+  %e0 = tensor.empty() : tensor<2x4x8x8xf32>
+  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xf32>
+  %ke5 = tensor.empty() : tensor<2x2x2x8x16xf32>
+  %kb = linalg.generic {indexing_maps = [#bG, #id5], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]}
+      ins(%k : tensor<2x2x8x16xf32>) outs(%ke5 : tensor<2x2x2x8x16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  } -> tensor<2x2x2x8x16xf32>
+  %kr = tensor.collapse_shape %kb [[0], [1, 2], [3], [4]] : tensor<2x2x2x8x16xf32> into tensor<2x4x8x16xf32>
+  %ve5 = tensor.empty() : tensor<2x1x4x8x16xf32>
+  %vb = linalg.generic {indexing_maps = [#bG, #id5], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]}
+      ins(%v : tensor<2x1x8x16xf32>) outs(%ve5 : tensor<2x1x4x8x16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  } -> tensor<2x1x4x8x16xf32>
+  %vr = tensor.collapse_shape %vb [[0], [1, 2], [3], [4]] : tensor<2x1x4x8x16xf32> into tensor<2x4x8x16xf32>
+  %s = linalg.generic {indexing_maps = [#qk_q, #qk_k, #qk_s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %kr : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>) outs(%z0 : tensor<2x4x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x8x8xf32>
+  %x0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s : tensor<2x4x8x8xf32>) outs(%e0 : tensor<2x4x8x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %c = arith.constant 0.25 : f32
+    %r = arith.mulf %a, %c : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x8x8xf32>
+  %e1 = tensor.empty() : tensor<2x4x8xf32>
+  %mi = linalg.fill ins(%minit : f32) outs(%e1 : tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %mx = linalg.generic {indexing_maps = [#id, #row3], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%x0 : tensor<2x4x8x8xf32>) outs(%mi : tensor<2x4x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.maximumf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x8xf32>
+  %ex = linalg.generic {indexing_maps = [#id, #row3, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%x0, %mx : tensor<2x4x8x8xf32>, tensor<2x4x8xf32>) outs(%e0 : tensor<2x4x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    %r = math.exp %d : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x8x8xf32>
+  %li = linalg.fill ins(%zero : f32) outs(%e1 : tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %l = linalg.generic {indexing_maps = [#id, #row3], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%ex : tensor<2x4x8x8xf32>) outs(%li : tensor<2x4x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x8xf32>
+  %p = linalg.generic {indexing_maps = [#id, #row3, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%ex, %l : tensor<2x4x8x8xf32>, tensor<2x4x8xf32>) outs(%e0 : tensor<2x4x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.divf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x8x8xf32>
+  %e2 = tensor.empty() : tensor<2x4x8x16xf32>
+  %z2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  %o = linalg.generic {indexing_maps = [#pv_p, #pv_v, #pv_o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%p, %vr : tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) outs(%z2 : tensor<2x4x8x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x8x16xf32>
+  return %o : tensor<2x4x8x16xf32>
+}

@@ -31,12 +31,27 @@ struct Analysis {
   ChainLoopFn chainLoop;
   unsigned key, query;
 
-  std::optional<Linear> linearOf(Value v) const {
+  /// index or an integer of at least 32 bits (positions below 2^30, as
+  /// the kernels assume: no sum here wraps).
+  static bool wide(Value v) {
+    Type t = v.getType();
+    return t.isIndex() || (isa<IntegerType>(t) && t.getIntOrFloatBitWidth() >= 32);
+  }
+
+  /// `v` without index casts and sign extensions (each at least 32 bits).
+  static Value stripCasts(Value v) {
     while (Operation *def = v.getDefiningOp()) {
-      if (!isa<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtSIOp>(def))
+      if (!isa<arith::IndexCastOp, arith::ExtSIOp>(def) || !wide(def->getOperand(0)))
         break;
       v = def->getOperand(0);
     }
+    return v;
+  }
+
+  std::optional<Linear> linearOf(Value v) const {
+    if (!wide(v))
+      return std::nullopt;
+    v = stripCasts(v);
     if (std::optional<unsigned> loop = chainLoop(v)) {
       if (*loop == key)
         return Linear{1, 0, 0};
@@ -45,8 +60,11 @@ struct Analysis {
       return std::nullopt;
     }
     APInt c;
-    if (matchPattern(v, m_ConstantInt(&c)))
+    if (matchPattern(v, m_ConstantInt(&c))) {
+      if (c.getSignificantBits() > 31)
+        return std::nullopt;
       return Linear{0, 0, c.getSExtValue()};
+    }
     Operation *def = v.getDefiningOp();
     if (!isa_and_nonnull<arith::AddIOp, arith::SubIOp>(def))
       return std::nullopt;
@@ -72,9 +90,10 @@ struct Analysis {
     Linear l = *a - *b;
     using P = arith::CmpIPredicate;
     P p = cmp.getPredicate();
-    // Unsigned only on plain indices (no offset that could wrap).
+    // Unsigned only between two plain positions (a difference or an
+    // offset could wrap).
     bool isUnsigned = p == P::ule || p == P::ult || p == P::uge || p == P::ugt;
-    if (isUnsigned && (a->c || b->c))
+    if (isUnsigned && !(chainLoop(stripCasts(cmp.getLhs())) && chainLoop(stripCasts(cmp.getRhs()))))
       return std::nullopt;
     Linear neg{-l.key, -l.query, -l.c};
     Linear m;

@@ -53,6 +53,11 @@ linalg::LinalgOp raise::elementwiseOp(Value result, unsigned rank) {
   return op;
 }
 
+bool raise::isDimsOrConstants(AffineMap map) {
+  return llvm::all_of(map.getResults(),
+                      [](AffineExpr e) { return isa<AffineDimExpr, AffineConstantExpr>(e); });
+}
+
 /// A structured op that only moves or repeats its one input (a broadcast,
 /// a transpose, a copy): its payload yields the input's argument.
 static linalg::LinalgOp movingOp(Value result) {
@@ -62,8 +67,11 @@ static linalg::LinalgOp movingOp(Value result) {
       !op.getIndexingMapsArray().back().isIdentity())
     return {};
   BlockArgument arg = dyn_cast_or_null<BlockArgument>(yieldedValue(op));
-  return arg && arg.getOwner() == op.getBlock() && arg.getArgNumber() == 0 ? op
-                                                                            : linalg::LinalgOp();
+  if (!arg || arg.getOwner() != op.getBlock() || arg.getArgNumber() != 0 ||
+      !isa<RankedTensorType>(op.getDpsInputs()[0].getType()) ||
+      !isDimsOrConstants(op.getIndexingMapsArray()[0]))
+    return {};
+  return op;
 }
 
 std::pair<Value, AffineMap> raise::peelBroadcasts(Value tensor, AffineMap map) {
@@ -111,7 +119,18 @@ Value raise::peelTransposes(Value tensor, SmallVectorImpl<int64_t> &labels) {
 }
 
 std::optional<double> raise::constantOf(Value v) {
-  v = unwrapCast(v);
+  // Through arith.truncf / extf: the constant as the cast rounds it (to
+  // inf when it overflows the narrower type).
+  if (isa_and_nonnull<arith::TruncFOp, arith::ExtFOp>(v.getDefiningOp())) {
+    std::optional<double> c = constantOf(v.getDefiningOp()->getOperand(0));
+    auto type = dyn_cast<FloatType>(getElementTypeOrSelf(v.getType()));
+    if (!c || !type)
+      return std::nullopt;
+    APFloat x(*c);
+    bool lost;
+    x.convert(type.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+    return x.convertToDouble();
+  }
   FloatAttr attr;
   if (matchPattern(v, m_Constant(&attr)))
     return attr.getValueAsDouble();
@@ -224,6 +243,11 @@ std::optional<Contraction> raise::matchContraction(Value result, bool liftRoot) 
   for (unsigned i = 0; i < op.getNumLoops(); ++i)
     if (op.getIteratorTypesArray()[i] == utils::IteratorType::reduction)
       c.reduction = i;
+  // out[every parallel loop] += a[.., r, ..] * b[.., r, ..]: nothing else
+  // summed over.
+  if (c.outLoops.size() + 1 != op.getNumLoops() || !llvm::is_contained(c.aLoops, c.reduction) ||
+      !llvm::is_contained(c.bLoops, c.reduction))
+    return std::nullopt;
   if (expand || (liftRoot && collapsedLeading(c.a) && collapsedLeading(c.b))) {
     // The expanded result splits its batch as the operands do.
     if (!liftBatch(c) ||
@@ -279,10 +303,13 @@ static Value rowStatistic(linalg::LinalgOp op, unsigned i) {
   // Read at (d0 .. d_{rank-2}) [+ constants]: the reduction's own map.
   if (map != resultMap)
     return {};
+  // Read at every loop but the keys' (plus unit constants): one value a row.
+  SmallVector<unsigned> loops;
   for (AffineExpr e : map.getResults())
-    if (auto d = dyn_cast<AffineDimExpr>(e); d && d.getPosition() == rank - 1)
-      return {};
-  return src;
+    if (auto d = dyn_cast<AffineDimExpr>(e))
+      loops.push_back(d.getPosition());
+  llvm::sort(loops);
+  return llvm::equal(loops, llvm::seq<unsigned>(0, rank - 1)) ? src : Value();
 }
 
 /// op = f(x, r) elementwise, x read as the identity (input 0), r a row
@@ -315,6 +342,18 @@ static Value matchExpSub(Value e, unsigned rank, Value &m) {
   return m ? subOp.getDpsInputs()[0] : Value();
 }
 
+/// The max reduction `m` starts from -inf or its type's lowest finite
+/// value (anything larger would change the statistic).
+static bool isMaxIdentity(Value m) {
+  Value init = m.getDefiningOp<linalg::LinalgOp>().getDpsInits()[0];
+  auto type = dyn_cast<FloatType>(getElementTypeOrSelf(init.getType()));
+  std::optional<double> c = constantOf(init);
+  if (!c || !type)
+    return false;
+  double lowest = APFloat::getLargest(type.getFloatSemantics(), /*Negative=*/true).convertToDouble();
+  return (std::isinf(*c) && *c < 0) || *c == lowest;
+}
+
 Value raise::matchSoftmax(Value p, unsigned rank) {
   p = skipCastOps(p, rank);
   if (auto sm = p.getDefiningOp<linalg::SoftmaxOp>())
@@ -333,7 +372,7 @@ Value raise::matchSoftmax(Value p, unsigned rank) {
   Value m;
   Value x = matchExpSub(e, rank, m);
   auto isMax = [](Operation *op) { return isa<arith::MaximumFOp, arith::MaxNumFOp>(op); };
-  if (!x || rowReductionInput(m, rank, isMax) != x)
+  if (!x || rowReductionInput(m, rank, isMax) != x || !isMaxIdentity(m))
     return {};
   return x;
 }

@@ -41,6 +41,9 @@ std::optional<double> constantOf(Value v);
 /// constant: a captured scalar or an input holding a splat.
 std::optional<double> payloadConstant(Value v, linalg::LinalgOp op);
 
+/// Whether every result of `map` is a dim or a constant.
+bool isDimsOrConstants(AffineMap map);
+
 /// A tensor read as `map` (from some loops to its dims, dims or constants)
 /// seen through the ops that only move or repeat elements: broadcasts and
 /// transposes (any structured op yielding its input), tensor.cast and

@@ -99,11 +99,9 @@ Value unrepeated(Value t, unsigned pos) {
   for (unsigned d = 0; d < rank5 - 1; ++d) {
     unsigned expected = d <= pos ? d : d + 1;
     AffineExpr e = map.getResult(d);
+    // Only the new dim is broadcast: every other dim read as itself.
     auto dim = dyn_cast<AffineDimExpr>(e);
-    auto cst = dyn_cast<AffineConstantExpr>(e);
-    bool ok = (dim && dim.getPosition() == expected) ||
-              (cst && cst.getValue() == 0 && srcType.getDimSize(d) == 1);
-    if (!ok)
+    if (!dim || dim.getPosition() != expected)
       return {};
   }
   return src;
@@ -177,10 +175,12 @@ void assignHeads(Match &m) {
   for (unsigned c : batchLike) {
     auto pos = [&](const Operand &o) { return llvm::find(o.chain, c) - o.chain.begin(); };
     Value k = unrepeated(m.k.tensor, pos(m.k)), v = unrepeated(m.v.tensor, pos(m.v));
-    if (k && v) {
+    // K and V with as many kv heads, repeated over one dim.
+    if (k && v && sameSize(k, pos(m.k), v, pos(m.v))) {
       m.k.tensor = k;
       m.v.tensor = v;
       m.headDim = c;
+      break;
     }
   }
   for (unsigned c : batchLike) {

@@ -19,6 +19,9 @@ struct Walk {
   Scores scores;        ///< terms outer-first until the end
   bool scaled = false;  ///< a scale step outside
   bool finite = false;  ///< a finite select outside
+  /// A key range selected to a finite c <= -1e30: -inf only while nothing
+  /// inside it can empty a row (checked at the end).
+  bool finiteRange = false;
 };
 
 /// What a select's condition keeps.
@@ -30,9 +33,12 @@ struct Cond {
 };
 } // namespace
 
-/// Input `i` of `op` as a read at the chain's loops.
-static Read readOf(linalg::LinalgOp op, unsigned i) {
+/// Input `i` of `op` as a read at the chain's loops: a ranked tensor at
+/// loops or constant indices, or nothing.
+static std::optional<Read> readOf(linalg::LinalgOp op, unsigned i) {
   auto [tensor, map] = peelBroadcasts(op.getDpsInputs()[i], op.getIndexingMapsArray()[i]);
+  if (!isa<RankedTensorType>(tensor.getType()) || !isDimsOrConstants(map))
+    return std::nullopt;
   return Read{tensor, map};
 }
 
@@ -49,7 +55,10 @@ static Cond analyzeCond(Value cond, linalg::LinalgOp op, ChainDims dims, bool ne
   }
   if (arg.getArgNumber() >= op.getNumDpsInputs())
     return {};
-  Read read = readOf(op, arg.getArgNumber());
+  std::optional<Read> maybeRead = readOf(op, arg.getArgNumber());
+  if (!maybeRead)
+    return {};
+  Read read = *maybeRead;
   auto rank = cast<ShapedType>(read.tensor.getType()).getRank();
   if (linalg::LinalgOp g = elementwiseOp(read.tensor, rank)) {
     // g's loop l is the read's dim l: the chain dim of its map's result l.
@@ -71,13 +80,15 @@ static bool absorbSelect(const Cond &cond, double c, Walk &w) {
   // A finite constant this low is -inf for a key range keeping the
   // diagonal (checked when raising): no row is empty, so exp(c - max) is 0
   // in f32, in the op as in the unfused chain.
-  bool negInf = std::isinf(c) || (cond.kind == Cond::Range && c <= -1e30);
+  bool finiteRange = cond.kind == Cond::Range && !std::isinf(c);
+  if (finiteRange && (c > -1e30 || w.scaled))
+    return false; // a scale outside would move c
+  bool negInf = std::isinf(c) || finiteRange;
   if (negInf && w.finite)
     return false; // a finite select outside would give the masked keys c
   if (cond.kind == Cond::Range) {
-    if (!negInf)
-      return false;
     w.scores.keys.intersect(cond.range);
+    w.finiteRange |= finiteRange;
     return true;
   }
   if (negInf) {
@@ -125,9 +136,10 @@ static bool absorbValue(Value y, linalg::LinalgOp op, unsigned xi, Walk &w) {
     Value inner = add.getLhs();
     if (!m && (m = tensorArg(add.getLhs())))
       inner = add.getRhs();
-    if (!m || w.scaled)
+    std::optional<Read> read = m ? readOf(op, m.getArgNumber()) : std::nullopt;
+    if (!read || w.scaled)
       return false; // a mask inside a scale: the op cannot scale it
-    w.scores.terms.push_back(ScoreTerm{ScoreTerm::Add, readOf(op, m.getArgNumber())});
+    w.scores.terms.push_back(ScoreTerm{ScoreTerm::Add, *read});
     return absorbValue(inner, op, xi, w);
   }
   if (auto sel = dyn_cast<arith::SelectOp>(def)) {
@@ -171,6 +183,14 @@ Value raise::matchScoreSteps(Value x, ChainDims dims, Scores &scores,
   Walk w{dims, {}};
   Value s = walk(x, w, isContraction, 0);
   if (!s)
+    return {};
+  // Another mask or a term could leave a row none of the range's keys, so
+  // that its c would weigh them all; then it is not -inf.
+  if (w.finiteRange && (!w.scores.masks.empty() || !w.scores.terms.empty()))
+    return {};
+  // The op's scale is an f32.
+  auto scale32 = static_cast<float>(w.scores.scale);
+  if (!std::isfinite(scale32) || !(scale32 > 0))
     return {};
   std::reverse(w.scores.terms.begin(), w.scores.terms.end());
   scores = std::move(w.scores);
