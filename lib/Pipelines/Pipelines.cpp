@@ -57,9 +57,10 @@ void mlir::flashattn::buildFlashAttnSm90Pipeline(
     OpPassManager &pm, const Sm90PipelineOptions &options) {
   flashattn::FlashAttnPlanOptions plan;
   plan.target = "sm90";
-  plan.blockM = options.blockM;
-  plan.blockN = options.blockN;
-  plan.consumers = options.consumers;
+  // The unpipelined kernel's tiles: 64 rows (one warpgroup), 64 keys.
+  plan.blockM = options.unpipelined ? 64 : options.blockM;
+  plan.blockN = options.unpipelined ? 64 : options.blockN;
+  plan.consumers = options.unpipelined ? 1 : options.consumers;
   plan.stages = options.stages;
   plan.schedulerBarrier = options.schedulerBarrier;
   plan.tmaStore = options.tmaStore;
@@ -73,6 +74,7 @@ void mlir::flashattn::buildFlashAttnSm90Pipeline(
   flashattn::ConvertFlashAttnToNVGPUOptions codegen;
   codegen.denseEntry = options.denseEntry;
   codegen.packedEntry = options.packedEntry;
+  codegen.unpipelined = options.unpipelined;
   pm.addPass(flashattn::createConvertFlashAttnToNVGPU(codegen));
   pm.addPass(flashattn::createFlashAttnLowerWarpSpecialize());
   pm.addPass(flashattn::createFlashAttnLowerKeyRanges());

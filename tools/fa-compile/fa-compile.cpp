@@ -95,6 +95,10 @@ static cl::opt<std::string> l2HintKV(
     "l2-hint-kv", llvm::cl::cat(faCompileCategory), cl::init("auto"),
     cl::desc("sm90 tuning: L2 eviction priority of the K/V loads (auto, normal, first, "
              "last)"));
+static cl::opt<bool> unpipelined(
+    "unpipelined", llvm::cl::cat(faCompileCategory),
+    cl::desc("sm90: the unpipelined one-warpgroup reference kernel (dense layouts, head_dim "
+             "64 / 128; the tile overrides do not apply)"));
 static cl::opt<std::string> target("target", llvm::cl::cat(faCompileCategory), cl::init("host"),
                                    cl::desc("host (a shared object for this CPU) or sm90 (a cubin; needs ptxas)"));
 
@@ -132,7 +136,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   if (target == "host" &&
-      (blockM || blockN || consumers || stages || kvHeadsPerBlock ||
+      (blockM || blockN || consumers || stages || kvHeadsPerBlock || unpipelined ||
        schedulerBarrier != "auto" || tmaStore != "auto" || earlyQRelease != "auto" ||
        kvRowCopies != "auto" || l2HintQ != "auto" || l2HintKV != "auto")) {
     errs() << "fa-compile: the sm90 tuning options (--block-m ... --l2-hint-kv) "
@@ -194,6 +198,7 @@ int main(int argc, char **argv) {
   overrides.kvHeadsPerBlock = kvHeadsPerBlock;
   overrides.l2HintQ = l2HintQ;
   overrides.l2HintKV = l2HintKV;
+  overrides.unpipelined = unpipelined;
   if (emitPtx) {
     mlir::flashattn::Sm90Ptx compiled;
     std::string error;

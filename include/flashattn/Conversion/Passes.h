@@ -36,6 +36,9 @@ struct Sm90CodegenOptions {
   /// kernels with the query heads packed (`<name>_packed`,
   /// `<name>_dense_packed`), for launches that fit a tile.
   bool packedEntry = false;
+  /// The unpipelined one-warpgroup kernel (buildSm90UnpipelinedKernel)
+  /// instead of the pipelined warp-specialized one: the reference form.
+  bool unpipelined = false;
 };
 
 /// convert-flashattn-to-nvgpu: planned sm90 attention -> a gpu.module with

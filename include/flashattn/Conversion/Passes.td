@@ -86,13 +86,19 @@ def ConvertFlashAttnToNVGPU : Pass<"convert-flashattn-to-nvgpu", "::mlir::Module
     kernels with the query heads of a kv head packed into a tile's rows
     (`<name>_packed`, `<name>_dense_packed`; the entries' `packed_groups`
     gives G): a runtime launches them when a call's queries of a
-    kv head fit one tile.
+    kv head fit one tile. `unpipelined` builds the reference form instead:
+    one warpgroup per CTA, 64-row tiles, 64-key blocks, every step in
+    program order (TMA load, wait, S = Q K^T, wait, softmax, P V, wait),
+    for dense layouts at head_dim 64 / 128 (the others are diagnostics);
+    the pipelined kernel is debugged against it.
   }];
   let options = [
     Option<"denseEntry", "dense-entry", "bool", /*default=*/"false",
            "split-KV partial form: also a dense kernel for one-split launches">,
     Option<"packedEntry", "packed-entry", "bool", /*default=*/"false",
-           "GQA the plan did not pack: also the kernels with pack_gqa">
+           "GQA the plan did not pack: also the kernels with pack_gqa">,
+    Option<"unpipelined", "unpipelined", "bool", /*default=*/"false",
+           "the unpipelined one-warpgroup reference kernel">
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::LLVM::LLVMDialect",

@@ -84,6 +84,11 @@ struct Sm90PipelineOptions : public PassPipelineOptions<Sm90PipelineOptions> {
       *this, "packed-entry",
       llvm::cl::desc("GQA the plan did not pack: also the kernels with pack_gqa"),
       llvm::cl::init(false)};
+  Option<bool> unpipelined{
+      *this, "unpipelined",
+      llvm::cl::desc("the unpipelined one-warpgroup reference kernel (64 x 64 tiles; "
+                     "dense layouts, head_dim 64 / 128)"),
+      llvm::cl::init(false)};
 };
 
 /// Appends the sm90 pipeline to `pm` (anchored on builtin.module):

@@ -78,6 +78,9 @@ struct Sm90PlanOverrides {
   std::string schedulerBarrier = "auto", tmaStore = "auto", earlyQRelease = "auto",
               kvRowCopies = "auto", l2HintQ = "auto", l2HintKV = "auto";
   int64_t kvHeadsPerBlock = 0;
+  /// The unpipelined reference kernel (flashattn-sm90-pipeline's
+  /// `unpipelined`).
+  bool unpipelined = false;
 };
 
 /// Lowers an sm90 `config` to PTX through flashattn-sm90-pipeline.

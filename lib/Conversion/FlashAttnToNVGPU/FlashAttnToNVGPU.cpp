@@ -69,8 +69,9 @@ namespace {
 /// kernel; kernels are added in module order.
 class KernelSink {
 public:
-  KernelSink(PatternRewriter &rewriter, ModuleOp module, Location loc, StringRef name)
-      : rewriter(rewriter), module(module), loc(loc), name(name) {}
+  KernelSink(PatternRewriter &rewriter, ModuleOp module, Location loc, StringRef name,
+             bool unpipelined)
+      : rewriter(rewriter), module(module), loc(loc), name(name), unpipelined(unpipelined) {}
 
   void attention(const Sm90KernelSpec &spec) {
     if (!built) {
@@ -78,7 +79,10 @@ public:
       built = gpu::GPUModuleOp::create(rewriter, loc, name + "_module");
       rewriter.setInsertionPointToEnd(built.getBody());
     }
-    buildSm90AttentionKernel(rewriter, loc, spec);
+    if (unpipelined)
+      buildSm90UnpipelinedKernel(rewriter, loc, spec);
+    else
+      buildSm90AttentionKernel(rewriter, loc, spec);
   }
   void combine(const Sm90CombineSpec &spec) { buildSm90CombineKernel(rewriter, loc, spec); }
   void append(const Sm90AppendSpec &spec) { buildSm90AppendKernel(rewriter, loc, spec); }
@@ -89,6 +93,7 @@ private:
   ModuleOp module;
   Location loc;
   std::string name;
+  bool unpipelined;
   gpu::GPUModuleOp built;
 };
 
@@ -129,15 +134,37 @@ void inlineRegions(AttentionOp op, gpu::GPUModuleOp kernels, PatternRewriter &re
     rewriter.eraseOp(stub);
 }
 
+/// The kernel spec of `op` under `options`, or why there is none.
+FailureOr<Sm90KernelSpec> specFor(AttentionOp op, const Sm90CodegenOptions &options,
+                                  std::string &why) {
+  FailureOr<Sm90KernelSpec> spec = sm90SpecFor(op, why);
+  if (succeeded(spec) && options.unpipelined) {
+    std::string lacks = sm90UnpipelinedUnsupported(*spec);
+    if (!lacks.empty()) {
+      why = "the unpipelined kernel does not take " + lacks;
+      return failure();
+    }
+  }
+  return spec;
+}
+
 struct AttentionToSm90Kernel : OpRewritePattern<AttentionOp> {
   AttentionToSm90Kernel(MLIRContext *ctx, const Sm90CodegenOptions &options)
       : OpRewritePattern(ctx), options(options) {}
   Sm90CodegenOptions options;
 
+  FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why) const {
+    return ::specFor(op, options, why);
+  }
+
   /// Adds every kernel of `op` to `sink`: the attention kernel, the
   /// combine, the dense entry, the twins, the append.
   Entries addKernels(AttentionOp op, Sm90KernelSpec &spec, KernelSink &sink) const {
     Entries e;
+    if (options.unpipelined) { // dense layouts only: no combine, twins or append
+      sink.attention(spec);
+      return e;
+    }
     // Split-KV: the flashattn.combine reading this op's partial results
     // becomes a second kernel of the same module (one cubin, two entries),
     // and is fused into the partial kernel too (the runtime launches it
@@ -214,7 +241,7 @@ struct AttentionToSm90Kernel : OpRewritePattern<AttentionOp> {
     if (op->hasAttr(kEntriesAttr))
       return rewriter.notifyMatchFailure(op, "kernel already generated");
     std::string why;
-    FailureOr<Sm90KernelSpec> spec = sm90SpecFor(op, why);
+    FailureOr<Sm90KernelSpec> spec = specFor(op, why);
     if (failed(spec))
       return rewriter.notifyMatchFailure(op, why);
     auto module = op->getParentOfType<ModuleOp>();
@@ -225,7 +252,7 @@ struct AttentionToSm90Kernel : OpRewritePattern<AttentionOp> {
       name = "fa_sm90_" + std::to_string(n++);
     while (module.lookupSymbol(name + "_module"));
     spec->name = name;
-    KernelSink sink(rewriter, module, op.getLoc(), name);
+    KernelSink sink(rewriter, module, op.getLoc(), name, options.unpipelined);
     Entries e = addKernels(op, *spec, sink);
     gpu::GPUModuleOp kernels = sink.finish();
     inlineRegions(op, kernels, rewriter);
@@ -255,6 +282,7 @@ struct ConvertFlashAttnToNVGPUPass
     Sm90CodegenOptions options;
     options.denseEntry = denseEntry;
     options.packedEntry = packedEntry;
+    options.unpipelined = unpipelined;
     RewritePatternSet patterns(&getContext());
     populateFlashAttnToNVGPUConversionPatterns(patterns, options);
     // No folding or constant hoisting: constants inside score / mask regions
@@ -268,7 +296,7 @@ struct ConvertFlashAttnToNVGPUPass
       if (!plan || plan.getTarget() != Target::sm90 || op->hasAttr(kEntriesAttr))
         return WalkResult::advance();
       std::string why;
-      (void)sm90SpecFor(op, why);
+      (void)specFor(op, options, why);
       op.emitError("convert-flashattn-to-nvgpu: ") << why;
       return WalkResult::interrupt();
     });

@@ -211,6 +211,16 @@ constexpr int64_t kSm90InlineTableBytes = 2048;
 /// sm90SharedMemoryBytes of dynamic shared memory, any grid (a persistent
 /// loop over the tiles).
 void buildSm90AttentionKernel(OpBuilder &builder, Location loc, const Sm90KernelSpec &spec);
+/// The unpipelined form of the attention kernel (Sm90UnpipelinedKernel.cpp):
+/// one warpgroup per CTA (128 threads), 64-row tiles and 64-key blocks, no
+/// overlap, the same parameters as buildSm90AttentionKernel's dense
+/// kernels (q, k, v, out[, lse], their dims, the tensor maps of q, k, v).
+/// The reference the pipelined kernel is debugged against.
+void buildSm90UnpipelinedKernel(OpBuilder &builder, Location loc, const Sm90KernelSpec &spec);
+
+/// What `spec` asks that the unpipelined kernel lacks ("" when nothing).
+std::string sm90UnpipelinedUnsupported(const Sm90KernelSpec &spec);
+
 /// The combine kernel: partial_out, partial_lse, out[, lse] and their dims;
 /// 128 threads, no shared memory, any grid (a grid-stride loop over the
 /// B * Sq * H * D output elements).

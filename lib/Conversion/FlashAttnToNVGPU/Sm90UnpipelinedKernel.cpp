@@ -1,0 +1,389 @@
+//===- Sm90UnpipelinedKernel.cpp - the unpipelined sm_90a attention kernel ===//
+//
+// The reference form of the sm_90a attention kernel: one warpgroup (128
+// threads) per CTA does everything in program order, with none of the
+// pipelined kernel's overlap. Per tile of 64 query rows (a persistent
+// loop, tile += gridDim): thread 0 loads Q by TMA (cp.async.bulk.tensor,
+// PTX ISA 9.7.9.25) onto an mbarrier, then per key block of 64 keys in
+// [n_min, n_max) (flashattn.key_blocks) it loads K and V onto a second
+// mbarrier; every thread waits, S = Q K^T by wgmma.mma_async (A and B
+// from 128-byte-swizzled shared memory, PTX ISA 9.7.15.5), waits for it,
+// runs the online softmax on its fragment (rows by quad shuffles, exp2
+// with log2 e folded into the scale; keys outside [key_begin, key_end)
+// masked in every block), rescales O, and O += P V with P in registers
+// (flashattn.wgmma_rs), waits again; a CTA barrier separates each block's
+// reads from the next block's loads. The epilogue writes O / l and lse.
+//
+// This is the kernel the pipelined one (Sm90KernelBuilder.cpp) is
+// debugged against: the same tensor maps, fragment layouts and key ranges,
+// nothing overlapped. Dense [B, S, H, D] layouts, head_dim 64 or 128, GQA,
+// causal, windows, lse.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashattn/Conversion/FlashAttnToNVGPU/Sm90Kernel.h"
+
+#include "KernelEmitter.h"
+#include "Sm90Abi.h"
+
+#include "flashattn/Dialect/FlashAttn/IR/FlashAttn.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::flashattn;
+
+using CmpI = arith::CmpIPredicate;
+using CmpF = arith::CmpFPredicate;
+using Values = KernelEmitter::Values;
+
+namespace {
+constexpr int64_t kBM = 64, kBN = 64, kThreads = 128;
+
+/// The thread's online-softmax state: the running max (log2 domain) and
+/// its partial row sum, for its two rows A and B, and O's fragment.
+struct RowState {
+  Value mA, mB, lA, lB, o;
+};
+
+class UnpipelinedKernelBuilder {
+public:
+  UnpipelinedKernelBuilder(OpBuilder &builder, Location loc, const Sm90KernelSpec &k)
+      : k(k), b(builder), loc(loc), ctx(builder.getContext()), w(builder, loc), D(k.headDim),
+        boxes(D / 64), nS(kBN / 2), nO(D / 2), qBytes(boxes * kBM * 128),
+        kvBytes(boxes * kBN * 128), kOff(qBytes), vOff(qBytes + kvBytes),
+        barOff(qBytes + 2 * kvBytes), etT(k.f16 ? Type(b.getF16Type()) : Type(b.getBF16Type())),
+        sT(w.structOf(nS, w.f32T)), oT(w.structOf(nO, w.f32T)) {}
+
+  void build();
+
+private:
+  std::vector<AbiParam> params();
+  void prologue();
+  Values tile(Value tileIndex, Value tc, Value g);
+  void loadQ(Value h, Value m0, Value bIdx);
+  void loadKV(Value kvh, Value n, Value bIdx);
+  Value issueQK();
+  Value issuePV(Value o, const Values &pk);
+  RowState softmaxBlock(const RowState &st, Value s, Value n0, Values &pk);
+  void epilogue(const RowState &st, Value bIdx, Value h, Value m0);
+  Value quadReduce(Value v, bool max);
+  Value keyEnd(Value i) {
+    return KeyEndOp::create(b, loc, w.i32T, i, sk, off, static_cast<CausalKind>(k.causal),
+                            k.windowRight);
+  }
+  Value keyBegin(Value i) { return KeyBeginOp::create(b, loc, w.i32T, i, off, k.windowLeft); }
+  Value at(int64_t offset) { return w.gep(smem, w.sptrT, w.i8T, int32_t(offset)); }
+  Value trunc(const char *name) { return w.trunci(P[name], w.i32T); }
+  /// A wgmma shared-memory descriptor (PTX ISA 9.7.15.5.1.2): start
+  /// address >> 4, leading / stride byte offsets >> 4, 128-byte swizzle.
+  Value desc(int64_t offset, int64_t lbo, int64_t sbo) {
+    Value addr = w.ptrtoint(at(offset), w.i32T);
+    Value start = w.shrui(w.andi(addr, w.i32(0x3FFFF)), w.i32(4));
+    Value lo = w.extui(w.ori(start, w.i32((lbo >> 4) << 16)), w.i64T);
+    return w.ori(lo, w.i64(((sbo >> 4) | (int64_t(1) << 30)) << 32));
+  }
+
+  const Sm90KernelSpec &k;
+  OpBuilder &b;
+  Location loc;
+  MLIRContext *ctx;
+  KernelEmitter w;
+  const int64_t D, boxes, nS, nO, qBytes, kvBytes, kOff, vOff, barOff;
+  const Type etT, sT, oT;
+  KernelFunc P;
+  Value smem, tid, c0, c1, leader, negInf, zeroF, waitTicks;
+  Value batch, sq, sk, hq, groups, off, nmb, ntiles;
+  Value row0, row1, col0, lr, scaleLog2;
+  Value rowA, rowB; ///< the tile's rows of this thread
+};
+
+std::vector<AbiParam> UnpipelinedKernelBuilder::params() {
+  AbiBuilder abi{ctx, {}};
+  abi.ptr("q", "q");
+  abi.ptr("k", "k");
+  abi.ptr("v", "v");
+  abi.ptr("out", "o");
+  if (k.lse)
+    abi.ptr("lse", "lse");
+  abi.dims("q", "q", 4);
+  abi.dims("k", "k", 4);
+  abi.dims("v", "v", 4);
+  abi.dims("out", "o", 4);
+  if (k.lse)
+    abi.dims("lse", "l", 3);
+  // Boxes of 64 columns (the 128-byte swizzle's extent) x 1 head x rows.
+  abi.add(ParamKind::tma, "q", "q", 0, {64, 1, kBM, 1});
+  abi.add(ParamKind::tma, "k", "k", 0, {64, 1, kBN, 1});
+  abi.add(ParamKind::tma, "v", "v", 0, {64, 1, kBN, 1});
+  return abi.params;
+}
+
+void UnpipelinedKernelBuilder::prologue() {
+  tid = w.tid();
+  c0 = w.i32(0);
+  c1 = w.i32(1);
+  negInf = w.negInf();
+  zeroF = w.f32(0.0);
+  waitTicks = w.i32(10000000);
+  smem = LLVM::AddressOfOp::create(b, loc, w.sptrT, k.name + "_smem");
+  leader = w.cmpi(CmpI::eq, tid, c0);
+  w.ifThen(leader, [&] {
+    w.mbarrierInit(at(barOff), c1);     // Q
+    w.mbarrierInit(at(barOff + 8), c1); // K and V
+    w.fenceProxyAsyncShared();
+  });
+  NVVM::Barrier0Op::create(b, loc);
+  batch = trunc("qd0");
+  sq = trunc("qd1");
+  hq = trunc("qd2");
+  sk = trunc("kd1");
+  groups = w.divui(hq, trunc("kd2"));
+  off = w.subi(sk, sq);
+  nmb = w.ceildivui(sq, w.i32(kBM));
+  ntiles = w.muli(w.muli(batch, hq), nmb);
+  // Fragment layout of a wgmma m64nN accumulator: register r of thread t
+  // holds row 16 (t / 32) + (t % 32) / 4 + 8 ((r / 2) % 2), column
+  // 2 (t % 4) + 8 (r / 4) + r % 2.
+  Value warp = w.divui(tid, w.i32(32)), lane = w.remui(tid, w.i32(32));
+  lr = w.remui(lane, w.i32(4));
+  row0 = w.addi(w.muli(warp, w.i32(16)), w.divui(lane, w.i32(4)));
+  row1 = w.addi(row0, w.i32(8));
+  col0 = w.muli(lr, w.i32(2));
+  scaleLog2 = w.f32(k.scale * 1.4426950408889634);
+}
+
+void UnpipelinedKernelBuilder::loadQ(Value h, Value m0, Value bIdx) {
+  w.ifThen(leader, [&] {
+    w.mbarrierExpectTx(at(barOff), w.i32(qBytes));
+    for (int64_t i = 0; i < boxes; ++i)
+      w.tmaLoad(w.addrspacecast(at(i * kBM * 128), w.cptrT), P["qmap"], at(barOff),
+                {w.i32(64 * i), h, m0, bIdx}, Value());
+  });
+}
+
+void UnpipelinedKernelBuilder::loadKV(Value kvh, Value n, Value bIdx) {
+  w.ifThen(leader, [&] {
+    Value bar = at(barOff + 8);
+    w.mbarrierExpectTx(bar, w.i32(2 * kvBytes));
+    Value row = w.muli(n, w.i32(kBN));
+    for (int64_t i = 0; i < boxes; ++i) {
+      Values coords{w.i32(64 * i), kvh, row, bIdx};
+      w.tmaLoad(w.addrspacecast(at(kOff + i * kBN * 128), w.cptrT), P["kmap"], bar, coords,
+                Value());
+      w.tmaLoad(w.addrspacecast(at(vOff + i * kBN * 128), w.cptrT), P["vmap"], bar, coords,
+                Value());
+    }
+  });
+}
+
+// S = Q K^T: D / 16 k16 steps, both operands K-major in 64-column boxes
+// (LBO 16, SBO 1024: 8-row atoms of 128-byte rows).
+Value UnpipelinedKernelBuilder::issueQK() {
+  const NVVM::WGMMATypes type = k.f16 ? NVVM::WGMMATypes::f16 : NVVM::WGMMATypes::bf16;
+  Value s = w.undef(sT);
+  for (int64_t kk = 0; kk < D / 16; ++kk) {
+    int64_t box = kk / 4, inBox = (kk % 4) * 32;
+    Value dA = desc(box * kBM * 128 + inBox, 16, 1024);
+    Value dB = desc(kOff + box * kBN * 128 + inBox, 16, 1024);
+    s = NVVM::WgmmaMmaAsyncOp::create(
+        b, loc, sT, s, dA, dB, NVVM::MMAShapeAttr::get(ctx, 64, kBN, 16),
+        NVVM::WGMMATypesAttr::get(ctx, type), NVVM::WGMMATypesAttr::get(ctx, type),
+        NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
+        NVVM::WGMMAScaleOutAttr::get(ctx, kk ? NVVM::WGMMAScaleOut::one
+                                             : NVVM::WGMMAScaleOut::zero),
+        NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
+        NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
+        NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
+        NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::col), NVVM::MMAIntOverflowAttr());
+  }
+  return s;
+}
+
+// O += P V: P from registers (four packed pairs per k16 step), V
+// MN-major (LBO: the distance of its 64-column boxes, each k16 step 16
+// rows of 128 bytes further).
+Value UnpipelinedKernelBuilder::issuePV(Value o, const Values &pk) {
+  for (int64_t kk = 0; kk < kBN / 16; ++kk) {
+    Value dV = desc(vOff + kk * 2048, kBN * 128, 1024);
+    Values a(pk.begin() + kk * 4, pk.begin() + kk * 4 + 4);
+    o = WgmmaRsOp::create(b, loc, oT, o, a, dV, D, etT);
+  }
+  return o;
+}
+
+/// A row of the accumulator lives in the 4 lanes of a quad: two butterfly
+/// shuffles (xor 1, 2).
+Value UnpipelinedKernelBuilder::quadReduce(Value v, bool max) {
+  for (int64_t sh : {1, 2}) {
+    Value o = w.shfl(NVVM::ShflKind::bfly, w.i32(-1), v, w.i32(sh), w.i32(31));
+    v = max ? w.maxnumf(v, o) : w.addf(v, o);
+  }
+  return v;
+}
+
+// One key block's online softmax on the thread's fragment of S: scores to
+// the log2 domain, keys outside [lo, lim) of the row to -inf, the new row
+// max (a max of -inf shifts by 0, so a row without keys stays 0), alpha =
+// exp2(m_old - m_new), P = exp2(s - m_new) packed into pairs, l = l alpha +
+// sum P. Returns the new state with O rescaled.
+RowState UnpipelinedKernelBuilder::softmaxBlock(const RowState &st, Value s, Value n0,
+                                                Values &pk) {
+  Value iA = rowA, iB = rowB;
+  Value lim[2] = {keyEnd(iA), keyEnd(iB)};
+  Value lo[2] = {k.windowLeft >= 0 ? keyBegin(iA) : Value(),
+                 k.windowLeft >= 0 ? keyBegin(iB) : Value()};
+  Values x(nS);
+  Value mx[2] = {negInf, negInf};
+  for (int64_t r = 0; r < nS; ++r) {
+    int half = (r / 2) % 2;
+    Value j = w.addi(n0, w.addi(col0, w.i32(8 * (r / 4) + r % 2)));
+    Value keep = w.cmpi(CmpI::slt, j, lim[half]);
+    if (lo[half])
+      keep = w.andi(keep, w.cmpi(CmpI::sge, j, lo[half]));
+    x[r] = w.select(keep, w.mulf(w.extractvalue(s, r), scaleLog2), negInf);
+    mx[half] = w.maxnumf(mx[half], x[r]);
+  }
+  Value mOld[2] = {st.mA, st.mB}, lOld[2] = {st.lA, st.lB}, mNew[2], alpha[2], sum[2];
+  for (int half = 0; half < 2; ++half) {
+    mNew[half] = w.maxnumf(mOld[half], quadReduce(mx[half], true));
+    Value isEmpty = w.cmpf(CmpF::OEQ, mNew[half], negInf);
+    Value shift = w.select(isEmpty, zeroF, mNew[half]);
+    alpha[half] = w.intrinsic("llvm.nvvm.ex2.approx.ftz.f", w.subf(mOld[half], shift));
+    sum[half] = zeroF;
+    for (int64_t r = 0; r < nS; ++r) {
+      if ((r / 2) % 2 != half)
+        continue;
+      x[r] = w.intrinsic("llvm.nvvm.ex2.approx.ftz.f", w.subf(x[r], shift));
+      sum[half] = w.addf(sum[half], x[r]);
+    }
+  }
+  for (int64_t r = 0; r < nS; r += 2) {
+    Value vec = w.undef(VectorType::get({2}, w.f32T));
+    vec = w.insertelement(x[r], vec, c0);
+    vec = w.insertelement(x[r + 1], vec, c1);
+    pk.push_back(w.bitcast(w.truncf(vec, VectorType::get({2}, etT)), w.i32T));
+  }
+  RowState next{mNew[0], mNew[1], w.addf(w.mulf(lOld[0], alpha[0]), sum[0]),
+                w.addf(w.mulf(lOld[1], alpha[1]), sum[1]), st.o};
+  for (int64_t r = 0; r < nO; ++r) {
+    Value v = w.mulf(w.extractvalue(next.o, r), alpha[(r / 2) % 2]);
+    next.o = w.insertvalue(v, next.o, r);
+  }
+  return next;
+}
+
+// out[b, i, h, :] = O / l (0 for a row without keys) for the rows below
+// Sq, and lse[b, h, i] = (m + log2 l) ln 2 (-inf without keys).
+void UnpipelinedKernelBuilder::epilogue(const RowState &st, Value bIdx, Value h, Value m0) {
+  Value h64 = w.extui(h, w.i64T), b64 = w.extui(bIdx, w.i64T);
+  Value sq64 = w.extui(sq, w.i64T), hq64 = w.extui(hq, w.i64T);
+  Value rows[2] = {w.addi(m0, row0), w.addi(m0, row1)};
+  Value ms[2] = {st.mA, st.mB}, ls[2] = {st.lA, st.lB};
+  for (int half = 0; half < 2; ++half) {
+    Value l = quadReduce(ls[half], false);
+    Value isZero = w.cmpf(CmpF::OEQ, l, zeroF);
+    Value inv = w.select(isZero, zeroF, w.divf(w.f32(1.0), l));
+    Value i = rows[half];
+    w.ifThen(w.cmpi(CmpI::slt, i, sq), [&] {
+      Value i64v = w.extui(i, w.i64T);
+      Value base = outRowOffset(w, b64, i64v, h64, sq64, hq64, D);
+      for (int64_t r = 0; r < nO; r += 2) {
+        if ((r / 2) % 2 != half)
+          continue;
+        Value vec = w.undef(VectorType::get({2}, w.f32T));
+        vec = w.insertelement(w.mulf(w.extractvalue(st.o, r), inv), vec, c0);
+        vec = w.insertelement(w.mulf(w.extractvalue(st.o, r + 1), inv), vec, c1);
+        Value col = w.extui(w.addi(col0, w.i32(8 * (r / 4))), w.i64T);
+        Value ptr = w.gep(P["o"], w.gptrT, etT, w.addi(base, col));
+        w.store(w.truncf(vec, VectorType::get({2}, etT)), ptr);
+      }
+      if (k.lse)
+        w.ifThen(w.cmpi(CmpI::eq, lr, c0), [&] {
+          Value lg = w.intrinsic("llvm.nvvm.lg2.approx.f", l);
+          Value val = w.mulf(w.addf(ms[half], lg), w.f32(M_LN2));
+          val = w.select(isZero, negInf, val);
+          Value li = lseIndex(w, b64, h64, i64v, hq64, sq64);
+          w.store(val, w.gep(P["lse"], w.gptrT, w.f32T, li));
+        });
+    });
+  }
+}
+
+// One tile: Q, the key blocks, the epilogue. Returns the next (tile
+// counter, key-block counter): the mbarriers' phases.
+Values UnpipelinedKernelBuilder::tile(Value tileIndex, Value tc, Value g) {
+  Value mb = w.remui(tileIndex, nmb), bh = w.divui(tileIndex, nmb);
+  Value h = w.remui(bh, hq), bIdx = w.divui(bh, hq), kvh = w.divui(h, groups);
+  Value m0 = w.muli(mb, w.i32(kBM));
+  // The previous tile's reads of Q, K and V are over.
+  NVVM::Barrier0Op::create(b, loc);
+  loadQ(h, m0, bIdx);
+  w.mbarrierWait(at(barOff), w.andi(tc, c1), waitTicks);
+  rowA = w.addi(m0, row0);
+  rowB = w.addi(m0, row1);
+  Value m1 = w.addi(m0, w.minsi(w.i32(kBM), w.subi(sq, m0)));
+  auto range = KeyBlocksOp::create(b, loc, w.i32T, w.i32T, m0, m1, sk, off, Value(), Value(),
+                                   kBN, static_cast<CausalKind>(k.causal), k.windowLeft,
+                                   k.windowRight);
+  Value oZero = w.undef(oT);
+  for (int64_t r = 0; r < nO; ++r)
+    oZero = w.insertvalue(zeroF, oZero, r);
+  Value end = w.maxsi(range.getEnd(), range.getBegin());
+  Values init{g, negInf, negInf, zeroF, zeroF, oZero};
+  Values fin = w.forLoop(range.getBegin(), end, c1, init, [&](Value n, ValueRange a) -> Values {
+    NVVM::Barrier0Op::create(b, loc); // the previous block's K and V are read
+    loadKV(kvh, n, bIdx);
+    w.mbarrierWait(at(barOff + 8), w.andi(a[0], c1), waitTicks);
+    NVVM::WgmmaFenceAlignedOp::create(b, loc);
+    Value s = issueQK();
+    NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+    Values pk;
+    RowState st = softmaxBlock(RowState{a[1], a[2], a[3], a[4], a[5]}, s,
+                               w.muli(n, w.i32(kBN)), pk);
+    NVVM::WgmmaFenceAlignedOp::create(b, loc);
+    Value o = issuePV(st.o, pk);
+    NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+    return {w.addi(a[0], c1), st.mA, st.mB, st.lA, st.lB, o};
+  });
+  epilogue(RowState{fin[1], fin[2], fin[3], fin[4], fin[5]}, bIdx, h, m0);
+  return {w.addi(tc, c1), fin[0]};
+}
+
+void UnpipelinedKernelBuilder::build() {
+  LLVM::GlobalOp::create(b, loc, LLVM::LLVMArrayType::get(w.i8T, 0), false,
+                         LLVM::Linkage::External, k.name + "_smem", Attribute(), 1024, 3);
+  OpBuilder::InsertionGuard guard(b);
+  P = buildKernelFunc(w, k.name, params(), kThreads, barOff + 16, /*minCtas=*/false);
+  prologue();
+  w.forLoop(w.ctaid(), ntiles, w.nctaid(), {c0, c0}, [&](Value t, ValueRange a) -> Values {
+    return tile(t, a[0], a[1]);
+  });
+  LLVM::ReturnOp::create(b, loc, ValueRange{});
+}
+} // namespace
+
+std::string mlir::flashattn::sm90UnpipelinedUnsupported(const Sm90KernelSpec &k) {
+  if (k.headDim != 64 && k.headDim != 128)
+    return "head_dim " + std::to_string(k.headDim) + " (64 or 128)";
+  if (k.varlenQ || k.varlenK || k.tileTable)
+    return "varlen or seqused_k";
+  if (k.pageSize || k.kvRowCopies)
+    return "paged KV";
+  if (k.splitPartial)
+    return "split-KV";
+  if (k.packGroups > 1 || k.kvHeadsPerBlock > 1)
+    return "pack_gqa";
+  if (k.scoreRegion || k.maskRegion)
+    return "score or mask regions";
+  if (k.softcap > 0)
+    return "softcap";
+  return "";
+}
+
+void mlir::flashattn::buildSm90UnpipelinedKernel(OpBuilder &builder, Location loc,
+                                                 const Sm90KernelSpec &spec) {
+  UnpipelinedKernelBuilder(builder, loc, spec).build();
+}

@@ -1,0 +1,53 @@
+// RUN: fa-opt %s --flashattn-plan="target=sm90 block-m=64 block-n=64 consumers=1" --convert-flashattn-to-nvgpu=unpipelined --split-input-file --verify-diagnostics | FileCheck %s
+
+// The unpipelined form: one warpgroup (128 threads, no warp
+// specialization), shared memory for Q and one K and V block of 64 x 128
+// bf16 (3 x 16 KB) and two mbarriers; the dense kernels' parameters
+// (pointers, dims, the tensor maps of q, k, v with 64-row boxes). Per tile:
+// Q by TMA onto the first mbarrier and a wait; the key blocks of
+// flashattn.key_blocks, each loaded onto the second mbarrier and waited
+// for, S = Q K^T (8 k16 wgmma steps, committed and waited for), the
+// softmax, O += P V (4 flashattn.wgmma_rs steps, committed and waited
+// for); then out and lse.
+// CHECK-LABEL: func.func @gqa
+// CHECK: flashattn.sm90 = #flashattn.sm90_entries<kernel = @fa_sm90_0_module::@fa_sm90_0, abi = {fa_sm90_0 = #flashattn.kernel_abi<threads = 128, smem = 49168, params = [#flashattn.param<kind = ptr, arg = "q">
+// CHECK-SAME: #flashattn.param<kind = tma, arg = "q", box = [64, 1, 64, 1], swizzle = 128>, #flashattn.param<kind = tma, arg = "k", box = [64, 1, 64, 1], swizzle = 128>, #flashattn.param<kind = tma, arg = "v", box = [64, 1, 64, 1], swizzle = 128>]>}>
+// CHECK: llvm.func @fa_sm90_0(
+// CHECK-SAME: nvvm.maxntid = array<i32: 128, 1, 1>
+// CHECK-NOT: flashattn.warp_specialize
+// CHECK: scf.for
+// CHECK: nvvm.barrier0
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: %[[BEGIN:.*]], %[[END:.*]] = flashattn.key_blocks
+// CHECK: scf.for %{{.*}} = %[[BEGIN]] to
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK-COUNT-8: nvvm.wgmma.mma_async
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: flashattn.key_end
+// CHECK: nvvm.shfl.sync bfly
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK-COUNT-4: flashattn.wgmma_rs
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: scf.yield
+// CHECK: llvm.store %{{.*}}, %{{.*}} : vector<2xbf16>, !llvm.ptr<1>
+// CHECK: llvm.return
+func.func @gqa(%q: memref<2x256x8x128xbf16>, %k: memref<2x256x2x128xbf16>, %v: memref<2x256x2x128xbf16>,
+               %o: memref<2x256x8x128xbf16>, %l: memref<2x8x256xf32>) {
+  flashattn.attention ins(%q, %k, %v : memref<2x256x8x128xbf16>, memref<2x256x2x128xbf16>, memref<2x256x2x128xbf16>)
+      outs(%o, %l : memref<2x256x8x128xbf16>, memref<2x8x256xf32>) {causal = #flashattn.causal<bottom_right>}
+  return
+}
+
+// -----
+
+// What the unpipelined kernel lacks is a diagnostic.
+func.func @hd256(%q: memref<1x128x2x256xbf16>, %k: memref<1x128x2x256xbf16>, %v: memref<1x128x2x256xbf16>,
+                 %o: memref<1x128x2x256xbf16>) {
+  // expected-error @below {{convert-flashattn-to-nvgpu: the unpipelined kernel does not take head_dim 256 (64 or 128)}}
+  flashattn.attention ins(%q, %k, %v : memref<1x128x2x256xbf16>, memref<1x128x2x256xbf16>, memref<1x128x2x256xbf16>)
+      outs(%o : memref<1x128x2x256xbf16>)
+  return
+}
