@@ -15,9 +15,11 @@
 // reads from the next block's loads. The epilogue writes O / l and lse.
 //
 // This is the kernel the pipelined one (Sm90KernelBuilder.cpp) is
-// debugged against: the same tensor maps, fragment layouts and key ranges,
-// nothing overlapped. Dense [B, S, H, D] layouts, head_dim 64 or 128, GQA,
-// causal, windows, lse.
+// debugged against: the same tensor maps, fragment layouts, key ranges and
+// tile table, nothing overlapped. head_dim 64 or 128, GQA, causal, windows,
+// lse; dense [B, S, H, D] layouts, or the runtime's tile table (varlen
+// [T, H, D] q / k / v, seqused_k) and paged K / V with pages of a multiple
+// of 64 keys (a key block inside one page).
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,6 +42,14 @@ using Values = KernelEmitter::Values;
 namespace {
 constexpr int64_t kBM = 64, kBN = 64, kThreads = 128;
 
+/// One tile's coordinates: its head and kv head, first row, and its
+/// sequence's (qRow, qb) / (kRow, kb) TMA coordinates of the first query /
+/// key (paged: kRow is where its page list starts), lengths and the
+/// bottom-right offset sk - sq.
+struct TileInfo {
+  Value h, kvh, m0, qRow, qb, sq, kRow, kb, sk, off;
+};
+
 /// The thread's online-softmax state: the running max (log2 domain) and
 /// its partial row sum, for its two rows A and B, and O's fragment.
 struct RowState {
@@ -61,18 +71,29 @@ private:
   std::vector<AbiParam> params();
   void prologue();
   Values tile(Value tileIndex, Value tc, Value g);
-  void loadQ(Value h, Value m0, Value bIdx);
-  void loadKV(Value kvh, Value n, Value bIdx);
+  TileInfo decode(Value tileIndex);
+  Value tableField(Value e, int f) {
+    Value p = w.gep(table, w.ptrT, w.i32T, w.addi(w.muli(w.addi(e, c1), w.i32(8)), w.i32(f)));
+    return w.load(w.i32T, p, /*invariant=*/true);
+  }
+  Values posBatch(bool varlen, Value pos, Value bIdx) {
+    return varlen ? Values{pos} : Values{pos, bIdx};
+  }
+  void loadQ(const TileInfo &t);
+  void loadKV(const TileInfo &t, Value n);
+  void zeroVTail(const TileInfo &t, Value n0);
   Value issueQK();
   Value issuePV(Value o, const Values &pk);
-  RowState softmaxBlock(const RowState &st, Value s, Value n0, Values &pk);
-  void epilogue(const RowState &st, Value bIdx, Value h, Value m0);
+  RowState softmaxBlock(const TileInfo &t, const RowState &st, Value s, Value n0, Values &pk);
+  void epilogue(const TileInfo &t, const RowState &st);
   Value quadReduce(Value v, bool max);
-  Value keyEnd(Value i) {
-    return KeyEndOp::create(b, loc, w.i32T, i, sk, off, static_cast<CausalKind>(k.causal),
+  Value keyEnd(const TileInfo &t, Value i) {
+    return KeyEndOp::create(b, loc, w.i32T, i, t.sk, t.off, static_cast<CausalKind>(k.causal),
                             k.windowRight);
   }
-  Value keyBegin(Value i) { return KeyBeginOp::create(b, loc, w.i32T, i, off, k.windowLeft); }
+  Value keyBegin(const TileInfo &t, Value i) {
+    return KeyBeginOp::create(b, loc, w.i32T, i, t.off, k.windowLeft);
+  }
   Value at(int64_t offset) { return w.gep(smem, w.sptrT, w.i8T, int32_t(offset)); }
   Value trunc(const char *name) { return w.trunci(P[name], w.i32T); }
   /// A wgmma shared-memory descriptor (PTX ISA 9.7.15.5.1.2): start
@@ -93,7 +114,7 @@ private:
   const Type etT, sT, oT;
   KernelFunc P;
   Value smem, tid, c0, c1, leader, negInf, zeroF, waitTicks;
-  Value batch, sq, sk, hq, groups, off, nmb, ntiles;
+  Value batch, sqDim, sq, sk, hq, groups, off, nmb, ntiles, table, entries;
   Value row0, row1, col0, lr, scaleLog2;
   Value rowA, rowB; ///< the tile's rows of this thread
 };
@@ -106,16 +127,28 @@ std::vector<AbiParam> UnpipelinedKernelBuilder::params() {
   abi.ptr("out", "o");
   if (k.lse)
     abi.ptr("lse", "lse");
-  abi.dims("q", "q", 4);
-  abi.dims("k", "k", 4);
-  abi.dims("v", "v", 4);
-  abi.dims("out", "o", 4);
+  // Varlen: q and out [Tq, H, D] with lse [H, Tq], k and v [Tk, Hkv, D].
+  abi.dims("q", "q", k.varlenQ ? 3 : 4);
+  abi.dims("k", "k", k.varlenK ? 3 : 4);
+  abi.dims("v", "v", k.varlenK ? 3 : 4);
+  abi.dims("out", "o", k.varlenQ ? 3 : 4);
   if (k.lse)
-    abi.dims("lse", "l", 3);
-  // Boxes of 64 columns (the 128-byte swizzle's extent) x 1 head x rows.
-  abi.add(ParamKind::tma, "q", "q", 0, {64, 1, kBM, 1});
-  abi.add(ParamKind::tma, "k", "k", 0, {64, 1, kBN, 1});
-  abi.add(ParamKind::tma, "v", "v", 0, {64, 1, kBN, 1});
+    abi.dims("lse", "l", k.varlenQ ? 2 : 3);
+  // Boxes of 64 columns (the 128-byte swizzle's extent) x 1 head x rows
+  // (x 1 batch, or page, without varlen).
+  auto box = [](bool varlen, int64_t rows) {
+    return varlen ? SmallVector<int64_t>{64, 1, rows} : SmallVector<int64_t>{64, 1, rows, 1};
+  };
+  abi.add(ParamKind::tma, "q", "q", 0, box(k.varlenQ, kBM));
+  abi.add(ParamKind::tma, "k", "k", 0, box(k.varlenK, kBN));
+  abi.add(ParamKind::tma, "v", "v", 0, box(k.varlenK, kBN));
+  if (k.tileTable) {
+    abi.scalar(ParamKind::tile_table, "tile_table");
+    abi.add(ParamKind::tile_table_inline, "", "tile_table_inline", 0, {}, 0, false,
+            kSm90InlineTableBytes);
+  }
+  if (k.pageSize)
+    abi.scalar(ParamKind::page_table, "page_table");
   return abi.params;
 }
 
@@ -134,14 +167,28 @@ void UnpipelinedKernelBuilder::prologue() {
     w.fenceProxyAsyncShared();
   });
   NVVM::Barrier0Op::create(b, loc);
-  batch = trunc("qd0");
-  sq = trunc("qd1");
-  hq = trunc("qd2");
-  sk = trunc("kd1");
-  groups = w.divui(hq, trunc("kd2"));
-  off = w.subi(sk, sq);
-  nmb = w.ceildivui(sq, w.i32(kBM));
-  ntiles = w.muli(w.muli(batch, hq), nmb);
+  // sqDim: the extent of q's position dimension (Sq, or Tq), the stride
+  // unit of out and lse rows.
+  sqDim = trunc(k.varlenQ ? "qd0" : "qd1");
+  hq = trunc(k.varlenQ ? "qd1" : "qd2");
+  groups = w.divui(hq, trunc(k.varlenK ? "kd1" : "kd2"));
+  if (k.tileTable) {
+    // The runtime's table: in device memory, or (a null pointer) the
+    // grid-constant inline copy; word 0 = its entries, each tile of one
+    // per head.
+    Value global = w.addrspacecast(P["tile_table"], w.ptrT);
+    Value isNull = w.icmp(LLVM::ICmpPredicate::eq, P["tile_table"], w.zero(w.gptrT));
+    table = w.llvmSelect(isNull, P["tile_table_inline"], global);
+    entries = w.load(w.i32T, table, /*invariant=*/true);
+    ntiles = w.muli(entries, hq);
+  } else {
+    batch = trunc("qd0");
+    sq = sqDim;
+    sk = trunc("kd1");
+    off = w.subi(sk, sq);
+    nmb = w.ceildivui(sq, w.i32(kBM));
+    ntiles = w.muli(w.muli(batch, hq), nmb);
+  }
   // Fragment layout of a wgmma m64nN accumulator: register r of thread t
   // holds row 16 (t / 32) + (t % 32) / 4 + 8 ((r / 2) % 2), column
   // 2 (t % 4) + 8 (r / 4) + r % 2.
@@ -153,28 +200,66 @@ void UnpipelinedKernelBuilder::prologue() {
   scaleLog2 = w.f32(k.scale * 1.4426950408889634);
 }
 
-void UnpipelinedKernelBuilder::loadQ(Value h, Value m0, Value bIdx) {
+void UnpipelinedKernelBuilder::loadQ(const TileInfo &t) {
   w.ifThen(leader, [&] {
     w.mbarrierExpectTx(at(barOff), w.i32(qBytes));
-    for (int64_t i = 0; i < boxes; ++i)
-      w.tmaLoad(w.addrspacecast(at(i * kBM * 128), w.cptrT), P["qmap"], at(barOff),
-                {w.i32(64 * i), h, m0, bIdx}, Value());
+    for (int64_t i = 0; i < boxes; ++i) {
+      Values coords{w.i32(64 * i), t.h};
+      coords.append(posBatch(k.varlenQ, w.addi(t.qRow, t.m0), t.qb));
+      w.tmaLoad(w.addrspacecast(at(i * kBM * 128), w.cptrT), P["qmap"], at(barOff), coords,
+                Value());
+    }
   });
 }
 
-void UnpipelinedKernelBuilder::loadKV(Value kvh, Value n, Value bIdx) {
+// Key block n: rows kRow + 64 n of the sequence, or with pages row
+// 64 n % page of page list[kRow + 64 n / page].
+void UnpipelinedKernelBuilder::loadKV(const TileInfo &t, Value n) {
   w.ifThen(leader, [&] {
     Value bar = at(barOff + 8);
     w.mbarrierExpectTx(bar, w.i32(2 * kvBytes));
-    Value row = w.muli(n, w.i32(kBN));
+    Value key0 = w.muli(n, w.i32(kBN));
+    Values rowBatch;
+    if (k.pageSize) {
+      Value ps = w.i32(k.pageSize);
+      Value entry = w.addi(t.kRow, w.divui(key0, ps));
+      Value page = w.load(w.i32T, w.gep(P["page_table"], w.gptrT, w.i32T, entry), true);
+      rowBatch = {w.remui(key0, ps), page};
+    } else {
+      rowBatch = posBatch(k.varlenK, w.addi(t.kRow, key0), t.kb);
+    }
     for (int64_t i = 0; i < boxes; ++i) {
-      Values coords{w.i32(64 * i), kvh, row, bIdx};
+      Values coords{w.i32(64 * i), t.kvh};
+      coords.append(rowBatch);
       w.tmaLoad(w.addrspacecast(at(kOff + i * kBN * 128), w.cptrT), P["kmap"], bar, coords,
                 Value());
       w.tmaLoad(w.addrspacecast(at(vOff + i * kBN * 128), w.cptrT), P["vmap"], bar, coords,
                 Value());
     }
   });
+}
+
+// V's rows past the sequence (the next sequence's, a cache's unused rows:
+// maybe NaN, and 0 x NaN is NaN in P V) to zero: each thread clears
+// 16-byte chunks of those rows (a row keeps its place under the swizzle),
+// then fences them for the async proxy wgmma reads through.
+void UnpipelinedKernelBuilder::zeroVTail(const TileInfo &t, Value n0) {
+  Value from = w.maxsi(w.subi(t.sk, n0), c0);
+  w.ifThen(w.cmpi(CmpI::slt, from, w.i32(kBN)), [&] {
+    Value perRow = w.i32(boxes * 8);
+    Value total = w.muli(w.subi(w.i32(kBN), from), perRow);
+    Value zeros = w.zero(VectorType::get({4}, w.i32T));
+    w.forLoop(tid, total, w.i32(kThreads), [&](Value c) {
+      Value row = w.addi(from, w.divui(c, perRow));
+      Value rest = w.remui(c, perRow);
+      Value offset = w.addi(w.muli(w.divui(rest, w.i32(8)), w.i32(kBN * 128)),
+                            w.addi(w.muli(row, w.i32(128)), w.muli(w.remui(rest, w.i32(8)),
+                                                                   w.i32(16))));
+      w.store(zeros, w.gep(smem, w.sptrT, w.i8T, w.addi(offset, w.i32(vOff))));
+    });
+    w.fenceProxyAsyncShared();
+  });
+  NVVM::Barrier0Op::create(b, loc);
 }
 
 // S = Q K^T: D / 16 k16 steps, both operands K-major in 64-column boxes
@@ -227,12 +312,12 @@ Value UnpipelinedKernelBuilder::quadReduce(Value v, bool max) {
 // max (a max of -inf shifts by 0, so a row without keys stays 0), alpha =
 // exp2(m_old - m_new), P = exp2(s - m_new) packed into pairs, l = l alpha +
 // sum P. Returns the new state with O rescaled.
-RowState UnpipelinedKernelBuilder::softmaxBlock(const RowState &st, Value s, Value n0,
-                                                Values &pk) {
+RowState UnpipelinedKernelBuilder::softmaxBlock(const TileInfo &t, const RowState &st, Value s,
+                                                Value n0, Values &pk) {
   Value iA = rowA, iB = rowB;
-  Value lim[2] = {keyEnd(iA), keyEnd(iB)};
-  Value lo[2] = {k.windowLeft >= 0 ? keyBegin(iA) : Value(),
-                 k.windowLeft >= 0 ? keyBegin(iB) : Value()};
+  Value lim[2] = {keyEnd(t, iA), keyEnd(t, iB)};
+  Value lo[2] = {k.windowLeft >= 0 ? keyBegin(t, iA) : Value(),
+                 k.windowLeft >= 0 ? keyBegin(t, iB) : Value()};
   Values x(nS);
   Value mx[2] = {negInf, negInf};
   for (int64_t r = 0; r < nS; ++r) {
@@ -275,18 +360,20 @@ RowState UnpipelinedKernelBuilder::softmaxBlock(const RowState &st, Value s, Val
 
 // out[b, i, h, :] = O / l (0 for a row without keys) for the rows below
 // Sq, and lse[b, h, i] = (m + log2 l) ln 2 (-inf without keys).
-void UnpipelinedKernelBuilder::epilogue(const RowState &st, Value bIdx, Value h, Value m0) {
-  Value h64 = w.extui(h, w.i64T), b64 = w.extui(bIdx, w.i64T);
-  Value sq64 = w.extui(sq, w.i64T), hq64 = w.extui(hq, w.i64T);
-  Value rows[2] = {w.addi(m0, row0), w.addi(m0, row1)};
+void UnpipelinedKernelBuilder::epilogue(const TileInfo &t, const RowState &st) {
+  Value h64 = w.extui(t.h, w.i64T), b64 = w.extui(t.qb, w.i64T);
+  Value sq64 = w.extui(sqDim, w.i64T), hq64 = w.extui(hq, w.i64T);
+  Value rows[2] = {rowA, rowB};
   Value ms[2] = {st.mA, st.mB}, ls[2] = {st.lA, st.lB};
   for (int half = 0; half < 2; ++half) {
     Value l = quadReduce(ls[half], false);
     Value isZero = w.cmpf(CmpF::OEQ, l, zeroF);
     Value inv = w.select(isZero, zeroF, w.divf(w.f32(1.0), l));
     Value i = rows[half];
-    w.ifThen(w.cmpi(CmpI::slt, i, sq), [&] {
-      Value i64v = w.extui(i, w.i64T);
+    w.ifThen(w.cmpi(CmpI::slt, i, t.sq), [&] {
+      // The row's place in q's position dimension (varlen: past the
+      // sequences before it).
+      Value i64v = w.extui(w.addi(t.qRow, i), w.i64T);
       Value base = outRowOffset(w, b64, i64v, h64, sq64, hq64, D);
       for (int64_t r = 0; r < nO; r += 2) {
         if ((r / 2) % 2 != half)
@@ -310,22 +397,56 @@ void UnpipelinedKernelBuilder::epilogue(const RowState &st, Value bIdx, Value h,
   }
 }
 
+// Tile `tileIndex`: without the table m_block fastest, then head, then
+// batch; with it, in groups of hg heads (the table's word 2), entry by
+// entry, head fastest, an entry being (q position, q batch, q length, k
+// position, k batch, k length, m_block, sequence).
+TileInfo UnpipelinedKernelBuilder::decode(Value tileIndex) {
+  TileInfo t;
+  if (!k.tileTable) {
+    Value mb = w.remui(tileIndex, nmb), bh = w.divui(tileIndex, nmb);
+    t.h = w.remui(bh, hq);
+    t.qb = t.kb = w.divui(bh, hq);
+    t.m0 = w.muli(mb, w.i32(kBM));
+    t.qRow = t.kRow = c0;
+    t.sq = sq;
+    t.sk = sk;
+    t.off = off;
+  } else {
+    Value hg = w.minui(w.maxui(w.load(w.i32T, w.gep(table, w.ptrT, w.i32T, 2)), c1), hq);
+    Value inGroup = w.muli(hg, entries);
+    Value first = w.muli(w.divui(tileIndex, inGroup), hg);
+    Value r = w.remui(tileIndex, inGroup);
+    Value hgHere = w.minui(hg, w.subi(hq, first));
+    t.h = w.addi(first, w.remui(r, hgHere));
+    Value e = w.divui(r, hgHere);
+    t.qRow = tableField(e, 0);
+    t.qb = tableField(e, 1);
+    t.sq = tableField(e, 2);
+    t.kRow = tableField(e, 3);
+    t.kb = tableField(e, 4);
+    t.sk = tableField(e, 5);
+    t.m0 = w.muli(tableField(e, 6), w.i32(kBM));
+    t.off = w.subi(t.sk, t.sq);
+  }
+  t.kvh = w.divui(t.h, groups);
+  return t;
+}
+
 // One tile: Q, the key blocks, the epilogue. Returns the next (tile
 // counter, key-block counter): the mbarriers' phases.
 Values UnpipelinedKernelBuilder::tile(Value tileIndex, Value tc, Value g) {
-  Value mb = w.remui(tileIndex, nmb), bh = w.divui(tileIndex, nmb);
-  Value h = w.remui(bh, hq), bIdx = w.divui(bh, hq), kvh = w.divui(h, groups);
-  Value m0 = w.muli(mb, w.i32(kBM));
+  TileInfo t = decode(tileIndex);
   // The previous tile's reads of Q, K and V are over.
   NVVM::Barrier0Op::create(b, loc);
-  loadQ(h, m0, bIdx);
+  loadQ(t);
   w.mbarrierWait(at(barOff), w.andi(tc, c1), waitTicks);
-  rowA = w.addi(m0, row0);
-  rowB = w.addi(m0, row1);
-  Value m1 = w.addi(m0, w.minsi(w.i32(kBM), w.subi(sq, m0)));
-  auto range = KeyBlocksOp::create(b, loc, w.i32T, w.i32T, m0, m1, sk, off, Value(), Value(),
-                                   kBN, static_cast<CausalKind>(k.causal), k.windowLeft,
-                                   k.windowRight);
+  rowA = w.addi(t.m0, row0);
+  rowB = w.addi(t.m0, row1);
+  Value m1 = w.addi(t.m0, w.minsi(w.i32(kBM), w.subi(t.sq, t.m0)));
+  auto range = KeyBlocksOp::create(b, loc, w.i32T, w.i32T, t.m0, m1, t.sk, t.off, Value(),
+                                   Value(), kBN, static_cast<CausalKind>(k.causal),
+                                   k.windowLeft, k.windowRight);
   Value oZero = w.undef(oT);
   for (int64_t r = 0; r < nO; ++r)
     oZero = w.insertvalue(zeroF, oZero, r);
@@ -333,22 +454,24 @@ Values UnpipelinedKernelBuilder::tile(Value tileIndex, Value tc, Value g) {
   Values init{g, negInf, negInf, zeroF, zeroF, oZero};
   Values fin = w.forLoop(range.getBegin(), end, c1, init, [&](Value n, ValueRange a) -> Values {
     NVVM::Barrier0Op::create(b, loc); // the previous block's K and V are read
-    loadKV(kvh, n, bIdx);
+    loadKV(t, n);
     w.mbarrierWait(at(barOff + 8), w.andi(a[0], c1), waitTicks);
+    Value n0 = w.muli(n, w.i32(kBN));
+    if (k.tileTable)
+      zeroVTail(t, n0);
     NVVM::WgmmaFenceAlignedOp::create(b, loc);
     Value s = issueQK();
     NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
     NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
     Values pk;
-    RowState st = softmaxBlock(RowState{a[1], a[2], a[3], a[4], a[5]}, s,
-                               w.muli(n, w.i32(kBN)), pk);
+    RowState st = softmaxBlock(t, RowState{a[1], a[2], a[3], a[4], a[5]}, s, n0, pk);
     NVVM::WgmmaFenceAlignedOp::create(b, loc);
     Value o = issuePV(st.o, pk);
     NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
     NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
     return {w.addi(a[0], c1), st.mA, st.mB, st.lA, st.lB, o};
   });
-  epilogue(RowState{fin[1], fin[2], fin[3], fin[4], fin[5]}, bIdx, h, m0);
+  epilogue(t, RowState{fin[1], fin[2], fin[3], fin[4], fin[5]});
   return {w.addi(tc, c1), fin[0]};
 }
 
@@ -368,10 +491,8 @@ void UnpipelinedKernelBuilder::build() {
 std::string mlir::flashattn::sm90UnpipelinedUnsupported(const Sm90KernelSpec &k) {
   if (k.headDim != 64 && k.headDim != 128)
     return "head_dim " + std::to_string(k.headDim) + " (64 or 128)";
-  if (k.varlenQ || k.varlenK || k.tileTable)
-    return "varlen or seqused_k";
-  if (k.pageSize || k.kvRowCopies)
-    return "paged KV";
+  if (k.kvRowCopies || (k.pageSize && k.pageSize % kBN))
+    return "pages of other than a multiple of 64 keys";
   if (k.splitPartial)
     return "split-KV";
   if (k.packGroups > 1 || k.kvHeadsPerBlock > 1)

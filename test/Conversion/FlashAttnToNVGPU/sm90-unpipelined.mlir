@@ -51,3 +51,25 @@ func.func @hd256(%q: memref<1x128x2x256xbf16>, %k: memref<1x128x2x256xbf16>, %v:
       outs(%o : memref<1x128x2x256xbf16>)
   return
 }
+
+// -----
+
+// Paged K / V (pages of 64 keys) with seqused_k: the runtime's tile table
+// (by pointer, or inline) and the page lists are parameters; each block
+// reads its page from the list and V's rows past the sequence are zeroed
+// (fenced for the async proxy) before P V.
+// CHECK-LABEL: func.func @paged
+// CHECK: #flashattn.param<kind = tile_table>, #flashattn.param<kind = tile_table_inline, bytes = 2048>, #flashattn.param<kind = page_table>]>}>
+// CHECK: llvm.func @fa_sm90_0(
+// CHECK: %[[PAGE:.*]] = llvm.load %{{.*}} invariant : !llvm.ptr<1> -> i32
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}, %[[PAGE]]]
+// CHECK: llvm.store %{{.*}}, %{{.*}} : vector<4xi32>, !llvm.ptr<3>
+// CHECK: nvvm.fence.proxy
+// CHECK: nvvm.wgmma.fence.aligned
+func.func @paged(%q: memref<2x1x8x128xbf16>, %k: memref<64x64x2x128xbf16>, %v: memref<64x64x2x128xbf16>,
+                 %o: memref<2x1x8x128xbf16>, %bt: memref<2x32xi32>, %used: memref<2xi32>) {
+  flashattn.attention ins(%q, %k, %v : memref<2x1x8x128xbf16>, memref<64x64x2x128xbf16>, memref<64x64x2x128xbf16>)
+      seqused_k(%used : memref<2xi32>) block_table(%bt : memref<2x32xi32>)
+      outs(%o : memref<2x1x8x128xbf16>) {causal = #flashattn.causal<bottom_right>}
+  return
+}
