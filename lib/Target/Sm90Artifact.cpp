@@ -115,6 +115,7 @@ static void readEntries(Sm90EntriesAttr entries, Sm90Ptx &result) {
   if (KernelParamAttr inlineTable = findParam(main, ParamKind::tile_table_inline))
     result.tileTableInline = inlineTable.getBytes();
   result.tileCounter = static_cast<bool>(findParam(main, ParamKind::tile_counter));
+  result.fusedCombine = static_cast<bool>(findParam(main, ParamKind::merge_out));
   result.denseTileCounter = static_cast<bool>(
       findParam(abiOf(entries, result.dense), ParamKind::tile_counter));
   KernelParamAttr q = findParam(main, ParamKind::tma, "q");
@@ -399,8 +400,10 @@ static json::Object sm90Metadata(const fa_attention_config &config, Sm90Ptx &com
   if (!compiled.combine.empty()) {
     meta["combine_entry"] = compiled.combine;
     // The partial kernels also merge (Sm90KernelSpec::fusedCombine): they
-    // take out, lse and the merge counters after their other parameters.
-    meta["fused_combine"] = true;
+    // take out, lse and the merge counters after their other parameters
+    // (the unpipelined kernel does not: the combine kernel merges).
+    if (compiled.fusedCombine)
+      meta["fused_combine"] = true;
   }
   // Every entry's parameters, in order: the runtime packs launches from
   // them.

@@ -53,6 +53,7 @@ struct Sm90Ptx {
   int64_t threads = 128;
   int64_t blockM = 64, blockN = 64;
   bool tileCounter = false; ///< takes the dynamic scheduler's counter
+  bool fusedCombine = false; ///< the split-KV kernel merges (takes merge_out ...)
   bool denseTileCounter = false; ///< the dense entry takes one
   int64_t packGroups = 1;   ///< pack_gqa: q's map is 5-D, heads split by G
   /// kv heads per key block (k/v boxes of as many heads; block_n / HP keys

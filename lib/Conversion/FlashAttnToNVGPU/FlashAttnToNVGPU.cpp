@@ -167,17 +167,14 @@ struct AttentionToSm90Kernel : OpRewritePattern<AttentionOp> {
   /// combine, the dense entry, the twins, the append.
   Entries addKernels(AttentionOp op, Sm90KernelSpec &spec, KernelSink &sink) const {
     Entries e;
-    if (options.unpipelined) { // dense layouts only: no combine, twins or append
-      sink.attention(spec);
-      return e;
-    }
     // Split-KV: the flashattn.combine reading this op's partial results
     // becomes a second kernel of the same module (one cubin, two entries),
     // and is fused into the partial kernel too (the runtime launches it
     // only where the fused merge cannot run).
     e.combine = spec.splitPartial ? findSm90Combine(op) : CombineOp();
     if (e.combine) {
-      spec.fusedCombine = true;
+      // The unpipelined kernel leaves the merge to the combine kernel.
+      spec.fusedCombine = !options.unpipelined;
       spec.mergeF16 = cast<ShapedType>(e.combine.getOut().getType()).getElementType().isF16();
     }
     sink.attention(spec);
@@ -217,7 +214,8 @@ struct AttentionToSm90Kernel : OpRewritePattern<AttentionOp> {
     // launches whose queries of a kv head fit one tile (decode); the
     // runtime picks per launch.
     int64_t groups = 1;
-    if (options.packedEntry && spec.packGroups == 1 && !op.getPackGqa().has_value() &&
+    if (options.packedEntry && !options.unpipelined && spec.packGroups == 1 &&
+        !op.getPackGqa().has_value() &&
         !ShapedType::isDynamic(op.getNumQHeads()) && !ShapedType::isDynamic(op.getNumKVHeads()))
       groups = op.getNumQHeads() / op.getNumKVHeads();
     if (groups > 1 && (64 * spec.consumers) % groups == 0) {

@@ -16,8 +16,9 @@
 //
 // This is the kernel the pipelined one (Sm90KernelBuilder.cpp) is
 // debugged against: the same tensor maps, fragment layouts, key ranges and
-// tile table, nothing overlapped. head_dim 64 or 128, GQA, causal, windows,
-// lse; dense [B, S, H, D] layouts, or the runtime's tile table (varlen
+// tile table, nothing overlapped. head_dim 64, 128 or 256, GQA, causal,
+// windows, softcap, score / mask regions, lse, split-KV (the partial form;
+// the combine kernel merges); dense [B, S, H, D] layouts, or the runtime's tile table (varlen
 // [T, H, D] q / k / v, seqused_k) and paged K / V with pages of a multiple
 // of 64 keys (a key block inside one page).
 //
@@ -29,6 +30,7 @@
 #include "Sm90Abi.h"
 
 #include "flashattn/Dialect/FlashAttn/IR/FlashAttn.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include <cmath>
 
@@ -47,7 +49,8 @@ constexpr int64_t kBM = 64, kBN = 64, kThreads = 128;
 /// key (paged: kRow is where its page list starts), lengths and the
 /// bottom-right offset sk - sq.
 struct TileInfo {
-  Value h, kvh, m0, qRow, qb, sq, kRow, kb, sk, off;
+  Value h, kvh, m0, qRow, qb, sq, kRow, kb, sk, off, split;
+  Value seq; ///< the regions' %b: the batch, or the table entry's sequence
 };
 
 /// The thread's online-softmax state: the running max (log2 domain) and
@@ -84,6 +87,7 @@ private:
   void zeroVTail(const TileInfo &t, Value n0);
   Value issueQK();
   Value issuePV(Value o, const Values &pk);
+  Value score(Value raw, ValueRange regionArgs);
   RowState softmaxBlock(const TileInfo &t, const RowState &st, Value s, Value n0, Values &pk);
   void epilogue(const TileInfo &t, const RowState &st);
   Value quadReduce(Value v, bool max);
@@ -114,8 +118,8 @@ private:
   const Type etT, sT, oT;
   KernelFunc P;
   Value smem, tid, c0, c1, leader, negInf, zeroF, waitTicks;
-  Value batch, sqDim, sq, sk, hq, groups, off, nmb, ntiles, table, entries;
-  Value row0, row1, col0, lr, scaleLog2;
+  Value batch, sqDim, sq, sk, hq, groups, off, nmb, ntiles, table, entries, nsplit;
+  Value row0, row1, col0, lr;
   Value rowA, rowB; ///< the tile's rows of this thread
 };
 
@@ -131,9 +135,10 @@ std::vector<AbiParam> UnpipelinedKernelBuilder::params() {
   abi.dims("q", "q", k.varlenQ ? 3 : 4);
   abi.dims("k", "k", k.varlenK ? 3 : 4);
   abi.dims("v", "v", k.varlenK ? 3 : 4);
-  abi.dims("out", "o", k.varlenQ ? 3 : 4);
+  // Split-KV partial form: out f32 [S, B, Sq, H, D], lse [S, B, H, Sq].
+  abi.dims("out", "o", k.splitPartial ? 5 : k.varlenQ ? 3 : 4);
   if (k.lse)
-    abi.dims("lse", "l", k.varlenQ ? 2 : 3);
+    abi.dims("lse", "l", k.splitPartial ? 4 : k.varlenQ ? 2 : 3);
   // Boxes of 64 columns (the 128-byte swizzle's extent) x 1 head x rows
   // (x 1 batch, or page, without varlen).
   auto box = [](bool varlen, int64_t rows) {
@@ -189,6 +194,13 @@ void UnpipelinedKernelBuilder::prologue() {
     nmb = w.ceildivui(sq, w.i32(kBM));
     ntiles = w.muli(w.muli(batch, hq), nmb);
   }
+  // The split count is the partial out's leading dimension at run time
+  // (automatic num_splits picks it per launch); the split is the tile
+  // index's fastest part.
+  if (k.splitPartial) {
+    nsplit = trunc("od0");
+    ntiles = w.muli(ntiles, nsplit);
+  }
   // Fragment layout of a wgmma m64nN accumulator: register r of thread t
   // holds row 16 (t / 32) + (t % 32) / 4 + 8 ((r / 2) % 2), column
   // 2 (t % 4) + 8 (r / 4) + r % 2.
@@ -197,7 +209,6 @@ void UnpipelinedKernelBuilder::prologue() {
   row0 = w.addi(w.muli(warp, w.i32(16)), w.divui(lane, w.i32(4)));
   row1 = w.addi(row0, w.i32(8));
   col0 = w.muli(lr, w.i32(2));
-  scaleLog2 = w.f32(k.scale * 1.4426950408889634);
 }
 
 void UnpipelinedKernelBuilder::loadQ(const TileInfo &t) {
@@ -307,6 +318,29 @@ Value UnpipelinedKernelBuilder::quadReduce(Value v, bool max) {
   return v;
 }
 
+// A raw score to the log2 domain: softcap (cap tanh(s scale / cap),
+// tanh.approx.f32, PTX ISA 9.7.4.9, which NVPTX selects for an llvm.tanh
+// with afn) or the scale, then the score region (inlined by the
+// conversion at this call; it sees the natural-domain score), then
+// log2 e.
+Value UnpipelinedKernelBuilder::score(Value raw, ValueRange regionArgs) {
+  double natural = k.softcap > 0 ? k.softcap : k.scale;
+  double factor = k.scoreRegion ? natural : natural * 1.4426950408889634;
+  Value x = raw;
+  if (k.softcap > 0) {
+    x = w.mulf(x, w.f32(k.scale / k.softcap));
+    x = LLVM::TanhOp::create(b, loc, x, LLVM::FastmathFlagsAttr::get(ctx, LLVM::FastmathFlags::afn));
+  }
+  x = w.mulf(x, w.f32(factor));
+  if (k.scoreRegion) {
+    Values args{x};
+    args.append(regionArgs.begin(), regionArgs.end());
+    x = func::CallOp::create(b, loc, k.name + "_score", TypeRange{w.f32T}, args).getResult(0);
+    x = w.mulf(x, w.f32(1.4426950408889634));
+  }
+  return x;
+}
+
 // One key block's online softmax on the thread's fragment of S: scores to
 // the log2 domain, keys outside [lo, lim) of the row to -inf, the new row
 // max (a max of -inf shifts by 0, so a row without keys stays 0), alpha =
@@ -320,13 +354,24 @@ RowState UnpipelinedKernelBuilder::softmaxBlock(const TileInfo &t, const RowStat
                  k.windowLeft >= 0 ? keyBegin(t, iB) : Value()};
   Values x(nS);
   Value mx[2] = {negInf, negInf};
+  Value rowIdx[2] = {w.indexCast(iA), w.indexCast(iB)};
+  Value seqIdx = k.scoreRegion || k.maskRegion ? w.indexCast(t.seq) : Value();
+  Value headIdx = k.scoreRegion || k.maskRegion ? w.indexCast(t.h) : Value();
   for (int64_t r = 0; r < nS; ++r) {
     int half = (r / 2) % 2;
     Value j = w.addi(n0, w.addi(col0, w.i32(8 * (r / 4) + r % 2)));
     Value keep = w.cmpi(CmpI::slt, j, lim[half]);
     if (lo[half])
       keep = w.andi(keep, w.cmpi(CmpI::sge, j, lo[half]));
-    x[r] = w.select(keep, w.mulf(w.extractvalue(s, r), scaleLog2), negInf);
+    Values regionArgs;
+    if (k.scoreRegion || k.maskRegion)
+      regionArgs = {seqIdx, headIdx, rowIdx[half], w.indexCast(j)};
+    Value raw = w.extractvalue(s, r);
+    if (k.maskRegion) // the mask region, inlined by the conversion at this call
+      keep = w.andi(keep, func::CallOp::create(b, loc, k.name + "_mask", TypeRange{w.i1T},
+                                               regionArgs)
+                              .getResult(0));
+    x[r] = w.select(keep, score(raw, regionArgs), negInf);
     mx[half] = w.maxnumf(mx[half], x[r]);
   }
   Value mOld[2] = {st.mA, st.mB}, lOld[2] = {st.lA, st.lB}, mNew[2], alpha[2], sum[2];
@@ -365,6 +410,15 @@ void UnpipelinedKernelBuilder::epilogue(const TileInfo &t, const RowState &st) {
   Value sq64 = w.extui(sqDim, w.i64T), hq64 = w.extui(hq, w.i64T);
   Value rows[2] = {rowA, rowB};
   Value ms[2] = {st.mA, st.mB}, ls[2] = {st.lA, st.lB};
+  // Partial form: the split's slices start at s B Sq H D (out, f32) and
+  // s B H Sq (lse).
+  Value oSplit, lSplit;
+  if (k.splitPartial) {
+    Value s64 = w.extui(t.split, w.i64T);
+    lSplit = w.muli(s64, w.muli(w.muli(P["od1"], P["od2"]), P["od3"]));
+    oSplit = w.muli(lSplit, w.i64(D));
+  }
+  Type ot = k.splitPartial ? w.f32T : etT;
   for (int half = 0; half < 2; ++half) {
     Value l = quadReduce(ls[half], false);
     Value isZero = w.cmpf(CmpF::OEQ, l, zeroF);
@@ -375,6 +429,8 @@ void UnpipelinedKernelBuilder::epilogue(const TileInfo &t, const RowState &st) {
       // sequences before it).
       Value i64v = w.extui(w.addi(t.qRow, i), w.i64T);
       Value base = outRowOffset(w, b64, i64v, h64, sq64, hq64, D);
+      if (oSplit)
+        base = w.addi(base, oSplit);
       for (int64_t r = 0; r < nO; r += 2) {
         if ((r / 2) % 2 != half)
           continue;
@@ -382,8 +438,8 @@ void UnpipelinedKernelBuilder::epilogue(const TileInfo &t, const RowState &st) {
         vec = w.insertelement(w.mulf(w.extractvalue(st.o, r), inv), vec, c0);
         vec = w.insertelement(w.mulf(w.extractvalue(st.o, r + 1), inv), vec, c1);
         Value col = w.extui(w.addi(col0, w.i32(8 * (r / 4))), w.i64T);
-        Value ptr = w.gep(P["o"], w.gptrT, etT, w.addi(base, col));
-        w.store(w.truncf(vec, VectorType::get({2}, etT)), ptr);
+        Value ptr = w.gep(P["o"], w.gptrT, ot, w.addi(base, col));
+        w.store(k.splitPartial ? vec : w.truncf(vec, VectorType::get({2}, etT)), ptr);
       }
       if (k.lse)
         w.ifThen(w.cmpi(CmpI::eq, lr, c0), [&] {
@@ -391,6 +447,8 @@ void UnpipelinedKernelBuilder::epilogue(const TileInfo &t, const RowState &st) {
           Value val = w.mulf(w.addf(ms[half], lg), w.f32(M_LN2));
           val = w.select(isZero, negInf, val);
           Value li = lseIndex(w, b64, h64, i64v, hq64, sq64);
+          if (lSplit)
+            li = w.addi(li, lSplit);
           w.store(val, w.gep(P["lse"], w.gptrT, w.f32T, li));
         });
     });
@@ -403,12 +461,17 @@ void UnpipelinedKernelBuilder::epilogue(const TileInfo &t, const RowState &st) {
 // position, k batch, k length, m_block, sequence).
 TileInfo UnpipelinedKernelBuilder::decode(Value tileIndex) {
   TileInfo t;
+  if (k.splitPartial) {
+    t.split = w.remui(tileIndex, nsplit);
+    tileIndex = w.divui(tileIndex, nsplit);
+  }
   if (!k.tileTable) {
     Value mb = w.remui(tileIndex, nmb), bh = w.divui(tileIndex, nmb);
     t.h = w.remui(bh, hq);
     t.qb = t.kb = w.divui(bh, hq);
     t.m0 = w.muli(mb, w.i32(kBM));
     t.qRow = t.kRow = c0;
+    t.seq = t.qb;
     t.sq = sq;
     t.sk = sk;
     t.off = off;
@@ -427,6 +490,7 @@ TileInfo UnpipelinedKernelBuilder::decode(Value tileIndex) {
     t.kb = tableField(e, 4);
     t.sk = tableField(e, 5);
     t.m0 = w.muli(tableField(e, 6), w.i32(kBM));
+    t.seq = tableField(e, 7);
     t.off = w.subi(t.sk, t.sq);
   }
   t.kvh = w.divui(t.h, groups);
@@ -444,8 +508,8 @@ Values UnpipelinedKernelBuilder::tile(Value tileIndex, Value tc, Value g) {
   rowA = w.addi(t.m0, row0);
   rowB = w.addi(t.m0, row1);
   Value m1 = w.addi(t.m0, w.minsi(w.i32(kBM), w.subi(t.sq, t.m0)));
-  auto range = KeyBlocksOp::create(b, loc, w.i32T, w.i32T, t.m0, m1, t.sk, t.off, Value(),
-                                   Value(), kBN, static_cast<CausalKind>(k.causal),
+  auto range = KeyBlocksOp::create(b, loc, w.i32T, w.i32T, t.m0, m1, t.sk, t.off, t.split,
+                                   k.splitPartial ? nsplit : Value(), kBN, static_cast<CausalKind>(k.causal),
                                    k.windowLeft, k.windowRight);
   Value oZero = w.undef(oT);
   for (int64_t r = 0; r < nO; ++r)
@@ -476,6 +540,17 @@ Values UnpipelinedKernelBuilder::tile(Value tileIndex, Value tc, Value g) {
 }
 
 void UnpipelinedKernelBuilder::build() {
+  // Stand-ins for the score / mask regions: the conversion inlines the
+  // regions at each call and erases these declarations.
+  Type idx = w.indexT;
+  if (k.scoreRegion)
+    func::FuncOp::create(b, loc, k.name + "_score",
+                         FunctionType::get(ctx, {w.f32T, idx, idx, idx, idx}, {w.f32T}))
+        .setPrivate();
+  if (k.maskRegion)
+    func::FuncOp::create(b, loc, k.name + "_mask",
+                         FunctionType::get(ctx, {idx, idx, idx, idx}, {w.i1T}))
+        .setPrivate();
   LLVM::GlobalOp::create(b, loc, LLVM::LLVMArrayType::get(w.i8T, 0), false,
                          LLVM::Linkage::External, k.name + "_smem", Attribute(), 1024, 3);
   OpBuilder::InsertionGuard guard(b);
@@ -489,18 +564,12 @@ void UnpipelinedKernelBuilder::build() {
 } // namespace
 
 std::string mlir::flashattn::sm90UnpipelinedUnsupported(const Sm90KernelSpec &k) {
-  if (k.headDim != 64 && k.headDim != 128)
-    return "head_dim " + std::to_string(k.headDim) + " (64 or 128)";
+  if (k.headDim != 64 && k.headDim != 128 && k.headDim != 256)
+    return "head_dim " + std::to_string(k.headDim);
   if (k.kvRowCopies || (k.pageSize && k.pageSize % kBN))
     return "pages of other than a multiple of 64 keys";
-  if (k.splitPartial)
-    return "split-KV";
   if (k.packGroups > 1 || k.kvHeadsPerBlock > 1)
     return "pack_gqa";
-  if (k.scoreRegion || k.maskRegion)
-    return "score or mask regions";
-  if (k.softcap > 0)
-    return "softcap";
   return "";
 }
 

@@ -43,12 +43,12 @@ func.func @gqa(%q: memref<2x256x8x128xbf16>, %k: memref<2x256x2x128xbf16>, %v: m
 
 // -----
 
-// What the unpipelined kernel lacks is a diagnostic.
-func.func @hd256(%q: memref<1x128x2x256xbf16>, %k: memref<1x128x2x256xbf16>, %v: memref<1x128x2x256xbf16>,
-                 %o: memref<1x128x2x256xbf16>) {
-  // expected-error @below {{convert-flashattn-to-nvgpu: the unpipelined kernel does not take head_dim 256 (64 or 128)}}
-  flashattn.attention ins(%q, %k, %v : memref<1x128x2x256xbf16>, memref<1x128x2x256xbf16>, memref<1x128x2x256xbf16>)
-      outs(%o : memref<1x128x2x256xbf16>)
+// What the unpipelined kernel lacks is a diagnostic: an explicit pack_gqa.
+func.func @packed(%q: memref<1x128x8x128xbf16>, %k: memref<1x128x2x128xbf16>, %v: memref<1x128x2x128xbf16>,
+                  %o: memref<1x128x8x128xbf16>) {
+  // expected-error @below {{convert-flashattn-to-nvgpu: the unpipelined kernel does not take pack_gqa}}
+  flashattn.attention ins(%q, %k, %v : memref<1x128x8x128xbf16>, memref<1x128x2x128xbf16>, memref<1x128x2x128xbf16>)
+      outs(%o : memref<1x128x8x128xbf16>) {pack_gqa = true}
   return
 }
 
