@@ -2,6 +2,8 @@
 
 #include "Sm90Abi.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
 using namespace mlir;
 using namespace mlir::flashattn;
 
@@ -12,6 +14,21 @@ void AbiBuilder::add(ParamKind kind, StringRef arg, std::string stem, int64_t ra
                                                      : DenseI64ArrayAttr::get(ctx, box),
                                          box.empty() ? 0 : 128, group, panels, bytes),
                     std::move(stem)});
+}
+
+void AbiBuilder::attentionTensors(bool lse, bool varlenQ, bool varlenK, bool partial) {
+  ptr("q", "q");
+  ptr("k", "k");
+  ptr("v", "v");
+  ptr("out", "o");
+  if (lse)
+    ptr("lse", "lse");
+  dims("q", "q", varlenQ ? 3 : 4);
+  dims("k", "k", varlenK ? 3 : 4);
+  dims("v", "v", varlenK ? 3 : 4);
+  dims("out", "o", partial ? 5 : varlenQ ? 3 : 4);
+  if (lse)
+    dims("lse", "l", partial ? 4 : varlenQ ? 2 : 3);
 }
 
 KernelFunc mlir::flashattn::buildKernelFunc(KernelEmitter &w, const std::string &name,
@@ -90,4 +107,51 @@ Value mlir::flashattn::outRowOffset(KernelEmitter &w, Value b, Value i, Value h,
   x = w.muli(x, H);
   x = w.addi(x, h);
   return w.muli(x, w.i64(D));
+}
+
+void mlir::flashattn::declareKernelGlobals(KernelEmitter &w, const std::string &name,
+                                           bool scoreRegion, bool maskRegion) {
+  MLIRContext *ctx = w.b.getContext();
+  Type idx = w.indexT;
+  if (scoreRegion)
+    func::FuncOp::create(w.b, w.loc, name + "_score",
+                         FunctionType::get(ctx, {w.f32T, idx, idx, idx, idx}, {w.f32T}))
+        .setPrivate();
+  if (maskRegion)
+    func::FuncOp::create(w.b, w.loc, name + "_mask",
+                         FunctionType::get(ctx, {idx, idx, idx, idx}, {w.i1T}))
+        .setPrivate();
+  LLVM::GlobalOp::create(w.b, w.loc, LLVM::LLVMArrayType::get(w.i8T, 0), false,
+                         LLVM::Linkage::External, name + "_smem", Attribute(), 1024, 3);
+}
+
+std::pair<Value, Value> mlir::flashattn::groupedOrder(KernelEmitter &w, Value tile, Value hg,
+                                                      Value heads, Value rounds) {
+  Value inGroup = w.muli(hg, rounds);
+  Value first = w.muli(w.divui(tile, inGroup), hg);
+  Value r = w.remui(tile, inGroup);
+  Value hgHere = w.minui(hg, w.subi(heads, first));
+  Value head = w.addi(first, w.remui(r, hgHere));
+  return std::make_pair(head, w.divui(r, hgHere));
+}
+
+Value mlir::flashattn::wgmmaSS(KernelEmitter &w, Type accType, Value acc, Value descA,
+                               Value descB, int64_t n, bool f16, bool first) {
+  MLIRContext *ctx = w.b.getContext();
+  const NVVM::WGMMATypes type = f16 ? NVVM::WGMMATypes::f16 : NVVM::WGMMATypes::bf16;
+  return NVVM::WgmmaMmaAsyncOp::create(
+      w.b, w.loc, accType, acc, descA, descB, NVVM::MMAShapeAttr::get(ctx, 64, n, 16),
+      NVVM::WGMMATypesAttr::get(ctx, type), NVVM::WGMMATypesAttr::get(ctx, type),
+      NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
+      NVVM::WGMMAScaleOutAttr::get(ctx, first ? NVVM::WGMMAScaleOut::zero
+                                              : NVVM::WGMMAScaleOut::one),
+      NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
+      NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
+      NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
+      NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::col), NVVM::MMAIntOverflowAttr());
+}
+
+Value mlir::flashattn::softcapTanh(KernelEmitter &w, Value x) {
+  return LLVM::TanhOp::create(
+      w.b, w.loc, x, LLVM::FastmathFlagsAttr::get(w.b.getContext(), LLVM::FastmathFlags::afn));
 }

@@ -2,7 +2,9 @@
 //
 // What every sm_90a kernel builder shares: the kernel's parameter list as
 // #flashattn.param attributes (the runtime's launch ABI), the llvm.func it
-// becomes, and the index arithmetic of out / lse rows.
+// becomes, the region stand-ins and shared-memory global, the index
+// arithmetic of out / lse rows and of the tile orders, and the wgmma with
+// both operands in shared memory.
 //
 //===----------------------------------------------------------------------===//
 
@@ -50,6 +52,11 @@ struct AbiBuilder {
     add(ParamKind::dims, arg, std::move(stem), rank);
   }
   void scalar(ParamKind kind, std::string stem) { add(kind, "", std::move(stem)); }
+  /// The attention kernels' first parameters: q, k, v, out[, lse] and
+  /// their dims (varlen: q and out [Tq, H, D] with lse [H, Tq], k and v
+  /// [Tk, Hkv, D]; the split-KV partial form: out f32 [S, B, Sq, H, D] and
+  /// lse [S, B, H, Sq]).
+  void attentionTensors(bool lse, bool varlenQ, bool varlenK, bool partial);
 };
 
 /// Builds `llvm.func @name(...) attributes {nvvm.kernel, nvvm.maxntid =
@@ -71,6 +78,32 @@ Value lseIndex(KernelEmitter &w, Value b, Value h, Value i, Value H, Value Sq);
 
 /// Element offset of out[b, i, h, 0] in a [B, Sq, H, D] array (i64 values).
 Value outRowOffset(KernelEmitter &w, Value b, Value i, Value h, Value Sq, Value H, int64_t D);
+
+/// Declares the score / mask region stand-ins (`func.func private
+/// @<name>_score(f32, index x 4) -> f32`, `@<name>_mask(index x 4) -> i1`;
+/// the conversion inlines the op's regions at their calls and erases them)
+/// and the kernel's dynamic shared memory, `@<name>_smem` (1024-aligned,
+/// address space 3).
+void declareKernelGlobals(KernelEmitter &w, const std::string &name, bool scoreRegion,
+                          bool maskRegion);
+
+/// The L2 groups of the tile orders: tiles go in groups of `hg` heads
+/// (`heads` in all), `rounds` tiles per head in a group, head fastest
+/// inside a group; the last group may hold fewer heads. Returns (head,
+/// round) of `tile`.
+std::pair<Value, Value> groupedOrder(KernelEmitter &w, Value tile, Value hg, Value heads,
+                                     Value rounds);
+
+/// One k16 step of acc (+)= A B by wgmma.mma_async (PTX ISA 9.7.15.5):
+/// m64nNk16, A and B from shared memory by descriptors (A K-major, B
+/// K-major: row / col), f32 accumulation; `first` zeroes the accumulator.
+Value wgmmaSS(KernelEmitter &w, Type accType, Value acc, Value descA, Value descB, int64_t n,
+              bool f16, bool first);
+
+/// softcap's tanh of `x` (already scaled by scale / softcap):
+/// tanh.approx.f32 (PTX ISA 9.7.4.9), which NVPTX selects for an
+/// llvm.tanh with afn.
+Value softcapTanh(KernelEmitter &w, Value x);
 
 } // namespace mlir::flashattn
 

@@ -417,39 +417,14 @@ private:
 //===----------------------------------------------------------------------===//
 
 void AttentionKernelBuilder::declareRegionsAndSmem() {
-  // Stand-ins for the score / mask regions: the conversion inlines the
-  // regions at each call and erases these declarations.
-  Type idx = w.indexT;
-  if (k.scoreRegion)
-    func::FuncOp::create(builder, loc, k.name + "_score",
-                         FunctionType::get(ctx, {w.f32T, idx, idx, idx, idx}, {w.f32T}))
-        .setPrivate();
-  if (k.maskRegion)
-    func::FuncOp::create(builder, loc, k.name + "_mask",
-                         FunctionType::get(ctx, {idx, idx, idx, idx}, {w.i1T}))
-        .setPrivate();
-  LLVM::GlobalOp::create(builder, loc, LLVM::LLVMArrayType::get(w.i8T, 0), false,
-                         LLVM::Linkage::External, k.name + "_smem", Attribute(), 1024, 3);
+  declareKernelGlobals(w, k.name, k.scoreRegion, k.maskRegion);
 }
 
 std::vector<AbiParam> AttentionKernelBuilder::kernelParams() {
   // Parameters (the runtime's launch ABI): pointers, dims, tensor maps,
   // then the scheduler's and the merge's.
   AbiBuilder abi{builder.getContext(), {}};
-  abi.ptr("q", "q");
-  abi.ptr("k", "k");
-  abi.ptr("v", "v");
-  abi.ptr("out", "o");
-  if (k.lse)
-    abi.ptr("lse", "lse");
-  // Split-KV partial form: out [S, B, Sq, H, D] f32, lse [S, B, H, Sq].
-  // Varlen: q and out [Tq, H, D], k and v [Tk, Hkv, D], lse [Hq, Tq].
-  abi.dims("q", "q", k.varlenQ ? 3 : 4);
-  abi.dims("k", "k", k.varlenK ? 3 : 4);
-  abi.dims("v", "v", k.varlenK ? 3 : 4);
-  abi.dims("out", "o", partial ? 5 : k.varlenQ ? 3 : 4);
-  if (k.lse)
-    abi.dims("lse", "l", partial ? 4 : k.varlenQ ? 2 : 3);
+  abi.attentionTensors(k.lse, k.varlenQ, k.varlenK, partial);
   // The tensor maps, boxes innermost first (64 columns: the 128-byte
   // swizzle's extent). Varlen tensors ([T, H, D]) have no batch dimension:
   // their boxes lose the trailing 1. pack_gqa: q viewed as [B, Sq, Hkv, G,
@@ -701,12 +676,7 @@ Value AttentionKernelBuilder::tableField(Value e, int f, bool invariant) {
 // fewer heads. Returns (head, round).
 std::pair<Value, Value> AttentionKernelBuilder::groupedOrder(Value tile, Value hg, Value heads,
                                                              Value rounds) {
-  Value inGroup = w.muli(hg, rounds);
-  Value first = w.muli(w.divui(tile, inGroup), hg);
-  Value r = w.remui(tile, inGroup);
-  Value hgHere = w.minui(hg, w.subi(heads, first));
-  Value head = w.addi(first, w.remui(r, hgHere));
-  return std::make_pair(head, w.divui(r, hgHere));
+  return flashattn::groupedOrder(w, tile, hg, heads, rounds);
 }
 
 // Table mode: in groups of hg heads (the table's word 2, the heads
@@ -1530,7 +1500,6 @@ Desc AttentionKernelBuilder::qDesc() {
 
 // Issues S = Q K^T (no commit).
 Value AttentionKernelBuilder::issueQK(Value kBase) {
-  const NVVM::WGMMATypes wgType = k.f16 ? NVVM::WGMMATypes::f16 : NVVM::WGMMATypes::bf16;
   Value s = w.undef(sT);
   // Panel layout (paged, see the producer): 8-row atoms of a panel
   // every boxes KB, panels 1 KB apart.
@@ -1539,16 +1508,7 @@ Value AttentionKernelBuilder::issueQK(Value kBase) {
     int64_t box = kk / 4, inBox = (kk % 4) * 32;
     Value dA = descAt(qd, box * BM * 128 + inBox);
     Value dB = descAt(kd, box * (panels ? 1024 : BN * 128) + inBox);
-    s = NVVM::WgmmaMmaAsyncOp::create(
-        builder, loc, sT, s, dA, dB, NVVM::MMAShapeAttr::get(ctx, 64, BN, 16),
-        NVVM::WGMMATypesAttr::get(ctx, wgType), NVVM::WGMMATypesAttr::get(ctx, wgType),
-        NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
-        NVVM::WGMMAScaleOutAttr::get(ctx, kk ? NVVM::WGMMAScaleOut::one
-                                             : NVVM::WGMMAScaleOut::zero),
-        NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
-        NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
-        NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
-        NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::col), NVVM::MMAIntOverflowAttr());
+    s = wgmmaSS(w, sT, s, dA, dB, BN, k.f16, kk == 0);
   }
   return s;
 }
@@ -1610,9 +1570,7 @@ Value AttentionKernelBuilder::score(Value s, int r, Value n0, const Rows &rw, bo
     // ISA 9.7.4.9), which NVPTX selects for an llvm.tanh with afn (what
     // LLVM upgrades llvm.nvvm.tanh.approx.f32 to).
     x = w.mulf(x, capScale);
-    x = LLVM::TanhOp::create(builder, loc, x,
-                             LLVM::FastmathFlagsAttr::get(builder.getContext(),
-                                                          LLVM::FastmathFlags::afn));
+    x = softcapTanh(w, x);
     Value factor = k.scoreRegion ? w.f32(k.softcap) : capLog2;
     x = w.mulf(x, factor);
   } else if (!rawMax) {

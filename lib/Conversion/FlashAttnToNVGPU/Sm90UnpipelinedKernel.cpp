@@ -125,20 +125,7 @@ private:
 
 std::vector<AbiParam> UnpipelinedKernelBuilder::params() {
   AbiBuilder abi{ctx, {}};
-  abi.ptr("q", "q");
-  abi.ptr("k", "k");
-  abi.ptr("v", "v");
-  abi.ptr("out", "o");
-  if (k.lse)
-    abi.ptr("lse", "lse");
-  // Varlen: q and out [Tq, H, D] with lse [H, Tq], k and v [Tk, Hkv, D].
-  abi.dims("q", "q", k.varlenQ ? 3 : 4);
-  abi.dims("k", "k", k.varlenK ? 3 : 4);
-  abi.dims("v", "v", k.varlenK ? 3 : 4);
-  // Split-KV partial form: out f32 [S, B, Sq, H, D], lse [S, B, H, Sq].
-  abi.dims("out", "o", k.splitPartial ? 5 : k.varlenQ ? 3 : 4);
-  if (k.lse)
-    abi.dims("lse", "l", k.splitPartial ? 4 : k.varlenQ ? 2 : 3);
+  abi.attentionTensors(k.lse, k.varlenQ, k.varlenK, k.splitPartial);
   // Boxes of 64 columns (the 128-byte swizzle's extent) x 1 head x rows
   // (x 1 batch, or page, without varlen).
   auto box = [](bool varlen, int64_t rows) {
@@ -276,22 +263,12 @@ void UnpipelinedKernelBuilder::zeroVTail(const TileInfo &t, Value n0) {
 // S = Q K^T: D / 16 k16 steps, both operands K-major in 64-column boxes
 // (LBO 16, SBO 1024: 8-row atoms of 128-byte rows).
 Value UnpipelinedKernelBuilder::issueQK() {
-  const NVVM::WGMMATypes type = k.f16 ? NVVM::WGMMATypes::f16 : NVVM::WGMMATypes::bf16;
   Value s = w.undef(sT);
   for (int64_t kk = 0; kk < D / 16; ++kk) {
     int64_t box = kk / 4, inBox = (kk % 4) * 32;
     Value dA = desc(box * kBM * 128 + inBox, 16, 1024);
     Value dB = desc(kOff + box * kBN * 128 + inBox, 16, 1024);
-    s = NVVM::WgmmaMmaAsyncOp::create(
-        b, loc, sT, s, dA, dB, NVVM::MMAShapeAttr::get(ctx, 64, kBN, 16),
-        NVVM::WGMMATypesAttr::get(ctx, type), NVVM::WGMMATypesAttr::get(ctx, type),
-        NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
-        NVVM::WGMMAScaleOutAttr::get(ctx, kk ? NVVM::WGMMAScaleOut::one
-                                             : NVVM::WGMMAScaleOut::zero),
-        NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
-        NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
-        NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
-        NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::col), NVVM::MMAIntOverflowAttr());
+    s = wgmmaSS(w, sT, s, dA, dB, kBN, k.f16, kk == 0);
   }
   return s;
 }
@@ -329,7 +306,7 @@ Value UnpipelinedKernelBuilder::score(Value raw, ValueRange regionArgs) {
   Value x = raw;
   if (k.softcap > 0) {
     x = w.mulf(x, w.f32(k.scale / k.softcap));
-    x = LLVM::TanhOp::create(b, loc, x, LLVM::FastmathFlagsAttr::get(ctx, LLVM::FastmathFlags::afn));
+    x = softcapTanh(w, x);
   }
   x = w.mulf(x, w.f32(factor));
   if (k.scoreRegion) {
@@ -477,12 +454,8 @@ TileInfo UnpipelinedKernelBuilder::decode(Value tileIndex) {
     t.off = off;
   } else {
     Value hg = w.minui(w.maxui(w.load(w.i32T, w.gep(table, w.ptrT, w.i32T, 2)), c1), hq);
-    Value inGroup = w.muli(hg, entries);
-    Value first = w.muli(w.divui(tileIndex, inGroup), hg);
-    Value r = w.remui(tileIndex, inGroup);
-    Value hgHere = w.minui(hg, w.subi(hq, first));
-    t.h = w.addi(first, w.remui(r, hgHere));
-    Value e = w.divui(r, hgHere);
+    Value e;
+    std::tie(t.h, e) = groupedOrder(w, tileIndex, hg, hq, entries);
     t.qRow = tableField(e, 0);
     t.qb = tableField(e, 1);
     t.sq = tableField(e, 2);
@@ -540,19 +513,7 @@ Values UnpipelinedKernelBuilder::tile(Value tileIndex, Value tc, Value g) {
 }
 
 void UnpipelinedKernelBuilder::build() {
-  // Stand-ins for the score / mask regions: the conversion inlines the
-  // regions at each call and erases these declarations.
-  Type idx = w.indexT;
-  if (k.scoreRegion)
-    func::FuncOp::create(b, loc, k.name + "_score",
-                         FunctionType::get(ctx, {w.f32T, idx, idx, idx, idx}, {w.f32T}))
-        .setPrivate();
-  if (k.maskRegion)
-    func::FuncOp::create(b, loc, k.name + "_mask",
-                         FunctionType::get(ctx, {idx, idx, idx, idx}, {w.i1T}))
-        .setPrivate();
-  LLVM::GlobalOp::create(b, loc, LLVM::LLVMArrayType::get(w.i8T, 0), false,
-                         LLVM::Linkage::External, k.name + "_smem", Attribute(), 1024, 3);
+  declareKernelGlobals(w, k.name, k.scoreRegion, k.maskRegion);
   OpBuilder::InsertionGuard guard(b);
   P = buildKernelFunc(w, k.name, params(), kThreads, barOff + 16, /*minCtas=*/false);
   prologue();

@@ -186,17 +186,19 @@ static bool isMulAdd(linalg::LinalgOp op) {
                  (isInputArg(mul.getLhs(), op, 1) && isInputArg(mul.getRhs(), op, 0)));
 }
 
-/// `v` = tensor.collapse_shape [[0, 1], [2], ...] of a tensor: that tensor.
-static Value collapsedLeading(Value v) {
+Value raise::collapsedPair(Value v, unsigned pos) {
   auto collapse = v.getDefiningOp<tensor::CollapseShapeOp>();
   if (!collapse)
     return {};
   SmallVector<ReassociationIndices> groups = collapse.getReassociationIndices();
   for (auto [i, group] : llvm::enumerate(groups))
-    if (group.size() != (i == 0 ? 2u : 1u))
+    if (group.size() != (i == pos ? 2u : 1u))
       return {};
   return collapse.getSrc();
 }
+
+/// `v` = tensor.collapse_shape [[0, 1], [2], ...] of a tensor: that tensor.
+static Value collapsedLeading(Value v) { return collapsedPair(v, 0); }
 
 /// Splits the batch loop (dim 0 of a, b and out) of a 3-D contraction over
 /// collapsed operands into two: the new loop is numbered last.

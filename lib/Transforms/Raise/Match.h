@@ -56,6 +56,10 @@ std::pair<Value, AffineMap> peelBroadcasts(Value tensor, AffineMap map);
 /// permuted along. Repeats; returns `tensor` itself when it is none.
 Value peelTransposes(Value tensor, SmallVectorImpl<int64_t> &labels);
 
+/// `v` = tensor.collapse_shape of a tensor merging its dims pos and pos + 1
+/// (every other group one dim): that tensor, or null.
+Value collapsedPair(Value v, unsigned pos);
+
 /// Whether `a` and `b` have the same size (static, or provably equal).
 bool sameSize(Value a, int64_t dimA, Value b, int64_t dimB);
 

@@ -83,15 +83,10 @@ bool coversChainBut(ArrayRef<int64_t> dims, unsigned rank, unsigned except) {
 /// right after dim `pos` (the kv heads), possibly through expand_shape.
 /// Returns that tensor (kv heads at `pos`), or null.
 Value unrepeated(Value t, unsigned pos) {
-  auto collapse = t.getDefiningOp<tensor::CollapseShapeOp>();
-  if (!collapse)
+  Value t5 = collapsedPair(t, pos);
+  if (!t5)
     return {};
-  SmallVector<ReassociationIndices> groups = collapse.getReassociationIndices();
-  for (auto [i, group] : llvm::enumerate(groups))
-    if (group.size() != (i == pos ? 2u : 1u))
-      return {};
-  Value t5 = collapse.getSrc();
-  unsigned rank5 = groups.size() + 1;
+  unsigned rank5 = cast<ShapedType>(t5.getType()).getRank();
   auto [src, map] = peelBroadcasts(t5, AffineMap::getMultiDimIdentityMap(rank5, t.getContext()));
   auto srcType = cast<ShapedType>(src.getType());
   if (src == t5 || srcType.getRank() != rank5 - 1)
