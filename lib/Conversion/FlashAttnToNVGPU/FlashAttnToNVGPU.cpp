@@ -139,8 +139,8 @@ FailureOr<Sm90KernelSpec> specFor(AttentionOp op, const Sm90CodegenOptions &opti
                                   std::string &why) {
   FailureOr<Sm90KernelSpec> spec = sm90SpecFor(op, why);
   if (succeeded(spec) && options.unpipelined) {
-    // The unpipelined kernel does not pack GQA heads: an automatic
-    // pack_gqa (the plan's choice) is dropped, an explicit one is not.
+    // The unpipelined kernel packs GQA heads only when the op asks: an
+    // automatic pack_gqa (the plan's choice) is dropped.
     if (!op.getPackGqa().has_value()) {
       spec->packGroups = 1;
       spec->kvHeadsPerBlock = 1;

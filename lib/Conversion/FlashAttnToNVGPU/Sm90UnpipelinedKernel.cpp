@@ -18,7 +18,7 @@
 // debugged against: the same tensor maps, fragment layouts, key ranges and
 // tile table, nothing overlapped. head_dim 64, 128 or 256, GQA, causal,
 // windows, softcap, score / mask regions, lse, split-KV (the partial form;
-// the combine kernel merges); dense [B, S, H, D] layouts, or the runtime's tile table (varlen
+// the combine kernel merges), pack_gqa; dense [B, S, H, D] layouts, or the runtime's tile table (varlen
 // [T, H, D] q / k / v, seqused_k) and paged K / V with pages of a multiple
 // of 64 keys (a key block inside one page).
 //
@@ -49,7 +49,7 @@ constexpr int64_t kBM = 64, kBN = 64, kThreads = 128;
 /// key (paged: kRow is where its page list starts), lengths and the
 /// bottom-right offset sk - sq.
 struct TileInfo {
-  Value h, kvh, m0, qRow, qb, sq, kRow, kb, sk, off, split;
+  Value h, kvh, m0, qRow, qb, sq, kRow, kb, sk, off, split, rows;
   Value seq; ///< the regions' %b: the batch, or the table entry's sequence
 };
 
@@ -66,7 +66,7 @@ public:
         boxes(D / 64), nS(kBN / 2), nO(D / 2), qBytes(boxes * kBM * 128),
         kvBytes(boxes * kBN * 128), kOff(qBytes), vOff(qBytes + kvBytes),
         barOff(qBytes + 2 * kvBytes), etT(k.f16 ? Type(b.getF16Type()) : Type(b.getBF16Type())),
-        sT(w.structOf(nS, w.f32T)), oT(w.structOf(nO, w.f32T)) {}
+        sT(w.structOf(nS, w.f32T)), oT(w.structOf(nO, w.f32T)), G(k.packGroups) {}
 
   void build();
 
@@ -120,7 +120,11 @@ private:
   Value smem, tid, c0, c1, leader, negInf, zeroF, waitTicks;
   Value batch, sqDim, sq, sk, hq, groups, off, nmb, ntiles, table, entries, nsplit;
   Value row0, row1, col0, lr;
-  Value rowA, rowB; ///< the tile's rows of this thread
+  /// The thread's two rows in the tile: their query positions and heads
+  /// (pack_gqa: packed row R = i G + g is position i of head kvh G + g).
+  Value pos[2], head[2];
+  Value tileHeads, rowsTotal;
+  const int64_t G; ///< pack_gqa's query heads per kv head (1: off)
 };
 
 std::vector<AbiParam> UnpipelinedKernelBuilder::params() {
@@ -131,7 +135,16 @@ std::vector<AbiParam> UnpipelinedKernelBuilder::params() {
   auto box = [](bool varlen, int64_t rows) {
     return varlen ? SmallVector<int64_t>{64, 1, rows} : SmallVector<int64_t>{64, 1, rows, 1};
   };
-  abi.add(ParamKind::tma, "q", "q", 0, box(k.varlenQ, kBM));
+  // pack_gqa: q viewed as [B, Sq, Hkv, G, D], box 64 x G x 1 x 64 / G
+  // (x 1): it lands as packed rows i G + g.
+  if (G > 1) {
+    SmallVector<int64_t> packedBox{64, G, 1, kBM / G, 1};
+    if (k.varlenQ)
+      packedBox.pop_back();
+    abi.add(ParamKind::tma, "q", "q", 0, packedBox, G);
+  } else {
+    abi.add(ParamKind::tma, "q", "q", 0, box(k.varlenQ, kBM));
+  }
   abi.add(ParamKind::tma, "k", "k", 0, box(k.varlenK, kBN));
   abi.add(ParamKind::tma, "v", "v", 0, box(k.varlenK, kBN));
   if (k.tileTable) {
@@ -163,7 +176,10 @@ void UnpipelinedKernelBuilder::prologue() {
   // unit of out and lse rows.
   sqDim = trunc(k.varlenQ ? "qd0" : "qd1");
   hq = trunc(k.varlenQ ? "qd1" : "qd2");
-  groups = w.divui(hq, trunc(k.varlenK ? "kd1" : "kd2"));
+  Value hkv = trunc(k.varlenK ? "kd1" : "kd2");
+  groups = w.divui(hq, hkv);
+  // A tile's heads: query heads, or with pack_gqa kv heads.
+  tileHeads = G > 1 ? hkv : hq;
   if (k.tileTable) {
     // The runtime's table: in device memory, or (a null pointer) the
     // grid-constant inline copy; word 0 = its entries, each tile of one
@@ -172,14 +188,15 @@ void UnpipelinedKernelBuilder::prologue() {
     Value isNull = w.icmp(LLVM::ICmpPredicate::eq, P["tile_table"], w.zero(w.gptrT));
     table = w.llvmSelect(isNull, P["tile_table_inline"], global);
     entries = w.load(w.i32T, table, /*invariant=*/true);
-    ntiles = w.muli(entries, hq);
+    ntiles = w.muli(entries, tileHeads);
   } else {
     batch = trunc("qd0");
     sq = sqDim;
     sk = trunc("kd1");
     off = w.subi(sk, sq);
-    nmb = w.ceildivui(sq, w.i32(kBM));
-    ntiles = w.muli(w.muli(batch, hq), nmb);
+    rowsTotal = G > 1 ? w.muli(sq, w.i32(G)) : sq;
+    nmb = w.ceildivui(rowsTotal, w.i32(kBM));
+    ntiles = w.muli(w.muli(batch, tileHeads), nmb);
   }
   // The split count is the partial out's leading dimension at run time
   // (automatic num_splits picks it per launch); the split is the tile
@@ -202,8 +219,14 @@ void UnpipelinedKernelBuilder::loadQ(const TileInfo &t) {
   w.ifThen(leader, [&] {
     w.mbarrierExpectTx(at(barOff), w.i32(qBytes));
     for (int64_t i = 0; i < boxes; ++i) {
-      Values coords{w.i32(64 * i), t.h};
-      coords.append(posBatch(k.varlenQ, w.addi(t.qRow, t.m0), t.qb));
+      Values coords;
+      if (G > 1) {
+        coords = {w.i32(64 * i), c0, t.kvh};
+        coords.append(posBatch(k.varlenQ, w.addi(t.qRow, w.divui(t.m0, w.i32(G))), t.qb));
+      } else {
+        coords = {w.i32(64 * i), t.h};
+        coords.append(posBatch(k.varlenQ, w.addi(t.qRow, t.m0), t.qb));
+      }
       w.tmaLoad(w.addrspacecast(at(i * kBM * 128), w.cptrT), P["qmap"], at(barOff), coords,
                 Value());
     }
@@ -325,15 +348,18 @@ Value UnpipelinedKernelBuilder::score(Value raw, ValueRange regionArgs) {
 // sum P. Returns the new state with O rescaled.
 RowState UnpipelinedKernelBuilder::softmaxBlock(const TileInfo &t, const RowState &st, Value s,
                                                 Value n0, Values &pk) {
-  Value iA = rowA, iB = rowB;
-  Value lim[2] = {keyEnd(t, iA), keyEnd(t, iB)};
-  Value lo[2] = {k.windowLeft >= 0 ? keyBegin(t, iA) : Value(),
-                 k.windowLeft >= 0 ? keyBegin(t, iB) : Value()};
+  Value lim[2] = {keyEnd(t, pos[0]), keyEnd(t, pos[1])};
+  Value lo[2] = {k.windowLeft >= 0 ? keyBegin(t, pos[0]) : Value(),
+                 k.windowLeft >= 0 ? keyBegin(t, pos[1]) : Value()};
   Values x(nS);
   Value mx[2] = {negInf, negInf};
-  Value rowIdx[2] = {w.indexCast(iA), w.indexCast(iB)};
-  Value seqIdx = k.scoreRegion || k.maskRegion ? w.indexCast(t.seq) : Value();
-  Value headIdx = k.scoreRegion || k.maskRegion ? w.indexCast(t.h) : Value();
+  bool regions = k.scoreRegion || k.maskRegion;
+  Value rowIdx[2], headIdx[2];
+  for (int half = 0; half < 2 && regions; ++half) {
+    rowIdx[half] = w.indexCast(pos[half]);
+    headIdx[half] = G > 1 || half == 0 ? w.indexCast(head[half]) : headIdx[0];
+  }
+  Value seqIdx = regions ? w.indexCast(t.seq) : Value();
   for (int64_t r = 0; r < nS; ++r) {
     int half = (r / 2) % 2;
     Value j = w.addi(n0, w.addi(col0, w.i32(8 * (r / 4) + r % 2)));
@@ -342,7 +368,7 @@ RowState UnpipelinedKernelBuilder::softmaxBlock(const TileInfo &t, const RowStat
       keep = w.andi(keep, w.cmpi(CmpI::sge, j, lo[half]));
     Values regionArgs;
     if (k.scoreRegion || k.maskRegion)
-      regionArgs = {seqIdx, headIdx, rowIdx[half], w.indexCast(j)};
+      regionArgs = {seqIdx, headIdx[half], rowIdx[half], w.indexCast(j)};
     Value raw = w.extractvalue(s, r);
     if (k.maskRegion) // the mask region, inlined by the conversion at this call
       keep = w.andi(keep, func::CallOp::create(b, loc, k.name + "_mask", TypeRange{w.i1T},
@@ -383,9 +409,8 @@ RowState UnpipelinedKernelBuilder::softmaxBlock(const TileInfo &t, const RowStat
 // out[b, i, h, :] = O / l (0 for a row without keys) for the rows below
 // Sq, and lse[b, h, i] = (m + log2 l) ln 2 (-inf without keys).
 void UnpipelinedKernelBuilder::epilogue(const TileInfo &t, const RowState &st) {
-  Value h64 = w.extui(t.h, w.i64T), b64 = w.extui(t.qb, w.i64T);
+  Value b64 = w.extui(t.qb, w.i64T);
   Value sq64 = w.extui(sqDim, w.i64T), hq64 = w.extui(hq, w.i64T);
-  Value rows[2] = {rowA, rowB};
   Value ms[2] = {st.mA, st.mB}, ls[2] = {st.lA, st.lB};
   // Partial form: the split's slices start at s B Sq H D (out, f32) and
   // s B H Sq (lse).
@@ -400,7 +425,7 @@ void UnpipelinedKernelBuilder::epilogue(const TileInfo &t, const RowState &st) {
     Value l = quadReduce(ls[half], false);
     Value isZero = w.cmpf(CmpF::OEQ, l, zeroF);
     Value inv = w.select(isZero, zeroF, w.divf(w.f32(1.0), l));
-    Value i = rows[half];
+    Value i = pos[half], h64 = w.extui(head[half], w.i64T);
     w.ifThen(w.cmpi(CmpI::slt, i, t.sq), [&] {
       // The row's place in q's position dimension (varlen: past the
       // sequences before it).
@@ -444,8 +469,8 @@ TileInfo UnpipelinedKernelBuilder::decode(Value tileIndex) {
   }
   if (!k.tileTable) {
     Value mb = w.remui(tileIndex, nmb), bh = w.divui(tileIndex, nmb);
-    t.h = w.remui(bh, hq);
-    t.qb = t.kb = w.divui(bh, hq);
+    t.h = w.remui(bh, tileHeads);
+    t.qb = t.kb = w.divui(bh, tileHeads);
     t.m0 = w.muli(mb, w.i32(kBM));
     t.qRow = t.kRow = c0;
     t.seq = t.qb;
@@ -453,9 +478,10 @@ TileInfo UnpipelinedKernelBuilder::decode(Value tileIndex) {
     t.sk = sk;
     t.off = off;
   } else {
-    Value hg = w.minui(w.maxui(w.load(w.i32T, w.gep(table, w.ptrT, w.i32T, 2)), c1), hq);
+    Value hg =
+        w.minui(w.maxui(w.load(w.i32T, w.gep(table, w.ptrT, w.i32T, 2)), c1), tileHeads);
     Value e;
-    std::tie(t.h, e) = groupedOrder(w, tileIndex, hg, hq, entries);
+    std::tie(t.h, e) = groupedOrder(w, tileIndex, hg, tileHeads, entries);
     t.qRow = tableField(e, 0);
     t.qb = tableField(e, 1);
     t.sq = tableField(e, 2);
@@ -466,7 +492,9 @@ TileInfo UnpipelinedKernelBuilder::decode(Value tileIndex) {
     t.seq = tableField(e, 7);
     t.off = w.subi(t.sk, t.sq);
   }
-  t.kvh = w.divui(t.h, groups);
+  // t.h: the query head, or with pack_gqa the kv head.
+  t.kvh = G > 1 ? t.h : w.divui(t.h, groups);
+  t.rows = G > 1 ? w.muli(t.sq, w.i32(G)) : t.sq;
   return t;
 }
 
@@ -478,10 +506,17 @@ Values UnpipelinedKernelBuilder::tile(Value tileIndex, Value tc, Value g) {
   NVVM::Barrier0Op::create(b, loc);
   loadQ(t);
   w.mbarrierWait(at(barOff), w.andi(tc, c1), waitTicks);
-  rowA = w.addi(t.m0, row0);
-  rowB = w.addi(t.m0, row1);
-  Value m1 = w.addi(t.m0, w.minsi(w.i32(kBM), w.subi(t.sq, t.m0)));
-  auto range = KeyBlocksOp::create(b, loc, w.i32T, w.i32T, t.m0, m1, t.sk, t.off, t.split,
+  Value cG = w.i32(G);
+  for (int half = 0; half < 2; ++half) {
+    Value r = w.addi(t.m0, half ? row1 : row0);
+    pos[half] = G > 1 ? w.divui(r, cG) : r;
+    head[half] = G > 1 ? w.addi(w.muli(t.kvh, cG), w.remui(r, cG)) : t.h;
+  }
+  // The key blocks of the query positions [pos0, pos1) of the tile's rows.
+  Value rowEnd = w.addi(t.m0, w.minsi(w.i32(kBM), w.subi(t.rows, t.m0)));
+  Value pos0 = G > 1 ? w.divui(t.m0, cG) : t.m0;
+  Value pos1 = G > 1 ? w.ceildivui(rowEnd, cG) : rowEnd;
+  auto range = KeyBlocksOp::create(b, loc, w.i32T, w.i32T, pos0, pos1, t.sk, t.off, t.split,
                                    k.splitPartial ? nsplit : Value(), kBN, static_cast<CausalKind>(k.causal),
                                    k.windowLeft, k.windowRight);
   Value oZero = w.undef(oT);
@@ -529,8 +564,10 @@ std::string mlir::flashattn::sm90UnpipelinedUnsupported(const Sm90KernelSpec &k)
     return "head_dim " + std::to_string(k.headDim);
   if (k.kvRowCopies || (k.pageSize && k.pageSize % kBN))
     return "pages of other than a multiple of 64 keys";
-  if (k.packGroups > 1 || k.kvHeadsPerBlock > 1)
-    return "pack_gqa";
+  if (k.kvHeadsPerBlock > 1)
+    return "several kv heads per key block";
+  if (kBM % k.packGroups)
+    return "pack_gqa with " + std::to_string(k.packGroups) + " query heads per kv head (a divisor of 64)";
   return "";
 }
 

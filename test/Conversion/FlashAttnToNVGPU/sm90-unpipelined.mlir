@@ -43,10 +43,25 @@ func.func @gqa(%q: memref<2x256x8x128xbf16>, %k: memref<2x256x2x128xbf16>, %v: m
 
 // -----
 
-// What the unpipelined kernel lacks is a diagnostic: an explicit pack_gqa.
+// What the unpipelined kernel lacks is a diagnostic: pages smaller than
+// its 64-key blocks.
+func.func @paged16(%q: memref<2x1x8x128xbf16>, %k: memref<64x16x2x128xbf16>, %v: memref<64x16x2x128xbf16>,
+                   %o: memref<2x1x8x128xbf16>, %bt: memref<2x32xi32>, %used: memref<2xi32>) {
+  // expected-error @below {{convert-flashattn-to-nvgpu: the unpipelined kernel does not take pages of other than a multiple of 64 keys}}
+  flashattn.attention ins(%q, %k, %v : memref<2x1x8x128xbf16>, memref<64x16x2x128xbf16>, memref<64x16x2x128xbf16>)
+      seqused_k(%used : memref<2xi32>) block_table(%bt : memref<2x32xi32>)
+      outs(%o : memref<2x1x8x128xbf16>) {pack_gqa = false}
+  return
+}
+
+// -----
+
+// pack_gqa (asked by the op): Q through a 5-D map, 64 / 4 positions of the
+// 4 query heads of a kv head per tile.
+// CHECK-LABEL: func.func @packed
+// CHECK: #flashattn.param<kind = tma, arg = "q", box = [64, 4, 1, 16, 1], swizzle = 128, group = 4>
 func.func @packed(%q: memref<1x128x8x128xbf16>, %k: memref<1x128x2x128xbf16>, %v: memref<1x128x2x128xbf16>,
                   %o: memref<1x128x8x128xbf16>) {
-  // expected-error @below {{convert-flashattn-to-nvgpu: the unpipelined kernel does not take pack_gqa}}
   flashattn.attention ins(%q, %k, %v : memref<1x128x8x128xbf16>, memref<1x128x2x128xbf16>, memref<1x128x2x128xbf16>)
       outs(%o : memref<1x128x8x128xbf16>) {pack_gqa = true}
   return
