@@ -97,8 +97,8 @@ static cl::opt<std::string> l2HintKV(
              "last)"));
 static cl::opt<bool> unpipelined(
     "unpipelined", llvm::cl::cat(faCompileCategory),
-    cl::desc("sm90: the unpipelined one-warpgroup reference kernel (dense layouts, head_dim "
-             "64 / 128; the tile overrides do not apply)"));
+    cl::desc("sm90: the unpipelined one-warpgroup reference kernel (pages of a multiple "
+             "of 64 keys; the tile overrides do not apply)"));
 static cl::opt<std::string> target("target", llvm::cl::cat(faCompileCategory), cl::init("host"),
                                    cl::desc("host (a shared object for this CPU) or sm90 (a cubin; needs ptxas)"));
 

@@ -89,8 +89,9 @@ def ConvertFlashAttnToNVGPU : Pass<"convert-flashattn-to-nvgpu", "::mlir::Module
     kv head fit one tile. `unpipelined` builds the reference form instead:
     one warpgroup per CTA, 64-row tiles, 64-key blocks, every step in
     program order (TMA load, wait, S = Q K^T, wait, softmax, P V, wait),
-    for dense layouts at head_dim 64 / 128 (the others are diagnostics);
-    the pipelined kernel is debugged against it.
+    with the pipelined kernel's features but pages below 64 keys (a
+    diagnostic) and with no twins; split-KV gets the combine kernel, not
+    the fused merge. The pipelined kernel is debugged against it.
   }];
   let options = [
     Option<"denseEntry", "dense-entry", "bool", /*default=*/"false",

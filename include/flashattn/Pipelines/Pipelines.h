@@ -87,7 +87,7 @@ struct Sm90PipelineOptions : public PassPipelineOptions<Sm90PipelineOptions> {
   Option<bool> unpipelined{
       *this, "unpipelined",
       llvm::cl::desc("the unpipelined one-warpgroup reference kernel (64 x 64 tiles; "
-                     "dense layouts, head_dim 64 / 128)"),
+                     "the tile overrides do not apply)"),
       llvm::cl::init(false)};
 };
 

@@ -18,9 +18,10 @@
 // debugged against: the same tensor maps, fragment layouts, key ranges and
 // tile table, nothing overlapped. head_dim 64, 128 or 256, GQA, causal,
 // windows, softcap, score / mask regions, lse, split-KV (the partial form;
-// the combine kernel merges), pack_gqa; dense [B, S, H, D] layouts, or the runtime's tile table (varlen
-// [T, H, D] q / k / v, seqused_k) and paged K / V with pages of a multiple
-// of 64 keys (a key block inside one page).
+// the combine kernel merges), pack_gqa; dense [B, S, H, D] layouts, or the
+// runtime's tile table (varlen [T, H, D] q / k / v, seqused_k, append) and
+// paged K / V with pages of a multiple of 64 keys (a key block inside one
+// page).
 //
 //===----------------------------------------------------------------------===//
 

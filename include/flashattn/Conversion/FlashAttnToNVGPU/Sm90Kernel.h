@@ -213,9 +213,11 @@ constexpr int64_t kSm90InlineTableBytes = 2048;
 void buildSm90AttentionKernel(OpBuilder &builder, Location loc, const Sm90KernelSpec &spec);
 /// The unpipelined form of the attention kernel (Sm90UnpipelinedKernel.cpp):
 /// one warpgroup per CTA (128 threads), 64-row tiles and 64-key blocks, no
-/// overlap, the same parameters as buildSm90AttentionKernel's dense
-/// kernels (q, k, v, out[, lse], their dims, the tensor maps of q, k, v).
-/// The reference the pipelined kernel is debugged against.
+/// overlap, the parameters of buildSm90AttentionKernel's kernels without
+/// the scheduler's counter and the merge's (q, k, v, out[, lse], their
+/// dims, the tensor maps of q, k, v; the tile table and the page lists when
+/// the spec has them). Pages must hold a multiple of 64 keys. The reference
+/// the pipelined kernel is debugged against.
 void buildSm90UnpipelinedKernel(OpBuilder &builder, Location loc, const Sm90KernelSpec &spec);
 
 /// What `spec` asks that the unpipelined kernel lacks ("" when nothing).
