@@ -159,10 +159,6 @@ struct AttentionToSm90Kernel : OpRewritePattern<AttentionOp> {
       : OpRewritePattern(ctx), options(options) {}
   Sm90CodegenOptions options;
 
-  FailureOr<Sm90KernelSpec> specFor(AttentionOp op, std::string &why) const {
-    return ::specFor(op, options, why);
-  }
-
   /// Adds every kernel of `op` to `sink`: the attention kernel, the
   /// combine, the dense entry, the twins, the append.
   Entries addKernels(AttentionOp op, Sm90KernelSpec &spec, KernelSink &sink) const {
@@ -245,7 +241,7 @@ struct AttentionToSm90Kernel : OpRewritePattern<AttentionOp> {
     if (op->hasAttr(kEntriesAttr))
       return rewriter.notifyMatchFailure(op, "kernel already generated");
     std::string why;
-    FailureOr<Sm90KernelSpec> spec = specFor(op, why);
+    FailureOr<Sm90KernelSpec> spec = specFor(op, options, why);
     if (failed(spec))
       return rewriter.notifyMatchFailure(op, why);
     auto module = op->getParentOfType<ModuleOp>();

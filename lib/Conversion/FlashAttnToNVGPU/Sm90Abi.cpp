@@ -155,3 +155,10 @@ Value mlir::flashattn::softcapTanh(KernelEmitter &w, Value x) {
   return LLVM::TanhOp::create(
       w.b, w.loc, x, LLVM::FastmathFlagsAttr::get(w.b.getContext(), LLVM::FastmathFlags::afn));
 }
+
+Value mlir::flashattn::tableField(KernelEmitter &w, Value table, Value e, int f,
+                                  bool invariant) {
+  Value at0 = w.muli(w.addi(e, w.i32(1)), w.i32(8));
+  Value p = w.gep(table, w.ptrT, w.i32T, w.addi(at0, w.i32(f)));
+  return w.load(w.i32T, p, invariant);
+}

@@ -79,6 +79,17 @@ Value lseIndex(KernelEmitter &w, Value b, Value h, Value i, Value H, Value Sq);
 /// Element offset of out[b, i, h, 0] in a [B, Sq, H, D] array (i64 values).
 Value outRowOffset(KernelEmitter &w, Value b, Value i, Value h, Value Sq, Value H, int64_t D);
 
+/// The trailing TMA coordinates (position, batch) of a 4-D map, or the
+/// position alone of a 3-D one (varlen: [T, H, D]).
+inline KernelEmitter::Values posBatch(bool varlen, Value pos, Value b) {
+  return varlen ? KernelEmitter::Values{pos} : KernelEmitter::Values{pos, b};
+}
+
+/// Field f (i32) of entry e of the runtime's tile table (8 i32 per entry
+/// after the 8-word header) at generic pointer `table`. Invariant loads may
+/// be merged.
+Value tableField(KernelEmitter &w, Value table, Value e, int f, bool invariant);
+
 /// Declares the score / mask region stand-ins (`func.func private
 /// @<name>_score(f32, index x 4) -> f32`, `@<name>_mask(index x 4) -> i1`;
 /// the conversion inlines the op's regions at their calls and erases them)

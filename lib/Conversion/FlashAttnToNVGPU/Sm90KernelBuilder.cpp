@@ -665,9 +665,7 @@ Value AttentionKernelBuilder::quadReduce(Value v, const Combine &combine) {
 // registers through the key-block loop (a dense kernel reads them from
 // its parameters).
 Value AttentionKernelBuilder::tableField(Value e, int f, bool invariant) {
-  Value at0 = w.muli(w.addi(e, c1), c8);
-  Value p = w.gep(tt, w.ptrT, w.i32T, w.addi(at0, w.i32(f)));
-  return w.load(w.i32T, p, invariant);
+  return flashattn::tableField(w, tt, e, f, invariant);
 }
 
 // The L2 groups of the tile orders: tiles go in groups of hg heads
@@ -817,12 +815,6 @@ Value AttentionKernelBuilder::policy(L2Hint hint) {
       hint == L2Hint::evictFirst ? L2Priority::evict_first : L2Priority::evict_last;
   return L2PolicyOp::create(builder, loc, w.i64T,
                             L2PriorityAttr::get(builder.getContext(), priority));
-}
-
-// The trailing TMA coordinates (position, batch) of a 4-D map, or the
-// position alone of a 3-D one (varlen: [T, H, D]).
-Values posBatch(bool varlen, Value pos, Value b) {
-  return varlen ? Values{pos} : Values{pos, b};
 }
 
 // Paged KV: the pages key block `nb` of the tile's sequence reads, and

@@ -76,13 +76,7 @@ private:
   void prologue();
   Values tile(Value tileIndex, Value tc, Value g);
   TileInfo decode(Value tileIndex);
-  Value tableField(Value e, int f) {
-    Value p = w.gep(table, w.ptrT, w.i32T, w.addi(w.muli(w.addi(e, c1), w.i32(8)), w.i32(f)));
-    return w.load(w.i32T, p, /*invariant=*/true);
-  }
-  Values posBatch(bool varlen, Value pos, Value bIdx) {
-    return varlen ? Values{pos} : Values{pos, bIdx};
-  }
+  Value tableField(Value e, int f) { return flashattn::tableField(w, table, e, f, true); }
   void loadQ(const TileInfo &t);
   void loadKV(const TileInfo &t, Value n);
   void zeroVTail(const TileInfo &t, Value n0);
@@ -119,12 +113,12 @@ private:
   const Type etT, sT, oT;
   KernelFunc P;
   Value smem, tid, c0, c1, leader, negInf, zeroF, waitTicks;
-  Value batch, sqDim, sq, sk, hq, groups, off, nmb, ntiles, table, entries, nsplit;
+  Value sqDim, sq, sk, hq, groups, off, nmb, ntiles, table, entries, nsplit;
   Value row0, row1, col0, lr;
   /// The thread's two rows in the tile: their query positions and heads
   /// (pack_gqa: packed row R = i G + g is position i of head kvh G + g).
   Value pos[2], head[2];
-  Value tileHeads, rowsTotal;
+  Value tileHeads;
   const int64_t G; ///< pack_gqa's query heads per kv head (1: off)
 };
 
@@ -191,11 +185,11 @@ void UnpipelinedKernelBuilder::prologue() {
     entries = w.load(w.i32T, table, /*invariant=*/true);
     ntiles = w.muli(entries, tileHeads);
   } else {
-    batch = trunc("qd0");
+    Value batch = trunc("qd0");
     sq = sqDim;
     sk = trunc("kd1");
     off = w.subi(sk, sq);
-    rowsTotal = G > 1 ? w.muli(sq, w.i32(G)) : sq;
+    Value rowsTotal = G > 1 ? w.muli(sq, w.i32(G)) : sq;
     nmb = w.ceildivui(rowsTotal, w.i32(kBM));
     ntiles = w.muli(w.muli(batch, tileHeads), nmb);
   }

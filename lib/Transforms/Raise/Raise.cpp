@@ -60,6 +60,11 @@ struct Match {
   bool outLifted = false;
 };
 
+/// The dim of `o` holding chain dim `chain` (-1: its head dim).
+int64_t dimOf(const Operand &o, int64_t chain) {
+  return llvm::find(o.chain, chain) - o.chain.begin();
+}
+
 /// The chain dims of the tensor dims read by `loops`, given the chain dim
 /// of each loop (-1 for none).
 SmallVector<int64_t> chainOf(ArrayRef<int64_t> loops, const DenseMap<int64_t, int64_t> &chainOfLoop) {
@@ -130,8 +135,8 @@ std::optional<Match> matchPV(linalg::LinalgOp root, Value &x) {
         !coversChainBut(m.out.chain, rank, rank - 1))
       return std::nullopt;
     // V's and O's head dims are one loop.
-    int64_t dv = vLoops[llvm::find(m.v.chain, -1) - m.v.chain.begin()];
-    if (pv->outLoops[llvm::find(m.out.chain, -1) - m.out.chain.begin()] != dv)
+    int64_t dv = vLoops[dimOf(m.v, -1)];
+    if (pv->outLoops[dimOf(m.out, -1)] != dv)
       return std::nullopt;
     return m;
   }
@@ -168,10 +173,9 @@ void assignHeads(Match &m) {
     if (c != m.queryDim)
       batchLike.push_back(c);
   for (unsigned c : batchLike) {
-    auto pos = [&](const Operand &o) { return llvm::find(o.chain, c) - o.chain.begin(); };
-    Value k = unrepeated(m.k.tensor, pos(m.k)), v = unrepeated(m.v.tensor, pos(m.v));
+    Value k = unrepeated(m.k.tensor, dimOf(m.k, c)), v = unrepeated(m.v.tensor, dimOf(m.v, c));
     // K and V with as many kv heads, repeated over one dim.
-    if (k && v && sameSize(k, pos(m.k), v, pos(m.v))) {
+    if (k && v && sameSize(k, dimOf(m.k, c), v, dimOf(m.v, c))) {
       m.k.tensor = k;
       m.v.tensor = v;
       m.headDim = c;
@@ -199,9 +203,8 @@ bool keyRangeRepresentable(const Match &m) {
     return true;
   if (keys.left.value_or(0) < 0 || keys.right.value_or(0) < 0)
     return false;
-  auto pos = [](const Operand &o, int64_t c) { return llvm::find(o.chain, c) - o.chain.begin(); };
-  auto sq = cast<ShapedType>(m.q.tensor.getType()).getDimSize(pos(m.q, m.queryDim));
-  auto sk = cast<ShapedType>(m.k.tensor.getType()).getDimSize(pos(m.k, m.rank - 1));
+  auto sq = cast<ShapedType>(m.q.tensor.getType()).getDimSize(dimOf(m.q, m.queryDim));
+  auto sk = cast<ShapedType>(m.k.tensor.getType()).getDimSize(dimOf(m.k, m.rank - 1));
   return !ShapedType::isDynamic(sq) && sq == sk;
 }
 
