@@ -195,6 +195,7 @@ private:
   void keyBlock(const Sequence &s, const WorkTile &w, Value nb, Value firstEnd,
                 Value lastBegin);
   void loadKV(const WorkTile &w, Value src, Value view, Value n0, Value cols, Value tile);
+  void tileMap(Value rows, Value cols, function_ref<Value(Value, Value, Value)> fn);
   void scoreModifiers(const Sequence &s, const WorkTile &w, Value n0, Value cols);
   Value toBase2(Value x);
   void boundaryMask(const Sequence &s, const WorkTile &w, Value n0, Value firstEnd,
@@ -454,35 +455,43 @@ void AttentionTiler::keyBlock(const Sequence &s, const WorkTile &w, Value nb, Va
   TilePVOp::create(b, loc, st, vt, acc);
 }
 
+// S[i, j] = fn(S[i, j], i, j) for i < rows, j < cols, as one tile_map.
+void AttentionTiler::tileMap(Value rows, Value cols,
+                             function_ref<Value(Value, Value, Value)> fn) {
+  auto map = TileMapOp::create(b, loc, st, rows, cols);
+  Type index = b.getIndexType();
+  OpBuilder::InsertionGuard guard(b);
+  Block *body = b.createBlock(&map.getBody(), {}, {b.getF32Type(), index, index},
+                              {loc, loc, loc});
+  Value x = fn(body->getArgument(0), body->getArgument(1), body->getArgument(2));
+  YieldOp::create(b, loc, x);
+}
+
 // Softcap, ALiBi and the score region on the real rows and columns, with
 // in-sequence indices, then * log2(e).
 void AttentionTiler::scoreModifiers(const Sequence &s, const WorkTile &w, Value n0,
                                     Value cols) {
   Type f32 = b.getF32Type();
-  buildFor(b, loc, e.c(0), w.rows, [&](Value i) {
-    buildFor(b, loc, e.c(0), cols, [&](Value j) {
-      Value iAbs = e.add(w.p0, i), jAbs = e.add(n0, j);
-      Value x = memref::LoadOp::create(b, loc, st, ValueRange{i, j});
-      if (softcap > 0) {
-        Value cap = e.f32(softcap);
-        Value y = arith::DivFOp::create(b, loc, x, cap);
-        y = math::TanhOp::create(b, loc, y);
-        x = arith::MulFOp::create(b, loc, y, cap);
-      }
-      if (Value slopes = op.getAlibiSlopes()) {
-        Value slope = cast<MemRefType>(slopes.getType()).getRank() == 1
-                          ? memref::LoadOp::create(b, loc, slopes, w.h)
-                          : memref::LoadOp::create(b, loc, slopes, ValueRange{s.b, w.h});
-        Value dist = math::AbsIOp::create(b, loc, e.sub(e.add(iAbs, w.c), jAbs));
-        Value distI = arith::IndexCastOp::create(b, loc, b.getI64Type(), dist);
-        Value distF = arith::SIToFPOp::create(b, loc, f32, distI);
-        x = arith::SubFOp::create(b, loc, x, arith::MulFOp::create(b, loc, slope, distF));
-      }
-      if (hasScoreRegion)
-        x = inlineRegion(b, op.getScore(), {x, s.b, w.h, iAbs, jAbs});
-      x = toBase2(x);
-      memref::StoreOp::create(b, loc, x, st, ValueRange{i, j});
-    });
+  tileMap(w.rows, cols, [&](Value x, Value i, Value j) {
+    Value iAbs = e.add(w.p0, i), jAbs = e.add(n0, j);
+    if (softcap > 0) {
+      Value cap = e.f32(softcap);
+      Value y = arith::DivFOp::create(b, loc, x, cap);
+      y = math::TanhOp::create(b, loc, y);
+      x = arith::MulFOp::create(b, loc, y, cap);
+    }
+    if (Value slopes = op.getAlibiSlopes()) {
+      Value slope = cast<MemRefType>(slopes.getType()).getRank() == 1
+                        ? memref::LoadOp::create(b, loc, slopes, w.h)
+                        : memref::LoadOp::create(b, loc, slopes, ValueRange{s.b, w.h});
+      Value dist = math::AbsIOp::create(b, loc, e.sub(e.add(iAbs, w.c), jAbs));
+      Value distI = arith::IndexCastOp::create(b, loc, b.getI64Type(), dist);
+      Value distF = arith::SIToFPOp::create(b, loc, f32, distI);
+      x = arith::SubFOp::create(b, loc, x, arith::MulFOp::create(b, loc, slope, distF));
+    }
+    if (hasScoreRegion)
+      x = inlineRegion(b, op.getScore(), {x, s.b, w.h, iAbs, jAbs});
+    return toBase2(x);
   });
 }
 
@@ -511,33 +520,25 @@ void AttentionTiler::boundaryMask(const Sequence &s, const WorkTile &w, Value n0
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(ifOp.thenBlock());
   Value negInf = e.f32(-INFINITY);
-  buildFor(b, loc, e.c(0), e.c(bm), [&](Value i) {
+  tileMap(e.c(bm), e.c(bn), [&](Value x, Value i, Value j) {
     Value iAbs = e.add(w.p0, i);
     Value end = keyEnd(s, w, iAbs);
     Value begin = winL >= 0 ? keyBegin(w, iAbs) : Value();
-    buildFor(b, loc, e.c(0), e.c(bn), [&](Value j) {
-      Value jAbs = e.add(n0, j);
-      Value ok = e.cmp(P::slt, jAbs, end);
-      if (begin)
-        ok = arith::AndIOp::create(b, loc, ok, e.cmp(P::sge, jAbs, begin));
-      Value x = memref::LoadOp::create(b, loc, st, ValueRange{i, j});
-      x = arith::SelectOp::create(b, loc, ok, x, negInf);
-      memref::StoreOp::create(b, loc, x, st, ValueRange{i, j});
-    });
+    Value jAbs = e.add(n0, j);
+    Value ok = e.cmp(P::slt, jAbs, end);
+    if (begin)
+      ok = arith::AndIOp::create(b, loc, ok, e.cmp(P::sge, jAbs, begin));
+    return arith::SelectOp::create(b, loc, ok, x, negInf);
   });
 }
 
 // The mask region, on every block (real rows and columns).
 void AttentionTiler::maskRegion(const Sequence &s, const WorkTile &w, Value n0, Value cols) {
   Value negInf = e.f32(-INFINITY);
-  buildFor(b, loc, e.c(0), w.rows, [&](Value i) {
-    buildFor(b, loc, e.c(0), cols, [&](Value j) {
-      Value iAbs = e.add(w.p0, i), jAbs = e.add(n0, j);
-      Value keep = inlineRegion(b, op.getMask(), {s.b, w.h, iAbs, jAbs});
-      Value x = memref::LoadOp::create(b, loc, st, ValueRange{i, j});
-      x = arith::SelectOp::create(b, loc, keep, x, negInf);
-      memref::StoreOp::create(b, loc, x, st, ValueRange{i, j});
-    });
+  tileMap(w.rows, cols, [&](Value x, Value i, Value j) {
+    Value iAbs = e.add(w.p0, i), jAbs = e.add(n0, j);
+    Value keep = inlineRegion(b, op.getMask(), {s.b, w.h, iAbs, jAbs});
+    return arith::SelectOp::create(b, loc, keep, x, negInf);
   });
 }
 
@@ -574,7 +575,11 @@ struct FlashAttnTilePass
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     populateFlashAttnTilePatterns(patterns);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    // Only the attention ops are rewritten: the loops they become are left
+    // as built (no folding or dead-code removal of new ops).
+    GreedyRewriteConfig config;
+    config.setStrictness(GreedyRewriteStrictness::ExistingOps);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns), config)))
       return signalPassFailure();
     // Anything left could not be tiled: say why.
     WalkResult result = getOperation()->walk([&](AttentionOp op) {

@@ -6,8 +6,8 @@
 // and the Q tile before the loop over the key blocks flashattn.key_blocks
 // gives for rows [m0, m1) (Sk = 130, Sk - Sq = 30); log2(e)/sqrt(64) folded
 // into tile_qk; the causal and sequence-end mask only under scf.if on
-// boundary blocks (past the first row's key end), each row's keys j <
-// key_end(row).
+// boundary blocks (past the first row's key end) as a tile_map over the
+// whole tile, each row's keys j < key_end(row).
 // CHECK-LABEL: func.func @causal
 // CHECK: scf.for %[[B:.*]] = %{{.*}} to %{{.*}} step
 // CHECK:   scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step
@@ -27,11 +27,14 @@
 // CHECK:       %[[NEXT:.*]] = arith.addi %[[N0]], %c64
 // CHECK:       %[[BOUNDARY:.*]] = arith.cmpi sgt, %[[NEXT]], %[[END0]]
 // CHECK:       scf.if %[[BOUNDARY]] {
-// CHECK:         %[[I:.*]] = arith.addi %[[M0]], %{{.*}} : index
-// CHECK:         %[[END:.*]] = flashattn.key_end row %[[I]] keys %c130 offset %c30
-// CHECK:           %[[J:.*]] = arith.addi %[[N0]], %{{.*}} : index
-// CHECK:           %[[OK:.*]] = arith.cmpi slt, %[[J]], %[[END]]
-// CHECK:           arith.select %[[OK]]
+// CHECK:         flashattn.tile_map %[[ST]] rows %c64 cols %c64 {
+// CHECK-NEXT:    ^bb0(%[[X:.*]]: f32, %[[TI:.*]]: index, %[[TJ:.*]]: index):
+// CHECK-NEXT:      %[[I:.*]] = arith.addi %[[M0]], %[[TI]] : index
+// CHECK-NEXT:      %[[END:.*]] = flashattn.key_end row %[[I]] keys %c130 offset %c30
+// CHECK-NEXT:      %[[J:.*]] = arith.addi %[[N0]], %[[TJ]] : index
+// CHECK-NEXT:      %[[OK:.*]] = arith.cmpi slt, %[[J]], %[[END]]
+// CHECK-NEXT:      %[[Y:.*]] = arith.select %[[OK]], %[[X]], %{{.*}} : f32
+// CHECK-NEXT:      flashattn.yield %[[Y]] : f32
 // CHECK:       flashattn.tile_softmax %[[ST]], %[[M]], %{{.*}}, %[[ACC]]
 // CHECK-NEXT:  flashattn.tile_load %{{.*}} into %[[VT:[a-z0-9_]+]] :
 // CHECK-NEXT:  flashattn.tile_pv %[[ST]], %[[VT]] into %[[ACC]]
@@ -48,17 +51,16 @@ func.func @causal(%q: memref<1x100x4x64xf16>, %k: memref<1x130x2x64xf16>, %v: me
 // -----
 
 // Softcap and a score region act on the scores: the scale is not folded
-// (tile_qk scale = 1/sqrt(64)); an elementwise loop over the real rows and
+// (tile_qk scale = 1/sqrt(64)); a tile_map over the real rows and
 // columns applies softcap (tanh), the region inlined with in-sequence
 // indices (m0 + i, n0 + j), then * log2(e), kept finite where the score is
 // (clamped to +-FLT_MAX unless the score is infinite). No causal mask: no scf.if for it
 // beyond the sequence end.
 // CHECK-LABEL: func.func @softcap_score
 // CHECK: flashattn.tile_qk %{{.*}} {scale = 1.250000e-01 : f32}
-// CHECK-NEXT: scf.for %[[I:[a-z0-9_]+]] = %c0 to %{{.*}} step
-// CHECK-NEXT:   scf.for %[[J:[a-z0-9_]+]] = %c0 to %[[COLS:[a-z0-9_]+]] step
+// CHECK-NEXT: flashattn.tile_map %{{.*}} rows %{{.*}} cols %{{.*}} {
+// CHECK-NEXT: ^bb0(%[[S:.*]]: f32, %[[I:.*]]: index, %[[J:.*]]: index):
 // CHECK-NEXT:     %[[JA:[a-z0-9_]+]] = arith.addi %{{.*}}, %[[J]] : index
-// CHECK-NEXT:     %[[S:[a-z0-9_]+]] = memref.load %{{.*}}[%[[I]], %[[J]]]
 // CHECK-NEXT:     %[[X:[a-z0-9_]+]] = arith.divf %[[S]], %[[CAP:[a-z0-9_]+]] : f32
 // CHECK-NEXT:     %[[TH:[a-z0-9_]+]] = math.tanh %[[X]] : f32
 // CHECK-NEXT:     %[[SC:[a-z0-9_]+]] = arith.mulf %[[TH]], %[[CAP]] : f32
@@ -70,7 +72,7 @@ func.func @causal(%q: memref<1x100x4x64xf16>, %k: memref<1x130x2x64xf16>, %v: me
 // CHECK-NEXT:     %[[ABS:[a-z0-9_]+]] = math.absf %[[R]] : f32
 // CHECK-NEXT:     %[[INF:[a-z0-9_]+]] = arith.cmpf oeq, %[[ABS]], %{{.*}} : f32
 // CHECK-NEXT:     %[[B2:[a-z0-9_]+]] = arith.select %[[INF]], %[[L2]], %[[HI]] : f32
-// CHECK-NEXT:     memref.store %[[B2]], %{{.*}}[%[[I]], %[[J]]]
+// CHECK-NEXT:     flashattn.yield %[[B2]] : f32
 // CHECK: scf.if
 // CHECK: flashattn.key_end
 // CHECK: flashattn.tile_softmax
@@ -96,6 +98,7 @@ func.func @softcap_score(%q: memref<1x60x2x64xf16>, %k: memref<1x90x2x64xf16>, %
 // CHECK-SAME: %[[DOC:[a-z0-9_]+]]: memref<1x100xi32>
 // CHECK: scf.if
 // CHECK:   arith.select
+// CHECK: flashattn.tile_map
 // CHECK:          memref.load %[[DOC]]
 // CHECK:          memref.load %[[DOC]]
 // CHECK:          %[[KEEP:.*]] = arith.cmpi eq

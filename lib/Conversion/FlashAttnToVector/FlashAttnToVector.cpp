@@ -385,6 +385,41 @@ struct LowerTileStore : OpRewritePattern<TileStoreOp> {
 /// flashattn.combine on memrefs: per output row, lse = log sum_s exp(lse_s)
 /// (max-shifted), out = sum_s exp(lse_s - lse) O_s; empty splits weigh 0, all
 /// empty gives out 0 and lse -inf.
+/// A tile_map as loops over its rows and columns: the body's row ops
+/// (TileMapOp::splitRowOps) once per row, the rest per element, between a
+/// load and a store of the score.
+struct LowerTileMap : OpRewritePattern<TileMapOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TileMapOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Emit e{rewriter, loc};
+    SmallVector<Operation *> rowOps, elementOps;
+    op.splitRowOps(rowOps, elementOps);
+    Block &body = op.getBody().front();
+    Value yielded = cast<YieldOp>(body.getTerminator()).getValues()[0];
+    Value s = op.getS();
+    buildFor(rewriter, loc, e.c(0), op.getRows(), [&](Value i) {
+      IRMapping map;
+      map.map(body.getArgument(1), i);
+      for (Operation *rowOp : rowOps)
+        rewriter.clone(*rowOp, map);
+      buildFor(rewriter, loc, e.c(0), op.getCols(), [&](Value j) {
+        IRMapping elementMap = map;
+        elementMap.map(body.getArgument(2), j);
+        elementMap.map(body.getArgument(0),
+                       memref::LoadOp::create(rewriter, loc, s, ValueRange{i, j}));
+        for (Operation *elementOp : elementOps)
+          rewriter.clone(*elementOp, elementMap);
+        memref::StoreOp::create(rewriter, loc, elementMap.lookupOrDefault(yielded), s,
+                                ValueRange{i, j});
+      });
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 struct LowerCombine : OpRewritePattern<CombineOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(CombineOp op,
@@ -541,7 +576,8 @@ struct ConvertFlashAttnToVectorPass
     populateFlashAttnToVectorConversionPatterns(patterns, vectorBits);
     ConversionTarget target(getContext());
     target.addIllegalOp<TileInitOp, TileLoadOp, TileLoadPagedOp, TileQKOp,
-                        TileSoftmaxOp, TilePVOp, TileStoreOp, CombineOp>();
+                        TileSoftmaxOp, TilePVOp, TileStoreOp, TileMapOp,
+                        CombineOp>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
@@ -553,7 +589,7 @@ struct ConvertFlashAttnToVectorPass
 void mlir::flashattn::populateFlashAttnToVectorConversionPatterns(
     RewritePatternSet &patterns, int64_t vectorBits) {
   patterns.add<LowerTileInit, LowerTileLoad, LowerTileLoadPaged,
-               LowerTileSoftmax, LowerTileStore, LowerCombine>(
+               LowerTileSoftmax, LowerTileStore, LowerTileMap, LowerCombine>(
       patterns.getContext());
   patterns.add<LowerTileQK, LowerTilePV>(patterns.getContext(), vectorBits);
 }

@@ -178,3 +178,33 @@ func.func @combine(%po: memref<5x2x3x4x64xf32>, %pl: memref<5x2x4x3xf32>, %o: me
   flashattn.combine ins(%po, %pl : memref<5x2x3x4x64xf32>, memref<5x2x4x3xf32>) outs(%o, %l : memref<2x3x4x64xbf16>, memref<2x4x3xf32>)
   return
 }
+
+// -----
+
+// tile_map: loops over rows and columns; the ops that depend on neither the
+// score nor the column (the row's key end) once per row, the rest per
+// element between a load and a store of the score.
+// CHECK-LABEL: func.func @tile_map
+// CHECK: scf.for %[[I:[a-z0-9_]+]] = %c0 to %arg1 step %c1 {
+// CHECK-NEXT:   %[[ROW:.*]] = arith.addi %arg3, %[[I]] : index
+// CHECK-NEXT:   %[[END:.*]] = flashattn.key_end row %[[ROW]] keys %arg5 offset %arg6
+// CHECK-NEXT:   scf.for %[[J:[a-z0-9_]+]] = %c0 to %arg2 step %c1 {
+// CHECK-NEXT:     %[[X:.*]] = memref.load %arg0[%[[I]], %[[J]]] : memref<16x32xf32>
+// CHECK-NEXT:     %[[KEY:.*]] = arith.addi %arg4, %[[J]] : index
+// CHECK-NEXT:     %[[OK:.*]] = arith.cmpi slt, %[[KEY]], %[[END]] : index
+// CHECK-NEXT:     %[[Y:.*]] = arith.select %[[OK]], %[[X]], %{{.*}} : f32
+// CHECK-NEXT:     memref.store %[[Y]], %arg0[%[[I]], %[[J]]] : memref<16x32xf32>
+func.func @tile_map(%s: memref<16x32xf32>, %rows: index, %cols: index, %m0: index, %n0: index,
+                    %sk: index, %c: index) {
+  %ninf = arith.constant 0xFF800000 : f32
+  flashattn.tile_map %s rows %rows cols %cols {
+  ^bb0(%x: f32, %i: index, %j: index):
+    %row = arith.addi %m0, %i : index
+    %end = flashattn.key_end row %row keys %sk offset %c {causal = #flashattn.causal<bottom_right>} : index
+    %key = arith.addi %n0, %j : index
+    %ok = arith.cmpi slt, %key, %end : index
+    %y = arith.select %ok, %x, %ninf : f32
+    flashattn.yield %y : f32
+  } : memref<16x32xf32>
+  return
+}

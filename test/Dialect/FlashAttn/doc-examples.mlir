@@ -107,3 +107,20 @@ llvm.func @wgmma_rs(%o0: !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f
         : !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
   llvm.return
 }
+
+// CHECK-LABEL: func.func @tile_map
+// CHECK: flashattn.tile_map
+func.func @tile_map(%s: memref<64x64xf32>, %m0: index, %n0: index, %sk: index, %c: index) {
+  %c64 = arith.constant 64 : index
+  %ninf = arith.constant 0xFF800000 : f32
+    flashattn.tile_map %s rows %c64 cols %c64 {
+    ^bb0(%x: f32, %i: index, %j: index):
+      %row = arith.addi %m0, %i : index
+      %end = flashattn.key_end row %row keys %sk offset %c {causal = #flashattn.causal<bottom_right>} : index
+      %key = arith.addi %n0, %j : index
+      %ok = arith.cmpi slt, %key, %end : index
+      %y = arith.select %ok, %x, %ninf : f32
+      flashattn.yield %y : f32
+    } : memref<64x64xf32>
+  return
+}

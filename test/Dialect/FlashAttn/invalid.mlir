@@ -789,3 +789,37 @@ func.func @tile_longer_than_seqlen(%q: memref<1x8x2x64xf16>, %k: memref<1x32x2x6
       q_start(%s) seqlen_q(%c4) outs(%o : memref<1x8x2x64xf16>)
   return
 }
+
+// -----
+
+func.func @tile_map_args(%s: memref<16x32xf32>, %n: index) {
+  // expected-error @+1 {{body must take (f32, index, index): the score and its row and column in the tile, got (f32, index)}}
+  flashattn.tile_map %s rows %n cols %n {
+  ^bb0(%x: f32, %i: index):
+    flashattn.yield %x : f32
+  } : memref<16x32xf32>
+  return
+}
+
+// -----
+
+func.func @tile_map_yield(%s: memref<16x32xf32>, %n: index) {
+  // expected-error @+1 {{body must end in a flashattn.yield of one f32 (the new score)}}
+  flashattn.tile_map %s rows %n cols %n {
+  ^bb0(%x: f32, %i: index, %j: index):
+    %t = arith.constant true
+    flashattn.yield %t : i1
+  } : memref<16x32xf32>
+  return
+}
+
+// -----
+
+func.func @tile_map_dynamic(%s: memref<?x32xf32>, %n: index) {
+  // expected-error @+1 {{tile 's' must have a static shape, got 'memref<?x32xf32>'}}
+  flashattn.tile_map %s rows %n cols %n {
+  ^bb0(%x: f32, %i: index, %j: index):
+    flashattn.yield %x : f32
+  } : memref<?x32xf32>
+  return
+}

@@ -324,3 +324,22 @@ func.func @row_tile(%q: tensor<1x16x4x64xbf16>, %k: tensor<1x90x2x64xbf16>, %v: 
       q_start(%start) seqlen_q(%n) outs(%o : tensor<1x16x4x64xbf16>) {causal = #flashattn.causal<bottom_right>} -> tensor<1x16x4x64xbf16>
   return %r : tensor<1x16x4x64xbf16>
 }
+
+// -----
+
+// tile_map: the body's block arguments (score, row, column) and a value
+// from above.
+// CHECK-LABEL: func.func @tile_map
+// CHECK: flashattn.tile_map %arg0 rows %arg1 cols %arg2 {
+// CHECK-NEXT: ^bb0(%[[X:.*]]: f32, %[[I:.*]]: index, %[[J:.*]]: index):
+// CHECK-NEXT:   %[[Y:.*]] = arith.mulf %[[X]], %arg3 : f32
+// CHECK-NEXT:   flashattn.yield %[[Y]] : f32
+// CHECK-NEXT: } : memref<16x32xf32>
+func.func @tile_map(%s: memref<16x32xf32>, %rows: index, %cols: index, %f: f32) {
+  flashattn.tile_map %s rows %rows cols %cols {
+  ^bb0(%x: f32, %i: index, %j: index):
+    %y = arith.mulf %x, %f : f32
+    flashattn.yield %y : f32
+  } : memref<16x32xf32>
+  return
+}

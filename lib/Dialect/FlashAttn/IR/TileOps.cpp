@@ -160,3 +160,40 @@ LogicalResult TileStoreOp::verify() {
   }
   return success();
 }
+
+LogicalResult TileMapOp::verify() {
+  if (failed(verifyTiles(*this, {"s"}, {getS()})))
+    return failure();
+  if (getBody().empty() || getBody().front().empty())
+    return emitOpError() << "body must be one block ending in a flashattn.yield";
+  Block &body = getBody().front();
+  Builder b(getContext());
+  SmallVector<Type> expected{b.getF32Type(), b.getIndexType(), b.getIndexType()};
+  if (TypeRange(body.getArgumentTypes()) != TypeRange(expected)) {
+    std::string got;
+    llvm::raw_string_ostream os(got);
+    llvm::interleaveComma(body.getArgumentTypes(), os);
+    return emitOpError() << "body must take (f32, index, index): the score and its row and "
+                            "column in the tile, got ("
+                         << got << ")";
+  }
+  auto yield = dyn_cast<YieldOp>(body.getTerminator());
+  if (!yield || yield.getValues().size() != 1 || !yield.getValues()[0].getType().isF32())
+    return emitOpError() << "body must end in a flashattn.yield of one f32 (the new score)";
+  return success();
+}
+
+void TileMapOp::splitRowOps(SmallVectorImpl<Operation *> &rowOps,
+                            SmallVectorImpl<Operation *> &elementOps) {
+  Block &body = getBody().front();
+  // Values that vary along a row: the score, j, and what uses either.
+  llvm::SmallPtrSet<Value, 16> perElement{body.getArgument(0), body.getArgument(2)};
+  for (Operation &op : body.without_terminator()) {
+    bool varies = op.getNumRegions() || !isMemoryEffectFree(&op) ||
+                  llvm::any_of(op.getOperands(),
+                               [&](Value v) { return perElement.contains(v); });
+    if (varies)
+      perElement.insert(op.result_begin(), op.result_end());
+    (varies ? elementOps : rowOps).push_back(&op);
+  }
+}

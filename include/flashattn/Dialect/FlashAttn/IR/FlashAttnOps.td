@@ -302,11 +302,11 @@ def FlashAttn_CombineOp : FlashAttn_Op<"combine", [
 
 def FlashAttn_YieldOp : FlashAttn_Op<"yield", [
     Pure, Terminator, ReturnLike,
-    ParentOneOf<["AttentionOp"]>]> {
-  let summary = "Yield the value of a score or mask region";
+    ParentOneOf<["AttentionOp", "TileMapOp"]>]> {
+  let summary = "Yield the value of a score, mask or tile_map region";
   let description = [{
     Terminates the `score` region (one f32) and the `mask` region (one i1) of
-    `flashattn.attention`.
+    `flashattn.attention`, and the body of `flashattn.tile_map` (one f32).
 
     ```mlir
     flashattn.yield %keep : i1
@@ -417,6 +417,50 @@ def FlashAttn_TileQKOp : FlashAttn_Op<"tile_qk"> {
                        F32Attr:$scale);
   let assemblyFormat = [{
     $q `,` $k `into` $s attr-dict `:` type($q) `,` type($k) `into` type($s)
+  }];
+  let hasVerifier = 1;
+}
+
+def FlashAttn_TileMapOp : FlashAttn_Op<"tile_map", [RecursiveMemoryEffects]> {
+  let summary = "Rewrite each score of a tile by a region";
+  let description = [{
+    For every row `i` in [0, `rows`) and column `j` in [0, `cols`) of the
+    f32 tile `s` [M, N]: `s[i, j] = body(s[i, j], i, j)`; the other
+    elements keep their values. `i` and `j` are positions inside the tile
+    (the tiler adds the tile's first query and key positions). The body is
+    one block with arguments (f32, index, index) ending in one
+    `flashattn.yield` of f32; it may use values defined above the op.
+    flashattn-tile builds the score modifiers (softcap, ALiBi, the score
+    region), the causal / window / sequence-end mask and the mask region
+    as tile_maps, so each target distributes them its own way: the host
+    as loops over rows and columns, sm_90a over the accumulator fragment
+    each thread holds. Ops of the body that depend on neither the score
+    nor `j` are evaluated once per row (`getRowOps`).
+
+    ```mlir
+    flashattn.tile_map %s rows %c64 cols %c64 {
+    ^bb0(%x: f32, %i: index, %j: index):
+      %row = arith.addi %m0, %i : index
+      %end = flashattn.key_end row %row keys %sk offset %c {causal = #flashattn.causal<bottom_right>} : index
+      %key = arith.addi %n0, %j : index
+      %ok = arith.cmpi slt, %key, %end : index
+      %y = arith.select %ok, %x, %ninf : f32
+      flashattn.yield %y : f32
+    } : memref<64x64xf32>
+    ```
+  }];
+  let arguments = (ins Arg<FlashAttn_F32Tile2D, "", [MemRead, MemWrite]>:$s,
+                       Index:$rows, Index:$cols);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $s `rows` $rows `cols` $cols $body attr-dict `:` type($s)
+  }];
+  let extraClassDeclaration = [{
+    /// The body's ops in order, split into those evaluated once per row
+    /// (side-effect free, no region, depending on neither the score nor
+    /// j) and those evaluated per element.
+    void splitRowOps(::llvm::SmallVectorImpl<::mlir::Operation *> &rowOps,
+                     ::llvm::SmallVectorImpl<::mlir::Operation *> &elementOps);
   }];
   let hasVerifier = 1;
 }
