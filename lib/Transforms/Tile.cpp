@@ -575,11 +575,7 @@ struct FlashAttnTilePass
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     populateFlashAttnTilePatterns(patterns);
-    // Only the attention ops are rewritten: the loops they become are left
-    // as built (no folding or dead-code removal of new ops).
-    GreedyRewriteConfig config;
-    config.setStrictness(GreedyRewriteStrictness::ExistingOps);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns), config)))
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
     // Anything left could not be tiled: say why.
     WalkResult result = getOperation()->walk([&](AttentionOp op) {
