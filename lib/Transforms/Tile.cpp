@@ -26,6 +26,7 @@
 #include "flashattn/Utils/IntArith.h"
 #include "flashattn/Utils/LoopBuilders.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -167,11 +168,16 @@ static void emitAppend(OpBuilder &b, Location loc, AttentionOp op,
 /// modifiers, masks and online-softmax update.
 class AttentionTiler {
 public:
-  AttentionTiler(AttentionOp op, OpBuilder &b);
+  /// `kernel`: the sm90 tiled kernel's arguments (q, k, v, out[, lse]) in
+  /// place of the op's operands; its scratch tiles are allocas.
+  AttentionTiler(AttentionOp op, OpBuilder &b, ValueRange kernel = {});
   /// No output row at all (static extents): the op only appends.
   bool noOutputRows() const;
   /// The loop nest, after the append.
   void build();
+  /// The sm90 kernel's work loop: tiles gpu.block_id, + gpu.grid_dim, ...
+  /// over (batch, head, m_block, split), split fastest.
+  void buildPersistent();
   void deallocScratch();
 
 private:
@@ -202,10 +208,14 @@ private:
                     Value lastBegin);
   void maskRegion(const Sequence &s, const WorkTile &w, Value n0, Value cols);
 
+  Value inlined(Region &region, ValueRange args);
+
   AttentionOp op;
   OpBuilder &b;
   Location loc;
   Emit e;
+  bool inKernel;
+  IRMapping outside; ///< kernel: constants from above the regions, cloned
   int64_t bm, bn, d, dv, splits, qr;
   bool partial, varlenQ, varlenK, paged, append, noKeys = false;
   Value q, k, v, out, lse;
@@ -221,8 +231,8 @@ static bool staticZero(Value v, int64_t i) {
   return cast<MemRefType>(v.getType()).getDimSize(i) == 0;
 }
 
-AttentionTiler::AttentionTiler(AttentionOp op, OpBuilder &b)
-    : op(op), b(b), loc(op.getLoc()), e{b, op.getLoc()} {
+AttentionTiler::AttentionTiler(AttentionOp op, OpBuilder &b, ValueRange kernel)
+    : op(op), b(b), loc(op.getLoc()), e{b, op.getLoc()}, inKernel(!kernel.empty()) {
   PlanAttr plan = op.getPlanAttr();
   bm = plan.getBlockM(), bn = plan.getBlockN();
   d = op.getHeadDim(), dv = op.getHeadDimV();
@@ -231,11 +241,25 @@ AttentionTiler::AttentionTiler(AttentionOp op, OpBuilder &b)
   varlenQ = op.isVarlenQ(), varlenK = op.isVarlenK();
   paged = op.isPaged(), append = op.hasAppend();
   q = op.getQ(), k = op.getK(), v = op.getV(), out = op.getOut(), lse = op.getLse();
+  if (inKernel) {
+    q = kernel[0], k = kernel[1], v = kernel[2], out = kernel[3];
+    lse = kernel.size() > 4 ? kernel[4] : Value();
+    // Constants that folding hoisted out of the regions come along.
+    for (Region *region : {&op.getScore(), &op.getMask()})
+      region->walk([&](Operation *inner) {
+        for (Value v : inner->getOperands())
+          if (!outside.contains(v) && !region->isAncestor(v.getParentRegion()))
+            outside.map(v, b.clone(*v.getDefiningOp())->getResult(0));
+      });
+  }
   qr = cast<MemRefType>(q.getType()).getRank();
 
   Type f32 = b.getF32Type();
   auto alloc = [&](ArrayRef<int64_t> shape) -> Value {
-    return memref::AllocOp::create(b, loc, MemRefType::get(shape, f32));
+    auto type = MemRefType::get(shape, f32);
+    if (inKernel)
+      return memref::AllocaOp::create(b, loc, type);
+    return memref::AllocOp::create(b, loc, type);
   };
   qt = alloc({bm, d}), kt = alloc({bn, d}), vt = alloc({bn, dv});
   st = alloc({bm, bn}), mt = alloc({bm}), lt = alloc({bm});
@@ -286,6 +310,8 @@ bool AttentionTiler::noOutputRows() const {
 }
 
 void AttentionTiler::deallocScratch() {
+  if (inKernel)
+    return;
   for (Value buffer : {qt, kt, vt, st, mt, lt, acc})
     memref::DeallocOp::create(b, loc, buffer);
 }
@@ -297,6 +323,30 @@ void AttentionTiler::build() {
     Value numTiles = e.mul(e.mul(hq, s.nmb), e.c(splits));
     buildFor(b, loc, e.c(0), numTiles, [&](Value t) { workTile(s, t); });
   });
+}
+
+void AttentionTiler::buildPersistent() {
+  Value first = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value grid = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
+  Value nmb = e.ceilDiv(e.size(q, 1), e.c(bm));
+  Value perSequence = e.mul(e.mul(hq, nmb), e.c(splits));
+  Value total = e.mul(batch, perSequence);
+  auto loop = scf::ForOp::create(b, loc, first, total, grid);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  Value t = loop.getInductionVar();
+  Sequence s = sequence(e.div(t, perSequence));
+  s.nmb = e.ceilDiv(s.sq, e.c(bm));
+  workTile(s, e.rem(t, perSequence));
+}
+
+Value AttentionTiler::inlined(Region &region, ValueRange args) {
+  Block &block = region.front();
+  IRMapping mapping = outside;
+  mapping.map(block.getArguments(), args);
+  for (Operation &inner : block.without_terminator())
+    b.clone(inner, mapping);
+  return mapping.lookupOrDefault(cast<YieldOp>(block.getTerminator()).getValues()[0]);
 }
 
 AttentionTiler::Sequence AttentionTiler::sequence(Value bIdx) {
@@ -490,7 +540,7 @@ void AttentionTiler::scoreModifiers(const Sequence &s, const WorkTile &w, Value 
       x = arith::SubFOp::create(b, loc, x, arith::MulFOp::create(b, loc, slope, distF));
     }
     if (hasScoreRegion)
-      x = inlineRegion(b, op.getScore(), {x, s.b, w.h, iAbs, jAbs});
+      x = inlined(op.getScore(), {x, s.b, w.h, iAbs, jAbs});
     return toBase2(x);
   });
 }
@@ -537,8 +587,73 @@ void AttentionTiler::maskRegion(const Sequence &s, const WorkTile &w, Value n0, 
   Value negInf = e.f32(-INFINITY);
   tileMap(w.rows, cols, [&](Value x, Value i, Value j) {
     Value iAbs = e.add(w.p0, i), jAbs = e.add(n0, j);
-    Value keep = inlineRegion(b, op.getMask(), {s.b, w.h, iAbs, jAbs});
+    Value keep = inlined(op.getMask(), {s.b, w.h, iAbs, jAbs});
     return arith::SelectOp::create(b, loc, keep, x, negInf);
+  });
+}
+
+/// What the sm90 tiled kernel does not take yet, or "".
+static std::string sm90TileUnsupported(AttentionOp op) {
+  if (op.isVarlenQ() || op.isVarlenK())
+    return "varlen (cu_seqlens) layouts";
+  if (op.isPaged() || op.getSequsedK())
+    return "paged kv or seqused_k";
+  if (op.hasAppend())
+    return "kv-cache append";
+  if (op.getAlibiSlopes())
+    return "ALiBi";
+  if (op.isSplitPartial())
+    return "split-KV";
+  if (op.getQStart() || op.getSeqlenQ())
+    return "a tile of query rows (q_start)";
+  if (op.getPlanAttr().getPackGqa())
+    return "pack_gqa";
+  for (Region *region : {&op.getScore(), &op.getMask()}) {
+    WalkResult r = region->walk([&](Operation *inner) {
+      for (Value v : inner->getOperands())
+        if (!region->isAncestor(v.getParentRegion()) &&
+            !(v.getDefiningOp() && v.getDefiningOp()->hasTrait<OpTrait::ConstantLike>()))
+          return WalkResult::interrupt();
+      return WalkResult::advance();
+    });
+    if (r.wasInterrupted())
+      return "score / mask regions that use values from outside them (other than constants)";
+  }
+  return "";
+}
+
+/// sm90: the op's tiled kernel, `gpu.func @fa_sm90_N(q, k, v, out[, lse])
+/// kernel` in `gpu.module @fa_sm90_N_module`, whose body is the persistent
+/// work loop over the tile ops for one CTA; the op stays (the runtime
+/// launches the kernel) with `flashattn.sm90` naming it.
+static void tileIntoKernel(AttentionOp op, PatternRewriter &rewriter) {
+  MLIRContext *ctx = op.getContext();
+  auto module = op->getParentOfType<ModuleOp>();
+  int n = 0;
+  std::string name;
+  do
+    name = "fa_sm90_" + std::to_string(n++);
+  while (module.lookupSymbol(name + "_module"));
+  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), rewriter.getUnitAttr());
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPointToEnd(module.getBody());
+  auto kernels = gpu::GPUModuleOp::create(rewriter, op.getLoc(), name + "_module");
+  rewriter.setInsertionPointToEnd(kernels.getBody());
+  SmallVector<Value> operands{op.getQ(), op.getK(), op.getV(), op.getOut()};
+  if (op.getLse())
+    operands.push_back(op.getLse());
+  auto func = gpu::GPUFuncOp::create(rewriter, op.getLoc(), name,
+                                     rewriter.getFunctionType(ValueRange(operands).getTypes(), {}));
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), rewriter.getUnitAttr());
+  rewriter.setInsertionPointToStart(&func.getBody().front());
+  AttentionTiler tiler(op, rewriter, func.getArguments());
+  if (!tiler.noOutputRows())
+    tiler.buildPersistent();
+  gpu::ReturnOp::create(rewriter, op.getLoc());
+  auto ref = SymbolRefAttr::get(ctx, name + "_module", {FlatSymbolRefAttr::get(ctx, name)});
+  rewriter.modifyOpInPlace(op, [&] {
+    op->setAttr("flashattn.sm90", Sm90EntriesAttr::get(ctx, ref, nullptr, nullptr, nullptr, 0,
+                                                       1, false, nullptr));
   });
 }
 
@@ -561,6 +676,15 @@ struct TileAttention : OpRewritePattern<AttentionOp> {
       return rewriter.notifyMatchFailure(op, "head_dim too large for the tiles");
     if (!hasUnitInnerStrides(op))
       return rewriter.notifyMatchFailure(op, "needs unit inner strides");
+    if (plan.getTarget() == Target::sm90) {
+      if (op->hasAttr("flashattn.sm90"))
+        return rewriter.notifyMatchFailure(op, "already tiled into its kernel");
+      std::string lacks = sm90TileUnsupported(op);
+      if (!lacks.empty())
+        return rewriter.notifyMatchFailure(op, lacks);
+      tileIntoKernel(op, rewriter);
+      return success();
+    }
     AttentionTiler tiler(op, rewriter);
     if (!tiler.noOutputRows())
       tiler.build();
@@ -579,6 +703,8 @@ struct FlashAttnTilePass
       return signalPassFailure();
     // Anything left could not be tiled: say why.
     WalkResult result = getOperation()->walk([&](AttentionOp op) {
+      if (op->hasAttr("flashattn.sm90"))
+        return WalkResult::advance();
       if (!op.getPlanAttr())
         op.emitError("flashattn-tile: no plan; run flashattn-plan first");
       else if (!isa<MemRefType>(op.getQ().getType()))
@@ -595,6 +721,10 @@ struct FlashAttnTilePass
       else if (ShapedType::isDynamic(op.getHeadDim()) ||
                ShapedType::isDynamic(op.getHeadDimV()))
         op.emitError("flashattn-tile: needs a static head_dim");
+      else if (op.getPlanAttr().getTarget() == Target::sm90 &&
+               !sm90TileUnsupported(op).empty())
+        op.emitError("flashattn-tile: the sm90 tiled kernel does not take ")
+            << sm90TileUnsupported(op) << " yet";
       else
         op.emitError() << "flashattn-tile: head_dim " << op.getHeadDim()
                        << " / head_dim_v " << op.getHeadDimV()

@@ -113,8 +113,20 @@ def FlashAttnTile : Pass<"flashattn-tile"> {
     nothing acts on the scores. The kv-cache append is a copy loop before
     the attention that never writes past the cache. `flashattn.combine` is
     left for the conversion.
+
+    On an op planned for sm90 the same loops form a kernel instead: `gpu.func
+    @fa_sm90_N(q, k, v, out[, lse]) kernel` in `gpu.module @fa_sm90_N_module`,
+    written for one CTA: a persistent work loop from `gpu.block_id x` by
+    `gpu.grid_dim x` over (batch, head, m_block, split), split fastest, with
+    the same tile bodies (scratch tiles as allocas, constants hoisted out of
+    the regions cloned in). The op stays, with `flashattn.sm90` naming the
+    kernel (no ABI yet: `flashattn-sm90-warpgroup` distributes the kernel
+    over a warpgroup and describes it). Dense layouts only for now: varlen,
+    paged, seqused_k, append, ALiBi, split-KV, q_start, pack_gqa and regions
+    using outside values other than constants get a diagnostic.
   }];
   let dependentDialects = ["::mlir::flashattn::FlashAttnDialect",
+                           "::mlir::gpu::GPUDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::arith::ArithDialect",

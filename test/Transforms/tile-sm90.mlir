@@ -1,0 +1,72 @@
+// RUN: fa-opt %s --flashattn-plan="target=sm90 block-m=64 block-n=64 consumers=1" --flashattn-tile --split-input-file --verify-diagnostics | FileCheck %s
+
+// On sm90 the tiled loops form a kernel for one CTA: the op stays, naming
+// it; the kernel takes q, k, v, out and lse, and its persistent work loop
+// runs from gpu.block_id by gpu.grid_dim over B * Hq * ceil(Sq / 64) = 2 * 4
+// * 2 tiles, each decoded as (batch, head, m_block) with the same tile body
+// as the host's: key_blocks, tile ops, the softcap tile_map on every block
+// and the causal tile_map on boundary blocks only.
+// CHECK-LABEL: func.func @causal
+// CHECK: flashattn.attention
+// CHECK-SAME: flashattn.sm90 = #flashattn.sm90_entries<kernel = @fa_sm90_0_module::@fa_sm90_0>
+// CHECK: gpu.module @fa_sm90_0_module {
+// CHECK: gpu.func @fa_sm90_0(%[[Q:[a-z0-9_]+]]: memref<2x100x4x64xbf16>, %{{[a-z0-9_]+}}: memref<2x130x2x64xbf16>, %{{[a-z0-9_]+}}: memref<2x130x2x64xbf16>, %{{[a-z0-9_]+}}: memref<2x100x4x64xbf16>, %{{[a-z0-9_]+}}: memref<2x4x100xf32>) kernel {
+// CHECK-DAG: %[[CAP:.*]] = arith.constant 3.000000e+01 : f32
+// CHECK-DAG: %[[ST:.*]] = memref.alloca() : memref<64x64xf32>
+// CHECK: %[[FIRST:.*]] = gpu.block_id x
+// CHECK: %[[GRID:.*]] = gpu.grid_dim x
+// CHECK: scf.for %[[T:.*]] = %[[FIRST]] to %c16 step %[[GRID]] {
+// CHECK:   %[[B:.*]] = arith.divsi %[[T]], %c8
+// CHECK:   memref.subview %[[Q]][%[[B]], 0, %{{.*}}, 0] [1, 100, 1, 64]
+// CHECK:   flashattn.key_blocks rows[%[[M0:.*]], %{{.*}}) keys %c130 offset %c30
+// CHECK:   flashattn.tile_load
+// CHECK:   scf.for
+// CHECK:     flashattn.tile_qk %{{.*}} into %[[S:.*]] {scale = 1.250000e-01 : f32}
+// CHECK:     flashattn.tile_map %[[S]] rows %{{.*}} cols %{{.*}} {
+// CHECK:       arith.divf %{{.*}}, %[[CAP]]
+// CHECK:       math.tanh
+// CHECK:     scf.if
+// CHECK:       flashattn.tile_map %[[S]] rows %c64 cols %c64 {
+// CHECK:         flashattn.key_end
+// CHECK:     flashattn.tile_softmax %[[S]]
+// CHECK:     flashattn.tile_pv %[[S]]
+// CHECK:   flashattn.tile_store %{{.*}} into %{{.*}} rows %{{.*}} lse %{{.*}}
+// CHECK: gpu.return
+func.func @causal(%q: memref<2x100x4x64xbf16>, %k: memref<2x130x2x64xbf16>, %v: memref<2x130x2x64xbf16>,
+                  %o: memref<2x100x4x64xbf16>, %l: memref<2x4x100xf32>) {
+  flashattn.attention ins(%q, %k, %v : memref<2x100x4x64xbf16>, memref<2x130x2x64xbf16>, memref<2x130x2x64xbf16>)
+      outs(%o, %l : memref<2x100x4x64xbf16>, memref<2x4x100xf32>) {causal = #flashattn.causal<bottom_right>, softcap = 30.0 : f32}
+  return
+}
+
+// -----
+
+// A constant that folding hoisted out of a score region is cloned into the
+// kernel (the gpu.module is isolated from above).
+// CHECK-LABEL: func.func @region_constant
+// CHECK: gpu.func @fa_sm90_0
+// CHECK: %[[TWO:.*]] = arith.constant 2.000000e+00 : f32
+// CHECK: flashattn.tile_map
+// CHECK:   arith.mulf %{{.*}}, %[[TWO]] : f32
+func.func @region_constant(%q: memref<1x64x2x64xf16>, %k: memref<1x64x2x64xf16>, %v: memref<1x64x2x64xf16>,
+                           %o: memref<1x64x2x64xf16>) {
+  %two = arith.constant 2.0 : f32
+  flashattn.attention ins(%q, %k, %v : memref<1x64x2x64xf16>, memref<1x64x2x64xf16>, memref<1x64x2x64xf16>)
+      outs(%o : memref<1x64x2x64xf16>)
+      score(%s: f32, %b: index, %h: index, %i: index, %j: index) {
+        %r = arith.mulf %s, %two : f32
+        flashattn.yield %r : f32
+      }
+  return
+}
+
+// -----
+
+func.func @varlen(%q: memref<100x2x64xf16>, %k: memref<100x2x64xf16>, %v: memref<100x2x64xf16>,
+                  %cq: memref<3xi32>, %ck: memref<3xi32>, %o: memref<100x2x64xf16>) {
+  // expected-error @+1 {{flashattn-tile: the sm90 tiled kernel does not take varlen (cu_seqlens) layouts yet}}
+  flashattn.attention ins(%q, %k, %v : memref<100x2x64xf16>, memref<100x2x64xf16>, memref<100x2x64xf16>)
+      cu_seqlens_q(%cq : memref<3xi32>) cu_seqlens_k(%ck : memref<3xi32>)
+      outs(%o : memref<100x2x64xf16>)
+  return
+}
