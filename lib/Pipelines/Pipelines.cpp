@@ -57,10 +57,11 @@ void mlir::flashattn::buildFlashAttnSm90Pipeline(
     OpPassManager &pm, const Sm90PipelineOptions &options) {
   flashattn::FlashAttnPlanOptions plan;
   plan.target = "sm90";
-  // The unpipelined kernel's tiles: 64 rows (one warpgroup), 64 keys.
-  plan.blockM = options.unpipelined ? 64 : options.blockM;
-  plan.blockN = options.unpipelined ? 64 : options.blockN;
-  plan.consumers = options.unpipelined ? 1 : options.consumers;
+  // The unpipelined kernels' tiles: 64 rows (one warpgroup), 64 keys.
+  bool oneWarpgroup = options.unpipelined || options.tiled;
+  plan.blockM = oneWarpgroup ? 64 : options.blockM;
+  plan.blockN = oneWarpgroup ? 64 : options.blockN;
+  plan.consumers = oneWarpgroup ? 1 : options.consumers;
   plan.stages = options.stages;
   plan.schedulerBarrier = options.schedulerBarrier;
   plan.tmaStore = options.tmaStore;
@@ -71,12 +72,17 @@ void mlir::flashattn::buildFlashAttnSm90Pipeline(
   plan.l2HintKV = options.l2HintKV;
   pm.addPass(flashattn::createFlashAttnPlan(plan));
   pm.addPass(flashattn::createFlashAttnSplitKV());
-  flashattn::ConvertFlashAttnToNVGPUOptions codegen;
-  codegen.denseEntry = options.denseEntry;
-  codegen.packedEntry = options.packedEntry;
-  codegen.unpipelined = options.unpipelined;
-  pm.addPass(flashattn::createConvertFlashAttnToNVGPU(codegen));
-  pm.addPass(flashattn::createFlashAttnLowerWarpSpecialize());
+  if (options.tiled) {
+    pm.addPass(flashattn::createFlashAttnTile());
+    pm.addPass(flashattn::createFlashAttnSm90Warpgroup());
+  } else {
+    flashattn::ConvertFlashAttnToNVGPUOptions codegen;
+    codegen.denseEntry = options.denseEntry;
+    codegen.packedEntry = options.packedEntry;
+    codegen.unpipelined = options.unpipelined;
+    pm.addPass(flashattn::createConvertFlashAttnToNVGPU(codegen));
+    pm.addPass(flashattn::createFlashAttnLowerWarpSpecialize());
+  }
   pm.addPass(flashattn::createFlashAttnLowerKeyRanges());
   pm.addPass(flashattn::createConvertFlashAttnSm90ToNVVM());
   GpuNVVMAttachTargetOptions target;
@@ -87,6 +93,7 @@ void mlir::flashattn::buildFlashAttnSm90Pipeline(
   pm.addPass(createGpuNVVMAttachTarget(target));
   OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
   kernels.addPass(createSCFToControlFlowPass());
+  kernels.addPass(createConvertMathToLLVMPass());
   kernels.addPass(createArithToLLVMConversionPass());
   kernels.addPass(createConvertIndexToLLVMPass());
   pm.addPass(createConvertControlFlowToLLVMPass());

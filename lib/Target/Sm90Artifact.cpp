@@ -161,6 +161,7 @@ LogicalResult mlir::flashattn::compileSm90Ptx(const fa_attention_config &config,
             options.l2HintQ = overrides.l2HintQ;
             options.l2HintKV = overrides.l2HintKV;
             options.unpipelined = overrides.unpipelined;
+            options.tiled = overrides.tiled;
             // Automatic num_splits: a dense entry for launches of 1 split.
             options.denseEntry = result.autoSplits;
             // Automatic pack_gqa: packed entries the runtime may pick.

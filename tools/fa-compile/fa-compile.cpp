@@ -99,6 +99,10 @@ static cl::opt<bool> unpipelined(
     "unpipelined", llvm::cl::cat(faCompileCategory),
     cl::desc("sm90: the unpipelined one-warpgroup reference kernel (pages of a multiple "
              "of 64 keys; the tile overrides do not apply)"));
+static cl::opt<bool> tiled(
+    "tiled", llvm::cl::cat(faCompileCategory),
+    cl::desc("sm90: the unpipelined kernel built by passes (flashattn-tile's kernel "
+             "distributed over a warpgroup; dense layouts)"));
 static cl::opt<std::string> target("target", llvm::cl::cat(faCompileCategory), cl::init("host"),
                                    cl::desc("host (a shared object for this CPU) or sm90 (a cubin; needs ptxas)"));
 
@@ -136,7 +140,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   if (target == "host" &&
-      (blockM || blockN || consumers || stages || kvHeadsPerBlock || unpipelined ||
+      (blockM || blockN || consumers || stages || kvHeadsPerBlock || unpipelined || tiled ||
        schedulerBarrier != "auto" || tmaStore != "auto" || earlyQRelease != "auto" ||
        kvRowCopies != "auto" || l2HintQ != "auto" || l2HintKV != "auto")) {
     errs() << "fa-compile: the sm90 tuning options (--block-m ... --l2-hint-kv) "
@@ -199,6 +203,7 @@ int main(int argc, char **argv) {
   overrides.l2HintQ = l2HintQ;
   overrides.l2HintKV = l2HintKV;
   overrides.unpipelined = unpipelined;
+  overrides.tiled = tiled;
   if (emitPtx) {
     mlir::flashattn::Sm90Ptx compiled;
     std::string error;

@@ -109,6 +109,34 @@ def ConvertFlashAttnToNVGPU : Pass<"convert-flashattn-to-nvgpu", "::mlir::Module
                            "::mlir::func::FuncDialect"];
 }
 
+def FlashAttnSm90Warpgroup : Pass<"flashattn-sm90-warpgroup", "::mlir::ModuleOp"> {
+  let summary = "Distribute flashattn-tile's sm90 kernels over one warpgroup";
+  let description = [{
+    Rewrites every tiled sm90 kernel (`gpu.func ... kernel` that
+    `flashattn-tile` built for one CTA over the tile ops) into the
+    unpipelined warpgroup form: an `llvm.func` of 128 threads (one
+    warpgroup), every step in program order. `tile_load` becomes a CTA
+    barrier, a TMA load by thread 0 onto the tile's mbarrier
+    (cp.async.bulk.tensor, PTX ISA 9.7.9.25) and every thread's wait, the
+    phase carried as a value; `tile_qk` wgmma.mma_async over shared-memory
+    descriptors (PTX ISA 9.7.15.5) with S as the accumulator fragment;
+    `tile_map` its body cloned at each fragment register's row and column
+    (row ops once per row); `tile_softmax` the online softmax on the
+    fragment (quad shuffles, exp2); `tile_pv` `flashattn.wgmma_rs` with P in
+    registers; `tile_store` stores through the view's place in out and lse.
+    The state (phases, row max and sum, O, S) is carried through `scf.for`
+    and `scf.if` as values. The function gets the kernel ABI
+    (`flashattn.abi`: q, k, v, out[, lse], their dims and the tensor maps of
+    q, k and v) and the ops naming the kernel get it in their
+    `flashattn.sm90`. Takes dense [B, S, H, D] layouts, bf16 / f16, head_dim
+    64, 128 or 256 and 64 x 64 score tiles; anything else is reported.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect",
+                           "::mlir::NVVM::NVVMDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def FlashAttnLowerWarpSpecialize : Pass<"flashattn-lower-warp-specialize"> {
   let summary = "Lower flashattn.warp_specialize to a warpgroup branch";
   let description = [{

@@ -89,6 +89,12 @@ struct Sm90PipelineOptions : public PassPipelineOptions<Sm90PipelineOptions> {
       llvm::cl::desc("the unpipelined one-warpgroup reference kernel (64 x 64 tiles; "
                      "the tile overrides do not apply)"),
       llvm::cl::init(false)};
+  Option<bool> tiled{
+      *this, "tiled",
+      llvm::cl::desc("the unpipelined kernel built by passes: flashattn-tile's kernel "
+                     "distributed by flashattn-sm90-warpgroup (64 x 64 tiles; dense "
+                     "layouts)"),
+      llvm::cl::init(false)};
 };
 
 /// Appends the sm90 pipeline to `pm` (anchored on builtin.module):

@@ -82,6 +82,9 @@ struct Sm90PlanOverrides {
   /// The unpipelined reference kernel (flashattn-sm90-pipeline's
   /// `unpipelined`).
   bool unpipelined = false;
+  /// The unpipelined kernel built by passes (flashattn-sm90-pipeline's
+  /// `tiled`: flashattn-tile, flashattn-sm90-warpgroup; dense layouts).
+  bool tiled = false;
 };
 
 /// Lowers an sm90 `config` to PTX through flashattn-sm90-pipeline.

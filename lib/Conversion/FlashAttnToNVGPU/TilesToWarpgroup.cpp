@@ -1,0 +1,636 @@
+//===- TilesToWarpgroup.cpp - flashattn-sm90-warpgroup --------------------===//
+//
+// Distributes flashattn-tile's sm90 kernels (a gpu.func written for one CTA
+// over the tile ops) over one warpgroup of 128 threads: the unpipelined
+// warpgroup form, every step in program order.
+//
+//   tile_load   a CTA barrier (the tile's previous reads are over), thread 0
+//               loads the rows by TMA (cp.async.bulk.tensor, PTX ISA
+//               9.7.9.25) onto the tile's mbarrier, every thread waits
+//               (its phase a carried value)
+//   tile_qk     wgmma.mma_async over shared-memory descriptors (PTX ISA
+//               9.7.15.5), committed and waited for; S as the accumulator
+//               fragment (an LLVM struct of 32 f32), times the scale
+//   tile_map    its body cloned per fragment register at that register's
+//               row and column (row ops once per row), the elements
+//               outside [rows) x [cols) kept
+//   tile_softmax the online softmax on the fragment: row max and sum by
+//               quad shuffles, exp2, P packed in pairs, O rescaled
+//   tile_pv     O += P V by flashattn.wgmma_rs (P in registers)
+//   tile_store  out = O / l and lse through the view's place in the tensor
+//
+// The online-softmax state (phases, the two rows' m and l, O, S) is carried
+// through scf.for / scf.if as values. The result is an llvm.func with the
+// kernel ABI (#flashattn.kernel_abi: q, k, v, out[, lse], their dims and
+// tensor maps) the runtime launches; the op's flashattn.sm90 gets the ABI.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashattn/Conversion/Passes.h"
+
+#include "KernelEmitter.h"
+#include "Sm90Abi.h"
+
+#include "flashattn/Dialect/FlashAttn/IR/FlashAttn.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SmallBitVector.h"
+
+#include <cmath>
+
+namespace mlir::flashattn {
+#define GEN_PASS_DEF_FLASHATTNSM90WARPGROUP
+#include "flashattn/Conversion/Passes.h.inc"
+} // namespace mlir::flashattn
+
+using namespace mlir;
+using namespace mlir::flashattn;
+
+using CmpI = arith::CmpIPredicate;
+using CmpF = arith::CmpFPredicate;
+using Values = KernelEmitter::Values;
+
+namespace {
+constexpr int64_t kRows = 64, kKeys = 64, kThreads = 128;
+/// The kernel's tensors in argument order and their ABI stems (pointer,
+/// dims prefix).
+constexpr const char *kArgs[] = {"q", "k", "v", "out", "lse"};
+constexpr const char *kPtr[] = {"q", "k", "v", "o", "lse"};
+constexpr const char *kDims[] = {"q", "k", "v", "o", "l"};
+
+/// A memref.subview of a kernel argument: its offsets (index values, one
+/// per argument dimension) and the argument dimensions it keeps, in order.
+struct View {
+  int arg;
+  Values offsets;
+  SmallVector<int64_t> kept;
+};
+
+/// The warpgroup's online-softmax state: the mbarrier phases of the Q, K
+/// and V tiles, the thread's two rows' max and sum, O and S.
+struct State {
+  Value phase[3], m[2], l[2], o, s;
+  Values values() const {
+    return {phase[0], phase[1], phase[2], m[0], m[1], l[0], l[1], o, s};
+  }
+  static State from(ValueRange v) {
+    return {{v[0], v[1], v[2]}, {v[3], v[4]}, {v[5], v[6]}, v[7], v[8]};
+  }
+};
+
+class WarpgroupKernel {
+public:
+  WarpgroupKernel(gpu::GPUFuncOp tiled, OpBuilder &b)
+      : tiled(tiled), b(b), loc(tiled.getLoc()), w(b, tiled.getLoc()) {}
+  /// Builds the llvm.func before `tiled`; failure says why on the op.
+  LogicalResult build();
+
+private:
+  LogicalResult shapes();
+  std::vector<AbiParam> params();
+  void prologue();
+  LogicalResult block(Block &src, State &st);
+  LogicalResult op(Operation &op, State &st);
+  LogicalResult loop(scf::ForOp loop, State &st);
+  LogicalResult branch(scf::IfOp branch, State &st);
+  LogicalResult tileLoad(TileLoadOp op, State &st);
+  void tileQK(TileQKOp op, State &st);
+  void tileMap(TileMapOp op, State &st);
+  void tileSoftmax(State &st);
+  void tilePV(State &st);
+  LogicalResult tileStore(TileStoreOp op, State &st);
+  Value quadReduce(Value v, bool max);
+  Value desc(int64_t offset, int64_t lbo, int64_t sbo);
+  Value at(int64_t offset) { return w.gep(smem, w.sptrT, w.i8T, int32_t(offset)); }
+  Value i32(Value index) { return arith::IndexCastOp::create(b, loc, w.i32T, index); }
+  Value i64(Value index) { return arith::IndexCastOp::create(b, loc, w.i64T, index); }
+  Value index(Value v) { return arith::IndexCastOp::create(b, loc, w.indexT, v); }
+  /// The element index (i64) of a view's element at `local` (i64, one per
+  /// kept dimension) in its argument, row-major over the launch's dims.
+  Value linear(const View &v, ArrayRef<Value> local);
+  bool containsTileOps(Operation *op);
+  void clone(Operation &src);
+
+  gpu::GPUFuncOp tiled;
+  OpBuilder &b;
+  Location loc;
+  KernelEmitter w;
+  KernelFunc P;
+  IRMapping map;
+  DenseMap<Value, View> views;
+  Values pk; ///< P packed for tile_pv, valid after tile_softmax in one block
+  int64_t D = 0, qBytes = 0, kvBytes = 0, kOff = 0, vOff = 0, barOff = 0, nS = kKeys / 2,
+          nO = 0;
+  bool lse = false, f16 = false;
+  Type etT, outT, sT, oT;
+  Value smem, tid, leader, negInf, zeroF, waitTicks, row[2], col0, lr;
+};
+
+LogicalResult WarpgroupKernel::shapes() {
+  auto argType = [&](int i) { return cast<MemRefType>(tiled.getArgument(i).getType()); };
+  unsigned n = tiled.getNumArguments();
+  if (n != 4 && n != 5)
+    return tiled.emitError("flashattn-sm90-warpgroup: expects the tiled kernel's arguments "
+                           "(q, k, v, out[, lse])");
+  for (int i = 0; i < 4; ++i)
+    if (argType(i).getRank() != 4)
+      return tiled.emitError("flashattn-sm90-warpgroup: dense [B, S, H, D] q, k, v and out "
+                             "only (varlen and paged layouts are not distributed yet)");
+  lse = n == 5;
+  Type et = argType(0).getElementType();
+  if (!et.isBF16() && !et.isF16())
+    return tiled.emitError("flashattn-sm90-warpgroup: q must be bf16 or f16, got ") << et;
+  f16 = et.isF16();
+  etT = et;
+  outT = argType(3).getElementType();
+  D = argType(0).getDimSize(3);
+  if (D != 64 && D != 128 && D != 256)
+    return tiled.emitError("flashattn-sm90-warpgroup: head_dim 64, 128 or 256, got ") << D;
+  WalkResult tiles = tiled.walk([&](TileQKOp qk) {
+    auto s = cast<MemRefType>(qk.getS().getType());
+    return s.getDimSize(0) == kRows && s.getDimSize(1) == kKeys ? WalkResult::advance()
+                                                                 : WalkResult::interrupt();
+  });
+  if (tiles.wasInterrupted())
+    return tiled.emitError("flashattn-sm90-warpgroup: one warpgroup takes 64 x 64 score "
+                           "tiles (plan block-m=64 block-n=64 consumers=1)");
+  int64_t boxes = D / 64;
+  qBytes = boxes * kRows * 128;
+  kvBytes = boxes * kKeys * 128;
+  kOff = qBytes;
+  vOff = qBytes + kvBytes;
+  barOff = qBytes + 2 * kvBytes;
+  nO = D / 2;
+  sT = w.structOf(nS, w.f32T);
+  oT = w.structOf(nO, w.f32T);
+  return success();
+}
+
+std::vector<AbiParam> WarpgroupKernel::params() {
+  AbiBuilder abi{b.getContext(), {}};
+  abi.attentionTensors(lse, false, false, false);
+  // Boxes of 64 columns (the 128-byte swizzle's extent) x 1 head x 64 rows
+  // x 1 batch.
+  for (const char *t : {"q", "k", "v"})
+    abi.add(ParamKind::tma, t, t, 0, {64, 1, 64, 1});
+  return abi.params;
+}
+
+void WarpgroupKernel::prologue() {
+  tid = w.tid();
+  negInf = w.negInf();
+  zeroF = w.f32(0.0);
+  waitTicks = w.i32(10000000);
+  smem = LLVM::AddressOfOp::create(b, loc, w.sptrT, tiled.getName().str() + "_smem");
+  leader = w.cmpi(CmpI::eq, tid, w.i32(0));
+  w.ifThen(leader, [&] {
+    for (int i = 0; i < 3; ++i)
+      w.mbarrierInit(at(barOff + 8 * i), w.i32(1));
+    w.fenceProxyAsyncShared();
+  });
+  NVVM::Barrier0Op::create(b, loc);
+  // Fragment layout of a wgmma m64nN accumulator: register r of thread t
+  // holds row 16 (t / 32) + (t % 32) / 4 + 8 ((r / 2) % 2), column
+  // 2 (t % 4) + 8 (r / 4) + r % 2.
+  Value warp = w.divui(tid, w.i32(32)), lane = w.remui(tid, w.i32(32));
+  lr = w.remui(lane, w.i32(4));
+  row[0] = w.addi(w.muli(warp, w.i32(16)), w.divui(lane, w.i32(4)));
+  row[1] = w.addi(row[0], w.i32(8));
+  col0 = w.muli(lr, w.i32(2));
+}
+
+/// A wgmma shared-memory descriptor (PTX ISA 9.7.15.5.1.2): start address
+/// >> 4, leading / stride byte offsets >> 4, 128-byte swizzle.
+Value WarpgroupKernel::desc(int64_t offset, int64_t lbo, int64_t sbo) {
+  Value addr = w.ptrtoint(at(offset), w.i32T);
+  Value start = w.shrui(w.andi(addr, w.i32(0x3FFFF)), w.i32(4));
+  Value lo = w.extui(w.ori(start, w.i32((lbo >> 4) << 16)), w.i64T);
+  return w.ori(lo, w.i64(((sbo >> 4) | (int64_t(1) << 30)) << 32));
+}
+
+/// A row of the accumulator lives in the 4 lanes of a quad: two butterfly
+/// shuffles (xor 1, 2).
+Value WarpgroupKernel::quadReduce(Value v, bool max) {
+  for (int64_t sh : {1, 2}) {
+    Value o = w.shfl(NVVM::ShflKind::bfly, w.i32(-1), v, w.i32(sh), w.i32(31));
+    v = max ? w.maxnumf(v, o) : w.addf(v, o);
+  }
+  return v;
+}
+
+Value WarpgroupKernel::linear(const View &v, ArrayRef<Value> local) {
+  auto type = cast<MemRefType>(tiled.getArgument(v.arg).getType());
+  Value idx = w.i64(0);
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    Value pos = i64(v.offsets[d]);
+    auto it = llvm::find(v.kept, d);
+    if (it != v.kept.end())
+      pos = w.addi(pos, local[it - v.kept.begin()]);
+    std::string dim = std::string(kDims[v.arg]) + "d" + std::to_string(d);
+    idx = w.addi(w.muli(idx, P[dim]), pos);
+  }
+  return idx;
+}
+
+bool WarpgroupKernel::containsTileOps(Operation *root) {
+  return root
+      ->walk([](Operation *inner) {
+        return inner->getDialect() && isa<FlashAttnDialect>(inner->getDialect()) &&
+                       !isa<KeyEndOp, KeyBeginOp, KeyBlocksOp>(inner)
+                   ? WalkResult::interrupt()
+                   : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
+// TMA the rows [row0, row0 + 64) of the view's tile into its shared-memory
+// slot; rows past the tensor read as zero (the view's rows past `rows` are
+// past its dimension in the dense layout).
+LogicalResult WarpgroupKernel::tileLoad(TileLoadOp op, State &st) {
+  auto it = views.find(op.getSource());
+  if (it == views.end() || it->second.arg > 2)
+    return op.emitOpError("flashattn-sm90-warpgroup: loads views of q, k or v only");
+  const View &v = it->second;
+  int slot = v.arg;
+  int64_t offset = slot == 0 ? 0 : slot == 1 ? kOff : vOff;
+  Value bar = at(barOff + 8 * slot);
+  int64_t bytes = slot == 0 ? qBytes : kvBytes;
+  Value row0 = map.lookup(op.getRow0());
+  // The previous reads of this slot are over.
+  NVVM::Barrier0Op::create(b, loc);
+  w.ifThen(leader, [&] {
+    w.mbarrierExpectTx(bar, w.i32(bytes));
+    for (int64_t box = 0; box < D / 64; ++box) {
+      Values coords;
+      for (int64_t d = 3; d >= 0; --d) {
+        Value c = i32(v.offsets[d]);
+        if (d == 3)
+          c = w.addi(c, w.i32(64 * box));
+        else if (d == v.kept[0])
+          c = w.addi(c, i32(row0));
+        coords.push_back(c);
+      }
+      Value dst = w.addrspacecast(at(offset + box * 64 * 128), w.cptrT);
+      w.tmaLoad(dst, P[std::string(kArgs[slot]) + "map"], bar, coords, Value());
+    }
+  });
+  w.mbarrierWait(bar, w.andi(st.phase[slot], w.i32(1)), waitTicks);
+  st.phase[slot] = w.addi(st.phase[slot], w.i32(1));
+  return success();
+}
+
+// S = scale Q K^T: D / 16 k16 steps, both operands K-major in 64-column
+// boxes (LBO 16, SBO 1024: 8-row atoms of 128-byte rows).
+void WarpgroupKernel::tileQK(TileQKOp op, State &st) {
+  NVVM::WgmmaFenceAlignedOp::create(b, loc);
+  Value s = w.undef(sT);
+  for (int64_t kk = 0; kk < D / 16; ++kk) {
+    int64_t box = kk / 4, inBox = (kk % 4) * 32;
+    Value dA = desc(box * kRows * 128 + inBox, 16, 1024);
+    Value dB = desc(kOff + box * kKeys * 128 + inBox, 16, 1024);
+    s = wgmmaSS(w, sT, s, dA, dB, kKeys, f16, kk == 0);
+  }
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+  Value scale = w.f32(op.getScale().convertToDouble());
+  for (int64_t r = 0; r < nS; ++r)
+    s = w.insertvalue(w.mulf(w.extractvalue(s, r), scale), s, r);
+  st.s = s;
+}
+
+// The body at each of the thread's scores: row ops once per row, the rest
+// per register; scores outside [rows) x [cols) keep their value.
+void WarpgroupKernel::tileMap(TileMapOp op, State &st) {
+  SmallVector<Operation *> rowOps, elementOps;
+  op.splitRowOps(rowOps, elementOps);
+  Block &body = op.getBody().front();
+  Value yielded = cast<YieldOp>(body.getTerminator()).getValues()[0];
+  auto full = [](Value v, int64_t n) {
+    auto c = v.getDefiningOp<arith::ConstantIndexOp>();
+    return c && c.value() >= n;
+  };
+  bool allRows = full(op.getRows(), kRows), allCols = full(op.getCols(), kKeys);
+  Value rows = map.lookup(op.getRows()), cols = map.lookup(op.getCols());
+  Value s = st.s;
+  for (int half = 0; half < 2; ++half) {
+    Value i = index(row[half]);
+    map.map(body.getArgument(1), i);
+    for (Operation *rowOp : rowOps)
+      clone(*rowOp);
+    Value rowIn = allRows ? Value() : w.cmpi(CmpI::slt, i, rows);
+    for (int64_t r = 0; r < nS; ++r) {
+      if ((r / 2) % 2 != half)
+        continue;
+      Value j = index(w.addi(col0, w.i32(8 * (r / 4) + r % 2)));
+      Value x = w.extractvalue(s, r);
+      map.map(body.getArgument(0), x);
+      map.map(body.getArgument(2), j);
+      for (Operation *elementOp : elementOps)
+        clone(*elementOp);
+      Value y = map.lookup(yielded);
+      Value inside = rowIn;
+      if (!allCols) {
+        Value colIn = w.cmpi(CmpI::slt, j, cols);
+        inside = inside ? w.andi(inside, colIn) : colIn;
+      }
+      if (inside)
+        y = w.select(inside, y, x);
+      s = w.insertvalue(y, s, r);
+    }
+  }
+  st.s = s;
+}
+
+// The online softmax of one key block on the thread's fragment: the new
+// row max (a max of -inf shifts by 0, so a row without keys stays 0),
+// alpha = exp2(m_old - m_new), P = exp2(s - m_new) packed into pairs, l =
+// l alpha + sum P, O *= alpha.
+void WarpgroupKernel::tileSoftmax(State &st) {
+  Values x(nS);
+  for (int64_t r = 0; r < nS; ++r)
+    x[r] = w.extractvalue(st.s, r);
+  Value alpha[2];
+  for (int half = 0; half < 2; ++half) {
+    Value mx = negInf;
+    for (int64_t r = 0; r < nS; ++r)
+      if ((r / 2) % 2 == half)
+        mx = w.maxnumf(mx, x[r]);
+    Value mNew = w.maxnumf(st.m[half], quadReduce(mx, true));
+    Value shift = w.select(w.cmpf(CmpF::OEQ, mNew, negInf), zeroF, mNew);
+    alpha[half] = w.intrinsic("llvm.nvvm.ex2.approx.ftz.f", w.subf(st.m[half], shift));
+    Value sum = zeroF;
+    for (int64_t r = 0; r < nS; ++r) {
+      if ((r / 2) % 2 != half)
+        continue;
+      x[r] = w.intrinsic("llvm.nvvm.ex2.approx.ftz.f", w.subf(x[r], shift));
+      sum = w.addf(sum, x[r]);
+    }
+    st.m[half] = mNew;
+    st.l[half] = w.addf(w.mulf(st.l[half], alpha[half]), sum);
+  }
+  pk.clear();
+  for (int64_t r = 0; r < nS; r += 2) {
+    Value vec = w.undef(VectorType::get({2}, w.f32T));
+    vec = w.insertelement(x[r], vec, w.i32(0));
+    vec = w.insertelement(x[r + 1], vec, w.i32(1));
+    pk.push_back(w.bitcast(w.truncf(vec, VectorType::get({2}, etT)), w.i32T));
+  }
+  for (int64_t r = 0; r < nO; ++r)
+    st.o = w.insertvalue(w.mulf(w.extractvalue(st.o, r), alpha[(r / 2) % 2]), st.o, r);
+}
+
+// O += P V: P from registers (four packed pairs per k16 step), V MN-major
+// (LBO: the distance of its 64-column boxes, each k16 step 16 rows of 128
+// bytes further).
+void WarpgroupKernel::tilePV(State &st) {
+  NVVM::WgmmaFenceAlignedOp::create(b, loc);
+  Value o = st.o;
+  for (int64_t kk = 0; kk < kKeys / 16; ++kk) {
+    Value dV = desc(vOff + kk * 2048, kKeys * 128, 1024);
+    Values a(pk.begin() + kk * 4, pk.begin() + kk * 4 + 4);
+    o = WgmmaRsOp::create(b, loc, oT, o, a, dV, D, etT);
+  }
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+  st.o = o;
+}
+
+// out[i, :] = O / l (0 for a row without keys) for the rows below `rows`,
+// lse[i] = (m + log2 l) ln 2 (-inf without keys).
+LogicalResult WarpgroupKernel::tileStore(TileStoreOp op, State &st) {
+  auto out = views.find(op.getOut());
+  if (out == views.end() || out->second.arg != 3)
+    return op.emitOpError("flashattn-sm90-warpgroup: stores into a view of out only");
+  const View *lv = nullptr;
+  if (op.getLse()) {
+    auto it = views.find(op.getLse());
+    if (it == views.end() || it->second.arg != 4)
+      return op.emitOpError("flashattn-sm90-warpgroup: lse into a view of lse only");
+    lv = &it->second;
+  }
+  Value rows = i32(map.lookup(op.getRows()));
+  for (int half = 0; half < 2; ++half) {
+    Value l = quadReduce(st.l[half], false);
+    Value isZero = w.cmpf(CmpF::OEQ, l, zeroF);
+    Value inv = w.select(isZero, zeroF, w.divf(w.f32(1.0), l));
+    Value i = row[half];
+    w.ifThen(w.cmpi(CmpI::slt, i, rows), [&] {
+      Value i64v = w.extui(i, w.i64T);
+      for (int64_t r = 0; r < nO; r += 2) {
+        if ((r / 2) % 2 != half)
+          continue;
+        Value vec = w.undef(VectorType::get({2}, w.f32T));
+        vec = w.insertelement(w.mulf(w.extractvalue(st.o, r), inv), vec, w.i32(0));
+        vec = w.insertelement(w.mulf(w.extractvalue(st.o, r + 1), inv), vec, w.i32(1));
+        Value col = w.extui(w.addi(col0, w.i32(8 * (r / 4))), w.i64T);
+        Value ptr = w.gep(P["o"], w.gptrT, outT, linear(out->second, {i64v, col}));
+        w.store(outT.isF32() ? vec : w.truncf(vec, VectorType::get({2}, outT)), ptr);
+      }
+      if (lv)
+        w.ifThen(w.cmpi(CmpI::eq, lr, w.i32(0)), [&] {
+          Value lg = w.intrinsic("llvm.nvvm.lg2.approx.f", l);
+          Value val = w.mulf(w.addf(st.m[half], lg), w.f32(M_LN2));
+          val = w.select(isZero, negInf, val);
+          w.store(val, w.gep(P["lse"], w.gptrT, w.f32T, linear(*lv, {i64v})));
+        });
+    });
+  }
+  return success();
+}
+
+LogicalResult WarpgroupKernel::loop(scf::ForOp src, State &st) {
+  if (src.getNumRegionIterArgs())
+    return src.emitOpError("flashattn-sm90-warpgroup: loops of the tiled kernel carry no "
+                           "values");
+  auto next = scf::ForOp::create(b, loc, map.lookup(src.getLowerBound()),
+                                 map.lookup(src.getUpperBound()), map.lookup(src.getStep()),
+                                 st.values());
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(next.getBody());
+  map.map(src.getInductionVar(), next.getInductionVar());
+  State inner = State::from(next.getRegionIterArgs());
+  if (failed(block(*src.getBody(), inner)))
+    return failure();
+  scf::YieldOp::create(b, loc, inner.values());
+  st = State::from(next.getResults());
+  return success();
+}
+
+LogicalResult WarpgroupKernel::branch(scf::IfOp src, State &st) {
+  if (src.getNumResults())
+    return src.emitOpError("flashattn-sm90-warpgroup: branches of the tiled kernel yield "
+                           "no values");
+  Values in = st.values();
+  auto next = scf::IfOp::create(b, loc, TypeRange(ValueRange(in)),
+                                map.lookup(src.getCondition()), /*else=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(next.thenBlock());
+  State then = st;
+  if (failed(block(*src.thenBlock(), then)))
+    return failure();
+  scf::YieldOp::create(b, loc, then.values());
+  b.setInsertionPointToStart(next.elseBlock());
+  State other = st;
+  if (src.elseBlock() && failed(block(*src.elseBlock(), other)))
+    return failure();
+  scf::YieldOp::create(b, loc, other.values());
+  st = State::from(next.getResults());
+  return success();
+}
+
+LogicalResult WarpgroupKernel::block(Block &src, State &st) {
+  for (Operation &inner : src.without_terminator())
+    if (failed(op(inner, st)))
+      return failure();
+  return success();
+}
+
+LogicalResult WarpgroupKernel::op(Operation &src, State &st) {
+  if (auto forOp = dyn_cast<scf::ForOp>(src); forOp && containsTileOps(forOp))
+    return loop(forOp, st);
+  if (auto ifOp = dyn_cast<scf::IfOp>(src); ifOp && containsTileOps(ifOp))
+    return branch(ifOp, st);
+  if (isa<memref::AllocaOp, memref::AllocOp, memref::DeallocOp>(src))
+    return success(); // scratch tiles: registers and shared memory
+  if (auto sub = dyn_cast<memref::SubViewOp>(src)) {
+    auto arg = dyn_cast<BlockArgument>(sub.getSource());
+    if (!arg || arg.getOwner()->getParentOp() != tiled)
+      return sub.emitOpError("flashattn-sm90-warpgroup: views of the kernel's arguments only");
+    View v{int(arg.getArgNumber()), {}, {}};
+    for (OpFoldResult ofr : sub.getMixedOffsets())
+      v.offsets.push_back(isa<Value>(ofr) ? map.lookup(cast<Value>(ofr))
+                                          : Value(arith::ConstantIndexOp::create(
+                                                b, loc, getConstantIntValue(ofr).value())));
+    llvm::SmallBitVector dropped = sub.getDroppedDims();
+    for (int64_t d = 0; d < sub.getSourceType().getRank(); ++d)
+      if (!dropped.test(d))
+        v.kept.push_back(d);
+    views[sub.getResult()] = v;
+    return success();
+  }
+  if (auto dim = dyn_cast<memref::DimOp>(src)) {
+    auto arg = dyn_cast<BlockArgument>(dim.getSource());
+    std::optional<int64_t> d = dim.getConstantIndex();
+    if (!arg || !d)
+      return dim.emitOpError("flashattn-sm90-warpgroup: dims of the kernel's arguments only");
+    map.map(dim.getResult(),
+            index(P[std::string(kDims[arg.getArgNumber()]) + "d" + std::to_string(*d)]));
+    return success();
+  }
+  if (isa<gpu::BlockIdOp>(src)) {
+    map.map(src.getResult(0), index(w.ctaid()));
+    return success();
+  }
+  if (isa<gpu::GridDimOp>(src)) {
+    map.map(src.getResult(0), index(w.nctaid()));
+    return success();
+  }
+  if (auto init = dyn_cast<TileInitOp>(src)) {
+    st.m[0] = st.m[1] = negInf;
+    st.l[0] = st.l[1] = zeroF;
+    st.o = w.undef(oT);
+    for (int64_t r = 0; r < nO; ++r)
+      st.o = w.insertvalue(zeroF, st.o, r);
+    return success();
+  }
+  if (auto load = dyn_cast<TileLoadOp>(src))
+    return tileLoad(load, st);
+  if (auto qk = dyn_cast<TileQKOp>(src)) {
+    tileQK(qk, st);
+    return success();
+  }
+  if (auto tileMapOp = dyn_cast<TileMapOp>(src)) {
+    tileMap(tileMapOp, st);
+    return success();
+  }
+  if (isa<TileSoftmaxOp>(src)) {
+    tileSoftmax(st);
+    return success();
+  }
+  if (isa<TilePVOp>(src)) {
+    if (pk.empty())
+      return src.emitOpError("flashattn-sm90-warpgroup: tile_pv needs the tile_softmax of "
+                             "its block before it");
+    tilePV(st);
+    pk.clear();
+    return success();
+  }
+  if (auto store = dyn_cast<TileStoreOp>(src))
+    return tileStore(store, st);
+  for (Value v : src.getOperands())
+    if (isa<MemRefType>(v.getType()))
+      return src.emitOpError("flashattn-sm90-warpgroup: cannot distribute this use of a memref");
+  clone(src);
+  return success();
+}
+
+// math.tanh as tanh.approx.f32 (softcap); the rest as it is.
+void WarpgroupKernel::clone(Operation &src) {
+  if (auto tanh = dyn_cast<math::TanhOp>(src))
+    map.map(tanh.getResult(), softcapTanh(w, map.lookup(tanh.getOperand())));
+  else
+    b.clone(src, map);
+}
+
+LogicalResult WarpgroupKernel::build() {
+  if (failed(shapes()))
+    return failure();
+  std::string name = tiled.getName().str();
+  declareKernelGlobals(w, name, false, false);
+  OpBuilder::InsertionGuard guard(b);
+  P = buildKernelFunc(w, name + "_wg", params(), kThreads, barOff + 24, /*minCtas=*/false);
+  prologue();
+  State st{{w.i32(0), w.i32(0), w.i32(0)}, {negInf, negInf}, {zeroF, zeroF}, w.undef(oT),
+           w.undef(sT)};
+  if (failed(block(tiled.getBody().front(), st))) {
+    P.func.erase();
+    return failure();
+  }
+  LLVM::ReturnOp::create(b, loc, ValueRange{});
+  return success();
+}
+
+struct FlashAttnSm90WarpgroupPass
+    : public flashattn::impl::FlashAttnSm90WarpgroupBase<FlashAttnSm90WarpgroupPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<gpu::GPUFuncOp> kernels;
+    module.walk([&](gpu::GPUFuncOp f) {
+      if (f.isKernel())
+        kernels.push_back(f);
+    });
+    for (gpu::GPUFuncOp tiled : kernels) {
+      OpBuilder b(tiled);
+      if (failed(WarpgroupKernel(tiled, b).build()))
+        return signalPassFailure();
+      auto kernels = tiled->getParentOfType<gpu::GPUModuleOp>();
+      std::string name = tiled.getName().str();
+      tiled.erase();
+      auto fn = kernels.lookupSymbol<LLVM::LLVMFuncOp>(name + "_wg");
+      fn.setSymName(name);
+      describe(module, kernels, fn);
+    }
+  }
+
+  /// The ops naming the kernel get its ABI.
+  void describe(ModuleOp module, gpu::GPUModuleOp kernels, LLVM::LLVMFuncOp fn) {
+    MLIRContext *ctx = module.getContext();
+    auto abi = fn->getAttrOfType<KernelAbiAttr>("flashattn.abi");
+    module.walk([&](AttentionOp op) {
+      auto e = op->getAttrOfType<Sm90EntriesAttr>("flashattn.sm90");
+      if (!e || e.getKernel().getRootReference() != kernels.getSymNameAttr() ||
+          e.getKernel().getLeafReference() != fn.getSymNameAttr())
+        return;
+      auto abis = DictionaryAttr::get(ctx, {NamedAttribute(fn.getSymNameAttr(), abi)});
+      op->setAttr("flashattn.sm90",
+                  Sm90EntriesAttr::get(ctx, e.getKernel(), e.getDense(), e.getAppend(),
+                                       e.getCombine(), e.getPackedGroups(),
+                                       e.getKvHeadsPerBlock(), e.getKvRowCopies(), abis));
+    });
+  }
+};
+} // namespace

@@ -1,0 +1,80 @@
+// RUN: fa-opt %s --flashattn-plan="target=sm90 block-m=64 block-n=64 consumers=1" --flashattn-tile --flashattn-sm90-warpgroup --split-input-file --verify-diagnostics | FileCheck %s
+
+// flashattn-tile's kernel (causal bottom-right, GQA 4/2, lse) distributed
+// over one warpgroup: an llvm.func of 128 threads with the ABI (q, k, v,
+// out, lse, their dims, the tensor maps of q, k and v), which the op gets
+// too. The persistent loop runs from ctaid by nctaid carrying the state
+// (3 phases, the two rows' max and sum, O, S); Q and each K / V tile come
+// by TMA after a CTA barrier and an mbarrier wait; S by wgmma on
+// descriptors (4 k16 steps at head_dim 64); the boundary mask (a
+// tile_map) under the scf.if that yields the state, its row op (key_end)
+// once per row of the thread (2), its select per register; the softmax by
+// quad shuffles and exp2; O += P V by wgmma_rs (4 k16 steps of 64 keys).
+// CHECK-LABEL: func.func @causal
+// CHECK: flashattn.attention
+// CHECK-SAME: flashattn.sm90 = #flashattn.sm90_entries<kernel = @fa_sm90_0_module::@fa_sm90_0, abi = {fa_sm90_0 = #flashattn.kernel_abi<threads = 128
+// CHECK: gpu.module @fa_sm90_0_module
+// CHECK-NOT: gpu.func
+// CHECK: llvm.func @fa_sm90_0(
+// CHECK-SAME: flashattn.abi = #flashattn.kernel_abi<threads = 128, smem = 24600, params = [#flashattn.param<kind = ptr, arg = "q">, #flashattn.param<kind = ptr, arg = "k">, #flashattn.param<kind = ptr, arg = "v">, #flashattn.param<kind = ptr, arg = "out">, #flashattn.param<kind = ptr, arg = "lse">, #flashattn.param<kind = dims, arg = "q", rank = 4>, #flashattn.param<kind = dims, arg = "k", rank = 4>, #flashattn.param<kind = dims, arg = "v", rank = 4>, #flashattn.param<kind = dims, arg = "out", rank = 4>, #flashattn.param<kind = dims, arg = "lse", rank = 3>, #flashattn.param<kind = tma, arg = "q", box = [64, 1, 64, 1], swizzle = 128>, #flashattn.param<kind = tma, arg = "k", box = [64, 1, 64, 1], swizzle = 128>, #flashattn.param<kind = tma, arg = "v", box = [64, 1, 64, 1], swizzle = 128>]>
+// CHECK: %[[CTA:.*]] = nvvm.read.ptx.sreg.ctaid.x
+// CHECK: %[[GRID:.*]] = nvvm.read.ptx.sreg.nctaid.x
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c16 step %{{.*}} iter_args({{.*}}) -> (i32, i32, i32, f32, f32, f32, f32, !llvm.struct<{{.*}}>, !llvm.struct<{{.*}}>)
+// CHECK:   flashattn.key_blocks
+// CHECK:   nvvm.barrier0
+// CHECK:   nvvm.cp.async.bulk.tensor.shared.cluster.global
+// CHECK:   nvvm.mbarrier.try_wait.parity
+// CHECK:   scf.for %{{.*}} = %begin to %end step %c1 iter_args(
+// CHECK:     nvvm.barrier0
+// CHECK:     nvvm.cp.async.bulk.tensor.shared.cluster.global
+// CHECK:     nvvm.mbarrier.try_wait.parity
+// CHECK:     nvvm.wgmma.fence.aligned
+// CHECK-COUNT-4: nvvm.wgmma.mma_async
+// CHECK:     nvvm.wgmma.commit.group.sync.aligned
+// CHECK:     nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK:     scf.if %{{.*}} -> (i32, i32, i32, f32, f32, f32, f32,
+// CHECK-COUNT-2: flashattn.key_end
+// CHECK-NOT: flashattn.key_end
+// CHECK:       scf.yield
+// CHECK:     } else {
+// CHECK:     nvvm.shfl.sync bfly
+// CHECK:     llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
+// CHECK:     nvvm.cp.async.bulk.tensor.shared.cluster.global
+// CHECK:     nvvm.wgmma.fence.aligned
+// CHECK-COUNT-4: flashattn.wgmma_rs
+// CHECK:     scf.yield
+// CHECK:   llvm.store
+// CHECK: llvm.return
+func.func @causal(%q: memref<2x100x4x64xbf16>, %k: memref<2x130x2x64xbf16>, %v: memref<2x130x2x64xbf16>,
+                  %o: memref<2x100x4x64xbf16>, %l: memref<2x4x100xf32>) {
+  flashattn.attention ins(%q, %k, %v : memref<2x100x4x64xbf16>, memref<2x130x2x64xbf16>, memref<2x130x2x64xbf16>)
+      outs(%o, %l : memref<2x100x4x64xbf16>, memref<2x4x100xf32>) {causal = #flashattn.causal<bottom_right>}
+  return
+}
+
+// -----
+
+// Softcap: math.tanh becomes tanh.approx.f32 (llvm.intr.tanh with afn),
+// once per score register (32 at 64 x 64).
+// CHECK-LABEL: func.func @softcap
+// CHECK: llvm.func @fa_sm90_0
+// CHECK-COUNT-32: llvm.intr.tanh(%{{.*}}) {fastmathFlags = #llvm.fastmath<afn>}
+// CHECK-NOT: llvm.intr.tanh
+// CHECK-NOT: math.tanh
+func.func @softcap(%q: memref<1x64x2x128xf16>, %k: memref<1x64x2x128xf16>, %v: memref<1x64x2x128xf16>,
+                   %o: memref<1x64x2x128xf16>) {
+  flashattn.attention ins(%q, %k, %v : memref<1x64x2x128xf16>, memref<1x64x2x128xf16>, memref<1x64x2x128xf16>)
+      outs(%o : memref<1x64x2x128xf16>) {softcap = 30.0 : f32}
+  return
+}
+
+// -----
+
+// A head_dim the warpgroup form does not take is reported.
+func.func @hd96(%q: memref<1x64x2x96xf16>, %k: memref<1x64x2x96xf16>, %v: memref<1x64x2x96xf16>,
+                %o: memref<1x64x2x96xf16>) {
+  // expected-error @+1 {{flashattn-sm90-warpgroup: head_dim 64, 128 or 256, got 96}}
+  flashattn.attention ins(%q, %k, %v : memref<1x64x2x96xf16>, memref<1x64x2x96xf16>, memref<1x64x2x96xf16>)
+      outs(%o : memref<1x64x2x96xf16>)
+  return
+}
