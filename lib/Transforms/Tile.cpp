@@ -176,8 +176,9 @@ public:
   /// The loop nest, after the append.
   void build();
   /// The sm90 kernel's work loop: tiles gpu.block_id, + gpu.grid_dim, ...
-  /// over (batch, head, m_block, split), split fastest.
-  void buildPersistent();
+  /// over (batch, head, m_block, split), split fastest; with the runtime's
+  /// tile `table` (memref<?xi32>) over (entry, head, split).
+  void buildPersistent(Value table);
   void deallocScratch();
 
 private:
@@ -194,6 +195,8 @@ private:
 
   Sequence sequence(Value bIdx);
   void workTile(const Sequence &s, Value t);
+  void tileBody(const Sequence &s, Value h, Value mb, Value split);
+  void tableTile(Value table, Value t);
   Value seqView(Value src, Value bIdx, Value head, Value off, Value len, int64_t cols);
   void views(const Sequence &s, WorkTile &w);
   Value keyEnd(const Sequence &s, const WorkTile &w, Value i);
@@ -268,7 +271,9 @@ AttentionTiler::AttentionTiler(AttentionOp op, OpBuilder &b, ValueRange kernel)
   hq = e.size(q, qr - 2);
   hkv = e.size(k, cast<MemRefType>(k.getType()).getRank() - 2);
   groups = e.div(hq, hkv);
-  batch = varlenQ ? e.sub(e.size(op.getCuSeqlensQ(), 0), e.c(1)) : e.size(q, 0);
+  // (A kernel over the tile table reads no cu_seqlens.)
+  batch = varlenQ ? (inKernel ? Value() : e.sub(e.size(op.getCuSeqlensQ(), 0), e.c(1)))
+                  : e.size(q, 0);
   // Keys a sequence can hold: reads never go past this.
   capacity = paged ? e.mul(e.size(op.getBlockTable(), 1), e.size(k, 1))
              : varlenK ? Value()
@@ -325,19 +330,41 @@ void AttentionTiler::build() {
   });
 }
 
-void AttentionTiler::buildPersistent() {
+void AttentionTiler::buildPersistent(Value table) {
   Value first = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   Value grid = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
-  Value nmb = e.ceilDiv(e.size(q, 1), e.c(bm));
-  Value perSequence = e.mul(e.mul(hq, nmb), e.c(splits));
-  Value total = e.mul(batch, perSequence);
+  Value perSequence, total;
+  if (table) {
+    total = e.mul(e.mul(e.loadIndex(table, {e.c(0)}), hq), e.c(splits));
+  } else {
+    Value nmb = e.ceilDiv(e.size(q, 1), e.c(bm));
+    perSequence = e.mul(e.mul(hq, nmb), e.c(splits));
+    total = e.mul(batch, perSequence);
+  }
   auto loop = scf::ForOp::create(b, loc, first, total, grid);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(loop.getBody());
   Value t = loop.getInductionVar();
+  if (table)
+    return tableTile(table, t);
   Sequence s = sequence(e.div(t, perSequence));
   s.nmb = e.ceilDiv(s.sq, e.c(bm));
   workTile(s, e.rem(t, perSequence));
+}
+
+// Work tile t over the runtime's tile table (runtime/src/schedule.c: a
+// header of 8 words, word 0 the entries; then 8 words an entry: q
+// position, q batch, q length, k position, k batch, k length, m_block,
+// sequence): split fastest, then head, then entry.
+void AttentionTiler::tableTile(Value table, Value t) {
+  Value rest = e.div(t, e.c(splits));
+  Value entry = e.div(rest, hq);
+  auto field = [&](int64_t f) {
+    return e.loadIndex(table, {e.add(e.mul(entry, e.c(8)), e.c(8 + f))});
+  };
+  Sequence s{field(7), varlenQ ? field(0) : e.c(0), field(2),
+             varlenK ? field(3) : e.c(0), field(5), Value()};
+  tileBody(s, e.rem(rest, hq), field(6), e.rem(t, e.c(splits)));
 }
 
 Value AttentionTiler::inlined(Region &region, ValueRange args) {
@@ -381,11 +408,15 @@ AttentionTiler::Sequence AttentionTiler::sequence(Value bIdx) {
 
 // Work tile t of the sequence: (head, m_block, split), split fastest.
 void AttentionTiler::workTile(const Sequence &s, Value t) {
-  WorkTile w;
-  w.split = e.rem(t, e.c(splits));
   Value rest = e.div(t, e.c(splits));
-  Value mb = e.rem(rest, s.nmb);
-  w.h = e.div(rest, s.nmb);
+  tileBody(s, e.div(rest, s.nmb), e.rem(rest, s.nmb), e.rem(t, e.c(splits)));
+}
+
+// The tile of head h, m_block mb and split `split` of the sequence.
+void AttentionTiler::tileBody(const Sequence &s, Value h, Value mb, Value split) {
+  WorkTile w;
+  w.split = split;
+  w.h = h;
   w.g = e.div(w.h, groups);
   w.m0 = e.mul(mb, e.c(bm));
   w.rows = e.min(e.c(bm), e.sub(s.sq, w.m0));
@@ -594,10 +625,8 @@ void AttentionTiler::maskRegion(const Sequence &s, const WorkTile &w, Value n0, 
 
 /// What the sm90 tiled kernel does not take yet, or "".
 static std::string sm90TileUnsupported(AttentionOp op) {
-  if (op.isVarlenQ() || op.isVarlenK())
-    return "varlen (cu_seqlens) layouts";
-  if (op.isPaged() || op.getSequsedK())
-    return "paged kv or seqused_k";
+  if (op.isPaged())
+    return "paged kv";
   if (op.hasAppend())
     return "kv-cache append";
   if (op.getAlibiSlopes())
@@ -639,16 +668,31 @@ static void tileIntoKernel(AttentionOp op, PatternRewriter &rewriter) {
   rewriter.setInsertionPointToEnd(module.getBody());
   auto kernels = gpu::GPUModuleOp::create(rewriter, op.getLoc(), name + "_module");
   rewriter.setInsertionPointToEnd(kernels.getBody());
-  SmallVector<Value> operands{op.getQ(), op.getK(), op.getV(), op.getOut()};
-  if (op.getLse())
-    operands.push_back(op.getLse());
+  SmallVector<Type> types;
+  SmallVector<StringRef> names{"q", "k", "v", "out"};
+  for (Value v : {op.getQ(), op.getK(), op.getV(), op.getOut()})
+    types.push_back(v.getType());
+  if (op.getLse()) {
+    types.push_back(op.getLse().getType());
+    names.push_back("lse");
+  }
+  // Varlen and seqused_k: the runtime's tile table gives each tile's
+  // sequence.
+  bool table = op.isVarlenQ() || op.isVarlenK() || op.getSequsedK();
+  if (table) {
+    types.push_back(MemRefType::get({ShapedType::kDynamic}, rewriter.getI32Type()));
+    names.push_back("tile_table");
+  }
   auto func = gpu::GPUFuncOp::create(rewriter, op.getLoc(), name,
-                                     rewriter.getFunctionType(ValueRange(operands).getTypes(), {}));
+                                     rewriter.getFunctionType(types, {}));
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), rewriter.getUnitAttr());
+  for (auto [i, n] : llvm::enumerate(names))
+    func.setArgAttr(i, "flashattn.arg", rewriter.getStringAttr(n));
   rewriter.setInsertionPointToStart(&func.getBody().front());
-  AttentionTiler tiler(op, rewriter, func.getArguments());
+  ValueRange args = func.getArguments();
+  AttentionTiler tiler(op, rewriter, table ? args.drop_back() : args);
   if (!tiler.noOutputRows())
-    tiler.buildPersistent();
+    tiler.buildPersistent(table ? args.back() : Value());
   gpu::ReturnOp::create(rewriter, op.getLoc());
   auto ref = SymbolRefAttr::get(ctx, name + "_module", {FlatSymbolRefAttr::get(ctx, name)});
   rewriter.modifyOpInPlace(op, [&] {

@@ -10,7 +10,7 @@
 // CHECK: flashattn.attention
 // CHECK-SAME: flashattn.sm90 = #flashattn.sm90_entries<kernel = @fa_sm90_0_module::@fa_sm90_0>
 // CHECK: gpu.module @fa_sm90_0_module {
-// CHECK: gpu.func @fa_sm90_0(%[[Q:[a-z0-9_]+]]: memref<2x100x4x64xbf16>, %{{[a-z0-9_]+}}: memref<2x130x2x64xbf16>, %{{[a-z0-9_]+}}: memref<2x130x2x64xbf16>, %{{[a-z0-9_]+}}: memref<2x100x4x64xbf16>, %{{[a-z0-9_]+}}: memref<2x4x100xf32>) kernel {
+// CHECK: gpu.func @fa_sm90_0(%[[Q:[a-z0-9_]+]]: memref<2x100x4x64xbf16> {flashattn.arg = "q"}, %{{[a-z0-9_]+}}: memref<2x130x2x64xbf16> {flashattn.arg = "k"}, %{{[a-z0-9_]+}}: memref<2x130x2x64xbf16> {flashattn.arg = "v"}, %{{[a-z0-9_]+}}: memref<2x100x4x64xbf16> {flashattn.arg = "out"}, %{{[a-z0-9_]+}}: memref<2x4x100xf32> {flashattn.arg = "lse"}) kernel {
 // CHECK-DAG: %[[CAP:.*]] = arith.constant 3.000000e+01 : f32
 // CHECK-DAG: %[[ST:.*]] = memref.alloca() : memref<64x64xf32>
 // CHECK: %[[FIRST:.*]] = gpu.block_id x
@@ -62,11 +62,40 @@ func.func @region_constant(%q: memref<1x64x2x64xf16>, %k: memref<1x64x2x64xf16>,
 
 // -----
 
+// Varlen: the kernel also takes the runtime's tile table (i32 words: a
+// header of 8, then 8 an entry) and runs over entries x heads; each tile's
+// sequence comes from its entry: q position (field 0), q length (2), k
+// position (3), k length (5), m_block (6); the views start at the
+// positions.
+// CHECK-LABEL: func.func @varlen
+// CHECK: gpu.func @fa_sm90_0({{.*}}, %[[TABLE:[a-z0-9_]+]]: memref<?xi32> {flashattn.arg = "tile_table"}) kernel {
+// CHECK: %[[E:.*]] = memref.load %[[TABLE]][%c0]
+// CHECK: %[[EI:.*]] = arith.index_cast %[[E]]
+// CHECK: %[[TOTAL:.*]] = arith.muli %[[EI]], %c2
+// CHECK: scf.for %[[T:.*]] = %{{.*}} to %[[TOTAL]] step
+// CHECK:   %[[ENTRY:.*]] = arith.divsi %[[T]], %c2
+// CHECK:   %[[W0:.*]] = arith.muli %[[ENTRY]], %c8
+// CHECK:   %[[F0:.*]] = arith.addi %[[W0]], %c8
+// CHECK:   %[[QPOS:.*]] = memref.load %[[TABLE]][%[[F0]]]
+// CHECK:   arith.addi %{{.*}}, %c14
+// CHECK:   memref.subview %arg0[%{{.*}}, %{{.*}}, 0] [%{{.*}}, 1, 64]
+// CHECK:   flashattn.key_blocks
+// CHECK:   flashattn.tile_store
 func.func @varlen(%q: memref<100x2x64xf16>, %k: memref<100x2x64xf16>, %v: memref<100x2x64xf16>,
                   %cq: memref<3xi32>, %ck: memref<3xi32>, %o: memref<100x2x64xf16>) {
-  // expected-error @+1 {{flashattn-tile: the sm90 tiled kernel does not take varlen (cu_seqlens) layouts yet}}
   flashattn.attention ins(%q, %k, %v : memref<100x2x64xf16>, memref<100x2x64xf16>, memref<100x2x64xf16>)
       cu_seqlens_q(%cq : memref<3xi32>) cu_seqlens_k(%ck : memref<3xi32>)
       outs(%o : memref<100x2x64xf16>)
+  return
+}
+
+// -----
+
+func.func @paged(%q: memref<2x1x4x64xf16>, %kc: memref<16x64x2x64xf16>, %vc: memref<16x64x2x64xf16>,
+                 %bt: memref<2x8xi32>, %used: memref<2xi32>, %o: memref<2x1x4x64xf16>) {
+  // expected-error @+1 {{flashattn-tile: the sm90 tiled kernel does not take paged kv yet}}
+  flashattn.attention ins(%q, %kc, %vc : memref<2x1x4x64xf16>, memref<16x64x2x64xf16>, memref<16x64x2x64xf16>)
+      seqused_k(%used : memref<2xi32>) block_table(%bt : memref<2x8xi32>)
+      outs(%o : memref<2x1x4x64xf16>)
   return
 }

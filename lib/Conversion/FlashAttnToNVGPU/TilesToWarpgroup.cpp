@@ -28,6 +28,8 @@
 
 #include "flashattn/Conversion/Passes.h"
 
+#include "flashattn/Conversion/FlashAttnToNVGPU/Sm90Kernel.h"
+
 #include "KernelEmitter.h"
 #include "Sm90Abi.h"
 
@@ -56,16 +58,18 @@ using Values = KernelEmitter::Values;
 
 namespace {
 constexpr int64_t kRows = 64, kKeys = 64, kThreads = 128;
-/// The kernel's tensors in argument order and their ABI stems (pointer,
-/// dims prefix).
-constexpr const char *kArgs[] = {"q", "k", "v", "out", "lse"};
-constexpr const char *kPtr[] = {"q", "k", "v", "o", "lse"};
-constexpr const char *kDims[] = {"q", "k", "v", "o", "l"};
+
+/// The kernel's arguments by their `flashattn.arg` name.
+enum Arg { Q, K, V, Out, Lse, Table, NumArgs };
+constexpr const char *kArgNames[] = {"q", "k", "v", "out", "lse", "tile_table"};
+/// Their ABI names inside the builder: the pointer and the dims' prefix.
+constexpr const char *kPtr[] = {"q", "k", "v", "o", "lse", "tile_table"};
+constexpr const char *kDims[] = {"q", "k", "v", "o", "l", ""};
 
 /// A memref.subview of a kernel argument: its offsets (index values, one
 /// per argument dimension) and the argument dimensions it keeps, in order.
 struct View {
-  int arg;
+  Arg arg;
   Values offsets;
   SmallVector<int64_t> kept;
 };
@@ -114,6 +118,7 @@ private:
   Value linear(const View &v, ArrayRef<Value> local);
   bool containsTileOps(Operation *op);
   void clone(Operation &src);
+  void zeroTail(int64_t offset, Value rows);
 
   gpu::GPUFuncOp tiled;
   OpBuilder &b;
@@ -127,27 +132,36 @@ private:
           nO = 0;
   bool lse = false, f16 = false;
   Type etT, outT, sT, oT;
-  Value smem, tid, leader, negInf, zeroF, waitTicks, row[2], col0, lr;
+  Value smem, tid, leader, negInf, zeroF, waitTicks, row[2], col0, lr, table;
+  Value args[NumArgs];
+  bool varlenQ = false, varlenK = false;
 };
 
 LogicalResult WarpgroupKernel::shapes() {
-  auto argType = [&](int i) { return cast<MemRefType>(tiled.getArgument(i).getType()); };
-  unsigned n = tiled.getNumArguments();
-  if (n != 4 && n != 5)
-    return tiled.emitError("flashattn-sm90-warpgroup: expects the tiled kernel's arguments "
-                           "(q, k, v, out[, lse])");
-  for (int i = 0; i < 4; ++i)
-    if (argType(i).getRank() != 4)
-      return tiled.emitError("flashattn-sm90-warpgroup: dense [B, S, H, D] q, k, v and out "
-                             "only (varlen and paged layouts are not distributed yet)");
-  lse = n == 5;
-  Type et = argType(0).getElementType();
+  for (unsigned i = 0; i < tiled.getNumArguments(); ++i) {
+    auto name = tiled.getArgAttrOfType<StringAttr>(i, "flashattn.arg");
+    const char *const *it =
+        name ? llvm::find(kArgNames, name.getValue()) : std::end(kArgNames);
+    if (it == std::end(kArgNames))
+      return tiled.emitError("flashattn-sm90-warpgroup: argument ")
+             << i << " of the tiled kernel has no flashattn.arg name it knows";
+    args[it - std::begin(kArgNames)] = tiled.getArgument(i);
+  }
+  if (!args[Q] || !args[K] || !args[V] || !args[Out])
+    return tiled.emitError("flashattn-sm90-warpgroup: the tiled kernel needs q, k, v and out");
+  auto type = [&](Arg a) { return cast<MemRefType>(args[a].getType()); };
+  varlenQ = type(Q).getRank() == 3;
+  varlenK = type(K).getRank() == 3;
+  lse = static_cast<bool>(args[Lse]);
+  if (!args[Table] && (varlenQ || varlenK))
+    return tiled.emitError("flashattn-sm90-warpgroup: packed layouts need the tile table");
+  Type et = type(Q).getElementType();
   if (!et.isBF16() && !et.isF16())
     return tiled.emitError("flashattn-sm90-warpgroup: q must be bf16 or f16, got ") << et;
   f16 = et.isF16();
   etT = et;
-  outT = argType(3).getElementType();
-  D = argType(0).getDimSize(3);
+  outT = type(Out).getElementType();
+  D = type(Q).getDimSize(type(Q).getRank() - 1);
   if (D != 64 && D != 128 && D != 256)
     return tiled.emitError("flashattn-sm90-warpgroup: head_dim 64, 128 or 256, got ") << D;
   WalkResult tiles = tiled.walk([&](TileQKOp qk) {
@@ -172,11 +186,20 @@ LogicalResult WarpgroupKernel::shapes() {
 
 std::vector<AbiParam> WarpgroupKernel::params() {
   AbiBuilder abi{b.getContext(), {}};
-  abi.attentionTensors(lse, false, false, false);
+  abi.attentionTensors(lse, varlenQ, varlenK, false);
   // Boxes of 64 columns (the 128-byte swizzle's extent) x 1 head x 64 rows
-  // x 1 batch.
-  for (const char *t : {"q", "k", "v"})
-    abi.add(ParamKind::tma, t, t, 0, {64, 1, 64, 1});
+  // (x 1 batch, without varlen).
+  auto box = [](bool varlen) {
+    return varlen ? SmallVector<int64_t>{64, 1, 64} : SmallVector<int64_t>{64, 1, 64, 1};
+  };
+  abi.add(ParamKind::tma, "q", "q", 0, box(varlenQ));
+  abi.add(ParamKind::tma, "k", "k", 0, box(varlenK));
+  abi.add(ParamKind::tma, "v", "v", 0, box(varlenK));
+  if (args[Table]) {
+    abi.scalar(ParamKind::tile_table, "tile_table");
+    abi.add(ParamKind::tile_table_inline, "", "tile_table_inline", 0, {}, 0, false,
+            kSm90InlineTableBytes);
+  }
   return abi.params;
 }
 
@@ -201,6 +224,13 @@ void WarpgroupKernel::prologue() {
   row[0] = w.addi(w.muli(warp, w.i32(16)), w.divui(lane, w.i32(4)));
   row[1] = w.addi(row[0], w.i32(8));
   col0 = w.muli(lr, w.i32(2));
+  if (args[Table]) {
+    // The runtime's table: in device memory, or (a null pointer) the
+    // grid-constant inline copy.
+    Value global = w.addrspacecast(P["tile_table"], w.ptrT);
+    Value isNull = w.icmp(LLVM::ICmpPredicate::eq, P["tile_table"], w.zero(w.gptrT));
+    table = w.llvmSelect(isNull, P["tile_table_inline"], global);
+  }
 }
 
 /// A wgmma shared-memory descriptor (PTX ISA 9.7.15.5.1.2): start address
@@ -223,7 +253,7 @@ Value WarpgroupKernel::quadReduce(Value v, bool max) {
 }
 
 Value WarpgroupKernel::linear(const View &v, ArrayRef<Value> local) {
-  auto type = cast<MemRefType>(tiled.getArgument(v.arg).getType());
+  auto type = cast<MemRefType>(args[v.arg].getType());
   Value idx = w.i64(0);
   for (int64_t d = 0; d < type.getRank(); ++d) {
     Value pos = i64(v.offsets[d]);
@@ -252,10 +282,11 @@ bool WarpgroupKernel::containsTileOps(Operation *root) {
 // past its dimension in the dense layout).
 LogicalResult WarpgroupKernel::tileLoad(TileLoadOp op, State &st) {
   auto it = views.find(op.getSource());
-  if (it == views.end() || it->second.arg > 2)
+  if (it == views.end() || it->second.arg > V)
     return op.emitOpError("flashattn-sm90-warpgroup: loads views of q, k or v only");
   const View &v = it->second;
   int slot = v.arg;
+  int64_t last = int64_t(v.offsets.size()) - 1;
   int64_t offset = slot == 0 ? 0 : slot == 1 ? kOff : vOff;
   Value bar = at(barOff + 8 * slot);
   int64_t bytes = slot == 0 ? qBytes : kvBytes;
@@ -266,21 +297,47 @@ LogicalResult WarpgroupKernel::tileLoad(TileLoadOp op, State &st) {
     w.mbarrierExpectTx(bar, w.i32(bytes));
     for (int64_t box = 0; box < D / 64; ++box) {
       Values coords;
-      for (int64_t d = 3; d >= 0; --d) {
+      for (int64_t d = last; d >= 0; --d) {
         Value c = i32(v.offsets[d]);
-        if (d == 3)
+        if (d == last)
           c = w.addi(c, w.i32(64 * box));
         else if (d == v.kept[0])
           c = w.addi(c, i32(row0));
         coords.push_back(c);
       }
       Value dst = w.addrspacecast(at(offset + box * 64 * 128), w.cptrT);
-      w.tmaLoad(dst, P[std::string(kArgs[slot]) + "map"], bar, coords, Value());
+      w.tmaLoad(dst, P[std::string(kPtr[slot]) + "map"], bar, coords, Value());
     }
   });
   w.mbarrierWait(bar, w.andi(st.phase[slot], w.i32(1)), waitTicks);
   st.phase[slot] = w.addi(st.phase[slot], w.i32(1));
+  // V's rows past `rows` (the next sequence's, a cache's unused rows: maybe
+  // NaN, and 0 x NaN is NaN in P V) to zero. K's are left: every score
+  // they make is masked.
+  if (slot == V)
+    zeroTail(vOff, i32(map.lookup(op.getRows())));
   return success();
+}
+
+// Rows [rows, 64) of the 64-row tile at `offset` to zero: each thread
+// clears 16-byte chunks (a row keeps its place under the swizzle), then
+// fences them for the async proxy wgmma reads through.
+void WarpgroupKernel::zeroTail(int64_t offset, Value rows) {
+  Value from = w.maxsi(rows, w.i32(0));
+  w.ifThen(w.cmpi(CmpI::slt, from, w.i32(kKeys)), [&] {
+    Value perRow = w.i32(D / 64 * 8);
+    Value total = w.muli(w.subi(w.i32(kKeys), from), perRow);
+    Value zeros = w.zero(VectorType::get({4}, w.i32T));
+    w.forLoop(tid, total, w.i32(kThreads), [&](Value c) {
+      Value r = w.addi(from, w.divui(c, perRow));
+      Value rest = w.remui(c, perRow);
+      Value at = w.addi(w.muli(w.divui(rest, w.i32(8)), w.i32(kKeys * 128)),
+                        w.addi(w.muli(r, w.i32(128)), w.muli(w.remui(rest, w.i32(8)), w.i32(16))));
+      w.store(zeros, w.gep(smem, w.sptrT, w.i8T, w.addi(at, w.i32(offset))));
+    });
+    w.fenceProxyAsyncShared();
+  });
+  NVVM::Barrier0Op::create(b, loc);
 }
 
 // S = scale Q K^T: D / 16 k16 steps, both operands K-major in 64-column
@@ -403,12 +460,12 @@ void WarpgroupKernel::tilePV(State &st) {
 // lse[i] = (m + log2 l) ln 2 (-inf without keys).
 LogicalResult WarpgroupKernel::tileStore(TileStoreOp op, State &st) {
   auto out = views.find(op.getOut());
-  if (out == views.end() || out->second.arg != 3)
+  if (out == views.end() || out->second.arg != Out)
     return op.emitOpError("flashattn-sm90-warpgroup: stores into a view of out only");
   const View *lv = nullptr;
   if (op.getLse()) {
     auto it = views.find(op.getLse());
-    if (it == views.end() || it->second.arg != 4)
+    if (it == views.end() || it->second.arg != Lse)
       return op.emitOpError("flashattn-sm90-warpgroup: lse into a view of lse only");
     lv = &it->second;
   }
@@ -498,9 +555,10 @@ LogicalResult WarpgroupKernel::op(Operation &src, State &st) {
     return success(); // scratch tiles: registers and shared memory
   if (auto sub = dyn_cast<memref::SubViewOp>(src)) {
     auto arg = dyn_cast<BlockArgument>(sub.getSource());
-    if (!arg || arg.getOwner()->getParentOp() != tiled)
-      return sub.emitOpError("flashattn-sm90-warpgroup: views of the kernel's arguments only");
-    View v{int(arg.getArgNumber()), {}, {}};
+    if (!arg || arg.getOwner()->getParentOp() != tiled || sub.getSource() == args[Table])
+      return sub.emitOpError("flashattn-sm90-warpgroup: views of the kernel's tensors only");
+    auto which = llvm::find(args, sub.getSource());
+    View v{Arg(which - std::begin(args)), {}, {}};
     for (OpFoldResult ofr : sub.getMixedOffsets())
       v.offsets.push_back(isa<Value>(ofr) ? map.lookup(cast<Value>(ofr))
                                           : Value(arith::ConstantIndexOp::create(
@@ -515,10 +573,18 @@ LogicalResult WarpgroupKernel::op(Operation &src, State &st) {
   if (auto dim = dyn_cast<memref::DimOp>(src)) {
     auto arg = dyn_cast<BlockArgument>(dim.getSource());
     std::optional<int64_t> d = dim.getConstantIndex();
-    if (!arg || !d)
-      return dim.emitOpError("flashattn-sm90-warpgroup: dims of the kernel's arguments only");
+    const Value *which = llvm::find(args, dim.getSource());
+    if (!arg || !d || which == std::end(args) || which - std::begin(args) > Lse)
+      return dim.emitOpError("flashattn-sm90-warpgroup: dims of the kernel's tensors only");
     map.map(dim.getResult(),
-            index(P[std::string(kDims[arg.getArgNumber()]) + "d" + std::to_string(*d)]));
+            index(P[std::string(kDims[which - std::begin(args)]) + "d" + std::to_string(*d)]));
+    return success();
+  }
+  if (auto load = dyn_cast<memref::LoadOp>(src)) {
+    if (load.getMemRef() != args[Table])
+      return load.emitOpError("flashattn-sm90-warpgroup: loads from the tile table only");
+    Value at = i32(map.lookup(load.getIndices()[0]));
+    map.map(load.getResult(), w.load(w.i32T, w.gep(table, w.ptrT, w.i32T, at), true));
     return success();
   }
   if (isa<gpu::BlockIdOp>(src)) {

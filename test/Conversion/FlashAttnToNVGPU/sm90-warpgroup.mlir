@@ -78,3 +78,35 @@ func.func @hd96(%q: memref<1x64x2x96xf16>, %k: memref<1x64x2x96xf16>, %v: memref
       outs(%o : memref<1x64x2x96xf16>)
   return
 }
+
+// -----
+
+// Varlen: the ABI has the packed dims (q, k, v, out [T, H, D], lse [H, T]),
+// 3-D tensor maps and the tile table (a device pointer, or null and the
+// grid-constant inline copy); the table's words are read from the one the
+// pointer picks, and V's rows past the tile's keys are zeroed in shared
+// memory after its wait (the next sequence's rows are not past the tensor).
+// CHECK-LABEL: func.func @varlen
+// CHECK: llvm.func @fa_sm90_0(
+// CHECK-SAME: #flashattn.param<kind = dims, arg = "q", rank = 3>
+// CHECK-SAME: #flashattn.param<kind = dims, arg = "lse", rank = 2>, #flashattn.param<kind = tma, arg = "q", box = [64, 1, 64], swizzle = 128>
+// CHECK-SAME: #flashattn.param<kind = tile_table>, #flashattn.param<kind = tile_table_inline, bytes = 2048>]>
+// CHECK: %[[NULL:.*]] = llvm.icmp "eq" %{{.*}}, %{{.*}} : !llvm.ptr<1>
+// CHECK: %[[TABLE:.*]] = llvm.select %[[NULL]], %{{.*}}, %{{.*}} : i1, !llvm.ptr
+// CHECK: %[[W:.*]] = llvm.getelementptr %[[TABLE]][%{{.*}}] : (!llvm.ptr, i32) -> !llvm.ptr, i32
+// CHECK: llvm.load %[[W]] invariant : !llvm.ptr -> i32
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: %[[SHORT:.*]] = arith.cmpi slt, %{{.*}}, %c64_i32
+// CHECK: scf.if %[[SHORT]] {
+// CHECK:   llvm.store %{{.*}} : vector<4xi32>, !llvm.ptr<3>
+// CHECK:   nvvm.fence.proxy
+// CHECK: flashattn.wgmma_rs
+func.func @varlen(%q: memref<?x4x64xbf16>, %k: memref<?x2x64xbf16>, %v: memref<?x2x64xbf16>,
+                  %cq: memref<3xi32>, %ck: memref<3xi32>, %o: memref<?x4x64xbf16>, %l: memref<4x?xf32>) {
+  flashattn.attention ins(%q, %k, %v : memref<?x4x64xbf16>, memref<?x2x64xbf16>, memref<?x2x64xbf16>)
+      cu_seqlens_q(%cq : memref<3xi32>) cu_seqlens_k(%ck : memref<3xi32>)
+      outs(%o, %l : memref<?x4x64xbf16>, memref<4x?xf32>)
+  return
+}
