@@ -178,7 +178,7 @@ public:
   /// The sm90 kernel's work loop: tiles gpu.block_id, + gpu.grid_dim, ...
   /// over (batch, head, m_block, split), split fastest; with the runtime's
   /// tile `table` (memref<?xi32>) over (entry, head, split).
-  void buildPersistent(Value table);
+  void buildPersistent(Value table, Value pages = Value());
   void deallocScratch();
 
 private:
@@ -218,6 +218,7 @@ private:
   Location loc;
   Emit e;
   bool inKernel;
+  Value pageTable; ///< kernel, paged: the runtime's page lists (memref<?xi32>)
   IRMapping outside; ///< kernel: constants from above the regions, cloned
   int64_t bm, bn, d, dv, splits, qr;
   bool partial, varlenQ, varlenK, paged, append, noKeys = false;
@@ -275,7 +276,7 @@ AttentionTiler::AttentionTiler(AttentionOp op, OpBuilder &b, ValueRange kernel)
   batch = varlenQ ? (inKernel ? Value() : e.sub(e.size(op.getCuSeqlensQ(), 0), e.c(1)))
                   : e.size(q, 0);
   // Keys a sequence can hold: reads never go past this.
-  capacity = paged ? e.mul(e.size(op.getBlockTable(), 1), e.size(k, 1))
+  capacity = paged ? (inKernel ? Value() : e.mul(e.size(op.getBlockTable(), 1), e.size(k, 1)))
              : varlenK ? Value()
                        : e.size(k, 1);
   if (append)
@@ -330,7 +331,8 @@ void AttentionTiler::build() {
   });
 }
 
-void AttentionTiler::buildPersistent(Value table) {
+void AttentionTiler::buildPersistent(Value table, Value pages) {
+  pageTable = pages;
   Value first = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   Value grid = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
   Value perSequence, total;
@@ -363,7 +365,7 @@ void AttentionTiler::tableTile(Value table, Value t) {
     return e.loadIndex(table, {e.add(e.mul(entry, e.c(8)), e.c(8 + f))});
   };
   Sequence s{field(7), varlenQ ? field(0) : e.c(0), field(2),
-             varlenK ? field(3) : e.c(0), field(5), Value()};
+             varlenK || paged ? field(3) : e.c(0), field(5), Value()};
   tileBody(s, e.rem(rest, hq), field(6), e.rem(t, e.c(splits)));
 }
 
@@ -463,6 +465,10 @@ void AttentionTiler::views(const Sequence &s, WorkTile &w) {
   w.qv = seqView(q, s.b, w.h, s.qOff, s.sq, d);
   if (noKeys) {
     // No view of an empty cache (see the constructor).
+  } else if (paged && pageTable) {
+    // The kernel's page lists: the sequence's from its entry's k position.
+    Value pages = e.ceilDiv(s.sk, e.size(k, 1));
+    w.pages = e.view(pageTable, {s.kOff}, {pages}, {});
   } else if (paged) {
     w.pages = e.view(op.getBlockTable(), {s.b, zero}, {unit, e.size(op.getBlockTable(), 1)},
                      {0});
@@ -625,8 +631,6 @@ void AttentionTiler::maskRegion(const Sequence &s, const WorkTile &w, Value n0, 
 
 /// What the sm90 tiled kernel does not take yet, or "".
 static std::string sm90TileUnsupported(AttentionOp op) {
-  if (op.isPaged())
-    return "paged kv";
   if (op.hasAppend())
     return "kv-cache append";
   if (op.getAlibiSlopes())
@@ -635,7 +639,9 @@ static std::string sm90TileUnsupported(AttentionOp op) {
     return "split-KV";
   if (op.getQStart() || op.getSeqlenQ())
     return "a tile of query rows (q_start)";
-  if (op.getPlanAttr().getPackGqa())
+  // (An automatic pack_gqa, the plan's choice, is dropped: the tiles keep
+  // one query head.)
+  if (op.getPackGqa().value_or(false))
     return "pack_gqa";
   for (Region *region : {&op.getScore(), &op.getMask()}) {
     WalkResult r = region->walk([&](Operation *inner) {
@@ -679,9 +685,17 @@ static void tileIntoKernel(AttentionOp op, PatternRewriter &rewriter) {
   // Varlen and seqused_k: the runtime's tile table gives each tile's
   // sequence.
   bool table = op.isVarlenQ() || op.isVarlenK() || op.getSequsedK();
+  auto words = MemRefType::get({ShapedType::kDynamic}, rewriter.getI32Type());
   if (table) {
-    types.push_back(MemRefType::get({ShapedType::kDynamic}, rewriter.getI32Type()));
+    types.push_back(words);
     names.push_back("tile_table");
+  }
+  // Paged: the page lists (the block_table on the device, or the lists the
+  // runtime copies into its table; an entry's k position says where its
+  // sequence's list starts).
+  if (op.isPaged()) {
+    types.push_back(words);
+    names.push_back("page_table");
   }
   auto func = gpu::GPUFuncOp::create(rewriter, op.getLoc(), name,
                                      rewriter.getFunctionType(types, {}));
@@ -690,9 +704,11 @@ static void tileIntoKernel(AttentionOp op, PatternRewriter &rewriter) {
     func.setArgAttr(i, "flashattn.arg", rewriter.getStringAttr(n));
   rewriter.setInsertionPointToStart(&func.getBody().front());
   ValueRange args = func.getArguments();
-  AttentionTiler tiler(op, rewriter, table ? args.drop_back() : args);
+  int64_t extra = (table ? 1 : 0) + (op.isPaged() ? 1 : 0);
+  AttentionTiler tiler(op, rewriter, args.drop_back(extra));
   if (!tiler.noOutputRows())
-    tiler.buildPersistent(table ? args.back() : Value());
+    tiler.buildPersistent(table ? args[args.size() - extra] : Value(),
+                          op.isPaged() ? args.back() : Value());
   gpu::ReturnOp::create(rewriter, op.getLoc());
   auto ref = SymbolRefAttr::get(ctx, name + "_module", {FlatSymbolRefAttr::get(ctx, name)});
   rewriter.modifyOpInPlace(op, [&] {

@@ -91,11 +91,37 @@ func.func @varlen(%q: memref<100x2x64xf16>, %k: memref<100x2x64xf16>, %v: memref
 
 // -----
 
+// Paged: the kernel also takes the page lists; a tile's list starts at its
+// entry's k position (field 3) and holds ceil(k length / page size) pages;
+// K and V come through tile_load_paged.
+// CHECK-LABEL: func.func @paged
+// CHECK: gpu.func @fa_sm90_0({{.*}}, %[[TABLE:[a-z0-9_]+]]: memref<?xi32> {flashattn.arg = "tile_table"}, %[[PAGES:[a-z0-9_]+]]: memref<?xi32> {flashattn.arg = "page_table"}) kernel {
+// CHECK:   %[[A3:.*]] = arith.addi %{{.*}}, %c11 : index
+// CHECK:   %[[L3:.*]] = memref.load %[[TABLE]][%[[A3]]]
+// CHECK:   %[[KPOS:.*]] = arith.index_cast %[[L3]] : i32 to index
+// CHECK:   %[[A5:.*]] = arith.addi %{{.*}}, %c13 : index
+// CHECK:   %[[L5:.*]] = memref.load %[[TABLE]][%[[A5]]]
+// CHECK:   %[[KLEN:.*]] = arith.index_cast %[[L5]] : i32 to index
+// CHECK:   %[[N:.*]] = arith.ceildivsi %[[KLEN]], %c64
+// CHECK:   %[[LIST:.*]] = memref.subview %[[PAGES]][%[[KPOS]]] [%[[N]]] [1]
+// CHECK:   flashattn.tile_load_paged %arg1[%[[LIST]], %{{.*}}, %{{.*}}] rows
+// CHECK:   flashattn.tile_load_paged %arg2[%[[LIST]], %{{.*}}, %{{.*}}] rows
 func.func @paged(%q: memref<2x1x4x64xf16>, %kc: memref<16x64x2x64xf16>, %vc: memref<16x64x2x64xf16>,
                  %bt: memref<2x8xi32>, %used: memref<2xi32>, %o: memref<2x1x4x64xf16>) {
-  // expected-error @+1 {{flashattn-tile: the sm90 tiled kernel does not take paged kv yet}}
   flashattn.attention ins(%q, %kc, %vc : memref<2x1x4x64xf16>, memref<16x64x2x64xf16>, memref<16x64x2x64xf16>)
       seqused_k(%used : memref<2xi32>) block_table(%bt : memref<2x8xi32>)
+      outs(%o : memref<2x1x4x64xf16>)
+  return
+}
+
+// -----
+
+func.func @append(%q: memref<2x1x4x64xf16>, %kc: memref<2x256x2x64xf16>, %vc: memref<2x256x2x64xf16>,
+                  %kn: memref<2x1x2x64xf16>, %vn: memref<2x1x2x64xf16>, %cs: memref<2xi32>,
+                  %o: memref<2x1x4x64xf16>) {
+  // expected-error @+1 {{flashattn-tile: the sm90 tiled kernel does not take kv-cache append yet}}
+  flashattn.attention ins(%q, %kc, %vc : memref<2x1x4x64xf16>, memref<2x256x2x64xf16>, memref<2x256x2x64xf16>)
+      k_new(%kn : memref<2x1x2x64xf16>) v_new(%vn : memref<2x1x2x64xf16>) cache_seqlens(%cs : memref<2xi32>)
       outs(%o : memref<2x1x4x64xf16>)
   return
 }

@@ -60,11 +60,11 @@ namespace {
 constexpr int64_t kRows = 64, kKeys = 64, kThreads = 128;
 
 /// The kernel's arguments by their `flashattn.arg` name.
-enum Arg { Q, K, V, Out, Lse, Table, NumArgs };
-constexpr const char *kArgNames[] = {"q", "k", "v", "out", "lse", "tile_table"};
+enum Arg { Q, K, V, Out, Lse, Table, Pages, NumArgs };
+constexpr const char *kArgNames[] = {"q", "k", "v", "out", "lse", "tile_table", "page_table"};
 /// Their ABI names inside the builder: the pointer and the dims' prefix.
-constexpr const char *kPtr[] = {"q", "k", "v", "o", "lse", "tile_table"};
-constexpr const char *kDims[] = {"q", "k", "v", "o", "l", ""};
+constexpr const char *kPtr[] = {"q", "k", "v", "o", "lse", "tile_table", "page_table"};
+constexpr const char *kDims[] = {"q", "k", "v", "o", "l", "", ""};
 
 /// A memref.subview of a kernel argument: its offsets (index values, one
 /// per argument dimension) and the argument dimensions it keeps, in order.
@@ -102,6 +102,8 @@ private:
   LogicalResult loop(scf::ForOp loop, State &st);
   LogicalResult branch(scf::IfOp branch, State &st);
   LogicalResult tileLoad(TileLoadOp op, State &st);
+  LogicalResult tileLoadPaged(TileLoadPagedOp op, State &st);
+  void issueTma(Arg slot, State &st, function_ref<Values(int64_t)> coords);
   void tileQK(TileQKOp op, State &st);
   void tileMap(TileMapOp op, State &st);
   void tileSoftmax(State &st);
@@ -128,6 +130,7 @@ private:
   IRMapping map;
   DenseMap<Value, View> views;
   Values pk; ///< P packed for tile_pv, valid after tile_softmax in one block
+  int64_t pageSize = 0;
   int64_t D = 0, qBytes = 0, kvBytes = 0, kOff = 0, vOff = 0, barOff = 0, nS = kKeys / 2,
           nO = 0;
   bool lse = false, f16 = false;
@@ -153,8 +156,16 @@ LogicalResult WarpgroupKernel::shapes() {
   varlenQ = type(Q).getRank() == 3;
   varlenK = type(K).getRank() == 3;
   lse = static_cast<bool>(args[Lse]);
-  if (!args[Table] && (varlenQ || varlenK))
-    return tiled.emitError("flashattn-sm90-warpgroup: packed layouts need the tile table");
+  if (!args[Table] && (varlenQ || varlenK || args[Pages]))
+    return tiled.emitError("flashattn-sm90-warpgroup: packed and paged layouts need the tile "
+                           "table");
+  if (args[Pages]) {
+    pageSize = type(K).getDimSize(1);
+    if (ShapedType::isDynamic(pageSize) || pageSize % kKeys)
+      return tiled.emitError("flashattn-sm90-warpgroup: pages of a static multiple of 64 keys "
+                             "(a key block inside one page), got ")
+             << type(K);
+  }
   Type et = type(Q).getElementType();
   if (!et.isBF16() && !et.isF16())
     return tiled.emitError("flashattn-sm90-warpgroup: q must be bf16 or f16, got ") << et;
@@ -200,6 +211,8 @@ std::vector<AbiParam> WarpgroupKernel::params() {
     abi.add(ParamKind::tile_table_inline, "", "tile_table_inline", 0, {}, 0, false,
             kSm90InlineTableBytes);
   }
+  if (args[Pages])
+    abi.scalar(ParamKind::page_table, "page_table");
   return abi.params;
 }
 
@@ -285,41 +298,67 @@ LogicalResult WarpgroupKernel::tileLoad(TileLoadOp op, State &st) {
   if (it == views.end() || it->second.arg > V)
     return op.emitOpError("flashattn-sm90-warpgroup: loads views of q, k or v only");
   const View &v = it->second;
-  int slot = v.arg;
   int64_t last = int64_t(v.offsets.size()) - 1;
-  int64_t offset = slot == 0 ? 0 : slot == 1 ? kOff : vOff;
-  Value bar = at(barOff + 8 * slot);
-  int64_t bytes = slot == 0 ? qBytes : kvBytes;
   Value row0 = map.lookup(op.getRow0());
-  // The previous reads of this slot are over.
-  NVVM::Barrier0Op::create(b, loc);
-  w.ifThen(leader, [&] {
-    w.mbarrierExpectTx(bar, w.i32(bytes));
-    for (int64_t box = 0; box < D / 64; ++box) {
-      Values coords;
-      for (int64_t d = last; d >= 0; --d) {
-        Value c = i32(v.offsets[d]);
-        if (d == last)
-          c = w.addi(c, w.i32(64 * box));
-        else if (d == v.kept[0])
-          c = w.addi(c, i32(row0));
-        coords.push_back(c);
-      }
-      Value dst = w.addrspacecast(at(offset + box * 64 * 128), w.cptrT);
-      w.tmaLoad(dst, P[std::string(kPtr[slot]) + "map"], bar, coords, Value());
+  issueTma(v.arg, st, [&](int64_t box) {
+    Values coords;
+    for (int64_t d = last; d >= 0; --d) {
+      Value c = i32(v.offsets[d]);
+      if (d == last)
+        c = w.addi(c, w.i32(64 * box));
+      else if (d == v.kept[0])
+        c = w.addi(c, i32(row0));
+      coords.push_back(c);
     }
+    return coords;
   });
-  w.mbarrierWait(bar, w.andi(st.phase[slot], w.i32(1)), waitTicks);
-  st.phase[slot] = w.addi(st.phase[slot], w.i32(1));
-  // V's rows past `rows` (the next sequence's, a cache's unused rows: maybe
-  // NaN, and 0 x NaN is NaN in P V) to zero. K's are left: every score
-  // they make is masked.
+  if (v.arg == V)
+    zeroTail(vOff, i32(map.lookup(op.getRows())));
+  return success();
+}
+
+// Paged: key row r of the sequence is row r % page of page pages[r / page]
+// (a key block inside one page: pages of a multiple of 64 keys).
+LogicalResult WarpgroupKernel::tileLoadPaged(TileLoadPagedOp op, State &st) {
+  auto pool = llvm::find(args, op.getPool());
+  auto pages = views.find(op.getPages());
+  if (pool == std::end(args) || (pool - std::begin(args) != K && pool - std::begin(args) != V) ||
+      pages == views.end() || pages->second.arg != Pages)
+    return op.emitOpError("flashattn-sm90-warpgroup: paged loads of k or v through the page "
+                          "table only");
+  Arg slot = Arg(pool - std::begin(args));
+  Value row0 = i32(map.lookup(op.getRow0())), ps = w.i32(pageSize);
+  Value entry = w.addi(i32(pages->second.offsets[0]), w.divui(row0, ps));
+  Value page = w.load(w.i32T, w.gep(P["page_table"], w.gptrT, w.i32T, entry), true);
+  Value head = i32(map.lookup(op.getHead())), inPage = w.remui(row0, ps);
+  issueTma(slot, st, [&](int64_t box) {
+    return Values{w.i32(64 * box), head, inPage, page};
+  });
   if (slot == V)
     zeroTail(vOff, i32(map.lookup(op.getRows())));
   return success();
 }
 
-// Rows [rows, 64) of the 64-row tile at `offset` to zero: each thread
+// A CTA barrier (the slot's previous reads are over), thread 0's TMA of
+// the slot's D / 64 boxes onto its mbarrier, every thread's wait.
+void WarpgroupKernel::issueTma(Arg slot, State &st, function_ref<Values(int64_t)> coords) {
+  int64_t offset = slot == Q ? 0 : slot == K ? kOff : vOff;
+  Value bar = at(barOff + 8 * slot);
+  NVVM::Barrier0Op::create(b, loc);
+  w.ifThen(leader, [&] {
+    w.mbarrierExpectTx(bar, w.i32(slot == Q ? qBytes : kvBytes));
+    for (int64_t box = 0; box < D / 64; ++box) {
+      Value dst = w.addrspacecast(at(offset + box * 64 * 128), w.cptrT);
+      w.tmaLoad(dst, P[std::string(kPtr[slot]) + "map"], bar, coords(box), Value());
+    }
+  });
+  w.mbarrierWait(bar, w.andi(st.phase[slot], w.i32(1)), waitTicks);
+  st.phase[slot] = w.addi(st.phase[slot], w.i32(1));
+}
+
+// V's rows past `rows` (the next sequence's, a cache's unused rows: maybe
+// NaN, and 0 x NaN is NaN in P V) to zero; K's are left, every score they
+// make being masked. Rows [rows, 64) of the 64-row tile at `offset`: each thread
 // clears 16-byte chunks (a row keeps its place under the swizzle), then
 // fences them for the async proxy wgmma reads through.
 void WarpgroupKernel::zeroTail(int64_t offset, Value rows) {
@@ -556,7 +595,8 @@ LogicalResult WarpgroupKernel::op(Operation &src, State &st) {
   if (auto sub = dyn_cast<memref::SubViewOp>(src)) {
     auto arg = dyn_cast<BlockArgument>(sub.getSource());
     if (!arg || arg.getOwner()->getParentOp() != tiled || sub.getSource() == args[Table])
-      return sub.emitOpError("flashattn-sm90-warpgroup: views of the kernel's tensors only");
+      return sub.emitOpError("flashattn-sm90-warpgroup: views of the kernel's tensors and page "
+                             "lists only");
     auto which = llvm::find(args, sub.getSource());
     View v{Arg(which - std::begin(args)), {}, {}};
     for (OpFoldResult ofr : sub.getMixedOffsets())
@@ -605,6 +645,8 @@ LogicalResult WarpgroupKernel::op(Operation &src, State &st) {
   }
   if (auto load = dyn_cast<TileLoadOp>(src))
     return tileLoad(load, st);
+  if (auto load = dyn_cast<TileLoadPagedOp>(src))
+    return tileLoadPaged(load, st);
   if (auto qk = dyn_cast<TileQKOp>(src)) {
     tileQK(qk, st);
     return success();

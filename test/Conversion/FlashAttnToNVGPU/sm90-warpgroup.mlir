@@ -110,3 +110,35 @@ func.func @varlen(%q: memref<?x4x64xbf16>, %k: memref<?x2x64xbf16>, %v: memref<?
       outs(%o, %l : memref<?x4x64xbf16>, memref<4x?xf32>)
   return
 }
+
+// -----
+
+// Paged (pages of 64 keys): the ABI adds the page table; a key block's page
+// is its list's entry (list start + row0 / 64), read from the page table,
+// and the TMA box's coordinates are (column, kv head, row0 % 64, page).
+// CHECK-LABEL: func.func @paged
+// CHECK: llvm.func @fa_sm90_0(
+// CHECK-SAME: #flashattn.param<kind = tile_table_inline, bytes = 2048>, #flashattn.param<kind = page_table>]>
+// CHECK: %[[AT:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32
+// CHECK: %[[PAGE:.*]] = llvm.load %[[AT]] invariant : !llvm.ptr<1> -> i32
+// CHECK: %[[ROW:.*]] = arith.remui %{{.*}}, %c64_i32
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %{{.*}}, box[%{{.*}}, %{{.*}}, %[[ROW]], %[[PAGE]]]
+func.func @paged(%q: memref<2x1x4x64xf16>, %kc: memref<16x64x2x64xf16>, %vc: memref<16x64x2x64xf16>,
+                 %bt: memref<2x8xi32>, %used: memref<2xi32>, %o: memref<2x1x4x64xf16>) {
+  flashattn.attention ins(%q, %kc, %vc : memref<2x1x4x64xf16>, memref<16x64x2x64xf16>, memref<16x64x2x64xf16>)
+      seqused_k(%used : memref<2xi32>) block_table(%bt : memref<2x8xi32>)
+      outs(%o : memref<2x1x4x64xf16>)
+  return
+}
+
+// -----
+
+// Pages below 64 keys are reported (a key block must lie in one page).
+func.func @paged16(%q: memref<2x1x4x64xf16>, %kc: memref<16x16x2x64xf16>, %vc: memref<16x16x2x64xf16>,
+                   %bt: memref<2x8xi32>, %used: memref<2xi32>, %o: memref<2x1x4x64xf16>) {
+  // expected-error @+1 {{flashattn-sm90-warpgroup: pages of a static multiple of 64 keys (a key block inside one page), got 'memref<16x16x2x64xf16>'}}
+  flashattn.attention ins(%q, %kc, %vc : memref<2x1x4x64xf16>, memref<16x16x2x64xf16>, memref<16x16x2x64xf16>)
+      seqused_k(%used : memref<2xi32>) block_table(%bt : memref<2x8xi32>)
+      outs(%o : memref<2x1x4x64xf16>)
+  return
+}
