@@ -220,7 +220,8 @@ private:
   bool inKernel;
   Value pageTable; ///< kernel, paged: the runtime's page lists (memref<?xi32>)
   IRMapping outside; ///< kernel: constants from above the regions, cloned
-  int64_t bm, bn, d, dv, splits, qr;
+  int64_t bm, bn, d, dv, qr;
+  Value numSplits; ///< partial out's leading dim (1 without splits)
   bool partial, varlenQ, varlenK, paged, append, noKeys = false;
   Value q, k, v, out, lse;
   Value qt, kt, vt, st, mt, lt, acc; // f32 scratch tiles
@@ -241,7 +242,7 @@ AttentionTiler::AttentionTiler(AttentionOp op, OpBuilder &b, ValueRange kernel)
   bm = plan.getBlockM(), bn = plan.getBlockN();
   d = op.getHeadDim(), dv = op.getHeadDimV();
   partial = op.isSplitPartial();
-  splits = partial ? plan.getNumSplits() : 1;
+
   varlenQ = op.isVarlenQ(), varlenK = op.isVarlenK();
   paged = op.isPaged(), append = op.hasAppend();
   q = op.getQ(), k = op.getK(), v = op.getV(), out = op.getOut(), lse = op.getLse();
@@ -270,6 +271,9 @@ AttentionTiler::AttentionTiler(AttentionOp op, OpBuilder &b, ValueRange kernel)
   acc = alloc({bm, dv});
 
   hq = e.size(q, qr - 2);
+  // The split count is the partial out's leading dimension (the plan's
+  // count; a kernel's is dynamic, the launch's).
+  numSplits = partial ? e.size(out, 0) : e.c(1);
   hkv = e.size(k, cast<MemRefType>(k.getType()).getRank() - 2);
   groups = e.div(hq, hkv);
   // (A kernel over the tile table reads no cu_seqlens.)
@@ -326,7 +330,7 @@ void AttentionTiler::build() {
   buildFor(b, loc, e.c(0), batch, [&](Value bIdx) {
     Sequence s = sequence(bIdx);
     s.nmb = e.ceilDiv(s.sq, e.c(bm));
-    Value numTiles = e.mul(e.mul(hq, s.nmb), e.c(splits));
+    Value numTiles = e.mul(e.mul(hq, s.nmb), numSplits);
     buildFor(b, loc, e.c(0), numTiles, [&](Value t) { workTile(s, t); });
   });
 }
@@ -337,10 +341,10 @@ void AttentionTiler::buildPersistent(Value table, Value pages) {
   Value grid = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
   Value perSequence, total;
   if (table) {
-    total = e.mul(e.mul(e.loadIndex(table, {e.c(0)}), hq), e.c(splits));
+    total = e.mul(e.mul(e.loadIndex(table, {e.c(0)}), hq), numSplits);
   } else {
     Value nmb = e.ceilDiv(e.size(q, 1), e.c(bm));
-    perSequence = e.mul(e.mul(hq, nmb), e.c(splits));
+    perSequence = e.mul(e.mul(hq, nmb), numSplits);
     total = e.mul(batch, perSequence);
   }
   auto loop = scf::ForOp::create(b, loc, first, total, grid);
@@ -359,14 +363,14 @@ void AttentionTiler::buildPersistent(Value table, Value pages) {
 // position, q batch, q length, k position, k batch, k length, m_block,
 // sequence): split fastest, then head, then entry.
 void AttentionTiler::tableTile(Value table, Value t) {
-  Value rest = e.div(t, e.c(splits));
+  Value rest = e.div(t, numSplits);
   Value entry = e.div(rest, hq);
   auto field = [&](int64_t f) {
     return e.loadIndex(table, {e.add(e.mul(entry, e.c(8)), e.c(8 + f))});
   };
   Sequence s{field(7), varlenQ ? field(0) : e.c(0), field(2),
              varlenK || paged ? field(3) : e.c(0), field(5), Value()};
-  tileBody(s, e.rem(rest, hq), field(6), e.rem(t, e.c(splits)));
+  tileBody(s, e.rem(rest, hq), field(6), e.rem(t, numSplits));
 }
 
 Value AttentionTiler::inlined(Region &region, ValueRange args) {
@@ -410,8 +414,8 @@ AttentionTiler::Sequence AttentionTiler::sequence(Value bIdx) {
 
 // Work tile t of the sequence: (head, m_block, split), split fastest.
 void AttentionTiler::workTile(const Sequence &s, Value t) {
-  Value rest = e.div(t, e.c(splits));
-  tileBody(s, e.div(rest, s.nmb), e.rem(rest, s.nmb), e.rem(t, e.c(splits)));
+  Value rest = e.div(t, numSplits);
+  tileBody(s, e.div(rest, s.nmb), e.rem(rest, s.nmb), e.rem(t, numSplits));
 }
 
 // The tile of head h, m_block mb and split `split` of the sequence.
@@ -432,8 +436,8 @@ void AttentionTiler::tileBody(const Sequence &s, Value h, Value mb, Value split)
   w.c = e.sub(s.sk, seqlenQ ? seqlenQ : s.sq);
   Value m1 = e.add(w.p0, w.rows);
   auto range = KeyBlocksOp::create(b, loc, b.getIndexType(), b.getIndexType(), w.p0, m1, s.sk,
-                                   w.c, splits > 1 ? w.split : Value(),
-                                   splits > 1 ? e.c(splits) : Value(), bn, causal, winL, winR);
+                                   w.c, partial ? w.split : Value(),
+                                   partial ? numSplits : Value(), bn, causal, winL, winR);
   // A key block needs the mask when it reaches past the first row's key
   // end or starts before the last row's window start.
   Value firstEnd = keyEnd(s, w, w.p0);
@@ -635,8 +639,6 @@ static std::string sm90TileUnsupported(AttentionOp op) {
     return "kv-cache append";
   if (op.getAlibiSlopes())
     return "ALiBi";
-  if (op.isSplitPartial())
-    return "split-KV";
   if (op.getQStart() || op.getSeqlenQ())
     return "a tile of query rows (q_start)";
   // (An automatic pack_gqa, the plan's choice, is dropped: the tiles keep
@@ -676,10 +678,21 @@ static void tileIntoKernel(AttentionOp op, PatternRewriter &rewriter) {
   rewriter.setInsertionPointToEnd(kernels.getBody());
   SmallVector<Type> types;
   SmallVector<StringRef> names{"q", "k", "v", "out"};
-  for (Value v : {op.getQ(), op.getK(), op.getV(), op.getOut()})
+  // The split-KV partial form's split count is the launch's: out's and
+  // lse's leading dimension is dynamic in the kernel.
+  auto anySplits = [&](Value v) -> Type {
+    auto type = cast<MemRefType>(v.getType());
+    if (!op.isSplitPartial())
+      return type;
+    SmallVector<int64_t> shape(type.getShape());
+    shape[0] = ShapedType::kDynamic;
+    return MemRefType::get(shape, type.getElementType());
+  };
+  for (Value v : {op.getQ(), op.getK(), op.getV()})
     types.push_back(v.getType());
+  types.push_back(anySplits(op.getOut()));
   if (op.getLse()) {
-    types.push_back(op.getLse().getType());
+    types.push_back(anySplits(op.getLse()));
     names.push_back("lse");
   }
   // Varlen and seqused_k: the runtime's tile table gives each tile's

@@ -32,6 +32,7 @@
 
 #include "KernelEmitter.h"
 #include "Sm90Abi.h"
+#include "Sm90Spec.h"
 
 #include "flashattn/Dialect/FlashAttn/IR/FlashAttn.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -197,7 +198,12 @@ LogicalResult WarpgroupKernel::shapes() {
 
 std::vector<AbiParam> WarpgroupKernel::params() {
   AbiBuilder abi{b.getContext(), {}};
-  abi.attentionTensors(lse, varlenQ, varlenK, false);
+  for (Arg a : {Q, K, V, Out, Lse})
+    if (args[a])
+      abi.ptr(kArgNames[a], kPtr[a]);
+  for (Arg a : {Q, K, V, Out, Lse})
+    if (args[a])
+      abi.dims(kArgNames[a], kDims[a], cast<MemRefType>(args[a].getType()).getRank());
   // Boxes of 64 columns (the 128-byte swizzle's extent) x 1 head x 64 rows
   // (x 1 batch, without varlen).
   auto box = [](bool varlen) {
@@ -724,20 +730,39 @@ struct FlashAttnSm90WarpgroupPass
     }
   }
 
-  /// The ops naming the kernel get its ABI.
+  /// The ops naming the kernel get its ABI; a split-KV partial op's
+  /// flashattn.combine gets its merge kernel, `<name>_combine`, in the same
+  /// module.
   void describe(ModuleOp module, gpu::GPUModuleOp kernels, LLVM::LLVMFuncOp fn) {
     MLIRContext *ctx = module.getContext();
-    auto abi = fn->getAttrOfType<KernelAbiAttr>("flashattn.abi");
     module.walk([&](AttentionOp op) {
       auto e = op->getAttrOfType<Sm90EntriesAttr>("flashattn.sm90");
       if (!e || e.getKernel().getRootReference() != kernels.getSymNameAttr() ||
           e.getKernel().getLeafReference() != fn.getSymNameAttr())
         return;
-      auto abis = DictionaryAttr::get(ctx, {NamedAttribute(fn.getSymNameAttr(), abi)});
+      SmallVector<NamedAttribute> abis{
+          NamedAttribute(fn.getSymNameAttr(), fn->getAttr("flashattn.abi"))};
+      SymbolRefAttr combineRef;
+      if (CombineOp combine = op.isSplitPartial() ? findSm90Combine(op) : CombineOp()) {
+        std::string name = (fn.getSymName() + "_combine").str();
+        OpBuilder b = OpBuilder::atBlockEnd(kernels.getBody());
+        Sm90CombineSpec spec;
+        spec.name = name;
+        spec.f16 = cast<ShapedType>(combine.getOut().getType()).getElementType().isF16();
+        spec.lse = static_cast<bool>(combine.getLse());
+        buildSm90CombineKernel(b, combine.getLoc(), spec);
+        auto merge = kernels.lookupSymbol<LLVM::LLVMFuncOp>(name);
+        abis.push_back(NamedAttribute(merge.getSymNameAttr(), merge->getAttr("flashattn.abi")));
+        combineRef = SymbolRefAttr::get(kernels.getSymNameAttr(),
+                                        {FlatSymbolRefAttr::get(merge.getSymNameAttr())});
+        combine->setAttr("flashattn.sm90", Sm90EntriesAttr::get(ctx, combineRef, nullptr,
+                                                                nullptr, nullptr, 0, 1, false,
+                                                                nullptr));
+      }
       op->setAttr("flashattn.sm90",
                   Sm90EntriesAttr::get(ctx, e.getKernel(), e.getDense(), e.getAppend(),
-                                       e.getCombine(), e.getPackedGroups(),
-                                       e.getKvHeadsPerBlock(), e.getKvRowCopies(), abis));
+                                       combineRef, e.getPackedGroups(), e.getKvHeadsPerBlock(),
+                                       e.getKvRowCopies(), DictionaryAttr::get(ctx, abis)));
     });
   }
 };

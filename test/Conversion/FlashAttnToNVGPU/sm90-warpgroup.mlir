@@ -1,4 +1,4 @@
-// RUN: fa-opt %s --flashattn-plan="target=sm90 block-m=64 block-n=64 consumers=1" --flashattn-tile --flashattn-sm90-warpgroup --split-input-file --verify-diagnostics | FileCheck %s
+// RUN: fa-opt %s --flashattn-plan="target=sm90 block-m=64 block-n=64 consumers=1" --flashattn-split-kv --flashattn-tile --flashattn-sm90-warpgroup --split-input-file --verify-diagnostics | FileCheck %s
 
 // flashattn-tile's kernel (causal bottom-right, GQA 4/2, lse) distributed
 // over one warpgroup: an llvm.func of 128 threads with the ABI (q, k, v,
@@ -140,5 +140,27 @@ func.func @paged16(%q: memref<2x1x4x64xf16>, %kc: memref<16x16x2x64xf16>, %vc: m
   flashattn.attention ins(%q, %kc, %vc : memref<2x1x4x64xf16>, memref<16x16x2x64xf16>, memref<16x16x2x64xf16>)
       seqused_k(%used : memref<2xi32>) block_table(%bt : memref<2x8xi32>)
       outs(%o : memref<2x1x4x64xf16>)
+  return
+}
+
+// -----
+
+// Split-KV (num_splits 3, the partial form): the kernel's partial out and
+// lse take the launch's split count (a dynamic leading dimension, dims of
+// rank 5 and 4), and the flashattn.combine reading them gets the merge
+// kernel fa_sm90_0_combine of the same module, which the op's entries name.
+// CHECK-LABEL: func.func @split
+// CHECK: flashattn.attention
+// CHECK-SAME: combine = @fa_sm90_0_module::@fa_sm90_0_combine
+// CHECK: flashattn.combine
+// CHECK-SAME: flashattn.sm90 = #flashattn.sm90_entries<kernel = @fa_sm90_0_module::@fa_sm90_0_combine>
+// CHECK: llvm.func @fa_sm90_0(
+// CHECK-SAME: #flashattn.param<kind = dims, arg = "out", rank = 5>, #flashattn.param<kind = dims, arg = "lse", rank = 4>
+// CHECK: flashattn.key_blocks rows[{{.*}}) keys %{{.*}} offset %{{.*}} split %{{.*}} of %{{.*}} {block_n = 64 : i64} : index
+// CHECK: llvm.func @fa_sm90_0_combine(
+func.func @split(%q: memref<2x8x4x64xbf16>, %k: memref<2x1024x2x64xbf16>, %v: memref<2x1024x2x64xbf16>,
+                 %o: memref<2x8x4x64xbf16>, %l: memref<2x4x8xf32>) {
+  flashattn.attention ins(%q, %k, %v : memref<2x8x4x64xbf16>, memref<2x1024x2x64xbf16>, memref<2x1024x2x64xbf16>)
+      outs(%o, %l : memref<2x8x4x64xbf16>, memref<2x4x8xf32>) {num_splits = 3 : i64}
   return
 }
