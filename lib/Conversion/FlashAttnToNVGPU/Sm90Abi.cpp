@@ -151,6 +151,22 @@ Value mlir::flashattn::wgmmaSS(KernelEmitter &w, Type accType, Value acc, Value 
       NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::col), NVVM::MMAIntOverflowAttr());
 }
 
+Value mlir::flashattn::smemDesc(KernelEmitter &w, Value smem, int64_t offset, int64_t lbo,
+                                int64_t sbo) {
+  Value addr = w.ptrtoint(w.gep(smem, w.sptrT, w.i8T, int32_t(offset)), w.i32T);
+  Value start = w.shrui(w.andi(addr, w.i32(0x3FFFF)), w.i32(4));
+  Value lo = w.extui(w.ori(start, w.i32((lbo >> 4) << 16)), w.i64T);
+  return w.ori(lo, w.i64(((sbo >> 4) | (int64_t(1) << 30)) << 32));
+}
+
+Value mlir::flashattn::quadReduce(KernelEmitter &w, Value v, bool max) {
+  for (int64_t sh : {1, 2}) {
+    Value o = w.shfl(NVVM::ShflKind::bfly, w.i32(-1), v, w.i32(sh), w.i32(31));
+    v = max ? w.maxnumf(v, o) : w.addf(v, o);
+  }
+  return v;
+}
+
 Value mlir::flashattn::softcapTanh(KernelEmitter &w, Value x) {
   return LLVM::TanhOp::create(
       w.b, w.loc, x, LLVM::FastmathFlagsAttr::get(w.b.getContext(), LLVM::FastmathFlags::afn));

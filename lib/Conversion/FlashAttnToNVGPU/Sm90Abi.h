@@ -111,6 +111,15 @@ std::pair<Value, Value> groupedOrder(KernelEmitter &w, Value tile, Value hg, Val
 Value wgmmaSS(KernelEmitter &w, Type accType, Value acc, Value descA, Value descB, int64_t n,
               bool f16, bool first);
 
+/// A wgmma shared-memory descriptor (PTX ISA 9.7.15.5.1.2) of the byte at
+/// `offset` past `smem` (!llvm.ptr<3>): start address >> 4, leading /
+/// stride byte offsets >> 4, 128-byte swizzle.
+Value smemDesc(KernelEmitter &w, Value smem, int64_t offset, int64_t lbo, int64_t sbo);
+
+/// The max (or sum) of `v` over the 4 lanes of a quad, which hold a row of
+/// a wgmma accumulator: two butterfly shuffles (xor 1, 2).
+Value quadReduce(KernelEmitter &w, Value v, bool max);
+
 /// softcap's tanh of `x` (already scaled by scale / softcap):
 /// tanh.approx.f32 (PTX ISA 9.7.4.9), which NVPTX selects for an
 /// llvm.tanh with afn.

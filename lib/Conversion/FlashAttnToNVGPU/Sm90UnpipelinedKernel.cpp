@@ -85,7 +85,7 @@ private:
   Value score(Value raw, ValueRange regionArgs);
   RowState softmaxBlock(const TileInfo &t, const RowState &st, Value s, Value n0, Values &pk);
   void epilogue(const TileInfo &t, const RowState &st);
-  Value quadReduce(Value v, bool max);
+  Value quadReduce(Value v, bool max) { return flashattn::quadReduce(w, v, max); }
   Value keyEnd(const TileInfo &t, Value i) {
     return KeyEndOp::create(b, loc, w.i32T, i, t.sk, t.off, static_cast<CausalKind>(k.causal),
                             k.windowRight);
@@ -95,14 +95,7 @@ private:
   }
   Value at(int64_t offset) { return w.gep(smem, w.sptrT, w.i8T, int32_t(offset)); }
   Value trunc(const char *name) { return w.trunci(P[name], w.i32T); }
-  /// A wgmma shared-memory descriptor (PTX ISA 9.7.15.5.1.2): start
-  /// address >> 4, leading / stride byte offsets >> 4, 128-byte swizzle.
-  Value desc(int64_t offset, int64_t lbo, int64_t sbo) {
-    Value addr = w.ptrtoint(at(offset), w.i32T);
-    Value start = w.shrui(w.andi(addr, w.i32(0x3FFFF)), w.i32(4));
-    Value lo = w.extui(w.ori(start, w.i32((lbo >> 4) << 16)), w.i64T);
-    return w.ori(lo, w.i64(((sbo >> 4) | (int64_t(1) << 30)) << 32));
-  }
+  Value desc(int64_t offset, int64_t lbo, int64_t sbo) { return smemDesc(w, smem, offset, lbo, sbo); }
 
   const Sm90KernelSpec &k;
   OpBuilder &b;
@@ -301,16 +294,6 @@ Value UnpipelinedKernelBuilder::issuePV(Value o, const Values &pk) {
     o = WgmmaRsOp::create(b, loc, oT, o, a, dV, D, etT);
   }
   return o;
-}
-
-/// A row of the accumulator lives in the 4 lanes of a quad: two butterfly
-/// shuffles (xor 1, 2).
-Value UnpipelinedKernelBuilder::quadReduce(Value v, bool max) {
-  for (int64_t sh : {1, 2}) {
-    Value o = w.shfl(NVVM::ShflKind::bfly, w.i32(-1), v, w.i32(sh), w.i32(31));
-    v = max ? w.maxnumf(v, o) : w.addf(v, o);
-  }
-  return v;
 }
 
 // A raw score to the log2 domain: softcap (cap tanh(s scale / cap),

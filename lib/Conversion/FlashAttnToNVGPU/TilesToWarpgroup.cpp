@@ -110,8 +110,8 @@ private:
   void tileSoftmax(State &st);
   void tilePV(State &st);
   LogicalResult tileStore(TileStoreOp op, State &st);
-  Value quadReduce(Value v, bool max);
-  Value desc(int64_t offset, int64_t lbo, int64_t sbo);
+  Value quadReduce(Value v, bool max) { return flashattn::quadReduce(w, v, max); }
+  Value desc(int64_t offset, int64_t lbo, int64_t sbo) { return smemDesc(w, smem, offset, lbo, sbo); }
   Value at(int64_t offset) { return w.gep(smem, w.sptrT, w.i8T, int32_t(offset)); }
   Value i32(Value index) { return arith::IndexCastOp::create(b, loc, w.i32T, index); }
   Value i64(Value index) { return arith::IndexCastOp::create(b, loc, w.i64T, index); }
@@ -119,6 +119,10 @@ private:
   /// The element index (i64) of a view's element at `local` (i64, one per
   /// kept dimension) in its argument, row-major over the launch's dims.
   Value linear(const View &v, ArrayRef<Value> local);
+  /// The runtime's split-KV partial results are [S, B, Sq, H, D] and [S, B,
+  /// H, Sq] in every layout: with varlen q the op's [S, Tq, H, D] and [S,
+  /// H, Tq] come with a unit batch at dimension 1.
+  bool unitBatch(Arg a) const { return partial && varlenQ && (a == Out || a == Lse); }
   bool containsTileOps(Operation *op);
   void clone(Operation &src);
   void zeroTail(int64_t offset, Value rows);
@@ -138,7 +142,7 @@ private:
   Type etT, outT, sT, oT;
   Value smem, tid, leader, negInf, zeroF, waitTicks, row[2], col0, lr, table;
   Value args[NumArgs];
-  bool varlenQ = false, varlenK = false;
+  bool varlenQ = false, varlenK = false, partial = false;
 };
 
 LogicalResult WarpgroupKernel::shapes() {
@@ -157,6 +161,7 @@ LogicalResult WarpgroupKernel::shapes() {
   varlenQ = type(Q).getRank() == 3;
   varlenK = type(K).getRank() == 3;
   lse = static_cast<bool>(args[Lse]);
+  partial = type(Out).getRank() == type(Q).getRank() + 1;
   if (!args[Table] && (varlenQ || varlenK || args[Pages]))
     return tiled.emitError("flashattn-sm90-warpgroup: packed and paged layouts need the tile "
                            "table");
@@ -203,7 +208,8 @@ std::vector<AbiParam> WarpgroupKernel::params() {
       abi.ptr(kArgNames[a], kPtr[a]);
   for (Arg a : {Q, K, V, Out, Lse})
     if (args[a])
-      abi.dims(kArgNames[a], kDims[a], cast<MemRefType>(args[a].getType()).getRank());
+      abi.dims(kArgNames[a], kDims[a],
+               cast<MemRefType>(args[a].getType()).getRank() + (unitBatch(a) ? 1 : 0));
   // Boxes of 64 columns (the 128-byte swizzle's extent) x 1 head x 64 rows
   // (x 1 batch, without varlen).
   auto box = [](bool varlen) {
@@ -252,35 +258,19 @@ void WarpgroupKernel::prologue() {
   }
 }
 
-/// A wgmma shared-memory descriptor (PTX ISA 9.7.15.5.1.2): start address
-/// >> 4, leading / stride byte offsets >> 4, 128-byte swizzle.
-Value WarpgroupKernel::desc(int64_t offset, int64_t lbo, int64_t sbo) {
-  Value addr = w.ptrtoint(at(offset), w.i32T);
-  Value start = w.shrui(w.andi(addr, w.i32(0x3FFFF)), w.i32(4));
-  Value lo = w.extui(w.ori(start, w.i32((lbo >> 4) << 16)), w.i64T);
-  return w.ori(lo, w.i64(((sbo >> 4) | (int64_t(1) << 30)) << 32));
-}
-
-/// A row of the accumulator lives in the 4 lanes of a quad: two butterfly
-/// shuffles (xor 1, 2).
-Value WarpgroupKernel::quadReduce(Value v, bool max) {
-  for (int64_t sh : {1, 2}) {
-    Value o = w.shfl(NVVM::ShflKind::bfly, w.i32(-1), v, w.i32(sh), w.i32(31));
-    v = max ? w.maxnumf(v, o) : w.addf(v, o);
-  }
-  return v;
-}
-
 Value WarpgroupKernel::linear(const View &v, ArrayRef<Value> local) {
   auto type = cast<MemRefType>(args[v.arg].getType());
+  auto dim = [&](int64_t d) { return P[std::string(kDims[v.arg]) + "d" + std::to_string(d)]; };
+  bool unit = unitBatch(v.arg);
   Value idx = w.i64(0);
   for (int64_t d = 0; d < type.getRank(); ++d) {
     Value pos = i64(v.offsets[d]);
     auto it = llvm::find(v.kept, d);
     if (it != v.kept.end())
       pos = w.addi(pos, local[it - v.kept.begin()]);
-    std::string dim = std::string(kDims[v.arg]) + "d" + std::to_string(d);
-    idx = w.addi(w.muli(idx, P[dim]), pos);
+    idx = w.addi(w.muli(idx, dim(unit && d ? d + 1 : d)), pos);
+    if (unit && d == 0)
+      idx = w.muli(idx, dim(1)); // the unit batch, at 0
   }
   return idx;
 }

@@ -164,3 +164,20 @@ func.func @split(%q: memref<2x8x4x64xbf16>, %k: memref<2x1024x2x64xbf16>, %v: me
       outs(%o, %l : memref<2x8x4x64xbf16>, memref<2x4x8xf32>) {num_splits = 3 : i64}
   return
 }
+
+// -----
+
+// Varlen with splits: the runtime's partial results keep a batch dimension
+// in every layout ([S, B, Sq, H, D], [S, B, H, Sq]): the op's [S, Tq, H, D]
+// and [S, H, Tq] take a unit batch at dimension 1 in the ABI.
+// CHECK-LABEL: func.func @varlen_split
+// CHECK: llvm.func @fa_sm90_0(
+// CHECK-SAME: #flashattn.param<kind = dims, arg = "q", rank = 3>
+// CHECK-SAME: #flashattn.param<kind = dims, arg = "out", rank = 5>, #flashattn.param<kind = dims, arg = "lse", rank = 4>
+func.func @varlen_split(%q: memref<?x4x64xbf16>, %k: memref<?x2x64xbf16>, %v: memref<?x2x64xbf16>,
+                        %cq: memref<3xi32>, %ck: memref<3xi32>, %o: memref<?x4x64xbf16>, %l: memref<4x?xf32>) {
+  flashattn.attention ins(%q, %k, %v : memref<?x4x64xbf16>, memref<?x2x64xbf16>, memref<?x2x64xbf16>)
+      cu_seqlens_q(%cq : memref<3xi32>) cu_seqlens_k(%ck : memref<3xi32>)
+      outs(%o, %l : memref<?x4x64xbf16>, memref<4x?xf32>) {num_splits = 2 : i64}
+  return
+}
