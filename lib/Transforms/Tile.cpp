@@ -283,7 +283,8 @@ AttentionTiler::AttentionTiler(AttentionOp op, OpBuilder &b, ValueRange kernel)
   capacity = paged ? (inKernel ? Value() : e.mul(e.size(op.getBlockTable(), 1), e.size(k, 1)))
              : varlenK ? Value()
                        : e.size(k, 1);
-  if (append)
+  // (A kernel's append is a kernel of its own, launched before it.)
+  if (append && !inKernel)
     emitAppend(b, loc, op, batch, hkv, capacity);
 
   // Statically empty extents. memref.subview rejects a static offset into
@@ -635,8 +636,6 @@ void AttentionTiler::maskRegion(const Sequence &s, const WorkTile &w, Value n0, 
 
 /// What the sm90 tiled kernel does not take yet, or "".
 static std::string sm90TileUnsupported(AttentionOp op) {
-  if (op.hasAppend())
-    return "kv-cache append";
   if (op.getAlibiSlopes())
     return "ALiBi";
   if (op.getQStart() || op.getSeqlenQ())
@@ -697,7 +696,9 @@ static void tileIntoKernel(AttentionOp op, PatternRewriter &rewriter) {
   }
   // Varlen and seqused_k: the runtime's tile table gives each tile's
   // sequence.
-  bool table = op.isVarlenQ() || op.isVarlenK() || op.getSequsedK();
+  // Append: the key lengths after the append (cache_seqlens[b] + S_new)
+  // come through the table too; the append kernel runs first.
+  bool table = op.isVarlenQ() || op.isVarlenK() || op.getSequsedK() || op.hasAppend();
   auto words = MemRefType::get({ShapedType::kDynamic}, rewriter.getI32Type());
   if (table) {
     types.push_back(words);

@@ -721,8 +721,8 @@ struct FlashAttnSm90WarpgroupPass
   }
 
   /// The ops naming the kernel get its ABI; a split-KV partial op's
-  /// flashattn.combine gets its merge kernel, `<name>_combine`, in the same
-  /// module.
+  /// flashattn.combine gets its merge kernel, `<name>_combine`, and an
+  /// appending op its copy kernel, `<name>_append`, in the same module.
   void describe(ModuleOp module, gpu::GPUModuleOp kernels, LLVM::LLVMFuncOp fn) {
     MLIRContext *ctx = module.getContext();
     module.walk([&](AttentionOp op) {
@@ -749,8 +749,22 @@ struct FlashAttnSm90WarpgroupPass
                                                                 nullptr, nullptr, 0, 1, false,
                                                                 nullptr));
       }
+      // kv-cache append: the copy kernel, `<name>_append`, launched first.
+      SymbolRefAttr appendRef;
+      if (op.hasAppend()) {
+        std::string name = (fn.getSymName() + "_append").str();
+        OpBuilder b = OpBuilder::atBlockEnd(kernels.getBody());
+        Sm90AppendSpec spec;
+        spec.name = name;
+        spec.paged = op.isPaged();
+        buildSm90AppendKernel(b, op.getLoc(), spec);
+        auto copy = kernels.lookupSymbol<LLVM::LLVMFuncOp>(name);
+        abis.push_back(NamedAttribute(copy.getSymNameAttr(), copy->getAttr("flashattn.abi")));
+        appendRef = SymbolRefAttr::get(kernels.getSymNameAttr(),
+                                       {FlatSymbolRefAttr::get(copy.getSymNameAttr())});
+      }
       op->setAttr("flashattn.sm90",
-                  Sm90EntriesAttr::get(ctx, e.getKernel(), e.getDense(), e.getAppend(),
+                  Sm90EntriesAttr::get(ctx, e.getKernel(), e.getDense(), appendRef,
                                        combineRef, e.getPackedGroups(), e.getKvHeadsPerBlock(),
                                        e.getKvRowCopies(), DictionaryAttr::get(ctx, abis)));
     });

@@ -181,3 +181,22 @@ func.func @varlen_split(%q: memref<?x4x64xbf16>, %k: memref<?x2x64xbf16>, %v: me
       outs(%o, %l : memref<?x4x64xbf16>, memref<4x?xf32>) {num_splits = 2 : i64}
   return
 }
+
+// -----
+
+// kv-cache append: the module also gets the copy kernel, launched first,
+// which the op's entries name (append = ...) with its ABI.
+// CHECK-LABEL: func.func @append
+// CHECK: flashattn.attention
+// CHECK-SAME: append = @fa_sm90_0_module::@fa_sm90_0_append
+// CHECK-SAME: fa_sm90_0_append = #flashattn.kernel_abi<
+// CHECK: llvm.func @fa_sm90_0(
+// CHECK: llvm.func @fa_sm90_0_append(
+func.func @append(%q: memref<2x1x4x64xf16>, %kc: memref<2x256x2x64xf16>, %vc: memref<2x256x2x64xf16>,
+                  %kn: memref<2x1x2x64xf16>, %vn: memref<2x1x2x64xf16>, %cs: memref<2xi32>,
+                  %o: memref<2x1x4x64xf16>) {
+  flashattn.attention ins(%q, %kc, %vc : memref<2x1x4x64xf16>, memref<2x256x2x64xf16>, memref<2x256x2x64xf16>)
+      k_new(%kn : memref<2x1x2x64xf16>) v_new(%vn : memref<2x1x2x64xf16>) cache_seqlens(%cs : memref<2xi32>)
+      outs(%o : memref<2x1x4x64xf16>)
+  return
+}
