@@ -1,0 +1,39 @@
+// REQUIRES: ptxas
+// The kernels built by passes (fa-compile --tiled: flashattn-tile's kernel
+// distributed by flashattn-sm90-warpgroup) assemble for sm_90a with no
+// spills and no C75xx warnings: head_dim 64, 128 and 256, causal, a window
+// with softcap, varlen with seqused_k, paged K/V (pages of 64), split-KV
+// (the partial kernel and the combine) and append (the copy kernel too).
+// RUN: fa-compile --target sm90 --tiled --d 64 --dtype bf16 --causal bottom_right --lse --emit-ptx > %t64.ptx
+// RUN: %ptxas -arch=sm_90a -O3 -v %t64.ptx -o %t64.cubin 2>&1 | FileCheck %s
+// RUN: fa-compile --target sm90 --tiled --d 128 --dtype f16 --hq 8 --hkv 2 --lse --emit-ptx > %t128.ptx
+// RUN: %ptxas -arch=sm_90a -O3 -v %t128.ptx -o %t128.cubin 2>&1 | FileCheck %s
+// RUN: fa-compile --target sm90 --tiled --d 256 --dtype bf16 --window-left 100 --window-right 0 --softcap 30 --emit-ptx > %t256.ptx
+// RUN: %ptxas -arch=sm_90a -O3 -v %t256.ptx -o %t256.cubin 2>&1 | FileCheck %s
+// RUN: fa-compile --target sm90 --tiled --d 128 --dtype bf16 --varlen-q --varlen-k --seqused-k --lse --emit-ptx > %tvl.ptx
+// RUN: %ptxas -arch=sm_90a -O3 -v %tvl.ptx -o %tvl.cubin 2>&1 | FileCheck %s
+// RUN: fa-compile --target sm90 --tiled --d 128 --dtype bf16 --hq 32 --hkv 8 --causal bottom_right --seqused-k --page-size 64 --lse --emit-ptx > %tpg.ptx
+// RUN: %ptxas -arch=sm_90a -O3 -v %tpg.ptx -o %tpg.cubin 2>&1 | FileCheck %s
+// RUN: fa-compile --target sm90 --tiled --d 64 --dtype f16 --num-splits 3 --lse --emit-ptx > %tsp.ptx
+// RUN: %ptxas -arch=sm_90a -O3 -v %tsp.ptx -o %tsp.cubin 2>&1 | FileCheck %s --check-prefix=SPLIT
+// RUN: fa-compile --target sm90 --tiled --d 128 --dtype bf16 --hq 8 --hkv 2 --causal bottom_right --append --lse --emit-ptx > %tap.ptx
+// RUN: %ptxas -arch=sm_90a -O3 -v %tap.ptx -o %tap.cubin 2>&1 | FileCheck %s --check-prefix=APPEND
+// CHECK-NOT: warning
+// CHECK: Compiling entry function 'fa_sm90_0' for 'sm_90a'
+// CHECK-NOT: warning
+// CHECK: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// CHECK-NOT: warning
+// SPLIT-NOT: warning
+// SPLIT: Compiling entry function 'fa_sm90_0_combine' for 'sm_90a'
+// SPLIT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// SPLIT: Compiling entry function 'fa_sm90_0' for 'sm_90a'
+// SPLIT-NOT: warning
+// SPLIT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// SPLIT-NOT: warning
+// APPEND-NOT: warning
+// APPEND: Compiling entry function 'fa_sm90_0_append' for 'sm_90a'
+// APPEND: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// APPEND: Compiling entry function 'fa_sm90_0' for 'sm_90a'
+// APPEND-NOT: warning
+// APPEND: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// APPEND-NOT: warning
