@@ -362,16 +362,25 @@ void AttentionTiler::buildPersistent(Value table, Value pages) {
 // Work tile t over the runtime's tile table (runtime/src/schedule.c: a
 // header of 8 words, word 0 the entries; then 8 words an entry: q
 // position, q batch, q length, k position, k batch, k length, m_block,
-// sequence): split fastest, then head, then entry.
+// sequence): split fastest, then in groups of hg heads (word 2: the K / V
+// of a group's heads fit L2) entry by entry, head fastest inside a group,
+// the last group holding the heads left.
 void AttentionTiler::tableTile(Value table, Value t) {
   Value rest = e.div(t, numSplits);
-  Value entry = e.div(rest, hq);
+  Value entries = e.loadIndex(table, {e.c(0)});
+  Value hg = e.min(e.max(e.loadIndex(table, {e.c(2)}), e.c(1)), hq);
+  Value perGroup = e.mul(hg, entries);
+  Value first = e.mul(e.div(rest, perGroup), hg);
+  Value inGroup = e.rem(rest, perGroup);
+  Value here = e.min(hg, e.sub(hq, first));
+  Value head = e.add(first, e.rem(inGroup, here));
+  Value entry = e.div(inGroup, here);
   auto field = [&](int64_t f) {
     return e.loadIndex(table, {e.add(e.mul(entry, e.c(8)), e.c(8 + f))});
   };
   Sequence s{field(7), varlenQ ? field(0) : e.c(0), field(2),
              varlenK || paged ? field(3) : e.c(0), field(5), Value()};
-  tileBody(s, e.rem(rest, hq), field(6), e.rem(t, numSplits));
+  tileBody(s, head, field(6), e.rem(t, numSplits));
 }
 
 Value AttentionTiler::inlined(Region &region, ValueRange args) {
@@ -670,7 +679,9 @@ static void tileIntoKernel(AttentionOp op, PatternRewriter &rewriter) {
   do
     name = "fa_sm90_" + std::to_string(n++);
   while (module.lookupSymbol(name + "_module"));
-  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), rewriter.getUnitAttr());
+  rewriter.modifyOpInPlace(module, [&] {
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), rewriter.getUnitAttr());
+  });
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPointToEnd(module.getBody());
   auto kernels = gpu::GPUModuleOp::create(rewriter, op.getLoc(), name + "_module");
@@ -714,8 +725,8 @@ static void tileIntoKernel(AttentionOp op, PatternRewriter &rewriter) {
   auto func = gpu::GPUFuncOp::create(rewriter, op.getLoc(), name,
                                      rewriter.getFunctionType(types, {}));
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), rewriter.getUnitAttr());
-  for (auto [i, n] : llvm::enumerate(names))
-    func.setArgAttr(i, "flashattn.arg", rewriter.getStringAttr(n));
+  for (auto [i, argName] : llvm::enumerate(names))
+    func.setArgAttr(i, "flashattn.arg", rewriter.getStringAttr(argName));
   rewriter.setInsertionPointToStart(&func.getBody().front());
   ValueRange args = func.getArguments();
   int64_t extra = (table ? 1 : 0) + (op.isPaged() ? 1 : 0);

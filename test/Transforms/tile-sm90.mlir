@@ -63,7 +63,8 @@ func.func @region_constant(%q: memref<1x64x2x64xf16>, %k: memref<1x64x2x64xf16>,
 // -----
 
 // Varlen: the kernel also takes the runtime's tile table (i32 words: a
-// header of 8, then 8 an entry) and runs over entries x heads; each tile's
+// header of 8, then 8 an entry) and runs over entries x heads, in groups of
+// the header's word 2 heads, entry by entry, head fastest; each tile's
 // sequence comes from its entry: q position (field 0), q length (2), k
 // position (3), k length (5), m_block (6); the views start at the
 // positions.
@@ -73,7 +74,10 @@ func.func @region_constant(%q: memref<1x64x2x64xf16>, %k: memref<1x64x2x64xf16>,
 // CHECK: %[[EI:.*]] = arith.index_cast %[[E]]
 // CHECK: %[[TOTAL:.*]] = arith.muli %[[EI]], %c2
 // CHECK: scf.for %[[T:.*]] = %{{.*}} to %[[TOTAL]] step
-// CHECK:   %[[ENTRY:.*]] = arith.divsi %[[T]], %c2
+// CHECK:   memref.load %[[TABLE]][%c2]
+// CHECK:   arith.divsi %[[T]], %{{.*}}
+// CHECK:   %[[IN:.*]] = arith.remsi %[[T]], %{{.*}}
+// CHECK:   %[[ENTRY:.*]] = arith.divsi %[[IN]], %{{.*}}
 // CHECK:   %[[W0:.*]] = arith.muli %[[ENTRY]], %c8
 // CHECK:   %[[F0:.*]] = arith.addi %[[W0]], %c8
 // CHECK:   %[[QPOS:.*]] = memref.load %[[TABLE]][%[[F0]]]

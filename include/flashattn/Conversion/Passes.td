@@ -128,8 +128,12 @@ def FlashAttnSm90Warpgroup : Pass<"flashattn-sm90-warpgroup", "::mlir::ModuleOp"
     and `scf.if` as values. The function gets the kernel ABI
     (`flashattn.abi`: q, k, v, out[, lse], their dims and the tensor maps of
     q, k and v) and the ops naming the kernel get it in their
-    `flashattn.sm90`. Takes dense [B, S, H, D] layouts, bf16 / f16, head_dim
-    64, 128 or 256 and 64 x 64 score tiles; anything else is reported.
+    `flashattn.sm90`; a split-KV op's `flashattn.combine` gets the merge
+    kernel and an appending op the copy kernel, in the same module. Takes
+    what the sm90 kernels take (bf16 / f16, head_dim 64, 128 or 256 =
+    head_dim_v, regions of arith ops), 64 x 64 score tiles, dense or packed
+    layouts with the tile table, and pages of a multiple of 64 keys;
+    anything else is reported.
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect",
                            "::mlir::NVVM::NVVMDialect",

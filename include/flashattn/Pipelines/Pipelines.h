@@ -92,8 +92,8 @@ struct Sm90PipelineOptions : public PassPipelineOptions<Sm90PipelineOptions> {
   Option<bool> tiled{
       *this, "tiled",
       llvm::cl::desc("the unpipelined kernel built by passes: flashattn-tile's kernel "
-                     "distributed by flashattn-sm90-warpgroup (64 x 64 tiles; dense "
-                     "layouts)"),
+                     "distributed by flashattn-sm90-warpgroup (64 x 64 tiles; not yet "
+                     "pack_gqa or pages below 64 keys)"),
       llvm::cl::init(false)};
 };
 

@@ -115,15 +115,21 @@ def FlashAttnTile : Pass<"flashattn-tile"> {
     left for the conversion.
 
     On an op planned for sm90 the same loops form a kernel instead: `gpu.func
-    @fa_sm90_N(q, k, v, out[, lse]) kernel` in `gpu.module @fa_sm90_N_module`,
+    @fa_sm90_N(q, k, v, out[, lse][, tile_table][, page_table]) kernel` in
+    `gpu.module @fa_sm90_N_module` (arguments named by `flashattn.arg`),
     written for one CTA: a persistent work loop from `gpu.block_id x` by
-    `gpu.grid_dim x` over (batch, head, m_block, split), split fastest, with
-    the same tile bodies (scratch tiles as allocas, constants hoisted out of
-    the regions cloned in). The op stays, with `flashattn.sm90` naming the
-    kernel (no ABI yet: `flashattn-sm90-warpgroup` distributes the kernel
-    over a warpgroup and describes it). Dense layouts only for now: varlen,
-    paged, seqused_k, append, ALiBi, split-KV, q_start, pack_gqa and regions
-    using outside values other than constants get a diagnostic.
+    `gpu.grid_dim x` over (batch, head, m_block, split), split fastest, or
+    with varlen, seqused_k, paged KV or append over the runtime's tile table
+    (each tile's sequence from its entry, in groups of the table's heads per
+    group), with the same tile bodies (scratch tiles as allocas, constants
+    hoisted out of the regions cloned in). Paged: the page lists are an
+    argument; split-KV: the partial out's leading dimension is dynamic (the
+    launch's count); append: the copy is a kernel of its own. The op stays,
+    with `flashattn.sm90` naming the kernel (no ABI yet:
+    `flashattn-sm90-warpgroup` distributes the kernel over a warpgroup and
+    describes it). ALiBi, q_start, a pack_gqa the op asks for and regions
+    using outside values other than constants get a diagnostic; an
+    automatic pack_gqa is dropped.
   }];
   let dependentDialects = ["::mlir::flashattn::FlashAttnDialect",
                            "::mlir::gpu::GPUDialect",

@@ -117,6 +117,14 @@ static LogicalResult checkRegions(AttentionOp op, const Fail &fail) {
   return success();
 }
 
+std::string mlir::flashattn::sm90OperandsUnsupported(AttentionOp op) {
+  std::string why;
+  Fail fail{why};
+  if (failed(checkOperands(op, fail)) || failed(checkRegions(op, fail)))
+    return why;
+  return "";
+}
+
 /// A plan the kernel can hold.
 static LogicalResult checkPlan(AttentionOp op, PlanAttr plan, const Fail &fail) {
   bool partial = op.isSplitPartial();

@@ -13,6 +13,10 @@ namespace mlir::flashattn {
 /// failure with the reason in `why`.
 FailureOr<Sm90KernelSpec> sm90SpecFor(AttentionOp op, std::string &why);
 
+/// Why the sm90 kernels cannot take `op`'s operands, element types, head
+/// dims or regions (the checks sm90SpecFor starts with), or "".
+std::string sm90OperandsUnsupported(AttentionOp op);
+
 /// The flashattn.combine that reads the partial results of `op` (split-KV
 /// partial form, memref form), or null.
 CombineOp findSm90Combine(AttentionOp op);

@@ -181,6 +181,14 @@ LogicalResult WarpgroupKernel::shapes() {
   D = type(Q).getDimSize(type(Q).getRank() - 1);
   if (D != 64 && D != 128 && D != 256)
     return tiled.emitError("flashattn-sm90-warpgroup: head_dim 64, 128 or 256, got ") << D;
+  for (Arg a : {K, V, Out})
+    if (type(a).getDimSize(type(a).getRank() - 1) != D)
+      return tiled.emitError("flashattn-sm90-warpgroup: k, v and out need q's head_dim ")
+             << D << " (head_dim_v = head_dim), got " << type(a);
+  if (outT != et && !(partial && outT.isF32()))
+    return tiled.emitError("flashattn-sm90-warpgroup: out in q's element type (f32 in the "
+                           "split-KV partial form), got ")
+           << outT;
   WalkResult tiles = tiled.walk([&](TileQKOp qk) {
     auto s = cast<MemRefType>(qk.getS().getType());
     return s.getDimSize(0) == kRows && s.getDimSize(1) == kKeys ? WalkResult::advance()
@@ -395,7 +403,9 @@ void WarpgroupKernel::tileQK(TileQKOp op, State &st) {
 }
 
 // The body at each of the thread's scores: row ops once per row, the rest
-// per register; scores outside [rows) x [cols) keep their value.
+// per register; scores outside [rows) x [cols) keep their value (their
+// body runs under an scf.if when it has an op that may not run on any
+// input, e.g. a division).
 void WarpgroupKernel::tileMap(TileMapOp op, State &st) {
   SmallVector<Operation *> rowOps, elementOps;
   op.splitRowOps(rowOps, elementOps);
@@ -406,6 +416,7 @@ void WarpgroupKernel::tileMap(TileMapOp op, State &st) {
     return c && c.value() >= n;
   };
   bool allRows = full(op.getRows(), kRows), allCols = full(op.getCols(), kKeys);
+  bool guarded = llvm::any_of(elementOps, [](Operation *o) { return !isPure(o); });
   Value rows = map.lookup(op.getRows()), cols = map.lookup(op.getCols());
   Value s = st.s;
   for (int half = 0; half < 2; ++half) {
@@ -419,18 +430,25 @@ void WarpgroupKernel::tileMap(TileMapOp op, State &st) {
         continue;
       Value j = index(w.addi(col0, w.i32(8 * (r / 4) + r % 2)));
       Value x = w.extractvalue(s, r);
-      map.map(body.getArgument(0), x);
-      map.map(body.getArgument(2), j);
-      for (Operation *elementOp : elementOps)
-        clone(*elementOp);
-      Value y = map.lookup(yielded);
       Value inside = rowIn;
       if (!allCols) {
         Value colIn = w.cmpi(CmpI::slt, j, cols);
         inside = inside ? w.andi(inside, colIn) : colIn;
       }
-      if (inside)
-        y = w.select(inside, y, x);
+      auto apply = [&] {
+        map.map(body.getArgument(0), x);
+        map.map(body.getArgument(2), j);
+        for (Operation *elementOp : elementOps)
+          clone(*elementOp);
+        return map.lookup(yielded);
+      };
+      Value y;
+      if (!inside)
+        y = apply();
+      else if (guarded)
+        y = w.ifElse1(inside, w.f32T, apply, [&] { return x; });
+      else
+        y = w.select(inside, apply(), x);
       s = w.insertvalue(y, s, r);
     }
   }
@@ -612,8 +630,9 @@ LogicalResult WarpgroupKernel::op(Operation &src, State &st) {
     const Value *which = llvm::find(args, dim.getSource());
     if (!arg || !d || which == std::end(args) || which - std::begin(args) > Lse)
       return dim.emitOpError("flashattn-sm90-warpgroup: dims of the kernel's tensors only");
-    map.map(dim.getResult(),
-            index(P[std::string(kDims[which - std::begin(args)]) + "d" + std::to_string(*d)]));
+    Arg a = Arg(which - std::begin(args));
+    int64_t abiDim = unitBatch(a) && *d ? *d + 1 : *d;
+    map.map(dim.getResult(), index(P[std::string(kDims[a]) + "d" + std::to_string(abiDim)]));
     return success();
   }
   if (auto load = dyn_cast<memref::LoadOp>(src)) {
@@ -708,6 +727,8 @@ struct FlashAttnSm90WarpgroupPass
         kernels.push_back(f);
     });
     for (gpu::GPUFuncOp tiled : kernels) {
+      if (failed(checkOps(module, tiled)))
+        return signalPassFailure();
       OpBuilder b(tiled);
       if (failed(WarpgroupKernel(tiled, b).build()))
         return signalPassFailure();
@@ -717,12 +738,34 @@ struct FlashAttnSm90WarpgroupPass
       auto fn = kernels.lookupSymbol<LLVM::LLVMFuncOp>(name + "_wg");
       fn.setSymName(name);
       describe(module, kernels, fn);
+      if (describeFailed)
+        return signalPassFailure();
     }
+  }
+
+  /// The ops naming `tiled`'s kernel; an error on the first the sm90
+  /// kernels cannot take (element types, head dims, regions).
+  LogicalResult checkOps(ModuleOp module, gpu::GPUFuncOp tiled) {
+    auto kernels = tiled->getParentOfType<gpu::GPUModuleOp>();
+    WalkResult r = module.walk([&](AttentionOp op) {
+      auto e = op->getAttrOfType<Sm90EntriesAttr>("flashattn.sm90");
+      if (!e || e.getKernel().getRootReference() != kernels.getSymNameAttr() ||
+          e.getKernel().getLeafReference() != tiled.getNameAttr())
+        return WalkResult::advance();
+      std::string why = sm90OperandsUnsupported(op);
+      if (why.empty())
+        return WalkResult::advance();
+      op.emitError("flashattn-sm90-warpgroup: ") << why;
+      return WalkResult::interrupt();
+    });
+    return failure(r.wasInterrupted());
   }
 
   /// The ops naming the kernel get its ABI; a split-KV partial op's
   /// flashattn.combine gets its merge kernel, `<name>_combine`, and an
   /// appending op its copy kernel, `<name>_append`, in the same module.
+  bool describeFailed = false;
+
   void describe(ModuleOp module, gpu::GPUModuleOp kernels, LLVM::LLVMFuncOp fn) {
     MLIRContext *ctx = module.getContext();
     module.walk([&](AttentionOp op) {
@@ -733,12 +776,28 @@ struct FlashAttnSm90WarpgroupPass
       SmallVector<NamedAttribute> abis{
           NamedAttribute(fn.getSymNameAttr(), fn->getAttr("flashattn.abi"))};
       SymbolRefAttr combineRef;
-      if (CombineOp combine = op.isSplitPartial() ? findSm90Combine(op) : CombineOp()) {
+      CombineOp combine = op.isSplitPartial() ? findSm90Combine(op) : CombineOp();
+      if (op.isSplitPartial() && !combine) {
+        op.emitError("flashattn-sm90-warpgroup: the split-KV partial results need a "
+                     "flashattn.combine (memref form) reading them");
+        describeFailed = true;
+        return;
+      }
+      Type merged = combine ? cast<ShapedType>(combine.getOut().getType()).getElementType()
+                            : Type();
+      if (combine && !merged.isBF16() && !merged.isF16()) {
+        combine.emitError("flashattn-sm90-warpgroup: the sm90 combine writes bf16 or f16, "
+                          "got ")
+            << merged;
+        describeFailed = true;
+        return;
+      }
+      if (combine) {
         std::string name = (fn.getSymName() + "_combine").str();
         OpBuilder b = OpBuilder::atBlockEnd(kernels.getBody());
         Sm90CombineSpec spec;
         spec.name = name;
-        spec.f16 = cast<ShapedType>(combine.getOut().getType()).getElementType().isF16();
+        spec.f16 = merged.isF16();
         spec.lse = static_cast<bool>(combine.getLse());
         buildSm90CombineKernel(b, combine.getLoc(), spec);
         auto merge = kernels.lookupSymbol<LLVM::LLVMFuncOp>(name);

@@ -382,9 +382,6 @@ struct LowerTileStore : OpRewritePattern<TileStoreOp> {
   }
 };
 
-/// flashattn.combine on memrefs: per output row, lse = log sum_s exp(lse_s)
-/// (max-shifted), out = sum_s exp(lse_s - lse) O_s; empty splits weigh 0, all
-/// empty gives out 0 and lse -inf.
 /// A tile_map as loops over its rows and columns: the body's row ops
 /// (TileMapOp::splitRowOps) once per row, the rest per element, between a
 /// load and a store of the score.
@@ -420,6 +417,9 @@ struct LowerTileMap : OpRewritePattern<TileMapOp> {
   }
 };
 
+/// flashattn.combine on memrefs: per output row, lse = log sum_s exp(lse_s)
+/// (max-shifted), out = sum_s exp(lse_s - lse) O_s; empty splits weigh 0, all
+/// empty gives out 0 and lse -inf.
 struct LowerCombine : OpRewritePattern<CombineOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(CombineOp op,

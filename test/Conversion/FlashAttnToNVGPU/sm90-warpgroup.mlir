@@ -70,10 +70,11 @@ func.func @softcap(%q: memref<1x64x2x128xf16>, %k: memref<1x64x2x128xf16>, %v: m
 
 // -----
 
-// A head_dim the warpgroup form does not take is reported.
+// A head_dim the sm90 kernels do not take is reported (the ops naming a
+// kernel are checked as convert-flashattn-to-nvgpu checks them).
 func.func @hd96(%q: memref<1x64x2x96xf16>, %k: memref<1x64x2x96xf16>, %v: memref<1x64x2x96xf16>,
                 %o: memref<1x64x2x96xf16>) {
-  // expected-error @+1 {{flashattn-sm90-warpgroup: head_dim 64, 128 or 256, got 96}}
+  // expected-error @+1 {{flashattn-sm90-warpgroup: the sm90 kernel takes head_dim 64, 128 or 256 (= head_dim_v)}}
   flashattn.attention ins(%q, %k, %v : memref<1x64x2x96xf16>, memref<1x64x2x96xf16>, memref<1x64x2x96xf16>)
       outs(%o : memref<1x64x2x96xf16>)
   return
@@ -198,5 +199,27 @@ func.func @append(%q: memref<2x1x4x64xf16>, %kc: memref<2x256x2x64xf16>, %vc: me
   flashattn.attention ins(%q, %kc, %vc : memref<2x1x4x64xf16>, memref<2x256x2x64xf16>, memref<2x256x2x64xf16>)
       k_new(%kn : memref<2x1x2x64xf16>) v_new(%vn : memref<2x1x2x64xf16>) cache_seqlens(%cs : memref<2xi32>)
       outs(%o : memref<2x1x4x64xf16>)
+  return
+}
+
+// -----
+
+// head_dim_v other than head_dim is reported, not miscompiled.
+func.func @hdv(%q: memref<1x64x2x128xbf16>, %k: memref<1x64x2x128xbf16>, %v: memref<1x64x2x64xbf16>,
+               %o: memref<1x64x2x64xbf16>) {
+  // expected-error @+1 {{flashattn-sm90-warpgroup: the sm90 kernel takes head_dim 64, 128 or 256 (= head_dim_v)}}
+  flashattn.attention ins(%q, %k, %v : memref<1x64x2x128xbf16>, memref<1x64x2x128xbf16>, memref<1x64x2x64xbf16>)
+      outs(%o : memref<1x64x2x64xbf16>)
+  return
+}
+
+// -----
+
+// A split-KV merge into f32 is reported: the sm90 combine writes bf16 or f16.
+func.func @split_f32(%q: memref<1x8x2x64xbf16>, %k: memref<1x512x2x64xbf16>, %v: memref<1x512x2x64xbf16>,
+                     %o: memref<1x8x2x64xf32>, %l: memref<1x2x8xf32>) {
+  // expected-error @+1 {{flashattn-sm90-warpgroup: the sm90 combine writes bf16 or f16, got 'f32'}}
+  flashattn.attention ins(%q, %k, %v : memref<1x8x2x64xbf16>, memref<1x512x2x64xbf16>, memref<1x512x2x64xbf16>)
+      outs(%o, %l : memref<1x8x2x64xf32>, memref<1x2x8xf32>) {num_splits = 2 : i64}
   return
 }

@@ -823,3 +823,15 @@ func.func @tile_map_dynamic(%s: memref<?x32xf32>, %n: index) {
   } : memref<?x32xf32>
   return
 }
+
+// -----
+
+func.func @tile_map_rows(%s: memref<64x64xf32>, %n: index) {
+  %c100 = arith.constant 100 : index
+  // expected-error @+1 {{'rows' must be in [0, 64], got 100}}
+  flashattn.tile_map %s rows %c100 cols %n {
+  ^bb0(%x: f32, %i: index, %j: index):
+    flashattn.yield %x : f32
+  } : memref<64x64xf32>
+  return
+}

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flashattn/Dialect/FlashAttn/IR/FlashAttn.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 
 using namespace mlir;
 using namespace mlir::flashattn;
@@ -166,6 +167,16 @@ LogicalResult TileMapOp::verify() {
     return failure();
   if (getBody().empty() || getBody().front().empty())
     return emitOpError() << "body must be one block ending in a flashattn.yield";
+  auto bound = [&](Value v, int64_t dimSize, StringRef what) -> LogicalResult {
+    std::optional<int64_t> n = getConstantIntValue(v);
+    if (n && (*n < 0 || *n > dimSize))
+      return emitOpError() << "'" << what << "' must be in [0, " << dimSize << "], got " << *n;
+    return success();
+  };
+  auto tileType = cast<MemRefType>(getS().getType());
+  if (failed(bound(getRows(), tileType.getDimSize(0), "rows")) ||
+      failed(bound(getCols(), tileType.getDimSize(1), "cols")))
+    return failure();
   Block &body = getBody().front();
   Builder b(getContext());
   SmallVector<Type> expected{b.getF32Type(), b.getIndexType(), b.getIndexType()};
@@ -177,7 +188,7 @@ LogicalResult TileMapOp::verify() {
                             "column in the tile, got ("
                          << got << ")";
   }
-  auto yield = dyn_cast<YieldOp>(body.getTerminator());
+  auto yield = dyn_cast<YieldOp>(&body.back());
   if (!yield || yield.getValues().size() != 1 || !yield.getValues()[0].getType().isF32())
     return emitOpError() << "body must end in a flashattn.yield of one f32 (the new score)";
   return success();
@@ -186,10 +197,12 @@ LogicalResult TileMapOp::verify() {
 void TileMapOp::splitRowOps(SmallVectorImpl<Operation *> &rowOps,
                             SmallVectorImpl<Operation *> &elementOps) {
   Block &body = getBody().front();
-  // Values that vary along a row: the score, j, and what uses either.
+  // Values that vary along a row: the score, j, and what uses either. Only
+  // pure ops (no effects, speculatable: no division by a value that may be
+  // 0) move to the row, where they run even for a row with no column.
   llvm::SmallPtrSet<Value, 16> perElement{body.getArgument(0), body.getArgument(2)};
   for (Operation &op : body.without_terminator()) {
-    bool varies = op.getNumRegions() || !isMemoryEffectFree(&op) ||
+    bool varies = op.getNumRegions() || !isPure(&op) ||
                   llvm::any_of(op.getOperands(),
                                [&](Value v) { return perElement.contains(v); });
     if (varies)

@@ -435,7 +435,8 @@ def FlashAttn_TileMapOp : FlashAttn_Op<"tile_map", [RecursiveMemoryEffects]> {
     as tile_maps, so each target distributes them its own way: the host
     as loops over rows and columns, sm_90a over the accumulator fragment
     each thread holds. Ops of the body that depend on neither the score
-    nor `j` are evaluated once per row (`getRowOps`).
+    nor `j` and are pure are evaluated once per row (`splitRowOps`).
+    Constant `rows` and `cols` must lie in the tile.
 
     ```mlir
     flashattn.tile_map %s rows %c64 cols %c64 {
@@ -457,8 +458,8 @@ def FlashAttn_TileMapOp : FlashAttn_Op<"tile_map", [RecursiveMemoryEffects]> {
   }];
   let extraClassDeclaration = [{
     /// The body's ops in order, split into those evaluated once per row
-    /// (side-effect free, no region, depending on neither the score nor
-    /// j) and those evaluated per element.
+    /// (pure, no region, depending on neither the score nor j) and those
+    /// evaluated per element.
     void splitRowOps(::llvm::SmallVectorImpl<::mlir::Operation *> &rowOps,
                      ::llvm::SmallVectorImpl<::mlir::Operation *> &elementOps);
   }];
