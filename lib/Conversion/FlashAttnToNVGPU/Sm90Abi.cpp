@@ -167,6 +167,48 @@ Value mlir::flashattn::quadReduce(KernelEmitter &w, Value v, bool max) {
   return v;
 }
 
+Value mlir::flashattn::wgmmaQK(KernelEmitter &w, Value smem, Type accType, int64_t qOff,
+                               int64_t kOff, int64_t rows, int64_t keys, int64_t d, bool f16) {
+  Value s = w.undef(accType);
+  for (int64_t kk = 0; kk < d / 16; ++kk) {
+    int64_t box = kk / 4, inBox = (kk % 4) * 32;
+    Value dA = smemDesc(w, smem, qOff + box * rows * 128 + inBox, 16, 1024);
+    Value dB = smemDesc(w, smem, kOff + box * keys * 128 + inBox, 16, 1024);
+    s = wgmmaSS(w, accType, s, dA, dB, keys, f16, kk == 0);
+  }
+  return s;
+}
+
+Value mlir::flashattn::wgmmaPV(KernelEmitter &w, Value smem, Type accType, Value acc,
+                               ArrayRef<Value> pk, int64_t vOff, int64_t keys, int64_t d,
+                               Type elem) {
+  for (int64_t kk = 0; kk < keys / 16; ++kk) {
+    Value dV = smemDesc(w, smem, vOff + kk * 2048, keys * 128, 1024);
+    SmallVector<Value> a(pk.begin() + kk * 4, pk.begin() + kk * 4 + 4);
+    acc = WgmmaRsOp::create(w.b, w.loc, accType, acc, a, dV, d, elem);
+  }
+  return acc;
+}
+
+void mlir::flashattn::zeroTileRows(KernelEmitter &w, Value smem, Value tid, int64_t offset,
+                                   Value from, int64_t rows, int64_t d, int64_t threads) {
+  w.ifThen(w.cmpi(arith::CmpIPredicate::slt, from, w.i32(rows)), [&] {
+    Value perRow = w.i32(d / 64 * 8);
+    Value total = w.muli(w.subi(w.i32(rows), from), perRow);
+    Value zeros = w.zero(VectorType::get({4}, w.i32T));
+    w.forLoop(tid, total, w.i32(threads), [&](Value c) {
+      Value row = w.addi(from, w.divui(c, perRow));
+      Value rest = w.remui(c, perRow);
+      Value at = w.addi(w.muli(w.divui(rest, w.i32(8)), w.i32(rows * 128)),
+                        w.addi(w.muli(row, w.i32(128)), w.muli(w.remui(rest, w.i32(8)),
+                                                               w.i32(16))));
+      w.store(zeros, w.gep(smem, w.sptrT, w.i8T, w.addi(at, w.i32(offset))));
+    });
+    w.fenceProxyAsyncShared();
+  });
+  NVVM::Barrier0Op::create(w.b, w.loc);
+}
+
 Value mlir::flashattn::softcapTanh(KernelEmitter &w, Value x) {
   return LLVM::TanhOp::create(
       w.b, w.loc, x, LLVM::FastmathFlagsAttr::get(w.b.getContext(), LLVM::FastmathFlags::afn));

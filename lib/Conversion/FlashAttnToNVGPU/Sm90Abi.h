@@ -120,6 +120,27 @@ Value smemDesc(KernelEmitter &w, Value smem, int64_t offset, int64_t lbo, int64_
 /// a wgmma accumulator: two butterfly shuffles (xor 1, 2).
 Value quadReduce(KernelEmitter &w, Value v, bool max);
 
+/// S = Q K^T on one warpgroup: D / 16 k16 steps of wgmmaSS (N = `keys`),
+/// Q (`rows` rows) at `qOff` and K (`keys` rows) at `kOff` past `smem`,
+/// both K-major in 64-column boxes of the 128-byte swizzle (LBO 16, SBO
+/// 1024: 8-row atoms of 128-byte rows). Not fenced, committed or waited.
+Value wgmmaQK(KernelEmitter &w, Value smem, Type accType, int64_t qOff, int64_t kOff,
+              int64_t rows, int64_t keys, int64_t d, bool f16);
+
+/// O += P V on one warpgroup: `keys` / 16 k16 steps of flashattn.wgmma_rs,
+/// P from registers (four packed pairs a step, `pk`), V at `vOff` past
+/// `smem`, MN-major (LBO: the distance of its 64-column boxes, each step 16
+/// rows of 128 bytes further). Not fenced, committed or waited.
+Value wgmmaPV(KernelEmitter &w, Value smem, Type accType, Value acc, ArrayRef<Value> pk,
+              int64_t vOff, int64_t keys, int64_t d, Type elem);
+
+/// Rows [from, rows) of the `rows`-row tile at `offset` past `smem` (d / 64
+/// boxes of rows x 128 bytes, 128-byte swizzled) to zero, by the `threads`
+/// threads of the CTA in 16-byte chunks (a row keeps its place under the
+/// swizzle), fenced for the async proxy; then a CTA barrier.
+void zeroTileRows(KernelEmitter &w, Value smem, Value tid, int64_t offset, Value from,
+                  int64_t rows, int64_t d, int64_t threads);
+
 /// softcap's tanh of `x` (already scaled by scale / softcap):
 /// tanh.approx.f32 (PTX ISA 9.7.4.9), which NVPTX selects for an
 /// llvm.tanh with afn.

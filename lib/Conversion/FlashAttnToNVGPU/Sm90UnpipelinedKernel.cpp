@@ -95,8 +95,6 @@ private:
   }
   Value at(int64_t offset) { return w.gep(smem, w.sptrT, w.i8T, int32_t(offset)); }
   Value trunc(const char *name) { return w.trunci(P[name], w.i32T); }
-  Value desc(int64_t offset, int64_t lbo, int64_t sbo) { return smemDesc(w, smem, offset, lbo, sbo); }
-
   const Sm90KernelSpec &k;
   OpBuilder &b;
   Location loc;
@@ -249,51 +247,17 @@ void UnpipelinedKernelBuilder::loadKV(const TileInfo &t, Value n) {
 }
 
 // V's rows past the sequence (the next sequence's, a cache's unused rows:
-// maybe NaN, and 0 x NaN is NaN in P V) to zero: each thread clears
-// 16-byte chunks of those rows (a row keeps its place under the swizzle),
-// then fences them for the async proxy wgmma reads through.
+// maybe NaN, and 0 x NaN is NaN in P V) to zero.
 void UnpipelinedKernelBuilder::zeroVTail(const TileInfo &t, Value n0) {
-  Value from = w.maxsi(w.subi(t.sk, n0), c0);
-  w.ifThen(w.cmpi(CmpI::slt, from, w.i32(kBN)), [&] {
-    Value perRow = w.i32(boxes * 8);
-    Value total = w.muli(w.subi(w.i32(kBN), from), perRow);
-    Value zeros = w.zero(VectorType::get({4}, w.i32T));
-    w.forLoop(tid, total, w.i32(kThreads), [&](Value c) {
-      Value row = w.addi(from, w.divui(c, perRow));
-      Value rest = w.remui(c, perRow);
-      Value offset = w.addi(w.muli(w.divui(rest, w.i32(8)), w.i32(kBN * 128)),
-                            w.addi(w.muli(row, w.i32(128)), w.muli(w.remui(rest, w.i32(8)),
-                                                                   w.i32(16))));
-      w.store(zeros, w.gep(smem, w.sptrT, w.i8T, w.addi(offset, w.i32(vOff))));
-    });
-    w.fenceProxyAsyncShared();
-  });
-  NVVM::Barrier0Op::create(b, loc);
+  zeroTileRows(w, smem, tid, vOff, w.maxsi(w.subi(t.sk, n0), c0), kBN, D, kThreads);
 }
 
-// S = Q K^T: D / 16 k16 steps, both operands K-major in 64-column boxes
-// (LBO 16, SBO 1024: 8-row atoms of 128-byte rows).
 Value UnpipelinedKernelBuilder::issueQK() {
-  Value s = w.undef(sT);
-  for (int64_t kk = 0; kk < D / 16; ++kk) {
-    int64_t box = kk / 4, inBox = (kk % 4) * 32;
-    Value dA = desc(box * kBM * 128 + inBox, 16, 1024);
-    Value dB = desc(kOff + box * kBN * 128 + inBox, 16, 1024);
-    s = wgmmaSS(w, sT, s, dA, dB, kBN, k.f16, kk == 0);
-  }
-  return s;
+  return wgmmaQK(w, smem, sT, 0, kOff, kBM, kBN, D, k.f16);
 }
 
-// O += P V: P from registers (four packed pairs per k16 step), V
-// MN-major (LBO: the distance of its 64-column boxes, each k16 step 16
-// rows of 128 bytes further).
 Value UnpipelinedKernelBuilder::issuePV(Value o, const Values &pk) {
-  for (int64_t kk = 0; kk < kBN / 16; ++kk) {
-    Value dV = desc(vOff + kk * 2048, kBN * 128, 1024);
-    Values a(pk.begin() + kk * 4, pk.begin() + kk * 4 + 4);
-    o = WgmmaRsOp::create(b, loc, oT, o, a, dV, D, etT);
-  }
-  return o;
+  return wgmmaPV(w, smem, oT, o, pk, vOff, kBN, D, etT);
 }
 
 // A raw score to the log2 domain: softcap (cap tanh(s scale / cap),

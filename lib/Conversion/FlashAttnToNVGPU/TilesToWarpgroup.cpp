@@ -111,7 +111,6 @@ private:
   void tilePV(State &st);
   LogicalResult tileStore(TileStoreOp op, State &st);
   Value quadReduce(Value v, bool max) { return flashattn::quadReduce(w, v, max); }
-  Value desc(int64_t offset, int64_t lbo, int64_t sbo) { return smemDesc(w, smem, offset, lbo, sbo); }
   Value at(int64_t offset) { return w.gep(smem, w.sptrT, w.i8T, int32_t(offset)); }
   Value i32(Value index) { return arith::IndexCastOp::create(b, loc, w.i32T, index); }
   Value i64(Value index) { return arith::IndexCastOp::create(b, loc, w.i64T, index); }
@@ -362,38 +361,15 @@ void WarpgroupKernel::issueTma(Arg slot, State &st, function_ref<Values(int64_t)
 
 // V's rows past `rows` (the next sequence's, a cache's unused rows: maybe
 // NaN, and 0 x NaN is NaN in P V) to zero; K's are left, every score they
-// make being masked. Rows [rows, 64) of the 64-row tile at `offset`: each thread
-// clears 16-byte chunks (a row keeps its place under the swizzle), then
-// fences them for the async proxy wgmma reads through.
+// make being masked.
 void WarpgroupKernel::zeroTail(int64_t offset, Value rows) {
-  Value from = w.maxsi(rows, w.i32(0));
-  w.ifThen(w.cmpi(CmpI::slt, from, w.i32(kKeys)), [&] {
-    Value perRow = w.i32(D / 64 * 8);
-    Value total = w.muli(w.subi(w.i32(kKeys), from), perRow);
-    Value zeros = w.zero(VectorType::get({4}, w.i32T));
-    w.forLoop(tid, total, w.i32(kThreads), [&](Value c) {
-      Value r = w.addi(from, w.divui(c, perRow));
-      Value rest = w.remui(c, perRow);
-      Value at = w.addi(w.muli(w.divui(rest, w.i32(8)), w.i32(kKeys * 128)),
-                        w.addi(w.muli(r, w.i32(128)), w.muli(w.remui(rest, w.i32(8)), w.i32(16))));
-      w.store(zeros, w.gep(smem, w.sptrT, w.i8T, w.addi(at, w.i32(offset))));
-    });
-    w.fenceProxyAsyncShared();
-  });
-  NVVM::Barrier0Op::create(b, loc);
+  zeroTileRows(w, smem, tid, offset, w.maxsi(rows, w.i32(0)), kKeys, D, kThreads);
 }
 
-// S = scale Q K^T: D / 16 k16 steps, both operands K-major in 64-column
-// boxes (LBO 16, SBO 1024: 8-row atoms of 128-byte rows).
+// S = scale Q K^T (wgmmaQK), committed and waited for.
 void WarpgroupKernel::tileQK(TileQKOp op, State &st) {
   NVVM::WgmmaFenceAlignedOp::create(b, loc);
-  Value s = w.undef(sT);
-  for (int64_t kk = 0; kk < D / 16; ++kk) {
-    int64_t box = kk / 4, inBox = (kk % 4) * 32;
-    Value dA = desc(box * kRows * 128 + inBox, 16, 1024);
-    Value dB = desc(kOff + box * kKeys * 128 + inBox, 16, 1024);
-    s = wgmmaSS(w, sT, s, dA, dB, kKeys, f16, kk == 0);
-  }
+  Value s = wgmmaQK(w, smem, sT, 0, kOff, kRows, kKeys, D, f16);
   NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
   NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
   Value scale = w.f32(op.getScale().convertToDouble());
@@ -493,20 +469,12 @@ void WarpgroupKernel::tileSoftmax(State &st) {
     st.o = w.insertvalue(w.mulf(w.extractvalue(st.o, r), alpha[(r / 2) % 2]), st.o, r);
 }
 
-// O += P V: P from registers (four packed pairs per k16 step), V MN-major
-// (LBO: the distance of its 64-column boxes, each k16 step 16 rows of 128
-// bytes further).
+// O += P V (wgmmaPV, P in registers), committed and waited for.
 void WarpgroupKernel::tilePV(State &st) {
   NVVM::WgmmaFenceAlignedOp::create(b, loc);
-  Value o = st.o;
-  for (int64_t kk = 0; kk < kKeys / 16; ++kk) {
-    Value dV = desc(vOff + kk * 2048, kKeys * 128, 1024);
-    Values a(pk.begin() + kk * 4, pk.begin() + kk * 4 + 4);
-    o = WgmmaRsOp::create(b, loc, oT, o, a, dV, D, etT);
-  }
+  st.o = wgmmaPV(w, smem, oT, st.o, pk, vOff, kKeys, D, etT);
   NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
   NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
-  st.o = o;
 }
 
 // out[i, :] = O / l (0 for a row without keys) for the rows below `rows`,
