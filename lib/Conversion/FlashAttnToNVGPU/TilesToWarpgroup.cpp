@@ -123,6 +123,7 @@ private:
   /// H, Tq] come with a unit batch at dimension 1.
   bool unitBatch(Arg a) const { return partial && varlenQ && (a == Out || a == Lse); }
   bool containsTileOps(Operation *op);
+  LogicalResult tileOp(Operation &src, State &st);
   void clone(Operation &src);
   void zeroTail(int64_t offset, Value rows);
 
@@ -134,6 +135,7 @@ private:
   IRMapping map;
   DenseMap<Value, View> views;
   Values pk; ///< P packed for tile_pv, valid after tile_softmax in one block
+  Value mTile, lTile, accTile, sTile; ///< the scratch tiles the state stands for
   int64_t pageSize = 0;
   int64_t D = 0, qBytes = 0, kvBytes = 0, kOff = 0, vOff = 0, barOff = 0, nS = kKeys / 2,
           nO = 0;
@@ -157,6 +159,11 @@ LogicalResult WarpgroupKernel::shapes() {
   if (!args[Q] || !args[K] || !args[V] || !args[Out])
     return tiled.emitError("flashattn-sm90-warpgroup: the tiled kernel needs q, k, v and out");
   auto type = [&](Arg a) { return cast<MemRefType>(args[a].getType()); };
+  for (Arg a : {Q, K, V, Out, Lse})
+    if (args[a] && !type(a).getLayout().isIdentity())
+      return tiled.emitError("flashattn-sm90-warpgroup: the kernel's tensors are contiguous "
+                             "(identity layouts), got ")
+             << type(a);
   varlenQ = type(Q).getRank() == 3;
   varlenK = type(K).getRank() == 3;
   lse = static_cast<bool>(args[Lse]);
@@ -618,7 +625,33 @@ LogicalResult WarpgroupKernel::op(Operation &src, State &st) {
     map.map(src.getResult(0), index(w.nctaid()));
     return success();
   }
+  if (src.getDialect() && isa<FlashAttnDialect>(src.getDialect()) &&
+      !isa<KeyEndOp, KeyBeginOp, KeyBlocksOp>(src))
+    return tileOp(src, st);
+  for (Value v : src.getOperands())
+    if (isa<MemRefType>(v.getType()))
+      return src.emitOpError("flashattn-sm90-warpgroup: cannot distribute this use of a memref");
+  clone(src);
+  return success();
+}
+
+// The tile ops. The online-softmax state lives in registers, so every op
+// must act on the tiles tile_init and tile_qk name: the state (m, l, acc)
+// and the scores (s).
+LogicalResult WarpgroupKernel::tileOp(Operation &src, State &st) {
+  auto same = [&](Value v, Value &role, StringRef what) {
+    if (!role)
+      role = v;
+    if (v == role)
+      return true;
+    src.emitOpError("flashattn-sm90-warpgroup: acts on a tile other than the ")
+        << what << " of tile_init / tile_qk (the state is in registers)";
+    return false;
+  };
   if (auto init = dyn_cast<TileInitOp>(src)) {
+    if (!same(init.getM(), mTile, "row max") || !same(init.getL(), lTile, "row sum") ||
+        !same(init.getAcc(), accTile, "accumulator"))
+      return failure();
     st.m[0] = st.m[1] = negInf;
     st.l[0] = st.l[1] = zeroF;
     st.o = w.undef(oT);
@@ -631,18 +664,28 @@ LogicalResult WarpgroupKernel::op(Operation &src, State &st) {
   if (auto load = dyn_cast<TileLoadPagedOp>(src))
     return tileLoadPaged(load, st);
   if (auto qk = dyn_cast<TileQKOp>(src)) {
+    if (!same(qk.getS(), sTile, "scores"))
+      return failure();
     tileQK(qk, st);
     return success();
   }
-  if (auto tileMapOp = dyn_cast<TileMapOp>(src)) {
-    tileMap(tileMapOp, st);
+  if (auto map = dyn_cast<TileMapOp>(src)) {
+    if (!same(map.getS(), sTile, "scores"))
+      return failure();
+    tileMap(map, st);
     return success();
   }
-  if (isa<TileSoftmaxOp>(src)) {
+  if (auto softmax = dyn_cast<TileSoftmaxOp>(src)) {
+    if (!same(softmax.getS(), sTile, "scores") || !same(softmax.getM(), mTile, "row max") ||
+        !same(softmax.getL(), lTile, "row sum") ||
+        !same(softmax.getAcc(), accTile, "accumulator"))
+      return failure();
     tileSoftmax(st);
     return success();
   }
-  if (isa<TilePVOp>(src)) {
+  if (auto pv = dyn_cast<TilePVOp>(src)) {
+    if (!same(pv.getP(), sTile, "scores") || !same(pv.getAcc(), accTile, "accumulator"))
+      return failure();
     if (pk.empty())
       return src.emitOpError("flashattn-sm90-warpgroup: tile_pv needs the tile_softmax of "
                              "its block before it");
@@ -650,13 +693,13 @@ LogicalResult WarpgroupKernel::op(Operation &src, State &st) {
     pk.clear();
     return success();
   }
-  if (auto store = dyn_cast<TileStoreOp>(src))
+  if (auto store = dyn_cast<TileStoreOp>(src)) {
+    if (!same(store.getAcc(), accTile, "accumulator") || !same(store.getM(), mTile, "row max") ||
+        !same(store.getL(), lTile, "row sum"))
+      return failure();
     return tileStore(store, st);
-  for (Value v : src.getOperands())
-    if (isa<MemRefType>(v.getType()))
-      return src.emitOpError("flashattn-sm90-warpgroup: cannot distribute this use of a memref");
-  clone(src);
-  return success();
+  }
+  return src.emitOpError("flashattn-sm90-warpgroup: no warpgroup form for this op");
 }
 
 // math.tanh as tanh.approx.f32 (softcap); the rest as it is.
