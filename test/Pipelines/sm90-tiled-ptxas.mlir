@@ -2,7 +2,7 @@
 // The kernels built by passes (fa-compile --tiled: flashattn-tile's kernel
 // distributed by flashattn-sm90-warpgroup) assemble for sm_90a with no
 // spills and no C75xx warnings: head_dim 64, 128 and 256, causal, a window
-// with softcap, varlen with seqused_k, paged K/V (pages of 64), split-KV
+// with softcap, varlen with seqused_k, paged K/V (pages of 64 and 16), split-KV
 // (the partial kernel and the combine) and append (the copy kernel too).
 // RUN: fa-compile --target sm90 --tiled --d 64 --dtype bf16 --causal bottom_right --lse --emit-ptx > %t64.ptx
 // RUN: %ptxas -arch=sm_90a -O3 -v %t64.ptx -o %t64.cubin 2>&1 | FileCheck %s
@@ -14,6 +14,8 @@
 // RUN: %ptxas -arch=sm_90a -O3 -v %tvl.ptx -o %tvl.cubin 2>&1 | FileCheck %s
 // RUN: fa-compile --target sm90 --tiled --d 128 --dtype bf16 --hq 32 --hkv 8 --causal bottom_right --seqused-k --page-size 64 --lse --emit-ptx > %tpg.ptx
 // RUN: %ptxas -arch=sm_90a -O3 -v %tpg.ptx -o %tpg.cubin 2>&1 | FileCheck %s
+// RUN: fa-compile --target sm90 --tiled --d 64 --dtype f16 --hq 8 --hkv 2 --causal bottom_right --seqused-k --page-size 16 --emit-ptx > %tp16.ptx
+// RUN: %ptxas -arch=sm_90a -O3 -v %tp16.ptx -o %tp16.cubin 2>&1 | FileCheck %s
 // RUN: fa-compile --target sm90 --tiled --d 64 --dtype f16 --num-splits 3 --lse --emit-ptx > %tsp.ptx
 // RUN: %ptxas -arch=sm_90a -O3 -v %tsp.ptx -o %tsp.cubin 2>&1 | FileCheck %s --check-prefix=SPLIT
 // RUN: fa-compile --target sm90 --tiled --d 128 --dtype bf16 --hq 8 --hkv 2 --causal bottom_right --append --lse --emit-ptx > %tap.ptx

@@ -102,7 +102,8 @@ static cl::opt<bool> unpipelined(
 static cl::opt<bool> tiled(
     "tiled", llvm::cl::cat(faCompileCategory),
     cl::desc("sm90: the unpipelined kernel built by passes (flashattn-tile's kernel "
-             "distributed over a warpgroup; not yet pack_gqa or pages below 64 keys)"));
+             "distributed over a warpgroup; not yet pack_gqa, or pages of other than 8, 16, 32 "
+             "or a multiple of 64 keys)"));
 static cl::opt<std::string> target("target", llvm::cl::cat(faCompileCategory), cl::init("host"),
                                    cl::desc("host (a shared object for this CPU) or sm90 (a cubin; needs ptxas)"));
 

@@ -132,8 +132,9 @@ def FlashAttnSm90Warpgroup : Pass<"flashattn-sm90-warpgroup", "::mlir::ModuleOp"
     kernel and an appending op the copy kernel, in the same module. Takes
     what the sm90 kernels take (bf16 / f16, head_dim 64, 128 or 256 =
     head_dim_v, regions of arith ops), 64 x 64 score tiles, dense or packed
-    layouts with the tile table, and pages of a multiple of 64 keys;
-    anything else is reported.
+    layouts with the tile table, and pages of 8, 16, 32 or a multiple of
+    64 keys (one TMA box a page when a key block spans several); anything
+    else is reported.
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect",
                            "::mlir::NVVM::NVVMDialect",

@@ -93,7 +93,8 @@ struct Sm90PipelineOptions : public PassPipelineOptions<Sm90PipelineOptions> {
       *this, "tiled",
       llvm::cl::desc("the unpipelined kernel built by passes: flashattn-tile's kernel "
                      "distributed by flashattn-sm90-warpgroup (64 x 64 tiles; not yet "
-                     "pack_gqa or pages below 64 keys)"),
+                     "pack_gqa, or pages of other than 8, 16, 32 or a multiple of 64 "
+                     "keys)"),
       llvm::cl::init(false)};
 };
 

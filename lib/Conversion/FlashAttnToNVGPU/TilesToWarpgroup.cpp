@@ -104,7 +104,8 @@ private:
   LogicalResult branch(scf::IfOp branch, State &st);
   LogicalResult tileLoad(TileLoadOp op, State &st);
   LogicalResult tileLoadPaged(TileLoadPagedOp op, State &st);
-  void issueTma(Arg slot, State &st, function_ref<Values(int64_t)> coords);
+  void issueTma(Arg slot, State &st, int64_t parts, Value valid,
+                function_ref<Values(int64_t, int64_t)> coords);
   void tileQK(TileQKOp op, State &st);
   void tileMap(TileMapOp op, State &st);
   void tileSoftmax(State &st);
@@ -172,10 +173,13 @@ LogicalResult WarpgroupKernel::shapes() {
     return tiled.emitError("flashattn-sm90-warpgroup: packed and paged layouts need the tile "
                            "table");
   if (args[Pages]) {
+    // A key block inside one page, or (8, 16 or 32 keys) a key block of
+    // whole pages, one TMA box each (8-row atoms keep the swizzle).
     pageSize = type(K).getDimSize(1);
-    if (ShapedType::isDynamic(pageSize) || pageSize % kKeys)
-      return tiled.emitError("flashattn-sm90-warpgroup: pages of a static multiple of 64 keys "
-                             "(a key block inside one page), got ")
+    if (ShapedType::isDynamic(pageSize) ||
+        (pageSize % kKeys && pageSize != 8 && pageSize != 16 && pageSize != 32))
+      return tiled.emitError("flashattn-sm90-warpgroup: pages of 8, 16, 32 or a multiple of "
+                             "64 keys, got ")
              << type(K);
   }
   Type et = type(Q).getElementType();
@@ -230,8 +234,11 @@ std::vector<AbiParam> WarpgroupKernel::params() {
     return varlen ? SmallVector<int64_t>{64, 1, 64} : SmallVector<int64_t>{64, 1, 64, 1};
   };
   abi.add(ParamKind::tma, "q", "q", 0, box(varlenQ));
-  abi.add(ParamKind::tma, "k", "k", 0, box(varlenK));
-  abi.add(ParamKind::tma, "v", "v", 0, box(varlenK));
+  SmallVector<int64_t> kvBox = box(varlenK);
+  if (pageSize && pageSize < kKeys)
+    kvBox[2] = pageSize; // a page a box
+  abi.add(ParamKind::tma, "k", "k", 0, kvBox);
+  abi.add(ParamKind::tma, "v", "v", 0, kvBox);
   if (args[Table]) {
     abi.scalar(ParamKind::tile_table, "tile_table");
     abi.add(ParamKind::tile_table_inline, "", "tile_table_inline", 0, {}, 0, false,
@@ -310,7 +317,7 @@ LogicalResult WarpgroupKernel::tileLoad(TileLoadOp op, State &st) {
   const View &v = it->second;
   int64_t last = int64_t(v.offsets.size()) - 1;
   Value row0 = map.lookup(op.getRow0());
-  issueTma(v.arg, st, [&](int64_t box) {
+  issueTma(v.arg, st, 1, Value(), [&](int64_t box, int64_t) {
     Values coords;
     for (int64_t d = last; d >= 0; --d) {
       Value c = i32(v.offsets[d]);
@@ -327,8 +334,10 @@ LogicalResult WarpgroupKernel::tileLoad(TileLoadOp op, State &st) {
   return success();
 }
 
-// Paged: key row r of the sequence is row r % page of page pages[r / page]
-// (a key block inside one page: pages of a multiple of 64 keys).
+// Paged: key row r of the sequence is row r % page of page pages[r / page]:
+// a key block inside one page (pages of a multiple of 64 keys), or of
+// 64 / page whole pages (8, 16, 32 keys), one box each, the boxes past the
+// tile's rows not loaded (the list may end there).
 LogicalResult WarpgroupKernel::tileLoadPaged(TileLoadPagedOp op, State &st) {
   auto pool = llvm::find(args, op.getPool());
   auto pages = views.find(op.getPages());
@@ -338,28 +347,54 @@ LogicalResult WarpgroupKernel::tileLoadPaged(TileLoadPagedOp op, State &st) {
                           "table only");
   Arg slot = Arg(pool - std::begin(args));
   Value row0 = i32(map.lookup(op.getRow0())), ps = w.i32(pageSize);
-  Value entry = w.addi(i32(pages->second.offsets[0]), w.divui(row0, ps));
-  Value page = w.load(w.i32T, w.gep(P["page_table"], w.gptrT, w.i32T, entry), true);
-  Value head = i32(map.lookup(op.getHead())), inPage = w.remui(row0, ps);
-  issueTma(slot, st, [&](int64_t box) {
-    return Values{w.i32(64 * box), head, inPage, page};
-  });
+  Value list = i32(pages->second.offsets[0]), head = i32(map.lookup(op.getHead()));
+  Value rows = i32(map.lookup(op.getRows()));
+  auto pageAt = [&](Value entry) {
+    return w.load(w.i32T, w.gep(P["page_table"], w.gptrT, w.i32T, entry), true);
+  };
+  if (pageSize >= kKeys) {
+    Value page = pageAt(w.addi(list, w.divui(row0, ps)));
+    Value inPage = w.remui(row0, ps);
+    issueTma(slot, st, 1, Value(), [&](int64_t box, int64_t) {
+      return Values{w.i32(64 * box), head, inPage, page};
+    });
+  } else {
+    Value first = w.addi(list, w.divui(row0, ps));
+    issueTma(slot, st, kKeys / pageSize, w.ceildivui(rows, ps), [&](int64_t box, int64_t part) {
+      return Values{w.i32(64 * box), head, w.i32(0), pageAt(w.addi(first, w.i32(part)))};
+    });
+  }
   if (slot == V)
-    zeroTail(vOff, i32(map.lookup(op.getRows())));
+    zeroTail(vOff, rows);
   return success();
 }
 
 // A CTA barrier (the slot's previous reads are over), thread 0's TMA of
-// the slot's D / 64 boxes onto its mbarrier, every thread's wait.
-void WarpgroupKernel::issueTma(Arg slot, State &st, function_ref<Values(int64_t)> coords) {
+// the slot's D / 64 boxes (each in `parts` boxes of 64 / parts rows, the
+// first `valid` of them when given) onto its mbarrier, every thread's wait.
+void WarpgroupKernel::issueTma(Arg slot, State &st, int64_t parts, Value valid,
+                               function_ref<Values(int64_t, int64_t)> coords) {
   int64_t offset = slot == Q ? 0 : slot == K ? kOff : vOff;
+  int64_t partBytes = kKeys / parts * 128;
   Value bar = at(barOff + 8 * slot);
   NVVM::Barrier0Op::create(b, loc);
   w.ifThen(leader, [&] {
-    w.mbarrierExpectTx(bar, w.i32(slot == Q ? qBytes : kvBytes));
-    for (int64_t box = 0; box < D / 64; ++box) {
-      Value dst = w.addrspacecast(at(offset + box * 64 * 128), w.cptrT);
-      w.tmaLoad(dst, P[std::string(kPtr[slot]) + "map"], bar, coords(box), Value());
+    Value bytes = w.i32(slot == Q ? qBytes : kvBytes);
+    if (valid)
+      bytes = w.muli(valid, w.i32(D / 64 * partBytes));
+    w.mbarrierExpectTx(bar, bytes);
+    for (int64_t part = 0; part < parts; ++part) {
+      auto issue = [&] {
+        for (int64_t box = 0; box < D / 64; ++box) {
+          Value dst =
+              w.addrspacecast(at(offset + box * 64 * 128 + part * partBytes), w.cptrT);
+          w.tmaLoad(dst, P[std::string(kPtr[slot]) + "map"], bar, coords(box, part), Value());
+        }
+      };
+      if (valid && part > 0)
+        w.ifThen(w.cmpi(CmpI::slt, w.i32(part), valid), issue);
+      else
+        issue();
     }
   });
   w.mbarrierWait(bar, w.andi(st.phase[slot], w.i32(1)), waitTicks);

@@ -134,11 +134,37 @@ func.func @paged(%q: memref<2x1x4x64xf16>, %kc: memref<16x64x2x64xf16>, %vc: mem
 
 // -----
 
-// Pages below 64 keys are reported (a key block must lie in one page).
+// Pages of 16 keys: a key block is 4 whole pages, a TMA box of 16 rows
+// each (the ABI's box), each page read from the list; the boxes past the
+// block's rows are not loaded, and the bytes the mbarrier expects count
+// the boxes loaded (ceil(rows / 16) x 16 rows x 128 bytes).
+// CHECK-LABEL: func.func @paged16
+// CHECK: llvm.func @fa_sm90_0(
+// CHECK-SAME: #flashattn.param<kind = tma, arg = "k", box = [64, 1, 16, 1], swizzle = 128>
+// CHECK: %[[PARTS:.*]] = arith.ceildivui %{{.*}}, %c16_i32
+// CHECK: %[[BYTES:.*]] = arith.muli %[[PARTS]], %c2048_i32
+// CHECK: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %[[BYTES]]
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// CHECK: %[[MORE:.*]] = arith.cmpi slt, %c1_i32{{.*}}, %[[PARTS]]
+// CHECK: scf.if %[[MORE]] {
+// CHECK:   llvm.load %{{.*}} invariant : !llvm.ptr<1> -> i32
+// CHECK:   nvvm.cp.async.bulk.tensor.shared.cluster.global
 func.func @paged16(%q: memref<2x1x4x64xf16>, %kc: memref<16x16x2x64xf16>, %vc: memref<16x16x2x64xf16>,
                    %bt: memref<2x8xi32>, %used: memref<2xi32>, %o: memref<2x1x4x64xf16>) {
-  // expected-error @+1 {{flashattn-sm90-warpgroup: pages of a static multiple of 64 keys (a key block inside one page), got 'memref<16x16x2x64xf16>'}}
   flashattn.attention ins(%q, %kc, %vc : memref<2x1x4x64xf16>, memref<16x16x2x64xf16>, memref<16x16x2x64xf16>)
+      seqused_k(%used : memref<2xi32>) block_table(%bt : memref<2x8xi32>)
+      outs(%o : memref<2x1x4x64xf16>)
+  return
+}
+
+// -----
+
+// Pages of 4 keys are reported (a TMA box of 4 rows breaks the swizzle's
+// 8-row atoms).
+func.func @paged4(%q: memref<2x1x4x64xf16>, %kc: memref<16x4x2x64xf16>, %vc: memref<16x4x2x64xf16>,
+                  %bt: memref<2x8xi32>, %used: memref<2xi32>, %o: memref<2x1x4x64xf16>) {
+  // expected-error @+1 {{flashattn-sm90-warpgroup: pages of 8, 16, 32 or a multiple of 64 keys, got 'memref<16x4x2x64xf16>'}}
+  flashattn.attention ins(%q, %kc, %vc : memref<2x1x4x64xf16>, memref<16x4x2x64xf16>, memref<16x4x2x64xf16>)
       seqused_k(%used : memref<2xi32>) block_table(%bt : memref<2x8xi32>)
       outs(%o : memref<2x1x4x64xf16>)
   return
