@@ -211,8 +211,6 @@ private:
                     Value lastBegin);
   void maskRegion(const Sequence &s, const WorkTile &w, Value n0, Value cols);
 
-  Value inlined(Region &region, ValueRange args);
-
   AttentionOp op;
   OpBuilder &b;
   Location loc;
@@ -381,15 +379,6 @@ void AttentionTiler::tableTile(Value table, Value t) {
   Sequence s{field(7), varlenQ ? field(0) : e.c(0), field(2),
              varlenK || paged ? field(3) : e.c(0), field(5), Value()};
   tileBody(s, head, field(6), e.rem(t, numSplits));
-}
-
-Value AttentionTiler::inlined(Region &region, ValueRange args) {
-  Block &block = region.front();
-  IRMapping mapping = outside;
-  mapping.map(block.getArguments(), args);
-  for (Operation &inner : block.without_terminator())
-    b.clone(inner, mapping);
-  return mapping.lookupOrDefault(cast<YieldOp>(block.getTerminator()).getValues()[0]);
 }
 
 AttentionTiler::Sequence AttentionTiler::sequence(Value bIdx) {
@@ -591,7 +580,7 @@ void AttentionTiler::scoreModifiers(const Sequence &s, const WorkTile &w, Value 
       x = arith::SubFOp::create(b, loc, x, arith::MulFOp::create(b, loc, slope, distF));
     }
     if (hasScoreRegion)
-      x = inlined(op.getScore(), {x, s.b, w.h, iAbs, jAbs});
+      x = inlineRegion(b, op.getScore(), {x, s.b, w.h, iAbs, jAbs}, &outside);
     return toBase2(x);
   });
 }
@@ -638,7 +627,7 @@ void AttentionTiler::maskRegion(const Sequence &s, const WorkTile &w, Value n0, 
   Value negInf = e.f32(-INFINITY);
   tileMap(w.rows, cols, [&](Value x, Value i, Value j) {
     Value iAbs = e.add(w.p0, i), jAbs = e.add(n0, j);
-    Value keep = inlined(op.getMask(), {s.b, w.h, iAbs, jAbs});
+    Value keep = inlineRegion(b, op.getMask(), {s.b, w.h, iAbs, jAbs}, &outside);
     return arith::SelectOp::create(b, loc, keep, x, negInf);
   });
 }

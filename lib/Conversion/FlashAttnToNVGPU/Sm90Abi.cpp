@@ -214,6 +214,12 @@ Value mlir::flashattn::softcapTanh(KernelEmitter &w, Value x) {
       w.b, w.loc, x, LLVM::FastmathFlagsAttr::get(w.b.getContext(), LLVM::FastmathFlags::afn));
 }
 
+Value mlir::flashattn::tileTableAt(KernelEmitter &w, const KernelFunc &P) {
+  Value global = w.addrspacecast(P["tile_table"], w.ptrT);
+  Value isNull = w.icmp(LLVM::ICmpPredicate::eq, P["tile_table"], w.zero(w.gptrT));
+  return w.llvmSelect(isNull, P["tile_table_inline"], global);
+}
+
 Value mlir::flashattn::tableField(KernelEmitter &w, Value table, Value e, int f,
                                   bool invariant) {
   Value at0 = w.muli(w.addi(e, w.i32(1)), w.i32(8));

@@ -85,6 +85,12 @@ inline KernelEmitter::Values posBatch(bool varlen, Value pos, Value b) {
   return varlen ? KernelEmitter::Values{pos} : KernelEmitter::Values{pos, b};
 }
 
+/// The runtime's tile table, read where the runtime put it: device memory
+/// (`tile_table`), or with a null pointer the grid-constant inline copy
+/// (`tile_table_inline`, kSm90InlineTableBytes), through a generic pointer
+/// (a grid-constant parameter's address is generic).
+Value tileTableAt(KernelEmitter &w, const KernelFunc &P);
+
 /// Field f (i32) of entry e of the runtime's tile table (8 i32 per entry
 /// after the 8-word header) at generic pointer `table`. Invariant loads may
 /// be merged.

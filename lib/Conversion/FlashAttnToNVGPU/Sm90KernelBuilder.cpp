@@ -545,13 +545,7 @@ void AttentionKernelBuilder::problemSizes() {
   if (table) {
     // Entry 0 of the table holds the number of (sequence, m_block) entries
     // (each serves every head) and, at word 2, the heads per L2 group.
-    // The table is read where the runtime put it: device memory, or with a
-    // null pointer the kernel parameter (kSm90InlineTableBytes), through a
-    // generic pointer (a grid-constant parameter's address is generic).
-    Value global = w.addrspacecast(P["tile_table"], w.ptrT);
-    Value null = w.zero(w.gptrT);
-    Value isNull = w.icmp(LLVM::ICmpPredicate::eq, P["tile_table"], null);
-    tt = w.llvmSelect(isNull, P["tile_table_inline"], global);
+    tt = tileTableAt(w, P);
     entryCount = w.load(w.i32T, tt, /*invariant=*/true);
     ntiles = w.muli(entryCount, tileHeads);
   } else {

@@ -167,12 +167,8 @@ void UnpipelinedKernelBuilder::prologue() {
   // A tile's heads: query heads, or with pack_gqa kv heads.
   tileHeads = G > 1 ? hkv : hq;
   if (k.tileTable) {
-    // The runtime's table: in device memory, or (a null pointer) the
-    // grid-constant inline copy; word 0 = its entries, each tile of one
-    // per head.
-    Value global = w.addrspacecast(P["tile_table"], w.ptrT);
-    Value isNull = w.icmp(LLVM::ICmpPredicate::eq, P["tile_table"], w.zero(w.gptrT));
-    table = w.llvmSelect(isNull, P["tile_table_inline"], global);
+    // The runtime's table; word 0 = its entries, each tile of one per head.
+    table = tileTableAt(w, P);
     entries = w.load(w.i32T, table, /*invariant=*/true);
     ntiles = w.muli(entries, tileHeads);
   } else {

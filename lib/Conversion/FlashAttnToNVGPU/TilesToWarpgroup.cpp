@@ -270,13 +270,8 @@ void WarpgroupKernel::prologue() {
   row[0] = w.addi(w.muli(warp, w.i32(16)), w.divui(lane, w.i32(4)));
   row[1] = w.addi(row[0], w.i32(8));
   col0 = w.muli(lr, w.i32(2));
-  if (args[Table]) {
-    // The runtime's table: in device memory, or (a null pointer) the
-    // grid-constant inline copy.
-    Value global = w.addrspacecast(P["tile_table"], w.ptrT);
-    Value isNull = w.icmp(LLVM::ICmpPredicate::eq, P["tile_table"], w.zero(w.gptrT));
-    table = w.llvmSelect(isNull, P["tile_table_inline"], global);
-  }
+  if (args[Table])
+    table = tileTableAt(w, P);
 }
 
 Value WarpgroupKernel::linear(const View &v, ArrayRef<Value> local) {
@@ -296,13 +291,17 @@ Value WarpgroupKernel::linear(const View &v, ArrayRef<Value> local) {
   return idx;
 }
 
+/// A flashattn op that acts on tiles (the key-range ops are plain index
+/// arithmetic, cloned as they are).
+static bool isTileOp(Operation *op) {
+  return op->getDialect() && isa<FlashAttnDialect>(op->getDialect()) &&
+         !isa<KeyEndOp, KeyBeginOp, KeyBlocksOp>(op);
+}
+
 bool WarpgroupKernel::containsTileOps(Operation *root) {
   return root
       ->walk([](Operation *inner) {
-        return inner->getDialect() && isa<FlashAttnDialect>(inner->getDialect()) &&
-                       !isa<KeyEndOp, KeyBeginOp, KeyBlocksOp>(inner)
-                   ? WalkResult::interrupt()
-                   : WalkResult::advance();
+        return isTileOp(inner) ? WalkResult::interrupt() : WalkResult::advance();
       })
       .wasInterrupted();
 }
@@ -660,8 +659,7 @@ LogicalResult WarpgroupKernel::op(Operation &src, State &st) {
     map.map(src.getResult(0), index(w.nctaid()));
     return success();
   }
-  if (src.getDialect() && isa<FlashAttnDialect>(src.getDialect()) &&
-      !isa<KeyEndOp, KeyBeginOp, KeyBlocksOp>(src))
+  if (isTileOp(&src))
     return tileOp(src, st);
   for (Value v : src.getOperands())
     if (isa<MemRefType>(v.getType()))
@@ -763,6 +761,13 @@ LogicalResult WarpgroupKernel::build() {
   return success();
 }
 
+/// Whether `op`'s flashattn.sm90 names `@kernels::@name`.
+static bool namesKernel(AttentionOp op, gpu::GPUModuleOp kernels, StringAttr name) {
+  auto e = op->getAttrOfType<Sm90EntriesAttr>("flashattn.sm90");
+  return e && e.getKernel().getRootReference() == kernels.getSymNameAttr() &&
+         e.getKernel().getLeafReference() == name;
+}
+
 struct FlashAttnSm90WarpgroupPass
     : public flashattn::impl::FlashAttnSm90WarpgroupBase<FlashAttnSm90WarpgroupPass> {
   void runOnOperation() override {
@@ -794,9 +799,7 @@ struct FlashAttnSm90WarpgroupPass
   LogicalResult checkOps(ModuleOp module, gpu::GPUFuncOp tiled) {
     auto kernels = tiled->getParentOfType<gpu::GPUModuleOp>();
     WalkResult r = module.walk([&](AttentionOp op) {
-      auto e = op->getAttrOfType<Sm90EntriesAttr>("flashattn.sm90");
-      if (!e || e.getKernel().getRootReference() != kernels.getSymNameAttr() ||
-          e.getKernel().getLeafReference() != tiled.getNameAttr())
+      if (!namesKernel(op, kernels, tiled.getNameAttr()))
         return WalkResult::advance();
       std::string why = sm90OperandsUnsupported(op);
       if (why.empty())
@@ -816,11 +819,21 @@ struct FlashAttnSm90WarpgroupPass
     MLIRContext *ctx = module.getContext();
     module.walk([&](AttentionOp op) {
       auto e = op->getAttrOfType<Sm90EntriesAttr>("flashattn.sm90");
-      if (!e || e.getKernel().getRootReference() != kernels.getSymNameAttr() ||
-          e.getKernel().getLeafReference() != fn.getSymNameAttr())
+      if (!namesKernel(op, kernels, fn.getSymNameAttr()))
         return;
       SmallVector<NamedAttribute> abis{
           NamedAttribute(fn.getSymNameAttr(), fn->getAttr("flashattn.abi"))};
+      // An entry beside the kernel: `<kernel><suffix>`, built at the end of
+      // the module; its ABI joins the op's.
+      auto entry = [&](StringRef suffix, function_ref<void(OpBuilder &, StringRef)> build) {
+        std::string name = (fn.getSymName() + suffix).str();
+        OpBuilder b = OpBuilder::atBlockEnd(kernels.getBody());
+        build(b, name);
+        auto added = kernels.lookupSymbol<LLVM::LLVMFuncOp>(name);
+        abis.push_back(NamedAttribute(added.getSymNameAttr(), added->getAttr("flashattn.abi")));
+        return SymbolRefAttr::get(kernels.getSymNameAttr(),
+                                  {FlatSymbolRefAttr::get(added.getSymNameAttr())});
+      };
       SymbolRefAttr combineRef;
       CombineOp combine = op.isSplitPartial() ? findSm90Combine(op) : CombineOp();
       if (op.isSplitPartial() && !combine) {
@@ -839,35 +852,26 @@ struct FlashAttnSm90WarpgroupPass
         return;
       }
       if (combine) {
-        std::string name = (fn.getSymName() + "_combine").str();
-        OpBuilder b = OpBuilder::atBlockEnd(kernels.getBody());
-        Sm90CombineSpec spec;
-        spec.name = name;
-        spec.f16 = merged.isF16();
-        spec.lse = static_cast<bool>(combine.getLse());
-        buildSm90CombineKernel(b, combine.getLoc(), spec);
-        auto merge = kernels.lookupSymbol<LLVM::LLVMFuncOp>(name);
-        abis.push_back(NamedAttribute(merge.getSymNameAttr(), merge->getAttr("flashattn.abi")));
-        combineRef = SymbolRefAttr::get(kernels.getSymNameAttr(),
-                                        {FlatSymbolRefAttr::get(merge.getSymNameAttr())});
+        combineRef = entry("_combine", [&](OpBuilder &b, StringRef name) {
+          Sm90CombineSpec spec;
+          spec.name = name.str();
+          spec.f16 = merged.isF16();
+          spec.lse = static_cast<bool>(combine.getLse());
+          buildSm90CombineKernel(b, combine.getLoc(), spec);
+        });
         combine->setAttr("flashattn.sm90", Sm90EntriesAttr::get(ctx, combineRef, nullptr,
                                                                 nullptr, nullptr, 0, 1, false,
                                                                 nullptr));
       }
-      // kv-cache append: the copy kernel, `<name>_append`, launched first.
+      // kv-cache append: the copy kernel, launched first.
       SymbolRefAttr appendRef;
-      if (op.hasAppend()) {
-        std::string name = (fn.getSymName() + "_append").str();
-        OpBuilder b = OpBuilder::atBlockEnd(kernels.getBody());
-        Sm90AppendSpec spec;
-        spec.name = name;
-        spec.paged = op.isPaged();
-        buildSm90AppendKernel(b, op.getLoc(), spec);
-        auto copy = kernels.lookupSymbol<LLVM::LLVMFuncOp>(name);
-        abis.push_back(NamedAttribute(copy.getSymNameAttr(), copy->getAttr("flashattn.abi")));
-        appendRef = SymbolRefAttr::get(kernels.getSymNameAttr(),
-                                       {FlatSymbolRefAttr::get(copy.getSymNameAttr())});
-      }
+      if (op.hasAppend())
+        appendRef = entry("_append", [&](OpBuilder &b, StringRef name) {
+          Sm90AppendSpec spec;
+          spec.name = name.str();
+          spec.paged = op.isPaged();
+          buildSm90AppendKernel(b, op.getLoc(), spec);
+        });
       op->setAttr("flashattn.sm90",
                   Sm90EntriesAttr::get(ctx, e.getKernel(), e.getDense(), appendRef,
                                        combineRef, e.getPackedGroups(), e.getKvHeadsPerBlock(),

@@ -223,9 +223,10 @@ void AttentionOp::build(OpBuilder &builder, OperationState &state, Value q,
         /*plan=*/nullptr);
 }
 
-Value mlir::flashattn::inlineRegion(OpBuilder &b, Region &region, ValueRange args) {
+Value mlir::flashattn::inlineRegion(OpBuilder &b, Region &region, ValueRange args,
+                                   const IRMapping *outside) {
   Block &block = region.front();
-  IRMapping mapping;
+  IRMapping mapping = outside ? *outside : IRMapping();
   mapping.map(block.getArguments(), args);
   for (Operation &op : block.without_terminator())
     b.clone(op, mapping);

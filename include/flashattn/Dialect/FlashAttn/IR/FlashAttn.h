@@ -61,7 +61,10 @@ namespace mlir::flashattn {
 /// Clones the single block of a score or mask `region` (minus its
 /// flashattn.yield) at `b` with the block arguments bound to `args`, and
 /// returns the value it yields: how every lowering evaluates a region.
-Value inlineRegion(OpBuilder &b, Region &region, ValueRange args);
+/// Values from above the region are taken through `outside` where it maps
+/// them (e.g. constants cloned into a kernel), else as they are.
+Value inlineRegion(OpBuilder &b, Region &region, ValueRange args,
+                   const IRMapping *outside = nullptr);
 } // namespace mlir::flashattn
 
 #endif // FLASHATTN_DIALECT_FLASHATTN_IR_FLASHATTN_H
