@@ -74,6 +74,7 @@ void mlir::flashattn::buildFlashAttnSm90Pipeline(
   pm.addPass(flashattn::createFlashAttnSplitKV());
   if (options.tiled) {
     pm.addPass(flashattn::createFlashAttnTile());
+    pm.addPass(flashattn::createFlashAttnSm90PipelineKV());
     pm.addPass(flashattn::createFlashAttnSm90Warpgroup());
   } else {
     flashattn::ConvertFlashAttnToNVGPUOptions codegen;

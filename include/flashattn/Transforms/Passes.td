@@ -139,6 +139,35 @@ def FlashAttnTile : Pass<"flashattn-tile"> {
                            "::mlir::math::MathDialect"];
 }
 
+def FlashAttnSm90PipelineKV : Pass<"flashattn-sm90-pipeline-kv", "::mlir::ModuleOp"> {
+  let summary = "Software-pipeline the K and V loads of the tiled sm90 kernels";
+  let description = [{
+    In every tiled sm90 kernel (`gpu.func ... kernel` from `flashattn-tile`),
+    each key-block loop (`scf.for` of step 1) whose body loads K and V tiles
+    (`tile_load` / `tile_load_paged` into scratch tiles used only in the
+    loop) loads them `stages - 1` key blocks ahead into rings of `stages`
+    tiles: before the loop the first `stages - 1` blocks start (`async`), each
+    iteration n starts block n + stages - 1 into the slot block n - 1 used,
+    and waits (`flashattn.tile_wait`) for block n's tiles where their loads
+    stood, so the copies run under the previous blocks' wgmma and softmax.
+    Block j lives in slot (j - begin) mod stages; a load starts only for a
+    block below the loop's end. The load operands computed in the loop
+    (the row, the rows left) are recomputed for the block ahead, so they
+    must come from pure ops. `stages` is the plan's (`#flashattn.plan`'s
+    stages, of the ops naming the kernel) unless the option sets it; with 1
+    nothing changes. Runs after `flashattn-tile`, before
+    `flashattn-sm90-warpgroup`, which gives each slot its mbarrier.
+  }];
+  let options = [
+    Option<"stages", "stages", "int64_t", /*default=*/"0",
+           "Tiles in each ring (0: the plan's stages)">
+  ];
+  let dependentDialects = ["::mlir::flashattn::FlashAttnDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def FlashAttnLowerKeyRanges : Pass<"flashattn-lower-key-ranges"> {
   let summary = "Expand the key-range ops into arith";
   let description = [{

@@ -60,6 +60,7 @@ public:
   Value ori(Value a, Value c) { return bin<arith::OrIOp>(a, c); }
   Value xori(Value a, Value c) { return bin<arith::XOrIOp>(a, c); }
   Value shrui(Value a, Value c) { return bin<arith::ShRUIOp>(a, c); }
+  Value shli(Value a, Value c) { return bin<arith::ShLIOp>(a, c); }
   Value addf(Value a, Value c) { return bin<arith::AddFOp>(a, c); }
   Value subf(Value a, Value c) { return bin<arith::SubFOp>(a, c); }
   Value mulf(Value a, Value c) { return bin<arith::MulFOp>(a, c); }

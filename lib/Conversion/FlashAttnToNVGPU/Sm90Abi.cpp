@@ -167,13 +167,14 @@ Value mlir::flashattn::quadReduce(KernelEmitter &w, Value v, bool max) {
   return v;
 }
 
-Value mlir::flashattn::wgmmaQK(KernelEmitter &w, Value smem, Type accType, int64_t qOff,
-                               int64_t kOff, int64_t rows, int64_t keys, int64_t d, bool f16) {
+Value mlir::flashattn::wgmmaQK(KernelEmitter &w, Value qSmem, Value kSmem, Type accType,
+                               int64_t qOff, int64_t kOff, int64_t rows, int64_t keys, int64_t d,
+                               bool f16) {
   Value s = w.undef(accType);
   for (int64_t kk = 0; kk < d / 16; ++kk) {
     int64_t box = kk / 4, inBox = (kk % 4) * 32;
-    Value dA = smemDesc(w, smem, qOff + box * rows * 128 + inBox, 16, 1024);
-    Value dB = smemDesc(w, smem, kOff + box * keys * 128 + inBox, 16, 1024);
+    Value dA = smemDesc(w, qSmem, qOff + box * rows * 128 + inBox, 16, 1024);
+    Value dB = smemDesc(w, kSmem, kOff + box * keys * 128 + inBox, 16, 1024);
     s = wgmmaSS(w, accType, s, dA, dB, keys, f16, kk == 0);
   }
   return s;

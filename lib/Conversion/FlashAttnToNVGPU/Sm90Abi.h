@@ -127,11 +127,12 @@ Value smemDesc(KernelEmitter &w, Value smem, int64_t offset, int64_t lbo, int64_
 Value quadReduce(KernelEmitter &w, Value v, bool max);
 
 /// S = Q K^T on one warpgroup: D / 16 k16 steps of wgmmaSS (N = `keys`),
-/// Q (`rows` rows) at `qOff` and K (`keys` rows) at `kOff` past `smem`,
-/// both K-major in 64-column boxes of the 128-byte swizzle (LBO 16, SBO
-/// 1024: 8-row atoms of 128-byte rows). Not fenced, committed or waited.
-Value wgmmaQK(KernelEmitter &w, Value smem, Type accType, int64_t qOff, int64_t kOff,
-              int64_t rows, int64_t keys, int64_t d, bool f16);
+/// Q (`rows` rows) at `qOff` past `qSmem` and K (`keys` rows) at `kOff`
+/// past `kSmem` (!llvm.ptr<3>), both K-major in 64-column boxes of the
+/// 128-byte swizzle (LBO 16, SBO 1024: 8-row atoms of 128-byte rows). Not
+/// fenced, committed or waited.
+Value wgmmaQK(KernelEmitter &w, Value qSmem, Value kSmem, Type accType, int64_t qOff,
+              int64_t kOff, int64_t rows, int64_t keys, int64_t d, bool f16);
 
 /// O += P V on one warpgroup: `keys` / 16 k16 steps of flashattn.wgmma_rs,
 /// P from registers (four packed pairs a step, `pk`), V at `vOff` past

@@ -249,7 +249,7 @@ void UnpipelinedKernelBuilder::zeroVTail(const TileInfo &t, Value n0) {
 }
 
 Value UnpipelinedKernelBuilder::issueQK() {
-  return wgmmaQK(w, smem, sT, 0, kOff, kBM, kBN, D, k.f16);
+  return wgmmaQK(w, smem, smem, sT, 0, kOff, kBM, kBN, D, k.f16);
 }
 
 Value UnpipelinedKernelBuilder::issuePV(Value o, const Values &pk) {

@@ -7,7 +7,10 @@
 //   tile_load   a CTA barrier (the tile's previous reads are over), thread 0
 //               loads the rows by TMA (cp.async.bulk.tensor, PTX ISA
 //               9.7.9.25) onto the tile's mbarrier, every thread waits
-//               (its phase a carried value)
+//               (its phase a carried value); with `async` the wait is
+//               the tile_wait's. A ring of K or V tiles (from
+//               flashattn-sm90-pipeline-kv) has a slot and an mbarrier a
+//               tile, the slots' phases bits of one carried value
 //   tile_qk     wgmma.mma_async over shared-memory descriptors (PTX ISA
 //               9.7.15.5), committed and waited for; S as the accumulator
 //               fragment (an LLVM struct of 32 f32), times the scale
@@ -76,7 +79,8 @@ struct View {
 };
 
 /// The warpgroup's online-softmax state: the mbarrier phases of the Q, K
-/// and V tiles, the thread's two rows' max and sum, O and S.
+/// and V tiles (bit s: slot s of a ring), the thread's two rows' max and
+/// sum, O and S.
 struct State {
   Value phase[3], m[2], l[2], o, s;
   Values values() const {
@@ -104,12 +108,15 @@ private:
   LogicalResult branch(scf::IfOp branch, State &st);
   LogicalResult tileLoad(TileLoadOp op, State &st);
   LogicalResult tileLoadPaged(TileLoadPagedOp op, State &st);
-  void issueTma(Arg slot, State &st, int64_t parts, Value valid,
+  LogicalResult ringRoles();
+  void issueTma(Arg role, Value slot, int64_t parts, Value valid,
                 function_ref<Values(int64_t, int64_t)> coords);
+  void waitTile(Arg role, Value slot, Value rows, State &st);
+  LogicalResult tileWait(TileWaitOp op, State &st);
   void tileQK(TileQKOp op, State &st);
   void tileMap(TileMapOp op, State &st);
   void tileSoftmax(State &st);
-  void tilePV(State &st);
+  void tilePV(TilePVOp op, State &st);
   LogicalResult tileStore(TileStoreOp op, State &st);
   Value quadReduce(Value v, bool max) { return flashattn::quadReduce(w, v, max); }
   Value at(int64_t offset) { return w.gep(smem, w.sptrT, w.i8T, int32_t(offset)); }
@@ -126,7 +133,15 @@ private:
   bool containsTileOps(Operation *op);
   LogicalResult tileOp(Operation &src, State &st);
   void clone(Operation &src);
-  void zeroTail(int64_t offset, Value rows);
+  /// The tile a load writes, a slot of a ring or not, and its ring (or
+  /// itself); the slot (i32) of one in its ring (0 outside rings).
+  static Value ringOf(Value tile);
+  Value slotOf(Value tile);
+  /// Shared memory of slot `slot` (i32) of the role's tiles, and its mbarrier.
+  Value tileAt(Arg role, Value slot);
+  Value barrierAt(Arg role, Value slot);
+  /// Whether `tile` is one the role's loads write.
+  bool hasRole(Value tile, Arg role) const;
 
   gpu::GPUFuncOp tiled;
   OpBuilder &b;
@@ -135,11 +150,15 @@ private:
   KernelFunc P;
   IRMapping map;
   DenseMap<Value, View> views;
+  DenseMap<Value, Arg> roles;  ///< the role (Q, K, V) of each tile loads write, by ring
+  DenseMap<Value, Value> slots; ///< the slot (i32) of each ring slot's tile
+  int64_t ringSize[3] = {1, 1, 1};
+  Operation *lastIssue = nullptr; ///< the leader's branch of the last TMA issued
   Values pk; ///< P packed for tile_pv, valid after tile_softmax in one block
   Value mTile, lTile, accTile, sTile; ///< the scratch tiles the state stands for
   int64_t pageSize = 0;
-  int64_t D = 0, qBytes = 0, kvBytes = 0, kOff = 0, vOff = 0, barOff = 0, nS = kKeys / 2,
-          nO = 0;
+  int64_t D = 0, qBytes = 0, kvBytes = 0, kOff = 0, vOff = 0, barOff = 0, bars = 3,
+          nS = kKeys / 2, nO = 0;
   bool lse = false, f16 = false;
   Type etT, outT, sT, oT;
   Value smem, tid, leader, negInf, zeroF, waitTicks, row[2], col0, lr, table;
@@ -207,16 +226,85 @@ LogicalResult WarpgroupKernel::shapes() {
   if (tiles.wasInterrupted())
     return tiled.emitError("flashattn-sm90-warpgroup: one warpgroup takes 64 x 64 score "
                            "tiles (plan block-m=64 block-n=64 consumers=1)");
+  if (failed(ringRoles()))
+    return failure();
   int64_t boxes = D / 64;
   qBytes = boxes * kRows * 128;
   kvBytes = boxes * kKeys * 128;
   kOff = qBytes;
-  vOff = qBytes + kvBytes;
-  barOff = qBytes + 2 * kvBytes;
+  vOff = kOff + ringSize[K] * kvBytes;
+  barOff = vOff + ringSize[V] * kvBytes;
+  bars = 1 + ringSize[K] + ringSize[V];
+  if (barOff + 8 * bars > kSm90MaxSharedMemory)
+    return tiled.emitError("flashattn-sm90-warpgroup: rings of ")
+           << ringSize[K] << " K and " << ringSize[V] << " V tiles at head_dim " << D
+           << " need " << barOff + 8 * bars << " bytes of shared memory, more than "
+           << kSm90MaxSharedMemory;
   nO = D / 2;
   sT = w.structOf(nS, w.f32T);
   oT = w.structOf(nO, w.f32T);
   return success();
+}
+
+Value WarpgroupKernel::ringOf(Value tile) {
+  if (auto sub = tile.getDefiningOp<memref::SubViewOp>())
+    if (sub.getSource().getDefiningOp<memref::AllocaOp>())
+      return sub.getSource();
+  return tile;
+}
+
+// The role of every tile loads write (the argument they read), and the
+// ring sizes: Q is a tile, K and V may be rings ([slots, 64, D]).
+LogicalResult WarpgroupKernel::ringRoles() {
+  WalkResult r = tiled.walk([&](Operation *op) {
+    Value source, tile;
+    if (auto load = dyn_cast<TileLoadOp>(op)) {
+      auto sub = load.getSource().getDefiningOp<memref::SubViewOp>();
+      source = sub ? sub.getSource() : Value();
+      tile = load.getTile();
+    } else if (auto load = dyn_cast<TileLoadPagedOp>(op)) {
+      source = load.getPool();
+      tile = load.getTile();
+    } else {
+      return WalkResult::advance();
+    }
+    const Value *which = llvm::find(args, source);
+    if (!source || which == std::end(args) || which - std::begin(args) > V)
+      return WalkResult::advance(); // tileLoad says why
+    Arg role = Arg(which - std::begin(args));
+    Value ring = ringOf(tile);
+    auto type = cast<MemRefType>(ring.getType());
+    int64_t n = type.getRank() == 3 ? type.getDimSize(0) : 1;
+    auto [it, fresh] = roles.try_emplace(ring, role);
+    if (it->second != role || (role == Q && n > 1)) {
+      op->emitOpError("flashattn-sm90-warpgroup: a tile is loaded from one of q, k or v, and "
+                      "only k and v tiles come in rings");
+      return WalkResult::interrupt();
+    }
+    ringSize[role] = std::max(ringSize[role], n);
+    return WalkResult::advance();
+  });
+  return failure(r.wasInterrupted());
+}
+
+Value WarpgroupKernel::slotOf(Value tile) {
+  Value slot = slots.lookup(tile);
+  return slot ? slot : w.i32(0);
+}
+
+bool WarpgroupKernel::hasRole(Value tile, Arg role) const {
+  auto it = roles.find(ringOf(tile));
+  return it != roles.end() && it->second == role;
+}
+
+Value WarpgroupKernel::tileAt(Arg role, Value slot) {
+  int64_t base = role == Q ? 0 : role == K ? kOff : vOff;
+  return w.gep(smem, w.sptrT, w.i8T, w.addi(w.i32(base), w.muli(slot, w.i32(kvBytes))));
+}
+
+Value WarpgroupKernel::barrierAt(Arg role, Value slot) {
+  int64_t first = role == Q ? 0 : role == K ? 1 : 1 + ringSize[K];
+  return w.gep(smem, w.sptrT, w.i8T, w.addi(w.i32(barOff + 8 * first), w.muli(slot, w.i32(8))));
 }
 
 std::vector<AbiParam> WarpgroupKernel::params() {
@@ -257,7 +345,7 @@ void WarpgroupKernel::prologue() {
   smem = LLVM::AddressOfOp::create(b, loc, w.sptrT, tiled.getName().str() + "_smem");
   leader = w.cmpi(CmpI::eq, tid, w.i32(0));
   w.ifThen(leader, [&] {
-    for (int i = 0; i < 3; ++i)
+    for (int64_t i = 0; i < bars; ++i)
       w.mbarrierInit(at(barOff + 8 * i), w.i32(1));
     w.fenceProxyAsyncShared();
   });
@@ -315,8 +403,8 @@ LogicalResult WarpgroupKernel::tileLoad(TileLoadOp op, State &st) {
     return op.emitOpError("flashattn-sm90-warpgroup: loads views of q, k or v only");
   const View &v = it->second;
   int64_t last = int64_t(v.offsets.size()) - 1;
-  Value row0 = map.lookup(op.getRow0());
-  issueTma(v.arg, st, 1, Value(), [&](int64_t box, int64_t) {
+  Value row0 = map.lookup(op.getRow0()), slot = slotOf(op.getTile());
+  issueTma(v.arg, slot, 1, Value(), [&](int64_t box, int64_t) {
     Values coords;
     for (int64_t d = last; d >= 0; --d) {
       Value c = i32(v.offsets[d]);
@@ -328,8 +416,8 @@ LogicalResult WarpgroupKernel::tileLoad(TileLoadOp op, State &st) {
     }
     return coords;
   });
-  if (v.arg == V)
-    zeroTail(vOff, i32(map.lookup(op.getRows())));
+  if (!op.getAsync())
+    waitTile(v.arg, slot, i32(map.lookup(op.getRows())), st);
   return success();
 }
 
@@ -344,7 +432,8 @@ LogicalResult WarpgroupKernel::tileLoadPaged(TileLoadPagedOp op, State &st) {
       pages == views.end() || pages->second.arg != Pages)
     return op.emitOpError("flashattn-sm90-warpgroup: paged loads of k or v through the page "
                           "table only");
-  Arg slot = Arg(pool - std::begin(args));
+  Arg role = Arg(pool - std::begin(args));
+  Value slot = slotOf(op.getTile());
   Value row0 = i32(map.lookup(op.getRow0())), ps = w.i32(pageSize);
   Value list = i32(pages->second.offsets[0]), head = i32(map.lookup(op.getHead()));
   Value rows = i32(map.lookup(op.getRows()));
@@ -354,40 +443,47 @@ LogicalResult WarpgroupKernel::tileLoadPaged(TileLoadPagedOp op, State &st) {
   if (pageSize >= kKeys) {
     Value page = pageAt(w.addi(list, w.divui(row0, ps)));
     Value inPage = w.remui(row0, ps);
-    issueTma(slot, st, 1, Value(), [&](int64_t box, int64_t) {
+    issueTma(role, slot, 1, Value(), [&](int64_t box, int64_t) {
       return Values{w.i32(64 * box), head, inPage, page};
     });
   } else {
     Value first = w.addi(list, w.divui(row0, ps));
-    issueTma(slot, st, kKeys / pageSize, w.ceildivui(rows, ps), [&](int64_t box, int64_t part) {
+    issueTma(role, slot, kKeys / pageSize, w.ceildivui(rows, ps), [&](int64_t box, int64_t part) {
       return Values{w.i32(64 * box), head, w.i32(0), pageAt(w.addi(first, w.i32(part)))};
     });
   }
-  if (slot == V)
-    zeroTail(vOff, rows);
+  if (!op.getAsync())
+    waitTile(role, slot, rows, st);
   return success();
 }
 
 // A CTA barrier (the slot's previous reads are over), thread 0's TMA of
-// the slot's D / 64 boxes (each in `parts` boxes of 64 / parts rows, the
-// first `valid` of them when given) onto its mbarrier, every thread's wait.
-void WarpgroupKernel::issueTma(Arg slot, State &st, int64_t parts, Value valid,
+// the tile's D / 64 boxes (each in `parts` boxes of 64 / parts rows, the
+// first `valid` of them when given) onto the slot's mbarrier.
+void WarpgroupKernel::issueTma(Arg role, Value slot, int64_t parts, Value valid,
                                function_ref<Values(int64_t, int64_t)> coords) {
-  int64_t offset = slot == Q ? 0 : slot == K ? kOff : vOff;
   int64_t partBytes = kKeys / parts * 128;
-  Value bar = at(barOff + 8 * slot);
-  NVVM::Barrier0Op::create(b, loc);
+  Value base = tileAt(role, slot), bar = barrierAt(role, slot);
+  // One barrier for loads issued back to back (K and V of a block).
+  Block *at = b.getInsertionBlock();
+  bool afterIssue = lastIssue && b.getInsertionPoint() != at->begin() &&
+                    lastIssue->getBlock() == at &&
+                    llvm::all_of(llvm::make_range(std::next(lastIssue->getIterator()),
+                                                  b.getInsertionPoint()),
+                                 [](Operation &o) { return isPure(&o); });
+  if (!afterIssue)
+    NVVM::Barrier0Op::create(b, loc);
   w.ifThen(leader, [&] {
-    Value bytes = w.i32(slot == Q ? qBytes : kvBytes);
+    Value bytes = w.i32(role == Q ? qBytes : kvBytes);
     if (valid)
       bytes = w.muli(valid, w.i32(D / 64 * partBytes));
     w.mbarrierExpectTx(bar, bytes);
     for (int64_t part = 0; part < parts; ++part) {
       auto issue = [&] {
         for (int64_t box = 0; box < D / 64; ++box) {
-          Value dst =
-              w.addrspacecast(at(offset + box * 64 * 128 + part * partBytes), w.cptrT);
-          w.tmaLoad(dst, P[std::string(kPtr[slot]) + "map"], bar, coords(box, part), Value());
+          Value dst = w.addrspacecast(
+              w.gep(base, w.sptrT, w.i8T, int32_t(box * 64 * 128 + part * partBytes)), w.cptrT);
+          w.tmaLoad(dst, P[std::string(kPtr[role]) + "map"], bar, coords(box, part), Value());
         }
       };
       if (valid && part > 0)
@@ -396,21 +492,34 @@ void WarpgroupKernel::issueTma(Arg slot, State &st, int64_t parts, Value valid,
         issue();
     }
   });
-  w.mbarrierWait(bar, w.andi(st.phase[slot], w.i32(1)), waitTicks);
-  st.phase[slot] = w.addi(st.phase[slot], w.i32(1));
+  lastIssue = &*std::prev(b.getInsertionPoint());
 }
 
-// V's rows past `rows` (the next sequence's, a cache's unused rows: maybe
-// NaN, and 0 x NaN is NaN in P V) to zero; K's are left, every score they
-// make being masked.
-void WarpgroupKernel::zeroTail(int64_t offset, Value rows) {
-  zeroTileRows(w, smem, tid, offset, w.maxsi(rows, w.i32(0)), kKeys, D, kThreads);
+// Every thread's wait on the slot's mbarrier (the phase bit of the slot,
+// flipped); then V's rows past `rows` (i32: the next sequence's, a cache's
+// unused rows: maybe NaN, and 0 x NaN is NaN in P V) to zero; K's are
+// left, every score they make being masked.
+void WarpgroupKernel::waitTile(Arg role, Value slot, Value rows, State &st) {
+  Value &phase = st.phase[role];
+  w.mbarrierWait(barrierAt(role, slot), w.andi(w.shrui(phase, slot), w.i32(1)), waitTicks);
+  phase = w.xori(phase, w.shli(w.i32(1), slot));
+  if (role == V)
+    zeroTileRows(w, tileAt(V, slot), tid, 0, w.maxsi(rows, w.i32(0)), kKeys, D, kThreads);
+}
+
+LogicalResult WarpgroupKernel::tileWait(TileWaitOp op, State &st) {
+  auto it = roles.find(ringOf(op.getTile()));
+  if (it == roles.end() || it->second == Q)
+    return op.emitOpError("flashattn-sm90-warpgroup: waits on a k or v tile that loads "
+                          "write");
+  waitTile(it->second, slotOf(op.getTile()), i32(map.lookup(op.getRows())), st);
+  return success();
 }
 
 // S = scale Q K^T (wgmmaQK), committed and waited for.
 void WarpgroupKernel::tileQK(TileQKOp op, State &st) {
   NVVM::WgmmaFenceAlignedOp::create(b, loc);
-  Value s = wgmmaQK(w, smem, sT, 0, kOff, kRows, kKeys, D, f16);
+  Value s = wgmmaQK(w, smem, tileAt(K, slotOf(op.getK())), sT, 0, 0, kRows, kKeys, D, f16);
   NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
   NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
   Value scale = w.f32(op.getScale().convertToDouble());
@@ -511,9 +620,9 @@ void WarpgroupKernel::tileSoftmax(State &st) {
 }
 
 // O += P V (wgmmaPV, P in registers), committed and waited for.
-void WarpgroupKernel::tilePV(State &st) {
+void WarpgroupKernel::tilePV(TilePVOp op, State &st) {
   NVVM::WgmmaFenceAlignedOp::create(b, loc);
-  st.o = wgmmaPV(w, smem, oT, st.o, pk, vOff, kKeys, D, etT);
+  st.o = wgmmaPV(w, tileAt(V, slotOf(op.getV())), oT, st.o, pk, 0, kKeys, D, etT);
   NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
   NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
 }
@@ -615,6 +724,18 @@ LogicalResult WarpgroupKernel::op(Operation &src, State &st) {
     return branch(ifOp, st);
   if (isa<memref::AllocaOp, memref::AllocOp, memref::DeallocOp>(src))
     return success(); // scratch tiles: registers and shared memory
+  if (auto sub = dyn_cast<memref::SubViewOp>(src); sub && ringOf(sub.getResult()) != sub) {
+    // A slot of a ring: [slot, 0, 0] [1, 64, D].
+    SmallVector<OpFoldResult> offsets = sub.getMixedOffsets();
+    if (!sub.hasUnitStride() || llvm::any_of(ArrayRef(offsets).drop_front(), [](auto o) {
+          return getConstantIntValue(o) != 0;
+        }))
+      return sub.emitOpError("flashattn-sm90-warpgroup: a ring's slot is a whole [64, D] tile");
+    OpFoldResult at = offsets.front();
+    slots[sub.getResult()] = isa<Value>(at) ? i32(map.lookup(cast<Value>(at)))
+                                            : w.i32(*getConstantIntValue(at));
+    return success();
+  }
   if (auto sub = dyn_cast<memref::SubViewOp>(src)) {
     auto arg = dyn_cast<BlockArgument>(sub.getSource());
     if (!arg || arg.getOwner()->getParentOp() != tiled || sub.getSource() == args[Table])
@@ -696,9 +817,14 @@ LogicalResult WarpgroupKernel::tileOp(Operation &src, State &st) {
     return tileLoad(load, st);
   if (auto load = dyn_cast<TileLoadPagedOp>(src))
     return tileLoadPaged(load, st);
+  if (auto wait = dyn_cast<TileWaitOp>(src))
+    return tileWait(wait, st);
   if (auto qk = dyn_cast<TileQKOp>(src)) {
     if (!same(qk.getS(), sTile, "scores"))
       return failure();
+    if (!hasRole(qk.getQ(), Q) || !hasRole(qk.getK(), K))
+      return src.emitOpError("flashattn-sm90-warpgroup: tile_qk reads the tiles loaded from q "
+                             "and k");
     tileQK(qk, st);
     return success();
   }
@@ -719,10 +845,12 @@ LogicalResult WarpgroupKernel::tileOp(Operation &src, State &st) {
   if (auto pv = dyn_cast<TilePVOp>(src)) {
     if (!same(pv.getP(), sTile, "scores") || !same(pv.getAcc(), accTile, "accumulator"))
       return failure();
+    if (!hasRole(pv.getV(), V))
+      return src.emitOpError("flashattn-sm90-warpgroup: tile_pv reads a tile loaded from v");
     if (pk.empty())
       return src.emitOpError("flashattn-sm90-warpgroup: tile_pv needs the tile_softmax of "
                              "its block before it");
-    tilePV(st);
+    tilePV(pv, st);
     pk.clear();
     return success();
   }
@@ -749,7 +877,8 @@ LogicalResult WarpgroupKernel::build() {
   std::string name = tiled.getName().str();
   declareKernelGlobals(w, name, false, false);
   OpBuilder::InsertionGuard guard(b);
-  P = buildKernelFunc(w, name + "_wg", params(), kThreads, barOff + 24, /*minCtas=*/false);
+  P = buildKernelFunc(w, name + "_wg", params(), kThreads, barOff + 8 * bars,
+                      /*minCtas=*/false);
   prologue();
   State st{{w.i32(0), w.i32(0), w.i32(0)}, {negInf, negInf}, {zeroF, zeroF}, w.undef(oT),
            w.undef(sT)};

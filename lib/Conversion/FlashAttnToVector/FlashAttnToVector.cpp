@@ -122,6 +122,16 @@ struct LowerTileLoad : OpRewritePattern<TileLoadOp> {
   }
 };
 
+// The host's loads (async or not) copy at once: nothing to wait for.
+struct LowerTileWait : OpRewritePattern<TileWaitOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TileWaitOp op,
+                                PatternRewriter &rewriter) const override {
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 struct LowerTileLoadPaged : OpRewritePattern<TileLoadPagedOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(TileLoadPagedOp op,
@@ -575,7 +585,7 @@ struct ConvertFlashAttnToVectorPass
     RewritePatternSet patterns(&getContext());
     populateFlashAttnToVectorConversionPatterns(patterns, vectorBits);
     ConversionTarget target(getContext());
-    target.addIllegalOp<TileInitOp, TileLoadOp, TileLoadPagedOp, TileQKOp,
+    target.addIllegalOp<TileInitOp, TileLoadOp, TileLoadPagedOp, TileWaitOp, TileQKOp,
                         TileSoftmaxOp, TilePVOp, TileStoreOp, TileMapOp,
                         CombineOp>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
@@ -588,7 +598,7 @@ struct ConvertFlashAttnToVectorPass
 
 void mlir::flashattn::populateFlashAttnToVectorConversionPatterns(
     RewritePatternSet &patterns, int64_t vectorBits) {
-  patterns.add<LowerTileInit, LowerTileLoad, LowerTileLoadPaged,
+  patterns.add<LowerTileInit, LowerTileLoad, LowerTileLoadPaged, LowerTileWait,
                LowerTileSoftmax, LowerTileStore, LowerTileMap, LowerCombine>(
       patterns.getContext());
   patterns.add<LowerTileQK, LowerTilePV>(patterns.getContext(), vectorBits);

@@ -88,6 +88,16 @@ LogicalResult TileLoadOp::verify() {
   return success();
 }
 
+LogicalResult TileWaitOp::verify() {
+  if (failed(verifyTiles(*this, {"tile"}, {getTile()})))
+    return failure();
+  std::optional<int64_t> rows = getConstantIntValue(getRows());
+  if (rows && (*rows < 0 || *rows > dim(getTile(), 0)))
+    return emitOpError() << "'rows' is " << *rows << " but 'tile' has "
+                         << dim(getTile(), 0) << " rows";
+  return success();
+}
+
 LogicalResult TileLoadPagedOp::verify() {
   if (failed(verifyTiles(*this, {"tile"}, {getTile()})))
     return failure();

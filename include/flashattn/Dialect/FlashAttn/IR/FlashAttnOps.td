@@ -359,6 +359,10 @@ def FlashAttn_TileLoadOp : FlashAttn_Op<"tile_load"> {
     `rows .. T - 1`. `rows` must be at most T; rows past the view are never
     read.
 
+    With `async` the op only starts the copy: `tile` holds the rows (and
+    the zeros) once a `flashattn.tile_wait` on it returns, and until then
+    its contents are undefined. A target may copy at once (the host does).
+
     ```mlir
     flashattn.tile_load %kv[%n0] rows %n into %kt
         : memref<?x128xbf16, strided<[1024, 1], offset: ?>> into memref<64x128xf32>
@@ -366,9 +370,10 @@ def FlashAttn_TileLoadOp : FlashAttn_Op<"tile_load"> {
   }];
   let arguments = (ins Arg<AnyStridedMemRef, "", [MemRead]>:$source,
                        Index:$row0, Index:$rows,
-                       Arg<FlashAttn_F32Tile2D, "", [MemWrite]>:$tile);
+                       Arg<FlashAttn_F32Tile2D, "", [MemWrite]>:$tile,
+                       UnitAttr:$async);
   let assemblyFormat = [{
-    $source `[` $row0 `]` `rows` $rows `into` $tile attr-dict `:`
+    (`async` $async^)? $source `[` $row0 `]` `rows` $rows `into` $tile attr-dict `:`
     type($source) `into` type($tile)
   }];
   let hasVerifier = 1;
@@ -381,7 +386,8 @@ def FlashAttn_TileLoadPagedOp : FlashAttn_Op<"tile_load_paged"> {
     row of `block_table` of one sequence. Row r of the sequence lives in page
     `pages[r / page_size]`, slot `r % page_size`. Copies rows
     `row0 .. row0 + rows - 1` of kv head `head` into rows `0 .. rows - 1` of
-    `tile` ([T, D] f32) and zeros the rest.
+    `tile` ([T, D] f32) and zeros the rest. `async` as for
+    `flashattn.tile_load`.
 
     ```mlir
     flashattn.tile_load_paged %kcache[%pages, %g, %n0] rows %n into %kt
@@ -392,10 +398,41 @@ def FlashAttn_TileLoadPagedOp : FlashAttn_Op<"tile_load_paged"> {
   let arguments = (ins Arg<AnyStridedMemRef, "", [MemRead]>:$pool,
                        Arg<MemRefRankOf<[I32], [1]>, "", [MemRead]>:$pages,
                        Index:$head, Index:$row0, Index:$rows,
-                       Arg<FlashAttn_F32Tile2D, "", [MemWrite]>:$tile);
+                       Arg<FlashAttn_F32Tile2D, "", [MemWrite]>:$tile,
+                       UnitAttr:$async);
   let assemblyFormat = [{
-    $pool `[` $pages `,` $head `,` $row0 `]` `rows` $rows `into` $tile
+    (`async` $async^)? $pool `[` $pages `,` $head `,` $row0 `]` `rows` $rows `into` $tile
     attr-dict `:` type($pool) `,` type($pages) `into` type($tile)
+  }];
+  let hasVerifier = 1;
+}
+
+def FlashAttn_TileWaitOp : FlashAttn_Op<"tile_wait"> {
+  let summary = "Wait for the async load into a tile";
+  let description = [{
+    Returns once the last `async` `flashattn.tile_load` or
+    `flashattn.tile_load_paged` into `tile` ([T, D] f32) has landed: rows
+    `0 .. rows - 1` hold the copied rows and rows `rows .. T - 1` are zero,
+    `rows` being the load's. Every async load into a tile is waited for
+    once, in the order of the loads into it. On sm_90a the wait is on the
+    tile's mbarrier (`mbarrier.try_wait.parity`, PTX ISA 9.7.13.15.16);
+    a target that loads at once has nothing to wait for.
+
+    `flashattn-sm90-pipeline-kv` builds it: the load of key block n + 1
+    starts before the key block n is computed and is waited for where the
+    load stood.
+
+    ```mlir
+    flashattn.tile_load async %kv[%n1] rows %r1 into %slot1
+        : memref<?x128xbf16, strided<[1024, 1], offset: ?>>
+          into memref<64x128xf32, strided<[128, 1], offset: ?>>
+    flashattn.tile_wait %slot0 rows %r0 : memref<64x128xf32, strided<[128, 1], offset: ?>>
+    ```
+  }];
+  let arguments = (ins Arg<FlashAttn_F32Tile2D, "", [MemRead, MemWrite]>:$tile,
+                       Index:$rows);
+  let assemblyFormat = [{
+    $tile `rows` $rows attr-dict `:` type($tile)
   }];
   let hasVerifier = 1;
 }
