@@ -140,7 +140,16 @@ static void startBlock(OpBuilder &b, scf::ForOp loop, ArrayRef<PipelinedLoad> lo
 static void pipeline(scf::ForOp loop, MutableArrayRef<PipelinedLoad> loads, int64_t stages) {
   Location loc = loop.getLoc();
   OpBuilder b(loop);
-  auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+  DenseMap<int64_t, Value> constants; // before the loop, for the loop too
+  auto idx = [&](int64_t v) {
+    Value &c = constants[v];
+    if (!c) {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPoint(loop);
+      c = arith::ConstantIndexOp::create(b, loc, v);
+    }
+    return c;
+  };
   SmallVector<Value> rings;
   for (PipelinedLoad &load : loads) {
     OpBuilder at(load.tile);
@@ -152,7 +161,8 @@ static void pipeline(scf::ForOp loop, MutableArrayRef<PipelinedLoad> loads, int6
   }
   Value begin = loop.getLowerBound();
   for (int64_t p = 0; p + 1 < stages; ++p)
-    startBlock(b, loop, loads, rings, arith::AddIOp::create(b, loc, begin, idx(p)), idx(p));
+    startBlock(b, loop, loads, rings, p ? arith::AddIOp::create(b, loc, begin, idx(p)) : begin,
+               idx(p));
   b.setInsertionPointToStart(loop.getBody());
   Value rel = arith::SubIOp::create(b, loc, loop.getInductionVar(), begin);
   Value slot = arith::RemSIOp::create(b, loc, rel, idx(stages));

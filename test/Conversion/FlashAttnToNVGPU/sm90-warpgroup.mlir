@@ -1,4 +1,5 @@
 // RUN: fa-opt %s --flashattn-plan="target=sm90 block-m=64 block-n=64 consumers=1" --flashattn-split-kv --flashattn-tile --flashattn-sm90-warpgroup --split-input-file --verify-diagnostics | FileCheck %s
+// RUN: fa-opt %s --flashattn-plan="target=sm90 block-m=64 block-n=64 consumers=1" --flashattn-split-kv --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warpgroup --split-input-file --verify-diagnostics | FileCheck %s --check-prefix=RING
 
 // flashattn-tile's kernel (causal bottom-right, GQA 4/2, lse) distributed
 // over one warpgroup: an llvm.func of 128 threads with the ABI (q, k, v,
@@ -45,6 +46,46 @@
 // CHECK:     scf.yield
 // CHECK:   llvm.store
 // CHECK: llvm.return
+// After flashattn-sm90-pipeline-kv: K and V in rings of 2 slots (Q 8 KiB,
+// 2 x 2 x 8 KiB, 5 mbarriers: Q's, then K's and V's by slot); before the
+// key-block loop block begin's K and V start under one CTA barrier with no
+// wait; in the loop block n + 1's start (guarded), then the waits on slot
+// s = (n - begin) mod 2: its mbarrier (40968 + 8 s for K), the phase bit
+// s of the carried phases, flipped after; S reads K's slot, V's rows past
+// the sequence are zeroed after its wait, before wgmma_rs.
+// RING-LABEL: func.func @causal
+// RING: llvm.func @fa_sm90_0(
+// RING-SAME: smem = 41000
+// RING-COUNT-5: nvvm.mbarrier.init
+// RING-NOT: nvvm.mbarrier.init
+// RING: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg24,
+// RING: nvvm.mbarrier.try_wait.parity
+// RING: nvvm.barrier0
+// RING: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg25,
+// RING-NOT: nvvm.barrier0
+// RING: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg26,
+// RING-NOT: nvvm.mbarrier.try_wait.parity
+// RING: scf.for %{{.*}} = %begin to %end step %c1 iter_args(
+// RING:   arith.remsi
+// RING:   scf.if
+// RING:     nvvm.barrier0
+// RING:     nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg25,
+// RING:     nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg26,
+// RING:   %[[SLOT:.*]] = arith.index_cast %{{.*}} : index to i32
+// RING:   %[[BIT:.*]] = arith.shrui %{{.*}}, %[[SLOT]] : i32
+// RING:   %[[PARITY:.*]] = arith.andi %[[BIT]], %{{.*}} : i32
+// RING:   %[[OFF:.*]] = arith.muli %[[SLOT]], %c8_i32
+// RING:   %[[AT:.*]] = arith.addi %c40968_i32, %[[OFF]]
+// RING:   %[[BAR:.*]] = llvm.getelementptr %{{.*}}[%[[AT]]]
+// RING:   nvvm.mbarrier.try_wait.parity %[[BAR]], %[[PARITY]]
+// RING:   %[[FLIP:.*]] = arith.shli %{{.*}}, %[[SLOT]] : i32
+// RING:   arith.xori %{{.*}}, %[[FLIP]] : i32
+// RING:   nvvm.wgmma.mma_async
+// RING:   nvvm.mbarrier.try_wait.parity
+// RING:   scf.for
+// RING:     llvm.store
+// RING:   nvvm.barrier0
+// RING:   flashattn.wgmma_rs
 func.func @causal(%q: memref<2x100x4x64xbf16>, %k: memref<2x130x2x64xbf16>, %v: memref<2x130x2x64xbf16>,
                   %o: memref<2x100x4x64xbf16>, %l: memref<2x4x100xf32>) {
   flashattn.attention ins(%q, %k, %v : memref<2x100x4x64xbf16>, memref<2x130x2x64xbf16>, memref<2x130x2x64xbf16>)
@@ -248,4 +289,27 @@ func.func @split_f32(%q: memref<1x8x2x64xbf16>, %k: memref<1x512x2x64xbf16>, %v:
   flashattn.attention ins(%q, %k, %v : memref<1x8x2x64xbf16>, memref<1x512x2x64xbf16>, memref<1x512x2x64xbf16>)
       outs(%o, %l : memref<1x8x2x64xf32>, memref<1x2x8xf32>) {num_splits = 2 : i64}
   return
+}
+
+// -----
+
+// Rings must fit in shared memory: 4 K and 4 V tiles at head_dim 256 do not.
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    // expected-error @+1 {{flashattn-sm90-warpgroup: rings of 4 K and 4 V tiles at head_dim 256 need 294984 bytes of shared memory, more than 232448}}
+    gpu.func @rings(%q: memref<1x64x1x256xbf16> {flashattn.arg = "q"}, %k: memref<1x64x1x256xbf16> {flashattn.arg = "k"},
+                    %v: memref<1x64x1x256xbf16> {flashattn.arg = "v"}, %o: memref<1x64x1x256xbf16> {flashattn.arg = "out"}) kernel {
+      %c0 = arith.constant 0 : index
+      %c64 = arith.constant 64 : index
+      %kr = memref.alloca() : memref<4x64x256xf32>
+      %vr = memref.alloca() : memref<4x64x256xf32>
+      %kv = memref.subview %k[0, 0, 0, 0] [1, 64, 1, 256] [1, 1, 1, 1] : memref<1x64x1x256xbf16> to memref<64x256xbf16, strided<[256, 1]>>
+      %vv = memref.subview %v[0, 0, 0, 0] [1, 64, 1, 256] [1, 1, 1, 1] : memref<1x64x1x256xbf16> to memref<64x256xbf16, strided<[256, 1]>>
+      %ks = memref.subview %kr[%c0, 0, 0] [1, 64, 256] [1, 1, 1] : memref<4x64x256xf32> to memref<64x256xf32, strided<[256, 1], offset: ?>>
+      %vs = memref.subview %vr[%c0, 0, 0] [1, 64, 256] [1, 1, 1] : memref<4x64x256xf32> to memref<64x256xf32, strided<[256, 1], offset: ?>>
+      flashattn.tile_load async %kv[%c0] rows %c64 into %ks : memref<64x256xbf16, strided<[256, 1]>> into memref<64x256xf32, strided<[256, 1], offset: ?>>
+      flashattn.tile_load async %vv[%c0] rows %c64 into %vs : memref<64x256xbf16, strided<[256, 1]>> into memref<64x256xf32, strided<[256, 1], offset: ?>>
+      gpu.return
+    }
+  }
 }

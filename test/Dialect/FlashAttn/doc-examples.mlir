@@ -124,3 +124,17 @@ func.func @tile_map(%s: memref<64x64xf32>, %m0: index, %n0: index, %sk: index, %
     } : memref<64x64xf32>
   return
 }
+
+// CHECK-LABEL: func.func @tile_wait
+// CHECK: flashattn.tile_load async
+// CHECK: flashattn.tile_wait
+func.func @tile_wait(%kv: memref<?x128xbf16, strided<[1024, 1], offset: ?>>,
+                     %slot0: memref<64x128xf32, strided<[128, 1], offset: ?>>,
+                     %slot1: memref<64x128xf32, strided<[128, 1], offset: ?>>,
+                     %n1: index, %r0: index, %r1: index) {
+    flashattn.tile_load async %kv[%n1] rows %r1 into %slot1
+        : memref<?x128xbf16, strided<[1024, 1], offset: ?>>
+          into memref<64x128xf32, strided<[128, 1], offset: ?>>
+    flashattn.tile_wait %slot0 rows %r0 : memref<64x128xf32, strided<[128, 1], offset: ?>>
+  return
+}

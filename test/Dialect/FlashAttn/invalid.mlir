@@ -835,3 +835,12 @@ func.func @tile_map_rows(%s: memref<64x64xf32>, %n: index) {
   } : memref<64x64xf32>
   return
 }
+
+// -----
+
+func.func @tile_wait_rows(%t: memref<64x64xf32>) {
+  %c65 = arith.constant 65 : index
+  // expected-error @+1 {{'rows' is 65 but 'tile' has 64 rows}}
+  flashattn.tile_wait %t rows %c65 : memref<64x64xf32>
+  return
+}

@@ -343,3 +343,23 @@ func.func @tile_map(%s: memref<16x32xf32>, %rows: index, %cols: index, %f: f32) 
   } : memref<16x32xf32>
   return
 }
+
+// -----
+
+// Async loads (plain and paged) into slots of a ring and the wait.
+// CHECK-LABEL: func.func @tile_load_async
+// CHECK: flashattn.tile_load async %arg0[%arg4] rows %arg5 into %[[S0:.*]] :
+// CHECK: flashattn.tile_load_paged async %arg1[%arg2, %arg3, %arg4] rows %arg5 into %[[S1:.*]] :
+// CHECK: flashattn.tile_wait %[[S0]] rows %arg5 : memref<64x64xf32, strided<[64, 1], offset: ?>>
+func.func @tile_load_async(%kv: memref<?x64xbf16>, %pool: memref<8x16x2x64xbf16>, %pages: memref<4xi32>,
+                           %h: index, %n0: index, %rows: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %ring = memref.alloca() : memref<2x64x64xf32>
+  %s0 = memref.subview %ring[%c0, 0, 0] [1, 64, 64] [1, 1, 1] : memref<2x64x64xf32> to memref<64x64xf32, strided<[64, 1], offset: ?>>
+  %s1 = memref.subview %ring[%c1, 0, 0] [1, 64, 64] [1, 1, 1] : memref<2x64x64xf32> to memref<64x64xf32, strided<[64, 1], offset: ?>>
+  flashattn.tile_load async %kv[%n0] rows %rows into %s0 : memref<?x64xbf16> into memref<64x64xf32, strided<[64, 1], offset: ?>>
+  flashattn.tile_load_paged async %pool[%pages, %h, %n0] rows %rows into %s1 : memref<8x16x2x64xbf16>, memref<4xi32> into memref<64x64xf32, strided<[64, 1], offset: ?>>
+  flashattn.tile_wait %s0 rows %rows : memref<64x64xf32, strided<[64, 1], offset: ?>>
+  return
+}
