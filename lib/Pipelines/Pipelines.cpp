@@ -57,10 +57,11 @@ void mlir::flashattn::buildFlashAttnSm90Pipeline(
     OpPassManager &pm, const Sm90PipelineOptions &options) {
   flashattn::FlashAttnPlanOptions plan;
   plan.target = "sm90";
-  // The unpipelined kernels' tiles: 64 rows (one warpgroup), 64 keys.
+  // One warpgroup: 64 rows; the builder's unpipelined kernel takes 64
+  // keys, the tiled one the plan's key block.
   bool oneWarpgroup = options.unpipelined || options.tiled;
   plan.blockM = oneWarpgroup ? 64 : options.blockM;
-  plan.blockN = oneWarpgroup ? 64 : options.blockN;
+  plan.blockN = options.unpipelined ? 64 : options.blockN;
   plan.consumers = oneWarpgroup ? 1 : options.consumers;
   plan.stages = options.stages;
   plan.schedulerBarrier = options.schedulerBarrier;

@@ -170,10 +170,17 @@ struct FlashAttnPlanPass
     PlanAttr p = computePlan(op, t, numSMs);
     int64_t c = consumers ? consumers : p.getConsumers();
     int64_t bm = blockM ? blockM : consumers && t == Target::sm90 ? 64 * consumers : p.getBlockM();
+    // One consumer warpgroup at head_dim 256 holds all of its rows' O (128
+    // registers a thread): 64 keys, not 80 (with softcap and a score region
+    // the split-KV kernel spills at 80, ptxas).
+    int64_t bn = blockN ? blockN
+                 : t == Target::sm90 && c == 1 && op.getHeadDim() > 128 && p.getBlockN() > 64
+                     ? 64
+                     : p.getBlockN();
     // Checked: an override can break the plan's rules (a host block-n past
     // kMaxHostTileDim), reported on the op instead of an invalid attribute.
     p = PlanAttr::getChecked([&] { return op.emitError("flashattn-plan: "); }, op.getContext(),
-                             p.getTarget(), bm, blockN ? blockN : p.getBlockN(),
+                             p.getTarget(), bm, bn,
                              stages ? stages : p.getStages(), c, p.getSchedule(),
                              p.getNumSplits(), p.getPackGqa(), Sm90CodegenAttr());
     if (!p)

@@ -61,7 +61,7 @@ using CmpF = arith::CmpFPredicate;
 using Values = KernelEmitter::Values;
 
 namespace {
-constexpr int64_t kRows = 64, kKeys = 64, kThreads = 128;
+constexpr int64_t kRows = 64, kThreads = 128;
 
 /// The kernel's arguments by their `flashattn.arg` name.
 enum Arg { Q, K, V, Out, Lse, Table, Pages, NumArgs };
@@ -158,7 +158,7 @@ private:
   Value mTile, lTile, accTile, sTile; ///< the scratch tiles the state stands for
   int64_t pageSize = 0;
   int64_t D = 0, qBytes = 0, kvBytes = 0, kOff = 0, vOff = 0, barOff = 0, bars = 3,
-          nS = kKeys / 2, nO = 0;
+          nS = 0, nO = 0, kKeys = 0; ///< kKeys: the key block (S's columns)
   bool lse = false, f16 = false;
   Type etT, outT, sT, oT;
   Value smem, tid, leader, negInf, zeroF, waitTicks, row[2], col0, lr, table;
@@ -191,15 +191,29 @@ LogicalResult WarpgroupKernel::shapes() {
   if (!args[Table] && (varlenQ || varlenK || args[Pages]))
     return tiled.emitError("flashattn-sm90-warpgroup: packed and paged layouts need the tile "
                            "table");
+  // 64-row score tiles of one key block size, a multiple of 16 up to 256
+  // (wgmma m64nNk16; P V takes the keys in k16 steps).
+  WalkResult tiles = tiled.walk([&](TileQKOp qk) {
+    auto s = cast<MemRefType>(qk.getS().getType());
+    int64_t n = s.getDimSize(1);
+    if (s.getDimSize(0) != kRows || n % 16 || n > 256 || (kKeys && n != kKeys))
+      return WalkResult::interrupt();
+    kKeys = n;
+    return WalkResult::advance();
+  });
+  if (tiles.wasInterrupted() || !kKeys)
+    return tiled.emitError("flashattn-sm90-warpgroup: one warpgroup takes score tiles of 64 "
+                           "rows and one key block of a multiple of 16 keys up to 256 (plan "
+                           "block-m=64 consumers=1)");
+  nS = kKeys / 2;
   if (args[Pages]) {
-    // A key block inside one page, or (8, 16 or 32 keys) a key block of
-    // whole pages, one TMA box each (8-row atoms keep the swizzle).
+    // A key block inside one page, or a key block of whole pages of a
+    // multiple of 8 keys, one TMA box each (8-row atoms keep the swizzle).
     pageSize = type(K).getDimSize(1);
     if (ShapedType::isDynamic(pageSize) ||
-        (pageSize % kKeys && pageSize != 8 && pageSize != 16 && pageSize != 32))
-      return tiled.emitError("flashattn-sm90-warpgroup: pages of 8, 16, 32 or a multiple of "
-                             "64 keys, got ")
-             << type(K);
+        (pageSize % kKeys && (kKeys % pageSize || pageSize % 8)))
+      return tiled.emitError("flashattn-sm90-warpgroup: pages of a multiple of the key block (")
+             << kKeys << ") or of 8 keys dividing it, got " << type(K);
   }
   Type et = type(Q).getElementType();
   if (!et.isBF16() && !et.isF16())
@@ -218,14 +232,6 @@ LogicalResult WarpgroupKernel::shapes() {
     return tiled.emitError("flashattn-sm90-warpgroup: out in q's element type (f32 in the "
                            "split-KV partial form), got ")
            << outT;
-  WalkResult tiles = tiled.walk([&](TileQKOp qk) {
-    auto s = cast<MemRefType>(qk.getS().getType());
-    return s.getDimSize(0) == kRows && s.getDimSize(1) == kKeys ? WalkResult::advance()
-                                                                 : WalkResult::interrupt();
-  });
-  if (tiles.wasInterrupted())
-    return tiled.emitError("flashattn-sm90-warpgroup: one warpgroup takes 64 x 64 score "
-                           "tiles (plan block-m=64 block-n=64 consumers=1)");
   if (failed(ringRoles()))
     return failure();
   int64_t boxes = D / 64;
@@ -316,13 +322,13 @@ std::vector<AbiParam> WarpgroupKernel::params() {
     if (args[a])
       abi.dims(kArgNames[a], kDims[a],
                cast<MemRefType>(args[a].getType()).getRank() + (unitBatch(a) ? 1 : 0));
-  // Boxes of 64 columns (the 128-byte swizzle's extent) x 1 head x 64 rows
-  // (x 1 batch, without varlen).
-  auto box = [](bool varlen) {
-    return varlen ? SmallVector<int64_t>{64, 1, 64} : SmallVector<int64_t>{64, 1, 64, 1};
+  // Boxes of 64 columns (the 128-byte swizzle's extent) x 1 head x the
+  // tile's rows (x 1 batch, without varlen).
+  auto box = [](bool varlen, int64_t rows) {
+    return varlen ? SmallVector<int64_t>{64, 1, rows} : SmallVector<int64_t>{64, 1, rows, 1};
   };
-  abi.add(ParamKind::tma, "q", "q", 0, box(varlenQ));
-  SmallVector<int64_t> kvBox = box(varlenK);
+  abi.add(ParamKind::tma, "q", "q", 0, box(varlenQ, kRows));
+  SmallVector<int64_t> kvBox = box(varlenK, kKeys);
   if (pageSize && pageSize < kKeys)
     kvBox[2] = pageSize; // a page a box
   abi.add(ParamKind::tma, "k", "k", 0, kvBox);
@@ -462,7 +468,7 @@ LogicalResult WarpgroupKernel::tileLoadPaged(TileLoadPagedOp op, State &st) {
 // first `valid` of them when given) onto the slot's mbarrier.
 void WarpgroupKernel::issueTma(Arg role, Value slot, int64_t parts, Value valid,
                                function_ref<Values(int64_t, int64_t)> coords) {
-  int64_t partBytes = kKeys / parts * 128;
+  int64_t boxBytes = (role == Q ? kRows : kKeys) * 128, partBytes = kKeys / parts * 128;
   Value base = tileAt(role, slot), bar = barrierAt(role, slot);
   // One barrier for loads issued back to back (K and V of a block).
   Block *at = b.getInsertionBlock();
@@ -482,7 +488,7 @@ void WarpgroupKernel::issueTma(Arg role, Value slot, int64_t parts, Value valid,
       auto issue = [&] {
         for (int64_t box = 0; box < D / 64; ++box) {
           Value dst = w.addrspacecast(
-              w.gep(base, w.sptrT, w.i8T, int32_t(box * 64 * 128 + part * partBytes)), w.cptrT);
+              w.gep(base, w.sptrT, w.i8T, int32_t(box * boxBytes + part * partBytes)), w.cptrT);
           w.tmaLoad(dst, P[std::string(kPtr[role]) + "map"], bar, coords(box, part), Value());
         }
       };

@@ -204,7 +204,7 @@ func.func @paged16(%q: memref<2x1x4x64xf16>, %kc: memref<16x16x2x64xf16>, %vc: m
 // 8-row atoms).
 func.func @paged4(%q: memref<2x1x4x64xf16>, %kc: memref<16x4x2x64xf16>, %vc: memref<16x4x2x64xf16>,
                   %bt: memref<2x8xi32>, %used: memref<2xi32>, %o: memref<2x1x4x64xf16>) {
-  // expected-error @+1 {{flashattn-sm90-warpgroup: pages of 8, 16, 32 or a multiple of 64 keys, got 'memref<16x4x2x64xf16>'}}
+  // expected-error @+1 {{flashattn-sm90-warpgroup: pages of a multiple of the key block (64) or of 8 keys dividing it, got 'memref<16x4x2x64xf16>'}}
   flashattn.attention ins(%q, %kc, %vc : memref<2x1x4x64xf16>, memref<16x4x2x64xf16>, memref<16x4x2x64xf16>)
       seqused_k(%used : memref<2xi32>) block_table(%bt : memref<2x8xi32>)
       outs(%o : memref<2x1x4x64xf16>)
@@ -301,6 +301,8 @@ module attributes {gpu.container_module} {
                     %v: memref<1x64x1x256xbf16> {flashattn.arg = "v"}, %o: memref<1x64x1x256xbf16> {flashattn.arg = "out"}) kernel {
       %c0 = arith.constant 0 : index
       %c64 = arith.constant 64 : index
+      %qt = memref.alloca() : memref<64x256xf32>
+      %s = memref.alloca() : memref<64x64xf32>
       %kr = memref.alloca() : memref<4x64x256xf32>
       %vr = memref.alloca() : memref<4x64x256xf32>
       %kv = memref.subview %k[0, 0, 0, 0] [1, 64, 1, 256] [1, 1, 1, 1] : memref<1x64x1x256xbf16> to memref<64x256xbf16, strided<[256, 1]>>
@@ -309,6 +311,7 @@ module attributes {gpu.container_module} {
       %vs = memref.subview %vr[%c0, 0, 0] [1, 64, 256] [1, 1, 1] : memref<4x64x256xf32> to memref<64x256xf32, strided<[256, 1], offset: ?>>
       flashattn.tile_load async %kv[%c0] rows %c64 into %ks : memref<64x256xbf16, strided<[256, 1]>> into memref<64x256xf32, strided<[256, 1], offset: ?>>
       flashattn.tile_load async %vv[%c0] rows %c64 into %vs : memref<64x256xbf16, strided<[256, 1]>> into memref<64x256xf32, strided<[256, 1], offset: ?>>
+      flashattn.tile_qk %qt, %ks into %s {scale = 1.0 : f32} : memref<64x256xf32>, memref<64x256xf32, strided<[256, 1], offset: ?>> into memref<64x64xf32>
       gpu.return
     }
   }
