@@ -57,12 +57,12 @@ void mlir::flashattn::buildFlashAttnSm90Pipeline(
     OpPassManager &pm, const Sm90PipelineOptions &options) {
   flashattn::FlashAttnPlanOptions plan;
   plan.target = "sm90";
-  // One warpgroup: 64 rows; the builder's unpipelined kernel takes 64
-  // keys, the tiled one the plan's key block.
-  bool oneWarpgroup = options.unpipelined || options.tiled;
-  plan.blockM = oneWarpgroup ? 64 : options.blockM;
+  // The builder's unpipelined kernel: one warpgroup, 64 x 64 tiles; the
+  // tiled one: the plan's tiles for it.
+  plan.blockM = options.unpipelined ? 64 : options.blockM;
   plan.blockN = options.unpipelined ? 64 : options.blockN;
-  plan.consumers = oneWarpgroup ? 1 : options.consumers;
+  plan.consumers = options.unpipelined ? 1 : options.consumers;
+  plan.tiled = options.tiled;
   plan.stages = options.stages;
   plan.schedulerBarrier = options.schedulerBarrier;
   plan.tmaStore = options.tmaStore;

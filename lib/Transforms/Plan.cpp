@@ -168,15 +168,18 @@ struct FlashAttnPlanPass
   /// code-generation choices.
   FailureOr<PlanAttr> planFor(AttentionOp op, Target t, const Sm90CodegenOverrides &o) {
     PlanAttr p = computePlan(op, t, numSMs);
-    int64_t c = consumers ? consumers : p.getConsumers();
-    int64_t bm = blockM ? blockM : consumers && t == Target::sm90 ? 64 * consumers : p.getBlockM();
-    // One consumer warpgroup at head_dim 256 holds all of its rows' O (128
-    // registers a thread): 64 keys, not 80 (with softcap and a score region
-    // the split-KV kernel spills at 80, ptxas).
-    int64_t bn = blockN ? blockN
-                 : t == Target::sm90 && c == 1 && op.getHeadDim() > 128 && p.getBlockN() > 64
-                     ? 64
-                     : p.getBlockN();
+    // flashattn-tile's sm90 kernel: 2 warpgroups of 64 rows, 128 keys; at
+    // head_dim 256 64 keys (a warpgroup's O takes 128 registers a thread,
+    // and without a producer to give registers up, softcap with a score
+    // region spills at 80: ptxas).
+    bool tiledSm90 = tiled && t == Target::sm90;
+    int64_t c = consumers ? consumers : tiledSm90 ? 2 : p.getConsumers();
+    int64_t bm = blockM                                        ? blockM
+                 : (consumers || tiledSm90) && t == Target::sm90 ? 64 * c
+                                                                 : p.getBlockM();
+    int64_t bn = blockN      ? blockN
+                 : tiledSm90 ? (op.getHeadDim() > 128 ? 64 : 128)
+                             : p.getBlockN();
     // Checked: an override can break the plan's rules (a host block-n past
     // kMaxHostTileDim), reported on the op instead of an invalid attribute.
     p = PlanAttr::getChecked([&] { return op.emitError("flashattn-plan: "); }, op.getContext(),

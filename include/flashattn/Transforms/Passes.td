@@ -57,6 +57,9 @@ def FlashAttnPlan : Pass<"flashattn-plan"> {
            "consumer warpgroups per CTA on sm90 (0: automatic)">,
     Option<"stages", "stages", "int64_t", /*default=*/"0",
            "K/V pipeline stages on sm90 (0: automatic)">,
+    Option<"tiled", "tiled", "bool", /*default=*/"false",
+           "sm90: tiles for flashattn-tile's kernel (a warpgroup per 64 rows, none "
+           "producing): 2 warpgroups, 128 keys, 64 at head_dim 256">,
     Option<"schedulerBarrier", "scheduler-barrier", "std::string",
            /*default=*/"\"auto\"", "sm90: consumers take turns issuing GEMMs: auto, on, off">,
     Option<"tmaStore", "tma-store", "std::string", /*default=*/"\"auto\"",

@@ -1,8 +1,9 @@
 //===- TilesToWarpgroup.cpp - flashattn-sm90-warpgroup --------------------===//
 //
 // Distributes flashattn-tile's sm90 kernels (a gpu.func written for one CTA
-// over the tile ops) over one warpgroup of 128 threads: the unpipelined
-// warpgroup form, every step in program order.
+// over the tile ops) over one warpgroup of 128 threads per 64 rows of the
+// score tile: the warpgroup form, every step in program order, the
+// warpgroups in step (CTA barriers before TMA loads).
 //
 //   tile_load   a CTA barrier (the tile's previous reads are over), thread 0
 //               loads the rows by TMA (cp.async.bulk.tensor, PTX ISA
@@ -47,6 +48,7 @@
 #include "llvm/ADT/SmallBitVector.h"
 
 #include <cmath>
+#include <functional>
 
 namespace mlir::flashattn {
 #define GEN_PASS_DEF_FLASHATTNSM90WARPGROUP
@@ -61,7 +63,8 @@ using CmpF = arith::CmpFPredicate;
 using Values = KernelEmitter::Values;
 
 namespace {
-constexpr int64_t kRows = 64, kThreads = 128;
+/// The rows of one warpgroup (128 threads): a wgmma's M.
+constexpr int64_t kRows = 64;
 
 /// The kernel's arguments by their `flashattn.arg` name.
 enum Arg { Q, K, V, Out, Lse, Table, Pages, NumArgs };
@@ -158,10 +161,11 @@ private:
   Value mTile, lTile, accTile, sTile; ///< the scratch tiles the state stands for
   int64_t pageSize = 0;
   int64_t D = 0, qBytes = 0, kvBytes = 0, kOff = 0, vOff = 0, barOff = 0, bars = 3,
-          nS = 0, nO = 0, kKeys = 0; ///< kKeys: the key block (S's columns)
+          nS = 0, nO = 0;
+  int64_t kKeys = 0, rowsM = 0, threads = 0; ///< S's columns and rows; 128 threads a 64 rows
   bool lse = false, f16 = false;
   Type etT, outT, sT, oT;
-  Value smem, tid, leader, negInf, zeroF, waitTicks, row[2], col0, lr, table;
+  Value smem, warpgroup, tid, leader, negInf, zeroF, waitTicks, row[2], col0, lr, table;
   Value args[NumArgs];
   bool varlenQ = false, varlenK = false, partial = false;
 };
@@ -196,16 +200,19 @@ LogicalResult WarpgroupKernel::shapes() {
   WalkResult tiles = tiled.walk([&](TileQKOp qk) {
     auto s = cast<MemRefType>(qk.getS().getType());
     int64_t n = s.getDimSize(1);
-    if (s.getDimSize(0) != kRows || n % 16 || n > 256 || (kKeys && n != kKeys))
+    int64_t m = s.getDimSize(0);
+    if (m % kRows || m > 256 || n % 16 || n > 256 || (kKeys && (n != kKeys || m != rowsM)))
       return WalkResult::interrupt();
     kKeys = n;
+    rowsM = m;
     return WalkResult::advance();
   });
   if (tiles.wasInterrupted() || !kKeys)
-    return tiled.emitError("flashattn-sm90-warpgroup: one warpgroup takes score tiles of 64 "
-                           "rows and one key block of a multiple of 16 keys up to 256 (plan "
-                           "block-m=64 consumers=1)");
+    return tiled.emitError("flashattn-sm90-warpgroup: score tiles of one shape: a multiple of "
+                           "64 rows (a warpgroup each) and of 16 keys, up to 256 each (plan "
+                           "block-m=64 x consumers)");
   nS = kKeys / 2;
+  threads = rowsM / kRows * 128;
   if (args[Pages]) {
     // A key block inside one page, or a key block of whole pages of a
     // multiple of 8 keys, one TMA box each (8-row atoms keep the swizzle).
@@ -235,7 +242,7 @@ LogicalResult WarpgroupKernel::shapes() {
   if (failed(ringRoles()))
     return failure();
   int64_t boxes = D / 64;
-  qBytes = boxes * kRows * 128;
+  qBytes = boxes * rowsM * 128;
   kvBytes = boxes * kKeys * 128;
   kOff = qBytes;
   vOff = kOff + ringSize[K] * kvBytes;
@@ -327,7 +334,7 @@ std::vector<AbiParam> WarpgroupKernel::params() {
   auto box = [](bool varlen, int64_t rows) {
     return varlen ? SmallVector<int64_t>{64, 1, rows} : SmallVector<int64_t>{64, 1, rows, 1};
   };
-  abi.add(ParamKind::tma, "q", "q", 0, box(varlenQ, kRows));
+  abi.add(ParamKind::tma, "q", "q", 0, box(varlenQ, rowsM));
   SmallVector<int64_t> kvBox = box(varlenK, kKeys);
   if (pageSize && pageSize < kKeys)
     kvBox[2] = pageSize; // a page a box
@@ -358,11 +365,15 @@ void WarpgroupKernel::prologue() {
   NVVM::Barrier0Op::create(b, loc);
   // Fragment layout of a wgmma m64nN accumulator: register r of thread t
   // holds row 16 (t / 32) + (t % 32) / 4 + 8 ((r / 2) % 2), column
-  // 2 (t % 4) + 8 (r / 4) + r % 2.
+  // 2 (t % 4) + 8 (r / 4) + r % 2 (t / 32 counting the warps of every
+  // warpgroup: warpgroup g's rows start at 64 g).
   Value warp = w.divui(tid, w.i32(32)), lane = w.remui(tid, w.i32(32));
   lr = w.remui(lane, w.i32(4));
   row[0] = w.addi(w.muli(warp, w.i32(16)), w.divui(lane, w.i32(4)));
   row[1] = w.addi(row[0], w.i32(8));
+  // Warpgroup g computes rows [64 g, 64 g + 64) of S and O: its Q rows
+  // start 64 g rows into each box of Q.
+  warpgroup = w.divui(tid, w.i32(128));
   col0 = w.muli(lr, w.i32(2));
   if (args[Table])
     table = tileTableAt(w, P);
@@ -468,7 +479,7 @@ LogicalResult WarpgroupKernel::tileLoadPaged(TileLoadPagedOp op, State &st) {
 // first `valid` of them when given) onto the slot's mbarrier.
 void WarpgroupKernel::issueTma(Arg role, Value slot, int64_t parts, Value valid,
                                function_ref<Values(int64_t, int64_t)> coords) {
-  int64_t boxBytes = (role == Q ? kRows : kKeys) * 128, partBytes = kKeys / parts * 128;
+  int64_t boxBytes = (role == Q ? rowsM : kKeys) * 128, partBytes = kKeys / parts * 128;
   Value base = tileAt(role, slot), bar = barrierAt(role, slot);
   // One barrier for loads issued back to back (K and V of a block).
   Block *at = b.getInsertionBlock();
@@ -510,7 +521,7 @@ void WarpgroupKernel::waitTile(Arg role, Value slot, Value rows, State &st) {
   w.mbarrierWait(barrierAt(role, slot), w.andi(w.shrui(phase, slot), w.i32(1)), waitTicks);
   phase = w.xori(phase, w.shli(w.i32(1), slot));
   if (role == V)
-    zeroTileRows(w, tileAt(V, slot), tid, 0, w.maxsi(rows, w.i32(0)), kKeys, D, kThreads);
+    zeroTileRows(w, tileAt(V, slot), tid, 0, w.maxsi(rows, w.i32(0)), kKeys, D, threads);
 }
 
 LogicalResult WarpgroupKernel::tileWait(TileWaitOp op, State &st) {
@@ -523,11 +534,25 @@ LogicalResult WarpgroupKernel::tileWait(TileWaitOp op, State &st) {
 }
 
 // S = scale Q K^T (wgmmaQK), committed and waited for.
+// With several warpgroups each takes its branch (warpgroup-uniform), whose
+// Q descriptors are then constants past the shared memory's address, as
+// with one: a dynamic row offset would keep D / 16 descriptors live.
 void WarpgroupKernel::tileQK(TileQKOp op, State &st) {
-  NVVM::WgmmaFenceAlignedOp::create(b, loc);
-  Value s = wgmmaQK(w, smem, tileAt(K, slotOf(op.getK())), sT, 0, 0, kRows, kKeys, D, f16);
-  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
-  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+  Value kAt = tileAt(K, slotOf(op.getK()));
+  int64_t groups = rowsM / kRows;
+  std::function<Value(int64_t)> from = [&](int64_t g) -> Value {
+    auto qk = [&] {
+      NVVM::WgmmaFenceAlignedOp::create(b, loc);
+      Value s = wgmmaQK(w, smem, kAt, sT, g * kRows * 128, 0, rowsM, kKeys, D, f16);
+      NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+      NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+      return s;
+    };
+    if (g + 1 == groups)
+      return qk();
+    return w.ifElse1(w.cmpi(CmpI::eq, warpgroup, w.i32(g)), sT, qk, [&] { return from(g + 1); });
+  };
+  Value s = from(0);
   Value scale = w.f32(op.getScale().convertToDouble());
   for (int64_t r = 0; r < nS; ++r)
     s = w.insertvalue(w.mulf(w.extractvalue(s, r), scale), s, r);
@@ -547,7 +572,7 @@ void WarpgroupKernel::tileMap(TileMapOp op, State &st) {
     auto c = v.getDefiningOp<arith::ConstantIndexOp>();
     return c && c.value() >= n;
   };
-  bool allRows = full(op.getRows(), kRows), allCols = full(op.getCols(), kKeys);
+  bool allRows = full(op.getRows(), rowsM), allCols = full(op.getCols(), kKeys);
   bool guarded = llvm::any_of(elementOps, [](Operation *o) { return !isPure(o); });
   Value rows = map.lookup(op.getRows()), cols = map.lookup(op.getCols());
   Value s = st.s;
@@ -883,7 +908,7 @@ LogicalResult WarpgroupKernel::build() {
   std::string name = tiled.getName().str();
   declareKernelGlobals(w, name, false, false);
   OpBuilder::InsertionGuard guard(b);
-  P = buildKernelFunc(w, name + "_wg", params(), kThreads, barOff + 8 * bars,
+  P = buildKernelFunc(w, name + "_wg", params(), threads, barOff + 8 * bars,
                       /*minCtas=*/false);
   prologue();
   State st{{w.i32(0), w.i32(0), w.i32(0)}, {negInf, negInf}, {zeroF, zeroF}, w.undef(oT),
