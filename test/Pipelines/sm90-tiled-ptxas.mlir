@@ -1,6 +1,8 @@
 // REQUIRES: ptxas
 // The kernels built by passes (fa-compile --tiled: flashattn-tile's kernel
-// distributed by flashattn-sm90-warpgroup) assemble for sm_90a with no
+// on the tiles of flashattn-plan{tiled}, its K / V loads pipelined by
+// flashattn-sm90-pipeline-kv, distributed over 2 warpgroups by
+// flashattn-sm90-warpgroup) assemble for sm_90a with no
 // spills and no C75xx warnings: head_dim 64, 128 and 256, causal, a window
 // with softcap, varlen with seqused_k, paged K/V (pages of 64 and 16), split-KV
 // (the partial kernel and the combine) and append (the copy kernel too).

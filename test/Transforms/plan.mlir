@@ -1,6 +1,7 @@
 // RUN: fa-opt %s --flashattn-plan --split-input-file | FileCheck %s --check-prefix=HOST
 // RUN: fa-opt %s --flashattn-plan="target=sm90" --split-input-file | FileCheck %s --check-prefix=SM90
 // RUN: fa-opt %s --flashattn-plan="target=sm90 consumers=1 block-n=64 stages=3" --split-input-file | FileCheck %s --check-prefix=OVERRIDE
+// RUN: fa-opt %s --flashattn-plan="target=sm90 tiled" --split-input-file | FileCheck %s --check-prefix=TILED
 // RUN: not fa-opt %s --flashattn-plan="target=sm90 block-n=-1" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADOVERRIDE
 // RUN: not fa-opt %s --flashattn-plan="target=tpu" --split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: fa-opt %s --flashattn-plan="target=sm90 scheduler-barrier=off tma-store=off early-q-release=off l2-hint-q=normal l2-hint-kv=last" --split-input-file | FileCheck %s --check-prefix=CODEGEN
@@ -31,6 +32,14 @@
 // consumers; the schedule, splits and packing stay automatic.
 // OVERRIDE-LABEL: func.func @prefill
 // OVERRIDE: plan = #flashattn.plan<target = sm90, block_m = 64, block_n = 64, stages = 3, consumers = 1, schedule = static, num_splits = 1, pack_gqa = false, sm90 = <tma_store = true, early_q_release = true, conditional_rescale = true, rescale_under_qk = true, reduce_chains = 4, l2_hint_q = evict_first>>
+
+// Tiles for flashattn-tile's kernel: 2 warpgroups of 64 rows and 128 keys
+// at head_dim 128 (where the builder's kernel takes 128 x 128 too), 64 keys
+// at head_dim 256 (the builder's: 80).
+// TILED-LABEL: func.func @prefill
+// TILED: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 128, stages = 2, consumers = 2,
+// TILED-LABEL: func.func @explicit
+// TILED: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 64, stages = 2, consumers = 2,
 
 // Non-causal prefill, head_dim 128: 64x64 tiles on the host; on sm90
 // 128x128 (2 consumer warpgroups of 64 rows), 2 K/V stages and the static

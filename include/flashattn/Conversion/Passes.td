@@ -110,16 +110,23 @@ def ConvertFlashAttnToNVGPU : Pass<"convert-flashattn-to-nvgpu", "::mlir::Module
 }
 
 def FlashAttnSm90Warpgroup : Pass<"flashattn-sm90-warpgroup", "::mlir::ModuleOp"> {
-  let summary = "Distribute flashattn-tile's sm90 kernels over one warpgroup";
+  let summary = "Distribute flashattn-tile's sm90 kernels over warpgroups";
   let description = [{
     Rewrites every tiled sm90 kernel (`gpu.func ... kernel` that
     `flashattn-tile` built for one CTA over the tile ops) into the
-    unpipelined warpgroup form: an `llvm.func` of 128 threads (one
-    warpgroup), every step in program order. `tile_load` becomes a CTA
-    barrier, a TMA load by thread 0 onto the tile's mbarrier
-    (cp.async.bulk.tensor, PTX ISA 9.7.9.25) and every thread's wait, the
-    phase carried as a value; `tile_qk` wgmma.mma_async over shared-memory
-    descriptors (PTX ISA 9.7.15.5) with S as the accumulator fragment;
+    warpgroup form: an `llvm.func` of one warpgroup (128 threads) per 64
+    rows of the score tile, each computing its rows, every step in program
+    order. `tile_load` becomes a CTA barrier (one for loads issued back to
+    back), a TMA load by thread 0 onto the slot's mbarrier
+    (cp.async.bulk.tensor, PTX ISA 9.7.9.25) and, unless `async`, every
+    thread's wait (mbarrier.try_wait.parity, PTX ISA 9.7.13.15.16), the
+    phases carried as values; `tile_wait` that wait. K and V tiles may be
+    rings `[slots, N, D]` (`flashattn-sm90-pipeline-kv`): a slot is a
+    `memref.subview` of the ring, each slot has its tile of shared memory
+    and its mbarrier, and slot s's phase is bit s of the ring's carried
+    phase value. `tile_qk` becomes wgmma.mma_async over shared-memory
+    descriptors (PTX ISA 9.7.15.5) with S as the accumulator fragment
+    (each warpgroup in its own branch, its Q descriptors constant offsets);
     `tile_map` its body cloned at each fragment register's row and column
     (row ops once per row); `tile_softmax` the online softmax on the
     fragment (quad shuffles, exp2); `tile_pv` `flashattn.wgmma_rs` with P in
@@ -131,10 +138,11 @@ def FlashAttnSm90Warpgroup : Pass<"flashattn-sm90-warpgroup", "::mlir::ModuleOp"
     `flashattn.sm90`; a split-KV op's `flashattn.combine` gets the merge
     kernel and an appending op the copy kernel, in the same module. Takes
     what the sm90 kernels take (bf16 / f16, head_dim 64, 128 or 256 =
-    head_dim_v, regions of arith ops), 64 x 64 score tiles, dense or packed
-    layouts with the tile table, and pages of 8, 16, 32 or a multiple of
-    64 keys (one TMA box a page when a key block spans several); anything
-    else is reported.
+    head_dim_v, regions of arith ops), score tiles of a multiple of 64 rows
+    and of 16 keys (up to 256 each), dense or packed layouts with the tile
+    table, and pages of a multiple of the key block or of 8 keys dividing
+    it (one TMA box a page when a key block spans several); shared memory
+    past 227 KiB and anything else is reported.
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect",
                            "::mlir::NVVM::NVVMDialect",

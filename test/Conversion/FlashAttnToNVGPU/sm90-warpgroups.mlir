@@ -1,0 +1,36 @@
+// RUN: fa-opt %s --flashattn-plan="target=sm90 tiled" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warpgroup | FileCheck %s
+
+// flashattn-sm90-warpgroup over 128 x 128 score tiles (flashattn-plan
+// {tiled}): two warpgroups, 256 threads; Q's TMA box holds the tile's 128
+// rows (16 KiB at head_dim 64, then the K and V rings of 2 x 16 KiB each);
+// warpgroup g = tid / 128 computes rows [64 g, 64 g + 64): its Q K^T runs
+// in its own branch, with Q's descriptors at 64 g rows of 128 bytes into
+// Q (8192 bytes for g = 1), as m64n128k16 steps, committed and waited for
+// in the branch.
+// CHECK-LABEL: func.func @causal
+// CHECK: llvm.func @fa_sm90_0(
+// CHECK-SAME: threads = 256, smem = 81960
+// CHECK-SAME: #flashattn.param<kind = tma, arg = "q", box = [64, 1, 128, 1], swizzle = 128>
+// CHECK-SAME: #flashattn.param<kind = tma, arg = "k", box = [64, 1, 128, 1], swizzle = 128>
+// CHECK: %[[TID:.*]] = nvvm.read.ptx.sreg.tid.x
+// CHECK: %[[WG:.*]] = arith.divui %[[TID]], %c128_i32
+// CHECK: scf.for %{{.*}} = %begin to %end
+// CHECK:   %[[FIRST:.*]] = arith.cmpi eq, %[[WG]], %{{.*}} : i32
+// CHECK:   scf.if %[[FIRST]] -> (!llvm.struct<
+// CHECK:     nvvm.wgmma.fence.aligned
+// CHECK:     llvm.getelementptr %{{.*}}[0] :
+// CHECK-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>
+// CHECK:     nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK:   } else {
+// CHECK:     nvvm.wgmma.fence.aligned
+// CHECK:     llvm.getelementptr %{{.*}}[8192] :
+// CHECK-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>
+// CHECK:     nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK:   }
+// CHECK:   flashattn.wgmma_rs
+func.func @causal(%q: memref<2x100x4x64xbf16>, %k: memref<2x130x2x64xbf16>, %v: memref<2x130x2x64xbf16>,
+                  %o: memref<2x100x4x64xbf16>, %l: memref<2x4x100xf32>) {
+  flashattn.attention ins(%q, %k, %v : memref<2x100x4x64xbf16>, memref<2x130x2x64xbf16>, memref<2x130x2x64xbf16>)
+      outs(%o, %l : memref<2x100x4x64xbf16>, memref<2x4x100xf32>) {causal = #flashattn.causal<bottom_right>}
+  return
+}
