@@ -52,16 +52,28 @@ static Value loadRows(Operation *load) {
 }
 
 /// The ops of `body` that `load`'s operands (but its tile) depend on, in
-/// program order; failure when one has effects or regions.
-static FailureOr<SmallVector<Operation *>> operandSlice(Operation *load, Block *body) {
+/// program order; failure when one has effects or regions, uses the tile,
+/// or a value of the body that is not the induction variable's or an op's
+/// (a value carried by the loop is not known a block ahead).
+static FailureOr<SmallVector<Operation *>> operandSlice(Operation *load, scf::ForOp loop) {
+  Block *body = loop.getBody();
+  Value tile = loadTile(load);
   llvm::SetVector<Operation *> seen;
   SmallVector<Value> work;
   for (Value v : load->getOperands())
-    if (v != loadTile(load))
+    if (v != tile)
       work.push_back(v);
   while (!work.empty()) {
-    Operation *def = work.pop_back_val().getDefiningOp();
-    if (!def || def->getBlock() != body || seen.contains(def))
+    Value v = work.pop_back_val();
+    if (v == tile)
+      return failure();
+    if (auto arg = dyn_cast<BlockArgument>(v)) {
+      if (arg.getOwner() == body && v != loop.getInductionVar())
+        return failure();
+      continue;
+    }
+    Operation *def = v.getDefiningOp();
+    if (def->getBlock() != body || seen.contains(def))
       continue;
     if (!isPure(def) || def->getNumRegions())
       return failure();
@@ -89,12 +101,14 @@ static SmallVector<PipelinedLoad> pipelinedLoads(scf::ForOp loop) {
   for (Operation &op : body->without_terminator()) {
     if (!isa<TileLoadOp, TileLoadPagedOp>(op))
       continue;
+    // A scratch tile of the loop that this load alone writes.
     auto tile = loadTile(&op).getDefiningOp<memref::AllocaOp>();
-    if (!tile || loop->isAncestor(tile) ||
+    auto writes = [&](Operation *u) { return u != &op && isa<TileLoadOp, TileLoadPagedOp>(u); };
+    if (!tile || loop->isAncestor(tile) || llvm::any_of(tile->getUsers(), writes) ||
         llvm::any_of(tile->getUsers(), [&](Operation *u) { return !loop->isAncestor(u); }) ||
         llvm::none_of(tile->getUsers(), [&](Operation *u) { return readsKV(u, tile); }))
       continue;
-    FailureOr<SmallVector<Operation *>> slice = operandSlice(&op, body);
+    FailureOr<SmallVector<Operation *>> slice = operandSlice(&op, loop);
     if (succeeded(slice))
       loads.push_back({&op, tile, *slice});
   }

@@ -164,22 +164,31 @@ struct FlashAttnPlanPass
     return true;
   }
 
+  /// The key block of flashattn-tile's sm90 kernel: 128 keys; at head_dim
+  /// 256 64 (a warpgroup's O takes 128 registers a thread, and without a
+  /// producer to give registers up, softcap with a score region spills at
+  /// 80: ptxas); 64 with pages neither a multiple of 128 nor dividing it
+  /// (192 keys: a block lies in one page or is whole pages).
+  static int64_t tiledBlockN(AttentionOp op) {
+    if (op.getHeadDim() > 128)
+      return 64;
+    int64_t ps = op.isPaged() ? cast<ShapedType>(op.getK().getType()).getDimSize(1) : 0;
+    if (ps > 0 && !ShapedType::isDynamic(ps) && ps % 128 && 128 % ps)
+      return 64;
+    return 128;
+  }
+
   /// `op`'s plan: the computed one with the tile overrides, and on sm90 its
   /// code-generation choices.
   FailureOr<PlanAttr> planFor(AttentionOp op, Target t, const Sm90CodegenOverrides &o) {
     PlanAttr p = computePlan(op, t, numSMs);
-    // flashattn-tile's sm90 kernel: 2 warpgroups of 64 rows, 128 keys; at
-    // head_dim 256 64 keys (a warpgroup's O takes 128 registers a thread,
-    // and without a producer to give registers up, softcap with a score
-    // region spills at 80: ptxas).
+    // flashattn-tile's sm90 kernel: 2 warpgroups of 64 rows.
     bool tiledSm90 = tiled && t == Target::sm90;
     int64_t c = consumers ? consumers : tiledSm90 ? 2 : p.getConsumers();
     int64_t bm = blockM                                        ? blockM
                  : (consumers || tiledSm90) && t == Target::sm90 ? 64 * c
                                                                  : p.getBlockM();
-    int64_t bn = blockN      ? blockN
-                 : tiledSm90 ? (op.getHeadDim() > 128 ? 64 : 128)
-                             : p.getBlockN();
+    int64_t bn = blockN ? blockN : tiledSm90 ? tiledBlockN(op) : p.getBlockN();
     // Checked: an override can break the plan's rules (a host block-n past
     // kMaxHostTileDim), reported on the op instead of an invalid attribute.
     p = PlanAttr::getChecked([&] { return op.emitError("flashattn-plan: "); }, op.getContext(),

@@ -124,3 +124,22 @@ func.func @paged_hd256(%q: memref<2x1x4x256xbf16>, %k16: memref<32x16x1x256xbf16
       outs(%o : memref<2x1x4x256xbf16>)
   return
 }
+
+// -----
+
+// flashattn-tile's kernel takes pages that are whole key blocks or
+// divide one: pages of 192 keys get 64-key blocks, pages of 32 128.
+// TILED-LABEL: func.func @paged_tiled
+// TILED: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 64,
+// TILED: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 128,
+func.func @paged_tiled(%q: memref<2x1x4x128xbf16>, %k192: memref<8x192x1x128xbf16>,
+                       %k32: memref<32x32x1x128xbf16>, %su: memref<2xi32>,
+                       %bt: memref<2x16xi32>, %o: memref<2x1x4x128xbf16>) {
+  flashattn.attention ins(%q, %k192, %k192 : memref<2x1x4x128xbf16>, memref<8x192x1x128xbf16>, memref<8x192x1x128xbf16>)
+      seqused_k(%su : memref<2xi32>) block_table(%bt : memref<2x16xi32>)
+      outs(%o : memref<2x1x4x128xbf16>)
+  flashattn.attention ins(%q, %k32, %k32 : memref<2x1x4x128xbf16>, memref<32x32x1x128xbf16>, memref<32x32x1x128xbf16>)
+      seqused_k(%su : memref<2xi32>) block_table(%bt : memref<2x16xi32>)
+      outs(%o : memref<2x1x4x128xbf16>)
+  return
+}

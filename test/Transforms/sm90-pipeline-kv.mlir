@@ -129,3 +129,38 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// A tile two loads write, and rows carried by the loop, are left as they
+// are (neither is known a block ahead).
+// S3-LABEL: gpu.func @not_ahead
+// S3-NOT: async
+// S3: gpu.return
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @not_ahead(%k: memref<256x64xbf16>, %q: memref<64x64xf32>, %s: memref<64x64xf32>) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c64 = arith.constant 64 : index
+      %kt = memref.alloca() : memref<64x64xf32>
+      %vt = memref.alloca() : memref<64x64xf32>
+      scf.for %n = %c0 to %c2 step %c1 {
+        %row = arith.muli %n, %c64 : index
+        flashattn.tile_load %k[%row] rows %c64 into %kt : memref<256x64xbf16> into memref<64x64xf32>
+        flashattn.tile_qk %q, %kt into %s {scale = 1.0 : f32} : memref<64x64xf32>, memref<64x64xf32> into memref<64x64xf32>
+        %row2 = arith.addi %row, %c64 : index
+        flashattn.tile_load %k[%row2] rows %c64 into %kt : memref<256x64xbf16> into memref<64x64xf32>
+        flashattn.tile_qk %q, %kt into %s {scale = 1.0 : f32} : memref<64x64xf32>, memref<64x64xf32> into memref<64x64xf32>
+      }
+      %r = scf.for %n = %c0 to %c2 step %c1 iter_args(%rows = %c64) -> (index) {
+        %row = arith.muli %n, %c64 : index
+        flashattn.tile_load %k[%row] rows %rows into %vt : memref<256x64xbf16> into memref<64x64xf32>
+        flashattn.tile_qk %q, %vt into %s {scale = 1.0 : f32} : memref<64x64xf32>, memref<64x64xf32> into memref<64x64xf32>
+        scf.yield %rows : index
+      }
+      gpu.return
+    }
+  }
+}

@@ -91,10 +91,10 @@ struct Sm90PipelineOptions : public PassPipelineOptions<Sm90PipelineOptions> {
       llvm::cl::init(false)};
   Option<bool> tiled{
       *this, "tiled",
-      llvm::cl::desc("the unpipelined kernel built by passes: flashattn-tile's kernel "
-                     "distributed by flashattn-sm90-warpgroup (64 x 64 tiles; not yet "
-                     "pack_gqa, or pages of other than 8, 16, 32 or a multiple of 64 "
-                     "keys)"),
+      llvm::cl::desc("the kernel built by passes: flashattn-plan{tiled}'s tiles, "
+                     "flashattn-tile's kernel, its K / V loads pipelined by "
+                     "flashattn-sm90-pipeline-kv, distributed by flashattn-sm90-warpgroup "
+                     "(not yet pack_gqa, or pages of fewer than 8 keys)"),
       llvm::cl::init(false)};
 };
 

@@ -294,6 +294,10 @@ LogicalResult WarpgroupKernel::ringRoles() {
                       "only k and v tiles come in rings");
       return WalkResult::interrupt();
     }
+    if (n > 32) { // the slots' phases are the bits of an i32
+      op->emitOpError("flashattn-sm90-warpgroup: rings of at most 32 tiles, got ") << n;
+      return WalkResult::interrupt();
+    }
     ringSize[role] = std::max(ringSize[role], n);
     return WalkResult::advance();
   });
