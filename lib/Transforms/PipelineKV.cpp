@@ -201,10 +201,7 @@ static int64_t planStages(ModuleOp module, gpu::GPUFuncOp kernel) {
   auto kernels = kernel->getParentOfType<gpu::GPUModuleOp>();
   int64_t stages = 0;
   module.walk([&](AttentionOp op) {
-    auto e = op->getAttrOfType<Sm90EntriesAttr>("flashattn.sm90");
-    if (e && op.getPlanAttr() &&
-        e.getKernel().getRootReference() == kernels.getSymNameAttr() &&
-        e.getKernel().getLeafReference() == kernel.getNameAttr())
+    if (op.getPlanAttr() && op.namesSm90Kernel(kernels.getSymNameAttr(), kernel.getNameAttr()))
       stages = std::max(stages, op.getPlanAttr().getStages());
   });
   return stages;

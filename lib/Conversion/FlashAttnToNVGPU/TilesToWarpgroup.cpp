@@ -487,8 +487,7 @@ void WarpgroupKernel::issueTma(Arg role, Value slot, int64_t parts, Value valid,
   Value base = tileAt(role, slot), bar = barrierAt(role, slot);
   // One barrier for loads issued back to back (K and V of a block).
   Block *at = b.getInsertionBlock();
-  bool afterIssue = lastIssue && b.getInsertionPoint() != at->begin() &&
-                    lastIssue->getBlock() == at &&
+  bool afterIssue = lastIssue && lastIssue->getBlock() == at &&
                     llvm::all_of(llvm::make_range(std::next(lastIssue->getIterator()),
                                                   b.getInsertionPoint()),
                                  [](Operation &o) { return isPure(&o); });
@@ -925,13 +924,6 @@ LogicalResult WarpgroupKernel::build() {
   return success();
 }
 
-/// Whether `op`'s flashattn.sm90 names `@kernels::@name`.
-static bool namesKernel(AttentionOp op, gpu::GPUModuleOp kernels, StringAttr name) {
-  auto e = op->getAttrOfType<Sm90EntriesAttr>("flashattn.sm90");
-  return e && e.getKernel().getRootReference() == kernels.getSymNameAttr() &&
-         e.getKernel().getLeafReference() == name;
-}
-
 struct FlashAttnSm90WarpgroupPass
     : public flashattn::impl::FlashAttnSm90WarpgroupBase<FlashAttnSm90WarpgroupPass> {
   void runOnOperation() override {
@@ -963,7 +955,7 @@ struct FlashAttnSm90WarpgroupPass
   LogicalResult checkOps(ModuleOp module, gpu::GPUFuncOp tiled) {
     auto kernels = tiled->getParentOfType<gpu::GPUModuleOp>();
     WalkResult r = module.walk([&](AttentionOp op) {
-      if (!namesKernel(op, kernels, tiled.getNameAttr()))
+      if (!op.namesSm90Kernel(kernels.getSymNameAttr(), tiled.getNameAttr()))
         return WalkResult::advance();
       std::string why = sm90OperandsUnsupported(op);
       if (why.empty())
@@ -983,7 +975,7 @@ struct FlashAttnSm90WarpgroupPass
     MLIRContext *ctx = module.getContext();
     module.walk([&](AttentionOp op) {
       auto e = op->getAttrOfType<Sm90EntriesAttr>("flashattn.sm90");
-      if (!namesKernel(op, kernels, fn.getSymNameAttr()))
+      if (!op.namesSm90Kernel(kernels.getSymNameAttr(), fn.getSymNameAttr()))
         return;
       SmallVector<NamedAttribute> abis{
           NamedAttribute(fn.getSymNameAttr(), fn->getAttr("flashattn.abi"))};

@@ -250,6 +250,12 @@ bool AttentionOp::isSplitPartial() {
          cast<ShapedType>(getQ().getType()).getRank() + 1;
 }
 
+bool AttentionOp::namesSm90Kernel(StringAttr kernels, StringAttr name) {
+  auto e = (*this)->getAttrOfType<Sm90EntriesAttr>("flashattn.sm90");
+  return e && e.getKernel().getRootReference() == kernels &&
+         e.getKernel().getLeafReference() == name;
+}
+
 bool AttentionOp::isVarlenQ() {
   return cast<ShapedType>(getQ().getType()).getRank() == 3;
 }

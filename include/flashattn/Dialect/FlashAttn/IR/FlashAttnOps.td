@@ -212,6 +212,8 @@ def FlashAttn_AttentionOp : FlashAttn_Op<"attention", [
     bool isPaged() { return static_cast<bool>(getBlockTable()); }
     /// True when the op appends k_new/v_new to the kv cache.
     bool hasAppend() { return static_cast<bool>(getKNew()); }
+    /// True when its `flashattn.sm90` names kernel `@kernels::@name`.
+    bool namesSm90Kernel(::mlir::StringAttr kernels, ::mlir::StringAttr name);
     /// The softmax scale: the attribute, or 1/sqrt(head_dim) when absent
     /// (head_dim must then be static).
     double getEffectiveScale();
