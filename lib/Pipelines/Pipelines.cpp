@@ -68,6 +68,7 @@ void mlir::flashattn::buildFlashAttnSm90Pipeline(
   plan.tmaStore = options.tmaStore;
   plan.earlyQRelease = options.earlyQRelease;
   plan.kvRowCopies = options.kvRowCopies;
+  plan.warpSpecialize = options.warpSpecialize;
   plan.kvHeadsPerBlock = options.kvHeadsPerBlock;
   plan.l2HintQ = options.l2HintQ;
   plan.l2HintKV = options.l2HintKV;
@@ -76,7 +77,9 @@ void mlir::flashattn::buildFlashAttnSm90Pipeline(
   if (options.tiled) {
     pm.addPass(flashattn::createFlashAttnTile());
     pm.addPass(flashattn::createFlashAttnSm90PipelineKV());
+    pm.addPass(flashattn::createFlashAttnSm90WarpSpecialize());
     pm.addPass(flashattn::createFlashAttnSm90Warpgroup());
+    pm.addPass(flashattn::createFlashAttnLowerWarpSpecialize());
   } else {
     flashattn::ConvertFlashAttnToNVGPUOptions codegen;
     codegen.denseEntry = options.denseEntry;
@@ -94,11 +97,20 @@ void mlir::flashattn::buildFlashAttnSm90Pipeline(
   target.optLevel = 3;
   pm.addPass(createGpuNVVMAttachTarget(target));
   OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+  // The tiled kernels' index arithmetic (tiles, rows, key blocks) in 32
+  // bits, the registers of a thread; element offsets are i64 already.
+  int indexBits = options.tiled ? 32 : 0;
+  ArithToLLVMConversionPassOptions arithToLLVM;
+  arithToLLVM.indexBitwidth = indexBits;
+  ConvertIndexToLLVMPassOptions indexToLLVM;
+  indexToLLVM.indexBitwidth = indexBits;
+  ConvertControlFlowToLLVMPassOptions cfToLLVM;
+  cfToLLVM.indexBitwidth = indexBits;
   kernels.addPass(createSCFToControlFlowPass());
   kernels.addPass(createConvertMathToLLVMPass());
-  kernels.addPass(createArithToLLVMConversionPass());
-  kernels.addPass(createConvertIndexToLLVMPass());
-  pm.addPass(createConvertControlFlowToLLVMPass());
+  kernels.addPass(createArithToLLVMConversionPass(arithToLLVM));
+  kernels.addPass(createConvertIndexToLLVMPass(indexToLLVM));
+  pm.addPass(createConvertControlFlowToLLVMPass(cfToLLVM));
   OpPassManager &kernels2 = pm.nest<gpu::GPUModuleOp>();
   kernels2.addPass(createConvertNVVMToLLVMPass());
   kernels2.addPass(createCanonicalizerPass());

@@ -157,6 +157,7 @@ LogicalResult mlir::flashattn::compileSm90Ptx(const fa_attention_config &config,
             options.tmaStore = overrides.tmaStore;
             options.earlyQRelease = overrides.earlyQRelease;
             options.kvRowCopies = overrides.kvRowCopies;
+            options.warpSpecialize = overrides.warpSpecialize;
             options.kvHeadsPerBlock = overrides.kvHeadsPerBlock;
             options.l2HintQ = overrides.l2HintQ;
             options.l2HintKV = overrides.l2HintKV;

@@ -140,7 +140,8 @@ struct FlashAttnPlanPass
          {std::tuple{"scheduler-barrier", &schedulerBarrier, &o.schedulerBarrier},
           std::tuple{"tma-store", &tmaStore, &o.tmaStore},
           std::tuple{"early-q-release", &earlyQRelease, &o.earlyQRelease},
-          std::tuple{"kv-row-copies", &kvRowCopies, &o.kvRowCopies}})
+          std::tuple{"kv-row-copies", &kvRowCopies, &o.kvRowCopies},
+          std::tuple{"warp-specialize", &warpSpecialize, &o.warpSpecialize}})
       if (!parseSwitch(*text, *slot)) {
         getOperation()->emitError() << "flashattn-plan: " << name
                                     << " takes auto, on or off, got '" << *text << "'";
@@ -178,6 +179,12 @@ struct FlashAttnPlanPass
     return 128;
   }
 
+  /// Whether flashattn-tile's sm90 kernel gets a producer warpgroup: up to
+  /// head_dim 128. At 256 a consumer's O takes 128 of the 232 registers
+  /// setmaxnreg leaves it, and ptxas spills with a window, softcap or
+  /// split-KV (without a producer each of 256 threads has 255).
+  static bool tiledWarpSpecialize(AttentionOp op) { return op.getHeadDim() <= 128; }
+
   /// `op`'s plan: the computed one with the tile overrides, and on sm90 its
   /// code-generation choices.
   FailureOr<PlanAttr> planFor(AttentionOp op, Target t, const Sm90CodegenOverrides &o) {
@@ -200,7 +207,10 @@ struct FlashAttnPlanPass
     if (t != Target::sm90)
       return p;
     std::string why;
-    FailureOr<Sm90CodegenAttr> cg = chooseSm90Codegen(op, p, o, why);
+    Sm90CodegenOverrides chosen = o;
+    if (tiledSm90 && !chosen.warpSpecialize)
+      chosen.warpSpecialize = tiledWarpSpecialize(op);
+    FailureOr<Sm90CodegenAttr> cg = chooseSm90Codegen(op, p, chosen, why);
     if (failed(cg)) {
       op.emitError("flashattn-plan: ") << why;
       return failure();

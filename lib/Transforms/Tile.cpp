@@ -23,6 +23,8 @@
 
 #include "flashattn/Transforms/Passes.h"
 
+#include "flashattn/Conversion/FlashAttnToNVGPU/Sm90Kernel.h"
+
 #include "flashattn/Utils/IntArith.h"
 #include "flashattn/Utils/LoopBuilders.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -310,6 +312,12 @@ AttentionTiler::AttentionTiler(AttentionOp op, OpBuilder &b, ValueRange kernel)
     winL = -1;
   if (winR >= (int64_t(1) << 62))
     winR = -1;
+  // The sm90 kernel's positions are i32: sides of 2^30 keys or more are no
+  // bound there.
+  if (inKernel) {
+    winL = sm90WindowSide(winL);
+    winR = sm90WindowSide(winR);
+  }
 }
 
 // With no output row (batch or seqlen_q 0; the verifier already wants a

@@ -84,6 +84,9 @@ static cl::opt<std::string> earlyQRelease(
 static cl::opt<std::string> kvRowCopies(
     "kv-row-copies", llvm::cl::cat(faCompileCategory), cl::init("auto"),
     cl::desc("sm90 tuning: paged KV by per-row cp.async copies (auto, on, off)"));
+static cl::opt<std::string> warpSpecialize(
+    "warp-specialize", llvm::cl::cat(faCompileCategory), cl::init("auto"),
+    cl::desc("sm90 tuning, --tiled: a producer warpgroup (auto, on, off)"));
 static cl::opt<int> kvHeadsPerBlock(
     "kv-heads-per-block", llvm::cl::cat(faCompileCategory), cl::init(0),
     cl::desc("sm90 tuning: pack_gqa over small pages, kv heads per key block (0: auto, "
@@ -143,7 +146,8 @@ int main(int argc, char **argv) {
   if (target == "host" &&
       (blockM || blockN || consumers || stages || kvHeadsPerBlock || unpipelined || tiled ||
        schedulerBarrier != "auto" || tmaStore != "auto" || earlyQRelease != "auto" ||
-       kvRowCopies != "auto" || l2HintQ != "auto" || l2HintKV != "auto")) {
+       kvRowCopies != "auto" || l2HintQ != "auto" || l2HintKV != "auto" ||
+       warpSpecialize != "auto")) {
     errs() << "fa-compile: the sm90 tuning options (--block-m ... --l2-hint-kv) "
               "need --target sm90\n";
     return 2;
@@ -200,6 +204,7 @@ int main(int argc, char **argv) {
   overrides.tmaStore = tmaStore;
   overrides.earlyQRelease = earlyQRelease;
   overrides.kvRowCopies = kvRowCopies;
+  overrides.warpSpecialize = warpSpecialize;
   overrides.kvHeadsPerBlock = kvHeadsPerBlock;
   overrides.l2HintQ = l2HintQ;
   overrides.l2HintKV = l2HintKV;

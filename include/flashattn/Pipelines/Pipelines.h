@@ -64,6 +64,10 @@ struct Sm90PipelineOptions : public PassPipelineOptions<Sm90PipelineOptions> {
       *this, "kv-row-copies",
       llvm::cl::desc("paged KV by per-row cp.async copies: auto, on, off"),
       llvm::cl::init("auto")};
+  Option<std::string> warpSpecialize{
+      *this, "warp-specialize",
+      llvm::cl::desc("tiled: a producer warpgroup (auto: up to head_dim 128), on, off"),
+      llvm::cl::init("auto")};
   Option<int64_t> kvHeadsPerBlock{
       *this, "kv-heads-per-block",
       llvm::cl::desc("pack_gqa over small pages: kv heads per key block (0: auto, 1: off)"),

@@ -70,6 +70,9 @@ def FlashAttnPlan : Pass<"flashattn-plan"> {
     Option<"kvRowCopies", "kv-row-copies", "std::string", /*default=*/"\"auto\"",
            "sm90: paged KV by per-row cp.async copies instead of a TMA box per page: "
            "auto, on, off">,
+    Option<"warpSpecialize", "warp-specialize", "std::string", /*default=*/"\"auto\"",
+           "sm90: flashattn-tile's kernel with a producer warpgroup (flashattn-sm90-"
+           "warp-specialize): auto (with tiled, up to head_dim 128), on, off">,
     Option<"kvHeadsPerBlock", "kv-heads-per-block", "int64_t", /*default=*/"0",
            "sm90: pack_gqa with pages smaller than a key block: kv heads per key "
            "block, so that a TMA box holds as many heads of a page (0: "
@@ -168,6 +171,37 @@ def FlashAttnSm90PipelineKV : Pass<"flashattn-sm90-pipeline-kv", "::mlir::Module
   let dependentDialects = ["::mlir::flashattn::FlashAttnDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+def FlashAttnSm90WarpSpecialize
+    : Pass<"flashattn-sm90-warp-specialize", "::mlir::ModuleOp"> {
+  let summary = "Split the tiled sm90 kernels into a producer and consumers";
+  let description = [{
+    Warp specialization (FlashAttention-3, arXiv 2407.08608, section 3.1):
+    the body of every tiled sm90 kernel (`gpu.func ... kernel` from
+    `flashattn-tile`, after `flashattn-sm90-pipeline-kv`) becomes a
+    `flashattn.warp_specialize` of two copies of it. The producer keeps the
+    loads (every `tile_load` / `tile_load_paged`, made `async`) and the
+    control flow and index arithmetic they need; the consumers keep the
+    rest, wait (`flashattn.tile_wait`) where a load that did not wait
+    stood (Q), and release (`flashattn.tile_release`) each tile they waited
+    for after its last read in the wait's block: K after `tile_qk`, V after
+    `tile_pv`, Q after the key-block loop. Both copies run the same work and
+    key-block loops, so they load and wait for the same tiles in the same
+    order. The register budgets are the options', or FlashAttention-3's for
+    the kernel's consumers (64 score rows each): 40 / 232 with 2, 32 / 160
+    with 3, none with 1. Runs before `flashattn-sm90-warpgroup`, which gives
+    each tile a full and an empty mbarrier.
+  }];
+  let options = [
+    Option<"producerRegs", "producer-regs", "int64_t", /*default=*/"-1",
+           "The producer's setmaxnreg budget (-1: by the consumers; 0: none)">,
+    Option<"consumerRegs", "consumer-regs", "int64_t", /*default=*/"-1",
+           "The consumers' setmaxnreg budget (-1: by the consumers; 0: none)">
+  ];
+  let dependentDialects = ["::mlir::flashattn::FlashAttnDialect",
+                           "::mlir::gpu::GPUDialect",
                            "::mlir::arith::ArithDialect"];
 }
 

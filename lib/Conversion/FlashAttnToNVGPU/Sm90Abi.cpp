@@ -192,7 +192,8 @@ Value mlir::flashattn::wgmmaPV(KernelEmitter &w, Value smem, Type accType, Value
 }
 
 void mlir::flashattn::zeroTileRows(KernelEmitter &w, Value smem, Value tid, int64_t offset,
-                                   Value from, int64_t rows, int64_t d, int64_t threads) {
+                                   Value from, int64_t rows, int64_t d, int64_t threads,
+                                   int32_t barrierId) {
   w.ifThen(w.cmpi(arith::CmpIPredicate::slt, from, w.i32(rows)), [&] {
     Value perRow = w.i32(d / 64 * 8);
     Value total = w.muli(w.subi(w.i32(rows), from), perRow);
@@ -207,7 +208,10 @@ void mlir::flashattn::zeroTileRows(KernelEmitter &w, Value smem, Value tid, int6
     });
     w.fenceProxyAsyncShared();
   });
-  NVVM::Barrier0Op::create(w.b, w.loc);
+  if (barrierId)
+    w.barrier(w.i32(barrierId), w.i32(threads));
+  else
+    NVVM::Barrier0Op::create(w.b, w.loc);
 }
 
 Value mlir::flashattn::softcapTanh(KernelEmitter &w, Value x) {

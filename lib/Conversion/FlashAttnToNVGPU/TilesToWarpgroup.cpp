@@ -65,6 +65,8 @@ using Values = KernelEmitter::Values;
 namespace {
 /// The rows of one warpgroup (128 threads): a wgmma's M.
 constexpr int64_t kRows = 64;
+/// The named barrier of the consumers of a warp-specialized kernel.
+constexpr int32_t kConsumerBarrier = 1;
 
 /// The kernel's arguments by their `flashattn.arg` name.
 enum Arg { Q, K, V, Out, Lse, Table, Pages, NumArgs };
@@ -83,14 +85,20 @@ struct View {
 
 /// The warpgroup's online-softmax state: the mbarrier phases of the Q, K
 /// and V tiles (bit s: slot s of a ring), the thread's two rows' max and
-/// sum, O and S.
+/// sum, O and S. A warp-specialized producer carries its phases only (of
+/// the empty mbarriers).
 struct State {
   Value phase[3], m[2], l[2], o, s;
+  bool producer = false;
   Values values() const {
+    if (producer)
+      return {phase[0], phase[1], phase[2]};
     return {phase[0], phase[1], phase[2], m[0], m[1], l[0], l[1], o, s};
   }
-  static State from(ValueRange v) {
-    return {{v[0], v[1], v[2]}, {v[3], v[4]}, {v[5], v[6]}, v[7], v[8]};
+  static State from(ValueRange v, bool producer) {
+    if (producer)
+      return {{v[0], v[1], v[2]}, {}, {}, Value(), Value(), true};
+    return {{v[0], v[1], v[2]}, {v[3], v[4]}, {v[5], v[6]}, v[7], v[8], false};
   }
 };
 
@@ -112,10 +120,12 @@ private:
   LogicalResult tileLoad(TileLoadOp op, State &st);
   LogicalResult tileLoadPaged(TileLoadPagedOp op, State &st);
   LogicalResult ringRoles();
-  void issueTma(Arg role, Value slot, int64_t parts, Value valid,
+  void issueTma(Arg role, Value slot, int64_t parts, Value valid, State &st,
                 function_ref<Values(int64_t, int64_t)> coords);
   void waitTile(Arg role, Value slot, Value rows, State &st);
   LogicalResult tileWait(TileWaitOp op, State &st);
+  LogicalResult tileRelease(TileReleaseOp op);
+  LogicalResult specialized(WarpSpecializeOp op, State &st);
   void tileQK(TileQKOp op, State &st);
   void tileMap(TileMapOp op, State &st);
   void tileSoftmax(State &st);
@@ -140,9 +150,11 @@ private:
   /// itself); the slot (i32) of one in its ring (0 outside rings).
   static Value ringOf(Value tile);
   Value slotOf(Value tile);
-  /// Shared memory of slot `slot` (i32) of the role's tiles, and its mbarrier.
+  /// Shared memory of slot `slot` (i32) of the role's tiles, and its
+  /// mbarrier: the full one (the copy landed) or the empty one (its
+  /// consumers are done with it; warp-specialized kernels).
   Value tileAt(Arg role, Value slot);
-  Value barrierAt(Arg role, Value slot);
+  Value barrierAt(Arg role, Value slot, bool empty = false);
   /// Whether `tile` is one the role's loads write.
   bool hasRole(Value tile, Arg role) const;
 
@@ -163,9 +175,15 @@ private:
   int64_t D = 0, qBytes = 0, kvBytes = 0, kOff = 0, vOff = 0, barOff = 0, bars = 3,
           nS = 0, nO = 0;
   int64_t kKeys = 0, rowsM = 0, threads = 0; ///< S's columns and rows; 128 threads a 64 rows
+  /// With warp specialization: the consumers' threads (those of S's rows),
+  /// after the producer's warpgroup; the producer's ops being emitted.
+  bool specialize = false, inProducer = false;
+  int64_t consumerThreads = 0;
   bool lse = false, f16 = false;
   Type etT, outT, sT, oT;
-  Value smem, warpgroup, tid, leader, negInf, zeroF, waitTicks, row[2], col0, lr, table;
+  /// ctid: the thread's index among the consumers (tid without warp
+  /// specialization), which the fragment layout and the row copies use.
+  Value smem, warpgroup, tid, ctid, leader, negInf, zeroF, waitTicks, row[2], col0, lr, table;
   Value args[NumArgs];
   bool varlenQ = false, varlenK = false, partial = false;
 };
@@ -212,7 +230,10 @@ LogicalResult WarpgroupKernel::shapes() {
                            "64 rows (a warpgroup each) and of 16 keys, up to 256 each (plan "
                            "block-m=64 x consumers)");
   nS = kKeys / 2;
-  threads = rowsM / kRows * 128;
+  consumerThreads = rowsM / kRows * 128;
+  specialize = tiled.walk([](WarpSpecializeOp) { return WalkResult::interrupt(); })
+                   .wasInterrupted();
+  threads = consumerThreads + (specialize ? 128 : 0);
   if (args[Pages]) {
     // A key block inside one page, or a key block of whole pages of a
     // multiple of 8 keys, one TMA box each (8-row atoms keep the swizzle).
@@ -247,7 +268,7 @@ LogicalResult WarpgroupKernel::shapes() {
   kOff = qBytes;
   vOff = kOff + ringSize[K] * kvBytes;
   barOff = vOff + ringSize[V] * kvBytes;
-  bars = 1 + ringSize[K] + ringSize[V];
+  bars = (1 + ringSize[K] + ringSize[V]) * (specialize ? 2 : 1);
   if (barOff + 8 * bars > kSm90MaxSharedMemory)
     return tiled.emitError("flashattn-sm90-warpgroup: rings of ")
            << ringSize[K] << " K and " << ringSize[V] << " V tiles at head_dim " << D
@@ -319,8 +340,10 @@ Value WarpgroupKernel::tileAt(Arg role, Value slot) {
   return w.gep(smem, w.sptrT, w.i8T, w.addi(w.i32(base), w.muli(slot, w.i32(kvBytes))));
 }
 
-Value WarpgroupKernel::barrierAt(Arg role, Value slot) {
+Value WarpgroupKernel::barrierAt(Arg role, Value slot, bool empty) {
   int64_t first = role == Q ? 0 : role == K ? 1 : 1 + ringSize[K];
+  if (empty)
+    first += 1 + ringSize[K] + ringSize[V];
   return w.gep(smem, w.sptrT, w.i8T, w.addi(w.i32(barOff + 8 * first), w.muli(slot, w.i32(8))));
 }
 
@@ -361,23 +384,28 @@ void WarpgroupKernel::prologue() {
   waitTicks = w.i32(10000000);
   smem = LLVM::AddressOfOp::create(b, loc, w.sptrT, tiled.getName().str() + "_smem");
   leader = w.cmpi(CmpI::eq, tid, w.i32(0));
+  // A full mbarrier completes on its one arrive (the TMA's expect_tx), an
+  // empty one on every consumer thread's release.
   w.ifThen(leader, [&] {
+    int64_t full = specialize ? bars / 2 : bars;
     for (int64_t i = 0; i < bars; ++i)
-      w.mbarrierInit(at(barOff + 8 * i), w.i32(1));
+      w.mbarrierInit(at(barOff + 8 * i), w.i32(i < full ? 1 : consumerThreads));
     w.fenceProxyAsyncShared();
   });
   NVVM::Barrier0Op::create(b, loc);
   // Fragment layout of a wgmma m64nN accumulator: register r of thread t
   // holds row 16 (t / 32) + (t % 32) / 4 + 8 ((r / 2) % 2), column
   // 2 (t % 4) + 8 (r / 4) + r % 2 (t / 32 counting the warps of every
-  // warpgroup: warpgroup g's rows start at 64 g).
-  Value warp = w.divui(tid, w.i32(32)), lane = w.remui(tid, w.i32(32));
+  // warpgroup: warpgroup g's rows start at 64 g), t and g counting the
+  // consumers only.
+  ctid = specialize ? w.subi(tid, w.i32(128)) : tid;
+  Value warp = w.divui(ctid, w.i32(32)), lane = w.remui(ctid, w.i32(32));
   lr = w.remui(lane, w.i32(4));
   row[0] = w.addi(w.muli(warp, w.i32(16)), w.divui(lane, w.i32(4)));
   row[1] = w.addi(row[0], w.i32(8));
   // Warpgroup g computes rows [64 g, 64 g + 64) of S and O: its Q rows
   // start 64 g rows into each box of Q.
-  warpgroup = w.divui(tid, w.i32(128));
+  warpgroup = w.divui(ctid, w.i32(128));
   col0 = w.muli(lr, w.i32(2));
   if (args[Table])
     table = tileTableAt(w, P);
@@ -425,7 +453,7 @@ LogicalResult WarpgroupKernel::tileLoad(TileLoadOp op, State &st) {
   const View &v = it->second;
   int64_t last = int64_t(v.offsets.size()) - 1;
   Value row0 = map.lookup(op.getRow0()), slot = slotOf(op.getTile());
-  issueTma(v.arg, slot, 1, Value(), [&](int64_t box, int64_t) {
+  issueTma(v.arg, slot, 1, Value(), st, [&](int64_t box, int64_t) {
     Values coords;
     for (int64_t d = last; d >= 0; --d) {
       Value c = i32(v.offsets[d]);
@@ -464,12 +492,13 @@ LogicalResult WarpgroupKernel::tileLoadPaged(TileLoadPagedOp op, State &st) {
   if (pageSize >= kKeys) {
     Value page = pageAt(w.addi(list, w.divui(row0, ps)));
     Value inPage = w.remui(row0, ps);
-    issueTma(role, slot, 1, Value(), [&](int64_t box, int64_t) {
+    issueTma(role, slot, 1, Value(), st, [&](int64_t box, int64_t) {
       return Values{w.i32(64 * box), head, inPage, page};
     });
   } else {
     Value first = w.addi(list, w.divui(row0, ps));
-    issueTma(role, slot, kKeys / pageSize, w.ceildivui(rows, ps), [&](int64_t box, int64_t part) {
+    issueTma(role, slot, kKeys / pageSize, w.ceildivui(rows, ps), st,
+             [&](int64_t box, int64_t part) {
       return Values{w.i32(64 * box), head, w.i32(0), pageAt(w.addi(first, w.i32(part)))};
     });
   }
@@ -480,20 +509,35 @@ LogicalResult WarpgroupKernel::tileLoadPaged(TileLoadPagedOp op, State &st) {
 
 // A CTA barrier (the slot's previous reads are over), thread 0's TMA of
 // the tile's D / 64 boxes (each in `parts` boxes of 64 / parts rows, the
-// first `valid` of them when given) onto the slot's mbarrier.
-void WarpgroupKernel::issueTma(Arg role, Value slot, int64_t parts, Value valid,
+// first `valid` of them when given) onto the slot's mbarrier. In a
+// warp-specialized producer (thread 0 alone) the wait on the slot's empty
+// mbarrier stands for the barrier: its phase bit starts at 1, so the
+// first wait on a slot passes.
+void WarpgroupKernel::issueTma(Arg role, Value slot, int64_t parts, Value valid, State &st,
                                function_ref<Values(int64_t, int64_t)> coords) {
   int64_t boxBytes = (role == Q ? rowsM : kKeys) * 128, partBytes = kKeys / parts * 128;
   Value base = tileAt(role, slot), bar = barrierAt(role, slot);
+  if (inProducer) {
+    Value &phase = st.phase[role];
+    w.mbarrierWait(barrierAt(role, slot, true), w.andi(w.shrui(phase, slot), w.i32(1)),
+                   waitTicks);
+    phase = w.xori(phase, w.shli(w.i32(1), slot));
+  }
   // One barrier for loads issued back to back (K and V of a block).
   Block *at = b.getInsertionBlock();
   bool afterIssue = lastIssue && lastIssue->getBlock() == at &&
                     llvm::all_of(llvm::make_range(std::next(lastIssue->getIterator()),
                                                   b.getInsertionPoint()),
                                  [](Operation &o) { return isPure(&o); });
-  if (!afterIssue)
+  if (!afterIssue && !inProducer)
     NVVM::Barrier0Op::create(b, loc);
-  w.ifThen(leader, [&] {
+  auto leaderOnly = [&](function_ref<void()> issue) {
+    if (inProducer)
+      issue();
+    else
+      w.ifThen(leader, issue);
+  };
+  leaderOnly([&] {
     Value bytes = w.i32(role == Q ? qBytes : kvBytes);
     if (valid)
       bytes = w.muli(valid, w.i32(D / 64 * partBytes));
@@ -524,16 +568,54 @@ void WarpgroupKernel::waitTile(Arg role, Value slot, Value rows, State &st) {
   w.mbarrierWait(barrierAt(role, slot), w.andi(w.shrui(phase, slot), w.i32(1)), waitTicks);
   phase = w.xori(phase, w.shli(w.i32(1), slot));
   if (role == V)
-    zeroTileRows(w, tileAt(V, slot), tid, 0, w.maxsi(rows, w.i32(0)), kKeys, D, threads);
+    zeroTileRows(w, tileAt(V, slot), ctid, 0, w.maxsi(rows, w.i32(0)), kKeys, D,
+                 consumerThreads, specialize ? kConsumerBarrier : 0);
 }
 
 LogicalResult WarpgroupKernel::tileWait(TileWaitOp op, State &st) {
   auto it = roles.find(ringOf(op.getTile()));
-  if (it == roles.end() || it->second == Q)
-    return op.emitOpError("flashattn-sm90-warpgroup: waits on a k or v tile that loads "
-                          "write");
+  if (it == roles.end() || (it->second == Q && !specialize))
+    return op.emitOpError("flashattn-sm90-warpgroup: waits on a tile that loads write (k or "
+                          "v, or q in a warp-specialized kernel)");
   waitTile(it->second, slotOf(op.getTile()), i32(map.lookup(op.getRows())), st);
   return success();
+}
+
+// Every consumer thread arrives on the tile's empty mbarrier. Without warp
+// specialization the CTA barrier before each load orders the reuse:
+// nothing to do.
+LogicalResult WarpgroupKernel::tileRelease(TileReleaseOp op) {
+  auto it = roles.find(ringOf(op.getTile()));
+  if (it == roles.end())
+    return op.emitOpError("flashattn-sm90-warpgroup: releases a tile that loads write");
+  if (specialize)
+    w.mbarrierArrive(barrierAt(it->second, slotOf(op.getTile()), true));
+  return success();
+}
+
+// The producer's ops run on thread 0 of warpgroup 0 (the other producer
+// threads only give their registers up), the consumers' on warpgroups 1
+// and up; flashattn-lower-warp-specialize makes the branch.
+LogicalResult WarpgroupKernel::specialized(WarpSpecializeOp src, State &st) {
+  if (inProducer || src->getParentOp() != tiled)
+    return src.emitOpError("flashattn-sm90-warpgroup: one warp_specialize, at the top of the "
+                           "kernel");
+  auto split = WarpSpecializeOp::create(b, loc, tid, src.getProducerRegs(),
+                                        src.getConsumerRegs());
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&split.getProducer().emplaceBlock());
+  LogicalResult produced = success();
+  w.ifThen(leader, [&] {
+    inProducer = true;
+    Value none = w.i32(-1);
+    State ps{{none, none, none}, {}, {}, Value(), Value(), true};
+    produced = block(src.getProducer().front(), ps);
+    inProducer = false;
+  });
+  if (failed(produced))
+    return failure();
+  b.setInsertionPointToStart(&split.getConsumers().emplaceBlock());
+  return block(src.getConsumers().front(), st);
 }
 
 // S = scale Q K^T (wgmmaQK), committed and waited for.
@@ -714,11 +796,11 @@ LogicalResult WarpgroupKernel::loop(scf::ForOp src, State &st) {
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(next.getBody());
   map.map(src.getInductionVar(), next.getInductionVar());
-  State inner = State::from(next.getRegionIterArgs());
+  State inner = State::from(next.getRegionIterArgs(), st.producer);
   if (failed(block(*src.getBody(), inner)))
     return failure();
   scf::YieldOp::create(b, loc, inner.values());
-  st = State::from(next.getResults());
+  st = State::from(next.getResults(), st.producer);
   return success();
 }
 
@@ -740,7 +822,7 @@ LogicalResult WarpgroupKernel::branch(scf::IfOp src, State &st) {
   if (src.elseBlock() && failed(block(*src.elseBlock(), other)))
     return failure();
   scf::YieldOp::create(b, loc, other.values());
-  st = State::from(next.getResults());
+  st = State::from(next.getResults(), st.producer);
   return success();
 }
 
@@ -814,6 +896,12 @@ LogicalResult WarpgroupKernel::op(Operation &src, State &st) {
     map.map(src.getResult(0), index(w.nctaid()));
     return success();
   }
+  if (isa<gpu::ThreadIdOp>(src)) {
+    map.map(src.getResult(0), index(tid));
+    return success();
+  }
+  if (auto split = dyn_cast<WarpSpecializeOp>(src))
+    return specialized(split, st);
   if (isTileOp(&src))
     return tileOp(src, st);
   for (Value v : src.getOperands())
@@ -853,6 +941,8 @@ LogicalResult WarpgroupKernel::tileOp(Operation &src, State &st) {
     return tileLoadPaged(load, st);
   if (auto wait = dyn_cast<TileWaitOp>(src))
     return tileWait(wait, st);
+  if (auto release = dyn_cast<TileReleaseOp>(src))
+    return tileRelease(release);
   if (auto qk = dyn_cast<TileQKOp>(src)) {
     if (!same(qk.getS(), sTile, "scores"))
       return failure();
@@ -911,8 +1001,9 @@ LogicalResult WarpgroupKernel::build() {
   std::string name = tiled.getName().str();
   declareKernelGlobals(w, name, false, false);
   OpBuilder::InsertionGuard guard(b);
+  // Warp-specialized: one CTA an SM, whose registers setmaxnreg shares out.
   P = buildKernelFunc(w, name + "_wg", params(), threads, barOff + 8 * bars,
-                      /*minCtas=*/false);
+                      /*minCtas=*/specialize);
   prologue();
   State st{{w.i32(0), w.i32(0), w.i32(0)}, {negInf, negInf}, {zeroF, zeroF}, w.undef(oT),
            w.undef(sT)};

@@ -122,10 +122,12 @@ struct LowerTileLoad : OpRewritePattern<TileLoadOp> {
   }
 };
 
-// The host's loads (async or not) copy at once: nothing to wait for.
-struct LowerTileWait : OpRewritePattern<TileWaitOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(TileWaitOp op,
+// The host's loads (async or not) copy at once: nothing to wait for, no
+// copy to hand the tile back to.
+template <typename WaitOrRelease>
+struct EraseTileSync : OpRewritePattern<WaitOrRelease> {
+  using OpRewritePattern<WaitOrRelease>::OpRewritePattern;
+  LogicalResult matchAndRewrite(WaitOrRelease op,
                                 PatternRewriter &rewriter) const override {
     rewriter.eraseOp(op);
     return success();
@@ -585,8 +587,8 @@ struct ConvertFlashAttnToVectorPass
     RewritePatternSet patterns(&getContext());
     populateFlashAttnToVectorConversionPatterns(patterns, vectorBits);
     ConversionTarget target(getContext());
-    target.addIllegalOp<TileInitOp, TileLoadOp, TileLoadPagedOp, TileWaitOp, TileQKOp,
-                        TileSoftmaxOp, TilePVOp, TileStoreOp, TileMapOp,
+    target.addIllegalOp<TileInitOp, TileLoadOp, TileLoadPagedOp, TileWaitOp, TileReleaseOp,
+                        TileQKOp, TileSoftmaxOp, TilePVOp, TileStoreOp, TileMapOp,
                         CombineOp>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     if (failed(applyPartialConversion(getOperation(), target,
@@ -598,8 +600,9 @@ struct ConvertFlashAttnToVectorPass
 
 void mlir::flashattn::populateFlashAttnToVectorConversionPatterns(
     RewritePatternSet &patterns, int64_t vectorBits) {
-  patterns.add<LowerTileInit, LowerTileLoad, LowerTileLoadPaged, LowerTileWait,
-               LowerTileSoftmax, LowerTileStore, LowerTileMap, LowerCombine>(
+  patterns.add<LowerTileInit, LowerTileLoad, LowerTileLoadPaged, EraseTileSync<TileWaitOp>,
+               EraseTileSync<TileReleaseOp>, LowerTileSoftmax, LowerTileStore, LowerTileMap,
+               LowerCombine>(
       patterns.getContext());
   patterns.add<LowerTileQK, LowerTilePV>(patterns.getContext(), vectorBits);
 }

@@ -138,3 +138,17 @@ func.func @tile_wait(%kv: memref<?x128xbf16, strided<[1024, 1], offset: ?>>,
     flashattn.tile_wait %slot0 rows %r0 : memref<64x128xf32, strided<[128, 1], offset: ?>>
   return
 }
+
+// CHECK-LABEL: func.func @tile_release
+// CHECK: flashattn.tile_wait
+// CHECK: flashattn.tile_qk
+// CHECK: flashattn.tile_release
+func.func @tile_release(%qt: memref<64x128xf32>, %st: memref<64x64xf32>,
+                        %kslot: memref<64x128xf32, strided<[128, 1], offset: ?>>, %r: index) {
+    flashattn.tile_wait %kslot rows %r : memref<64x128xf32, strided<[128, 1], offset: ?>>
+    flashattn.tile_qk %qt, %kslot into %st {scale = 0.125 : f32}
+        : memref<64x128xf32>, memref<64x128xf32, strided<[128, 1], offset: ?>>
+          into memref<64x64xf32>
+    flashattn.tile_release %kslot : memref<64x128xf32, strided<[128, 1], offset: ?>>
+  return
+}

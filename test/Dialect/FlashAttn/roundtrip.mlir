@@ -351,6 +351,7 @@ func.func @tile_map(%s: memref<16x32xf32>, %rows: index, %cols: index, %f: f32) 
 // CHECK: flashattn.tile_load async %arg0[%arg4] rows %arg5 into %[[S0:.*]] :
 // CHECK: flashattn.tile_load_paged async %arg1[%arg2, %arg3, %arg4] rows %arg5 into %[[S1:.*]] :
 // CHECK: flashattn.tile_wait %[[S0]] rows %arg5 : memref<64x64xf32, strided<[64, 1], offset: ?>>
+// CHECK: flashattn.tile_release %[[S0]] : memref<64x64xf32, strided<[64, 1], offset: ?>>
 func.func @tile_load_async(%kv: memref<?x64xbf16>, %pool: memref<8x16x2x64xbf16>, %pages: memref<4xi32>,
                            %h: index, %n0: index, %rows: index) {
   %c0 = arith.constant 0 : index
@@ -361,5 +362,6 @@ func.func @tile_load_async(%kv: memref<?x64xbf16>, %pool: memref<8x16x2x64xbf16>
   flashattn.tile_load async %kv[%n0] rows %rows into %s0 : memref<?x64xbf16> into memref<64x64xf32, strided<[64, 1], offset: ?>>
   flashattn.tile_load_paged async %pool[%pages, %h, %n0] rows %rows into %s1 : memref<8x16x2x64xbf16>, memref<4xi32> into memref<64x64xf32, strided<[64, 1], offset: ?>>
   flashattn.tile_wait %s0 rows %rows : memref<64x64xf32, strided<[64, 1], offset: ?>>
+  flashattn.tile_release %s0 : memref<64x64xf32, strided<[64, 1], offset: ?>>
   return
 }

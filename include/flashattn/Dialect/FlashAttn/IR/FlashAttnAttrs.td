@@ -108,7 +108,10 @@ def FlashAttn_Sm90CodegenAttr : AttrDef<FlashAttn_Dialect, "Sm90Codegen"> {
     - `kv_heads_per_block`: kv heads a key block holds (pack_gqa over pages
       smaller than a key block; 1, 2, 4 or 8);
     - `l2_hint_q`, `l2_hint_kv`: the L2 eviction priority of the TMA loads
-      (PTX ISA, createpolicy).
+      (PTX ISA, createpolicy);
+    - `warp_specialize`: flashattn-tile's kernel is split into a producer
+      warpgroup and the consumers (`flashattn-sm90-warp-specialize`; the
+      builder's kernel always is).
 
     Example:
 
@@ -130,7 +133,8 @@ def FlashAttn_Sm90CodegenAttr : AttrDef<FlashAttn_Dialect, "Sm90Codegen"> {
     DefaultValuedParameter<"::mlir::flashattn::L2Priority",
                            "::mlir::flashattn::L2Priority::normal">:$l2_hint_q,
     DefaultValuedParameter<"::mlir::flashattn::L2Priority",
-                           "::mlir::flashattn::L2Priority::normal">:$l2_hint_kv
+                           "::mlir::flashattn::L2Priority::normal">:$l2_hint_kv,
+    DefaultValuedParameter<"bool", "false">:$warp_specialize
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;

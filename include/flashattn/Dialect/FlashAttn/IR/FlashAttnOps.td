@@ -439,6 +439,35 @@ def FlashAttn_TileWaitOp : FlashAttn_Op<"tile_wait"> {
   let hasVerifier = 1;
 }
 
+def FlashAttn_TileReleaseOp : FlashAttn_Op<"tile_release"> {
+  let summary = "Hand a loaded tile back to its loads";
+  let description = [{
+    The reads of `tile` ([T, D] f32) since its last `flashattn.tile_wait`
+    are over: the next `async` load into it may overwrite it. In a
+    warp-specialized kernel (`flashattn.warp_specialize`) the consumers
+    release each tile they waited for, once, in the order of their waits,
+    and the producer's next load into the tile starts after the release.
+    On sm_90a it is an arrive on the tile's empty mbarrier
+    (`mbarrier.arrive`, PTX ISA 9.7.13.15.13), which the producer waits on
+    before its copy; a target whose loads copy at once has nothing to do.
+
+    `flashattn-sm90-warp-specialize` builds it: K after its block's
+    `tile_qk`, V after its `tile_pv`, Q after the key-block loop.
+
+    ```mlir
+    flashattn.tile_wait %kslot rows %r : memref<64x128xf32, strided<[128, 1], offset: ?>>
+    flashattn.tile_qk %qt, %kslot into %st {scale = 0.125 : f32}
+        : memref<64x128xf32>, memref<64x128xf32, strided<[128, 1], offset: ?>>
+          into memref<64x64xf32>
+    flashattn.tile_release %kslot : memref<64x128xf32, strided<[128, 1], offset: ?>>
+    ```
+  }];
+  let arguments = (ins Arg<FlashAttn_F32Tile2D, "", [MemRead, MemWrite]>:$tile);
+  let assemblyFormat = [{
+    $tile attr-dict `:` type($tile)
+  }];
+}
+
 def FlashAttn_TileQKOp : FlashAttn_Op<"tile_qk"> {
   let summary = "S = scale * Q K^T on tiles";
   let description = [{
