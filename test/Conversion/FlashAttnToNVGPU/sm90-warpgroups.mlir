@@ -1,4 +1,5 @@
 // RUN: fa-opt %s --flashattn-plan="target=sm90 tiled" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warpgroup | FileCheck %s
+// RUN: fa-opt %s --flashattn-plan="target=sm90 tiled" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup | FileCheck %s --check-prefix=WS
 
 // flashattn-sm90-warpgroup over 128 x 128 score tiles (flashattn-plan
 // {tiled}): two warpgroups, 256 threads; Q's TMA box holds the tile's 128
@@ -28,6 +29,46 @@
 // CHECK:     nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK:   }
 // CHECK:   flashattn.wgmma_rs
+
+// Warp-specialized (flashattn-sm90-warp-specialize): 384 threads, a full
+// mbarrier (one arrive: the TMA's expect_tx) and an empty one (256 arrives:
+// every consumer thread's release) a tile, for Q, 2 K and 2 V slots. The
+// producer's thread 0 waits on a slot's empty mbarrier, then issues its
+// TMA onto the full one, with no CTA barrier; the consumers wait on the
+// full one, compute and arrive on the empty one, and zero V's rows past
+// the sequence under named barrier 1 of their 256 threads.
+// WS-LABEL: func.func @causal
+// WS: llvm.func @fa_sm90_0(
+// WS-SAME: threads = 384, smem = 82000
+// WS-SAME: nvvm.minctasm = 1
+// WS: %[[TID:.*]] = nvvm.read.ptx.sreg.tid.x
+// WS-COUNT-5: nvvm.mbarrier.init %{{.*}}, %c1_i32
+// WS-COUNT-5: nvvm.mbarrier.init %{{.*}}, %c256_i32
+// WS: nvvm.barrier0
+// WS: flashattn.warp_specialize %[[TID]] {consumer_regs = 232 : i32, producer_regs = 40 : i32} producer {
+// WS-NOT: nvvm.barrier0
+// WS-NOT: nvvm.wgmma
+// WS: nvvm.mbarrier.try_wait.parity
+// WS: arith.xori
+// WS: nvvm.mbarrier.arrive.expect_tx
+// WS: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// WS-NOT: nvvm.wgmma
+// WS-NOT: nvvm.barrier0
+// WS: } consumers {
+// WS-NOT: nvvm.barrier0
+// WS-NOT: nvvm.cp.async.bulk.tensor
+// WS: nvvm.mbarrier.try_wait.parity
+// WS: nvvm.wgmma.mma_async
+// WS: nvvm.mbarrier.arrive %
+// WS: nvvm.mbarrier.try_wait.parity
+// WS: nvvm.barrier id = %{{.*}} number_of_threads = %c256_i32
+// WS: flashattn.wgmma_rs
+// WS: nvvm.mbarrier.arrive %
+// WS: }
+// WS: nvvm.mbarrier.arrive %
+// WS-NOT: nvvm.barrier0
+// WS-NOT: nvvm.cp.async.bulk.tensor
+// WS: llvm.return
 func.func @causal(%q: memref<2x100x4x64xbf16>, %k: memref<2x130x2x64xbf16>, %v: memref<2x130x2x64xbf16>,
                   %o: memref<2x100x4x64xbf16>, %l: memref<2x4x100xf32>) {
   flashattn.attention ins(%q, %k, %v : memref<2x100x4x64xbf16>, memref<2x130x2x64xbf16>, memref<2x130x2x64xbf16>)
