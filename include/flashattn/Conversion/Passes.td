@@ -131,6 +131,14 @@ def FlashAttnSm90Warpgroup : Pass<"flashattn-sm90-warpgroup", "::mlir::ModuleOp"
     (row ops once per row); `tile_softmax` the online softmax on the
     fragment (quad shuffles, exp2); `tile_pv` `flashattn.wgmma_rs` with P in
     registers; `tile_store` stores through the view's place in out and lse.
+    A `flashattn.warp_specialize` (`flashattn-sm90-warp-specialize`) stays
+    one, with a producer warpgroup before the consumers: each slot gets an
+    empty mbarrier beside its full one, the producer's thread 0 waits on a
+    slot's empty mbarrier before its TMA (no CTA barrier), `tile_release`
+    is every consumer thread's arrive on it, and with two consumers and
+    the plan's `scheduler_barrier` the consumers take turns at the tensor
+    cores (named barriers 2 and 3, bar.sync / bar.arrive, PTX ISA 9.7.13.1:
+    a block's P V with the next block's Q K^T a turn).
     The state (phases, row max and sum, O, S) is carried through `scf.for`
     and `scf.if` as values. The function gets the kernel ABI
     (`flashattn.abi`: q, k, v, out[, lse], their dims and the tensor maps of

@@ -194,6 +194,12 @@ Value mlir::flashattn::wgmmaPV(KernelEmitter &w, Value smem, Type accType, Value
 void mlir::flashattn::zeroTileRows(KernelEmitter &w, Value smem, Value tid, int64_t offset,
                                    Value from, int64_t rows, int64_t d, int64_t threads,
                                    int32_t barrierId) {
+  auto sync = [&] {
+    if (barrierId)
+      w.barrier(w.i32(barrierId), w.i32(threads));
+    else
+      NVVM::Barrier0Op::create(w.b, w.loc);
+  };
   w.ifThen(w.cmpi(arith::CmpIPredicate::slt, from, w.i32(rows)), [&] {
     Value perRow = w.i32(d / 64 * 8);
     Value total = w.muli(w.subi(w.i32(rows), from), perRow);
@@ -207,11 +213,11 @@ void mlir::flashattn::zeroTileRows(KernelEmitter &w, Value smem, Value tid, int6
       w.store(zeros, w.gep(smem, w.sptrT, w.i8T, w.addi(at, w.i32(offset))));
     });
     w.fenceProxyAsyncShared();
+    if (barrierId)
+      sync();
   });
-  if (barrierId)
-    w.barrier(w.i32(barrierId), w.i32(threads));
-  else
-    NVVM::Barrier0Op::create(w.b, w.loc);
+  if (!barrierId)
+    sync();
 }
 
 Value mlir::flashattn::softcapTanh(KernelEmitter &w, Value x) {

@@ -145,8 +145,9 @@ Value wgmmaPV(KernelEmitter &w, Value smem, Type accType, Value acc, ArrayRef<Va
 /// boxes of rows x 128 bytes, 128-byte swizzled) to zero, by the `threads`
 /// threads of the CTA in 16-byte chunks (a row keeps its place under the
 /// swizzle), fenced for the async proxy; then a barrier of those threads:
-/// the CTA's (barrier 0) or, when `barrierId` is not 0, that named barrier
-/// (bar.sync, PTX ISA 9.7.13.1) of `threads` threads.
+/// the CTA's (barrier 0), after the branch, or, when `barrierId` is not 0,
+/// that named barrier (bar.sync, PTX ISA 9.7.13.1) of `threads` threads,
+/// only where rows were zeroed (`from` is the same in every thread).
 void zeroTileRows(KernelEmitter &w, Value smem, Value tid, int64_t offset, Value from,
                   int64_t rows, int64_t d, int64_t threads, int32_t barrierId = 0);
 

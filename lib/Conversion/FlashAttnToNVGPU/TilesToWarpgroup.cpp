@@ -65,8 +65,10 @@ using Values = KernelEmitter::Values;
 namespace {
 /// The rows of one warpgroup (128 threads): a wgmma's M.
 constexpr int64_t kRows = 64;
-/// The named barrier of the consumers of a warp-specialized kernel.
+/// The named barriers of the consumers of a warp-specialized kernel: all
+/// of them, and consumer g's turn at the tensor cores (kTurnBarrier + g).
 constexpr int32_t kConsumerBarrier = 1;
+constexpr int32_t kTurnBarrier = 2;
 
 /// The kernel's arguments by their `flashattn.arg` name.
 enum Arg { Q, K, V, Out, Lse, Table, Pages, NumArgs };
@@ -104,8 +106,11 @@ struct State {
 
 class WarpgroupKernel {
 public:
-  WarpgroupKernel(gpu::GPUFuncOp tiled, OpBuilder &b)
-      : tiled(tiled), b(b), loc(tiled.getLoc()), w(b, tiled.getLoc()) {}
+  /// `schedulerBarrier`: the plan's (#flashattn.sm90_codegen), taken with
+  /// a producer and two consumers.
+  WarpgroupKernel(gpu::GPUFuncOp tiled, OpBuilder &b, bool schedulerBarrier)
+      : tiled(tiled), b(b), loc(tiled.getLoc()), w(b, tiled.getLoc()),
+        planSchedulerBarrier(schedulerBarrier) {}
   /// Builds the llvm.func before `tiled`; failure says why on the op.
   LogicalResult build();
 
@@ -130,6 +135,15 @@ private:
   void tileMap(TileMapOp op, State &st);
   void tileSoftmax(State &st);
   void tilePV(TilePVOp op, State &st);
+  /// The consumers' turns at the tensor cores (FlashAttention-3's
+  /// ping-pong): a wait for this warpgroup's turn, the hand-over to the
+  /// other's; `when` (i1) guards each when given.
+  void awaitTurn(Value when);
+  void passTurn(Value when);
+  /// Whether `op` runs in the first (last) iteration of the loop it is
+  /// directly in (true outside loops).
+  Value inFirstIteration(Operation *op);
+  Value inLastIteration(Operation *op);
   LogicalResult tileStore(TileStoreOp op, State &st);
   Value quadReduce(Value v, bool max) { return flashattn::quadReduce(w, v, max); }
   Value at(int64_t offset) { return w.gep(smem, w.sptrT, w.i8T, int32_t(offset)); }
@@ -177,7 +191,8 @@ private:
   int64_t kKeys = 0, rowsM = 0, threads = 0; ///< S's columns and rows; 128 threads a 64 rows
   /// With warp specialization: the consumers' threads (those of S's rows),
   /// after the producer's warpgroup; the producer's ops being emitted.
-  bool specialize = false, inProducer = false;
+  bool specialize = false, inProducer = false, planSchedulerBarrier = false,
+       scheduler = false;
   int64_t consumerThreads = 0;
   bool lse = false, f16 = false;
   Type etT, outT, sT, oT;
@@ -234,6 +249,7 @@ LogicalResult WarpgroupKernel::shapes() {
   specialize = tiled.walk([](WarpSpecializeOp) { return WalkResult::interrupt(); })
                    .wasInterrupted();
   threads = consumerThreads + (specialize ? 128 : 0);
+  scheduler = planSchedulerBarrier && specialize && rowsM / kRows == 2;
   if (args[Pages]) {
     // A key block inside one page, or a key block of whole pages of a
     // multiple of 8 keys, one TMA box each (8-row atoms keep the swizzle).
@@ -615,6 +631,8 @@ LogicalResult WarpgroupKernel::specialized(WarpSpecializeOp src, State &st) {
   if (failed(produced))
     return failure();
   b.setInsertionPointToStart(&split.getConsumers().emplaceBlock());
+  if (scheduler)
+    passTurn(w.cmpi(CmpI::eq, warpgroup, w.i32(1)));
   return block(src.getConsumers().front(), st);
 }
 
@@ -637,7 +655,11 @@ void WarpgroupKernel::tileQK(TileQKOp op, State &st) {
       return qk();
     return w.ifElse1(w.cmpi(CmpI::eq, warpgroup, w.i32(g)), sT, qk, [&] { return from(g + 1); });
   };
+  if (scheduler)
+    awaitTurn(inFirstIteration(op));
   Value s = from(0);
+  if (scheduler)
+    passTurn(Value());
   Value scale = w.f32(op.getScale().convertToDouble());
   for (int64_t r = 0; r < nS; ++r)
     s = w.insertvalue(w.mulf(w.extractvalue(s, r), scale), s, r);
@@ -737,10 +759,50 @@ void WarpgroupKernel::tileSoftmax(State &st) {
 
 // O += P V (wgmmaPV, P in registers), committed and waited for.
 void WarpgroupKernel::tilePV(TilePVOp op, State &st) {
+  if (scheduler)
+    awaitTurn(Value());
   NVVM::WgmmaFenceAlignedOp::create(b, loc);
   st.o = wgmmaPV(w, tileAt(V, slotOf(op.getV())), oT, st.o, pk, 0, kKeys, D, etT);
   NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
   NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+  if (scheduler)
+    passTurn(inLastIteration(op));
+}
+
+// A turn is P V of block n - 1 with Q K^T of block n (the first Q K^T of
+// a loop, the last P V alone), so one consumer's softmax runs under the
+// other's GEMMs: consumer g waits on named barrier kTurnBarrier + g (its
+// 128 threads and the other's 128 arrives), then arrives on the other's.
+// Consumer 1 arrives on consumer 0's at the start (consumers' first).
+void WarpgroupKernel::awaitTurn(Value when) {
+  auto sync = [&] {
+    w.barrier(w.addi(w.i32(kTurnBarrier), warpgroup), w.i32(consumerThreads));
+  };
+  when ? w.ifThen(when, sync) : sync();
+}
+
+void WarpgroupKernel::passTurn(Value when) {
+  auto arrive = [&] {
+    Value other = w.subi(w.i32(1), warpgroup);
+    w.barrierArrive(w.addi(w.i32(kTurnBarrier), other), w.i32(consumerThreads));
+  };
+  when ? w.ifThen(when, arrive) : arrive();
+}
+
+Value WarpgroupKernel::inFirstIteration(Operation *op) {
+  auto loop = dyn_cast<scf::ForOp>(op->getParentOp());
+  if (!loop)
+    return w.cmpi(CmpI::eq, w.i32(0), w.i32(0));
+  return w.cmpi(CmpI::eq, map.lookup(loop.getInductionVar()),
+                map.lookup(loop.getLowerBound()));
+}
+
+Value WarpgroupKernel::inLastIteration(Operation *op) {
+  auto loop = dyn_cast<scf::ForOp>(op->getParentOp());
+  if (!loop)
+    return w.cmpi(CmpI::eq, w.i32(0), w.i32(0));
+  Value next = w.addi(map.lookup(loop.getInductionVar()), map.lookup(loop.getStep()));
+  return w.cmpi(CmpI::sge, next, map.lookup(loop.getUpperBound()));
 }
 
 // out[i, :] = O / l (0 for a row without keys) for the rows below `rows`,
@@ -1028,7 +1090,7 @@ struct FlashAttnSm90WarpgroupPass
       if (failed(checkOps(module, tiled)))
         return signalPassFailure();
       OpBuilder b(tiled);
-      if (failed(WarpgroupKernel(tiled, b).build()))
+      if (failed(WarpgroupKernel(tiled, b, plansSchedulerBarrier(module, tiled)).build()))
         return signalPassFailure();
       auto kernels = tiled->getParentOfType<gpu::GPUModuleOp>();
       std::string name = tiled.getName().str();
@@ -1039,6 +1101,19 @@ struct FlashAttnSm90WarpgroupPass
       if (describeFailed)
         return signalPassFailure();
     }
+  }
+
+  /// Whether the plan of an op naming `tiled` has the scheduler barrier.
+  static bool plansSchedulerBarrier(ModuleOp module, gpu::GPUFuncOp tiled) {
+    auto kernels = tiled->getParentOfType<gpu::GPUModuleOp>();
+    bool planned = false;
+    module.walk([&](AttentionOp op) {
+      PlanAttr plan = op.getPlanAttr();
+      if (plan && plan.getSm90() && plan.getSm90().getSchedulerBarrier() &&
+          op.namesSm90Kernel(kernels.getSymNameAttr(), tiled.getNameAttr()))
+        planned = true;
+    });
+    return planned;
   }
 
   /// The ops naming `tiled`'s kernel; an error on the first the sm90

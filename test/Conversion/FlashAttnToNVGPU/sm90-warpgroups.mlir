@@ -36,7 +36,11 @@
 // producer's thread 0 waits on a slot's empty mbarrier, then issues its
 // TMA onto the full one, with no CTA barrier; the consumers wait on the
 // full one, compute and arrive on the empty one, and zero V's rows past
-// the sequence under named barrier 1 of their 256 threads.
+// the sequence under named barrier 1 of their 256 threads. The plan's
+// scheduler barrier: consumer g takes its turns at the tensor cores on
+// named barrier 2 + g and hands them over on the other's (consumer 1 hands
+// the first one to consumer 0); a turn is a block's P V with the next
+// block's Q K^T, so one consumer's softmax runs under the other's GEMMs.
 // WS-LABEL: func.func @causal
 // WS: llvm.func @fa_sm90_0(
 // WS-SAME: threads = 384, smem = 82000
@@ -57,12 +61,17 @@
 // WS: } consumers {
 // WS-NOT: nvvm.barrier0
 // WS-NOT: nvvm.cp.async.bulk.tensor
-// WS: nvvm.mbarrier.try_wait.parity
-// WS: nvvm.wgmma.mma_async
-// WS: nvvm.mbarrier.arrive %
+// WS: nvvm.barrier.arrive id = %{{.*}} number_of_threads = %c256_i32
 // WS: nvvm.mbarrier.try_wait.parity
 // WS: nvvm.barrier id = %{{.*}} number_of_threads = %c256_i32
+// WS: nvvm.wgmma.mma_async
+// WS: nvvm.barrier.arrive id = %{{.*}} number_of_threads = %c256_i32
+// WS: nvvm.mbarrier.arrive %
+// WS: nvvm.mbarrier.try_wait.parity
+// WS: nvvm.barrier id = %c1_i32{{.*}} number_of_threads = %c256_i32
+// WS: nvvm.barrier id = %{{.*}} number_of_threads = %c256_i32
 // WS: flashattn.wgmma_rs
+// WS: nvvm.barrier.arrive id = %{{.*}} number_of_threads = %c256_i32
 // WS: nvvm.mbarrier.arrive %
 // WS: }
 // WS: nvvm.mbarrier.arrive %

@@ -90,7 +90,9 @@ def FlashAttn_Sm90CodegenAttr : AttrDef<FlashAttn_Dialect, "Sm90Codegen"> {
   let summary = "the code-generation choices of one sm_90a attention kernel";
   let description = [{
     Chosen by `flashattn-plan{target=sm90}` (each overridable by a pass
-    option of the same name) and implemented by `convert-flashattn-to-nvgpu`:
+    option of the same name) and implemented by `convert-flashattn-to-nvgpu`
+    (`scheduler_barrier` and `warp_specialize` also by the passes of
+    flashattn-tile's kernel):
 
     - `scheduler_barrier`: the consumer warpgroups take turns issuing their
       GEMMs (FlashAttention-3's ping-pong, arXiv 2407.08608 section 3.1);
