@@ -69,6 +69,7 @@ void mlir::flashattn::buildFlashAttnSm90Pipeline(
   plan.earlyQRelease = options.earlyQRelease;
   plan.kvRowCopies = options.kvRowCopies;
   plan.warpSpecialize = options.warpSpecialize;
+  plan.intraWGOverlap = options.intraWGOverlap;
   plan.kvHeadsPerBlock = options.kvHeadsPerBlock;
   plan.l2HintQ = options.l2HintQ;
   plan.l2HintKV = options.l2HintKV;

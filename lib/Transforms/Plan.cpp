@@ -141,7 +141,8 @@ struct FlashAttnPlanPass
           std::tuple{"tma-store", &tmaStore, &o.tmaStore},
           std::tuple{"early-q-release", &earlyQRelease, &o.earlyQRelease},
           std::tuple{"kv-row-copies", &kvRowCopies, &o.kvRowCopies},
-          std::tuple{"warp-specialize", &warpSpecialize, &o.warpSpecialize}})
+          std::tuple{"warp-specialize", &warpSpecialize, &o.warpSpecialize},
+          std::tuple{"intra-wg-overlap", &intraWGOverlap, &o.intraWGOverlap}})
       if (!parseSwitch(*text, *slot)) {
         getOperation()->emitError() << "flashattn-plan: " << name
                                     << " takes auto, on or off, got '" << *text << "'";
@@ -185,6 +186,13 @@ struct FlashAttnPlanPass
   /// split-KV (without a producer each of 256 threads has 255).
   static bool tiledWarpSpecialize(AttentionOp op) { return op.getHeadDim() <= 128; }
 
+  /// Whether that kernel overlaps P V with the next block's softmax: not
+  /// with softcap at head_dim 128, where the in-flight O and P push ptxas
+  /// past the consumers' 232 registers (4-8 bytes of spills with a mask).
+  static bool tiledIntraWGOverlap(AttentionOp op) {
+    return !(op.getSoftcap() && op.getHeadDim() >= 128);
+  }
+
   /// `op`'s plan: the computed one with the tile overrides, and on sm90 its
   /// code-generation choices.
   FailureOr<PlanAttr> planFor(AttentionOp op, Target t, const Sm90CodegenOverrides &o) {
@@ -210,6 +218,8 @@ struct FlashAttnPlanPass
     Sm90CodegenOverrides chosen = o;
     if (tiledSm90 && !chosen.warpSpecialize)
       chosen.warpSpecialize = tiledWarpSpecialize(op);
+    if (tiledSm90 && !chosen.intraWGOverlap)
+      chosen.intraWGOverlap = *chosen.warpSpecialize && tiledIntraWGOverlap(op);
     FailureOr<Sm90CodegenAttr> cg = chooseSm90Codegen(op, p, chosen, why);
     if (failed(cg)) {
       op.emitError("flashattn-plan: ") << why;

@@ -39,7 +39,7 @@
 // 128, none at 256.
 // TILED-LABEL: func.func @prefill
 // TILED: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 128, stages = 2, consumers = 2,
-// TILED-SAME: warp_specialize = true
+// TILED-SAME: warp_specialize = true, intra_wg_overlap = true
 // TILED-LABEL: func.func @explicit
 // TILED: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 64, stages = 2, consumers = 2,
 // TILED-NOT: warp_specialize

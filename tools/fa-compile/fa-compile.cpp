@@ -87,6 +87,9 @@ static cl::opt<std::string> kvRowCopies(
 static cl::opt<std::string> warpSpecialize(
     "warp-specialize", llvm::cl::cat(faCompileCategory), cl::init("auto"),
     cl::desc("sm90 tuning, --tiled: a producer warpgroup (auto, on, off)"));
+static cl::opt<std::string> intraWGOverlap(
+    "intra-wg-overlap", llvm::cl::cat(faCompileCategory), cl::init("auto"),
+    cl::desc("sm90 tuning, --tiled: P V under the next block's softmax (auto, on, off)"));
 static cl::opt<int> kvHeadsPerBlock(
     "kv-heads-per-block", llvm::cl::cat(faCompileCategory), cl::init(0),
     cl::desc("sm90 tuning: pack_gqa over small pages, kv heads per key block (0: auto, "
@@ -147,7 +150,7 @@ int main(int argc, char **argv) {
       (blockM || blockN || consumers || stages || kvHeadsPerBlock || unpipelined || tiled ||
        schedulerBarrier != "auto" || tmaStore != "auto" || earlyQRelease != "auto" ||
        kvRowCopies != "auto" || l2HintQ != "auto" || l2HintKV != "auto" ||
-       warpSpecialize != "auto")) {
+       warpSpecialize != "auto" || intraWGOverlap != "auto")) {
     errs() << "fa-compile: the sm90 tuning options (--block-m ... --l2-hint-kv) "
               "need --target sm90\n";
     return 2;
@@ -205,6 +208,7 @@ int main(int argc, char **argv) {
   overrides.earlyQRelease = earlyQRelease;
   overrides.kvRowCopies = kvRowCopies;
   overrides.warpSpecialize = warpSpecialize;
+  overrides.intraWGOverlap = intraWGOverlap;
   overrides.kvHeadsPerBlock = kvHeadsPerBlock;
   overrides.l2HintQ = l2HintQ;
   overrides.l2HintKV = l2HintKV;

@@ -68,6 +68,10 @@ struct Sm90PipelineOptions : public PassPipelineOptions<Sm90PipelineOptions> {
       *this, "warp-specialize",
       llvm::cl::desc("tiled: a producer warpgroup (auto: up to head_dim 128), on, off"),
       llvm::cl::init("auto")};
+  Option<std::string> intraWGOverlap{
+      *this, "intra-wg-overlap",
+      llvm::cl::desc("tiled: P V under the next block's softmax (auto), on, off"),
+      llvm::cl::init("auto")};
   Option<int64_t> kvHeadsPerBlock{
       *this, "kv-heads-per-block",
       llvm::cl::desc("pack_gqa over small pages: kv heads per key block (0: auto, 1: off)"),

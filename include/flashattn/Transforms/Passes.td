@@ -73,6 +73,9 @@ def FlashAttnPlan : Pass<"flashattn-plan"> {
     Option<"warpSpecialize", "warp-specialize", "std::string", /*default=*/"\"auto\"",
            "sm90: flashattn-tile's kernel with a producer warpgroup (flashattn-sm90-"
            "warp-specialize): auto (with tiled, up to head_dim 128), on, off">,
+    Option<"intraWGOverlap", "intra-wg-overlap", "std::string", /*default=*/"\"auto\"",
+           "sm90: in flashattn-tile's warp-specialized kernel, P V under the next "
+           "block's softmax: auto (with tiled, but softcap at head_dim 128), on, off">,
     Option<"kvHeadsPerBlock", "kv-heads-per-block", "int64_t", /*default=*/"0",
            "sm90: pack_gqa with pages smaller than a key block: kv heads per key "
            "block, so that a TMA box holds as many heads of a page (0: "

@@ -106,11 +106,13 @@ struct State {
 
 class WarpgroupKernel {
 public:
-  /// `schedulerBarrier`: the plan's (#flashattn.sm90_codegen), taken with
-  /// a producer and two consumers.
-  WarpgroupKernel(gpu::GPUFuncOp tiled, OpBuilder &b, bool schedulerBarrier)
+  /// `cg`: the plan's code-generation choices (the scheduler barrier,
+  /// taken with a producer and two consumers; the intra-warpgroup overlap,
+  /// with a producer).
+  WarpgroupKernel(gpu::GPUFuncOp tiled, OpBuilder &b, Sm90CodegenAttr cg)
       : tiled(tiled), b(b), loc(tiled.getLoc()), w(b, tiled.getLoc()),
-        planSchedulerBarrier(schedulerBarrier) {}
+        planSchedulerBarrier(cg && cg.getSchedulerBarrier()),
+        planOverlap(cg && cg.getIntraWgOverlap()) {}
   /// Builds the llvm.func before `tiled`; failure says why on the op.
   LogicalResult build();
 
@@ -121,6 +123,13 @@ private:
   LogicalResult block(Block &src, State &st);
   LogicalResult op(Operation &op, State &st);
   LogicalResult loop(scf::ForOp loop, State &st);
+  /// The key-block loop with block n - 1's P V issued after block n's
+  /// Q K^T (FlashAttention-3's intra-warpgroup overlap).
+  bool overlappable(scf::ForOp loop) const;
+  LogicalResult overlappedLoop(scf::ForOp loop, State &st);
+  Values deferredValues() const;
+  void setDeferred(ValueRange v);
+  Value flushDeferred(Value o);
   LogicalResult branch(scf::IfOp branch, State &st);
   LogicalResult tileLoad(TileLoadOp op, State &st);
   LogicalResult tileLoadPaged(TileLoadPagedOp op, State &st);
@@ -192,7 +201,13 @@ private:
   /// With warp specialization: the consumers' threads (those of S's rows),
   /// after the producer's warpgroup; the producer's ops being emitted.
   bool specialize = false, inProducer = false, planSchedulerBarrier = false,
-       scheduler = false;
+       planOverlap = false, scheduler = false;
+  /// Where the ops of an overlapped key-block loop are emitted: its first
+  /// block (before the loop) or the loop; the previous block's P V waiting
+  /// to issue (its V slot and packed P) there.
+  enum class Overlap { none, first, steady } overlap = Overlap::none;
+  Value deferredSlot;
+  Values deferredPk;
   int64_t consumerThreads = 0;
   bool lse = false, f16 = false;
   Type etT, outT, sT, oT;
@@ -604,7 +619,8 @@ LogicalResult WarpgroupKernel::tileRelease(TileReleaseOp op) {
   auto it = roles.find(ringOf(op.getTile()));
   if (it == roles.end())
     return op.emitOpError("flashattn-sm90-warpgroup: releases a tile that loads write");
-  if (specialize)
+  // An overlapped loop's V goes back after its P V (tileSoftmax, flush).
+  if (specialize && !(overlap != Overlap::none && it->second == V))
     w.mbarrierArrive(barrierAt(it->second, slotOf(op.getTile()), true));
   return success();
 }
@@ -640,25 +656,44 @@ LogicalResult WarpgroupKernel::specialized(WarpSpecializeOp src, State &st) {
 // With several warpgroups each takes its branch (warpgroup-uniform), whose
 // Q descriptors are then constants past the shared memory's address, as
 // with one: a dynamic row offset would keep D / 16 descriptors live.
+// In an overlapped loop's steady state the previous block's P V issues
+// right after Q K^T, in the same branch, and only Q K^T is waited for
+// (wait_group 1): P V runs under this block's softmax.
 void WarpgroupKernel::tileQK(TileQKOp op, State &st) {
   Value kAt = tileAt(K, slotOf(op.getK()));
   int64_t groups = rowsM / kRows;
-  std::function<Value(int64_t)> from = [&](int64_t g) -> Value {
-    auto qk = [&] {
+  bool steady = overlap == Overlap::steady;
+  Type types[] = {sT, oT};
+  // In an overlapped loop O is in flight past Q K^T, so no branch: Q's
+  // rows at warpgroup g start g x 64 rows of 128 bytes into each box.
+  bool branches = overlap == Overlap::none;
+  Value qAt = branches ? smem : w.gep(smem, w.sptrT, w.i8T, w.muli(warpgroup, w.i32(kRows * 128)));
+  std::function<Values(int64_t)> from = [&](int64_t g) -> Values {
+    auto qk = [&]() -> Values {
       NVVM::WgmmaFenceAlignedOp::create(b, loc);
-      Value s = wgmmaQK(w, smem, kAt, sT, g * kRows * 128, 0, rowsM, kKeys, D, f16);
+      Value s = wgmmaQK(w, qAt, kAt, sT, branches ? g * kRows * 128 : 0, 0, rowsM, kKeys, D, f16);
       NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
-      NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
-      return s;
+      Value o = st.o;
+      if (steady) {
+        o = wgmmaPV(w, tileAt(V, deferredSlot), oT, o, deferredPk, 0, kKeys, D, etT);
+        NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+        if (scheduler)
+          passTurn(Value());
+      }
+      NVVM::WgmmaWaitGroupSyncOp::create(b, loc, steady ? 1 : 0);
+      return {s, o};
     };
-    if (g + 1 == groups)
+    if (g + 1 == groups || !branches)
       return qk();
-    return w.ifElse1(w.cmpi(CmpI::eq, warpgroup, w.i32(g)), sT, qk, [&] { return from(g + 1); });
+    return w.ifElse(w.cmpi(CmpI::eq, warpgroup, w.i32(g)), types, qk,
+                    [&] { return from(g + 1); });
   };
   if (scheduler)
-    awaitTurn(inFirstIteration(op));
-  Value s = from(0);
-  if (scheduler)
+    awaitTurn(overlap != Overlap::none ? Value() : inFirstIteration(op));
+  Values so = from(0);
+  Value s = so[0];
+  st.o = so[1];
+  if (scheduler && !steady)
     passTurn(Value());
   Value scale = w.f32(op.getScale().convertToDouble());
   for (int64_t r = 0; r < nS; ++r)
@@ -753,12 +788,23 @@ void WarpgroupKernel::tileSoftmax(State &st) {
     vec = w.insertelement(x[r + 1], vec, w.i32(1));
     pk.push_back(w.bitcast(w.truncf(vec, VectorType::get({2}, etT)), w.i32T));
   }
+  // The previous block's P V (overlapped) is over before O moves: then its
+  // V slot goes back to the producer.
+  if (overlap == Overlap::steady) {
+    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+    w.mbarrierArrive(barrierAt(V, deferredSlot, true));
+  }
   for (int64_t r = 0; r < nO; ++r)
     st.o = w.insertvalue(w.mulf(w.extractvalue(st.o, r), alpha[(r / 2) % 2]), st.o, r);
 }
 
 // O += P V (wgmmaPV, P in registers), committed and waited for.
 void WarpgroupKernel::tilePV(TilePVOp op, State &st) {
+  if (overlap != Overlap::none) { // issued with the next Q K^T, or after the loop
+    deferredSlot = slotOf(op.getV());
+    deferredPk = pk;
+    return;
+  }
   if (scheduler)
     awaitTurn(Value());
   NVVM::WgmmaFenceAlignedOp::create(b, loc);
@@ -852,6 +898,8 @@ LogicalResult WarpgroupKernel::loop(scf::ForOp src, State &st) {
   if (src.getNumRegionIterArgs())
     return src.emitOpError("flashattn-sm90-warpgroup: loops of the tiled kernel carry no "
                            "values");
+  if (overlappable(src))
+    return overlappedLoop(src, st);
   auto next = scf::ForOp::create(b, loc, map.lookup(src.getLowerBound()),
                                  map.lookup(src.getUpperBound()), map.lookup(src.getStep()),
                                  st.values());
@@ -863,6 +911,105 @@ LogicalResult WarpgroupKernel::loop(scf::ForOp src, State &st) {
     return failure();
   scf::YieldOp::create(b, loc, inner.values());
   st = State::from(next.getResults(), st.producer);
+  return success();
+}
+
+// A warp-specialized consumer's key-block loop whose body holds one
+// tile_qk, then one tile_softmax, then one tile_pv (its tile_release of V
+// after the P V); with two consumers, under the turns.
+bool WarpgroupKernel::overlappable(scf::ForOp src) const {
+  if (!planOverlap || !specialize || inProducer || overlap != Overlap::none)
+    return false;
+  int qk = 0, softmax = 0, pv = 0;
+  bool ordered = true;
+  for (Operation &o : src.getBody()->without_terminator()) {
+    if (isa<scf::ForOp>(o) && const_cast<WarpgroupKernel *>(this)->containsTileOps(&o))
+      return false;
+    qk += isa<TileQKOp>(o);
+    softmax += isa<TileSoftmaxOp>(o);
+    pv += isa<TilePVOp>(o);
+    ordered &= !isa<TileSoftmaxOp>(o) || qk == 1;
+    ordered &= !isa<TilePVOp>(o) || softmax == 1;
+  }
+  return ordered && qk == 1 && softmax == 1 && pv == 1;
+}
+
+Values WarpgroupKernel::deferredValues() const {
+  Values v{deferredSlot};
+  v.append(deferredPk.begin(), deferredPk.end());
+  return v;
+}
+
+void WarpgroupKernel::setDeferred(ValueRange v) {
+  deferredSlot = v.front();
+  deferredPk.assign(v.begin() + 1, v.end());
+}
+
+// The deferred P V alone (a turn of its own), waited for, its V released.
+Value WarpgroupKernel::flushDeferred(Value o) {
+  if (scheduler)
+    awaitTurn(Value());
+  NVVM::WgmmaFenceAlignedOp::create(b, loc);
+  o = wgmmaPV(w, tileAt(V, deferredSlot), oT, o, deferredPk, 0, kKeys, D, etT);
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+  if (scheduler)
+    passTurn(Value());
+  w.mbarrierArrive(barrierAt(V, deferredSlot, true));
+  return o;
+}
+
+// Block begin before the loop (its P V deferred), blocks begin + 1 .. end
+// in it (each issuing the previous block's P V after its Q K^T), the last
+// P V after it; the deferred P V's slot and packed P are carried values.
+LogicalResult WarpgroupKernel::overlappedLoop(scf::ForOp src, State &st) {
+  Value lb = map.lookup(src.getLowerBound()), ub = map.lookup(src.getUpperBound());
+  Value step = map.lookup(src.getStep());
+  Value any = w.cmpi(CmpI::slt, lb, ub);
+  int64_t npk = kKeys / 4;
+  SmallVector<Type> types(TypeRange(ValueRange(st.values())));
+  types.append(1 + npk, w.i32T);
+  LogicalResult ok = success();
+  auto none = [&] {
+    Values v = st.values();
+    v.append(1 + npk, w.i32(0));
+    return v;
+  };
+  Values first = w.ifElse(
+      any, types,
+      [&]() -> Values {
+        overlap = Overlap::first;
+        map.map(src.getInductionVar(), lb);
+        State in = st;
+        ok = block(*src.getBody(), in);
+        overlap = Overlap::none;
+        Values v = in.values();
+        v.append(deferredValues());
+        return v;
+      },
+      none);
+  if (failed(ok))
+    return failure();
+  unsigned n = st.values().size();
+  auto next = scf::ForOp::create(b, loc, w.addi(lb, step), ub, step, first);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(next.getBody());
+    map.map(src.getInductionVar(), next.getInductionVar());
+    State in = State::from(next.getRegionIterArgs().take_front(n), false);
+    setDeferred(next.getRegionIterArgs().drop_front(n));
+    overlap = Overlap::steady;
+    ok = block(*src.getBody(), in);
+    overlap = Overlap::none;
+    Values v = in.values();
+    v.append(deferredValues());
+    scf::YieldOp::create(b, loc, v);
+  }
+  if (failed(ok))
+    return failure();
+  st = State::from(next.getResults().take_front(n), false);
+  setDeferred(next.getResults().drop_front(n));
+  st.o = w.ifElse1(any, oT, [&] { return flushDeferred(st.o); }, [&] { return st.o; });
   return success();
 }
 
@@ -1090,7 +1237,7 @@ struct FlashAttnSm90WarpgroupPass
       if (failed(checkOps(module, tiled)))
         return signalPassFailure();
       OpBuilder b(tiled);
-      if (failed(WarpgroupKernel(tiled, b, plansSchedulerBarrier(module, tiled)).build()))
+      if (failed(WarpgroupKernel(tiled, b, plannedCodegen(module, tiled)).build()))
         return signalPassFailure();
       auto kernels = tiled->getParentOfType<gpu::GPUModuleOp>();
       std::string name = tiled.getName().str();
@@ -1103,17 +1250,18 @@ struct FlashAttnSm90WarpgroupPass
     }
   }
 
-  /// Whether the plan of an op naming `tiled` has the scheduler barrier.
-  static bool plansSchedulerBarrier(ModuleOp module, gpu::GPUFuncOp tiled) {
+  /// The code-generation choices of the plan of an op naming `tiled` (the
+  /// ops naming one kernel share its plan); null when none has one.
+  static Sm90CodegenAttr plannedCodegen(ModuleOp module, gpu::GPUFuncOp tiled) {
     auto kernels = tiled->getParentOfType<gpu::GPUModuleOp>();
-    bool planned = false;
+    Sm90CodegenAttr cg;
     module.walk([&](AttentionOp op) {
       PlanAttr plan = op.getPlanAttr();
-      if (plan && plan.getSm90() && plan.getSm90().getSchedulerBarrier() &&
+      if (plan && plan.getSm90() &&
           op.namesSm90Kernel(kernels.getSymNameAttr(), tiled.getNameAttr()))
-        planned = true;
+        cg = plan.getSm90();
     });
-    return planned;
+    return cg;
   }
 
   /// The ops naming `tiled`'s kernel; an error on the first the sm90

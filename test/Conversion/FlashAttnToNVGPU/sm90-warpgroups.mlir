@@ -1,5 +1,6 @@
 // RUN: fa-opt %s --flashattn-plan="target=sm90 tiled" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warpgroup | FileCheck %s
-// RUN: fa-opt %s --flashattn-plan="target=sm90 tiled" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup | FileCheck %s --check-prefix=WS
+// RUN: fa-opt %s --flashattn-plan="target=sm90 tiled intra-wg-overlap=off" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup | FileCheck %s --check-prefix=WS
+// RUN: fa-opt %s --flashattn-plan="target=sm90 tiled" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup | FileCheck %s --check-prefix=OV
 
 // flashattn-sm90-warpgroup over 128 x 128 score tiles (flashattn-plan
 // {tiled}): two warpgroups, 256 threads; Q's TMA box holds the tile's 128
@@ -78,6 +79,39 @@
 // WS-NOT: nvvm.barrier0
 // WS-NOT: nvvm.cp.async.bulk.tensor
 // WS: llvm.return
+
+// The plan's intra_wg_overlap: the key-block loop's first block runs
+// before it (under the loop's condition), its P V deferred; each iteration
+// issues the previous block's P V (P and its V slot carried: 9 state + 1
+// + 32 packed values) right after its own Q K^T, with no branch between
+// the warpgroups (Q at 64 g rows), hands the turn over, waits for Q K^T
+// alone (wait_group 1), and for P V (wait_group 0) only before O's
+// rescale, then releases that V slot; the last P V runs after the loop.
+// OV-LABEL: func.func @causal
+// OV: } consumers {
+// OV: scf.if
+// OV: nvvm.wgmma.mma_async
+// OV: nvvm.wgmma.wait.group.sync.aligned 0
+// OV-NOT: flashattn.wgmma_rs
+// OV: %{{.*}}:42 = scf.for
+// OV: nvvm.barrier id =
+// OV-NOT: scf.if
+// OV: nvvm.wgmma.mma_async
+// OV: nvvm.wgmma.commit.group.sync.aligned
+// OV: flashattn.wgmma_rs
+// OV: nvvm.wgmma.commit.group.sync.aligned
+// OV: nvvm.barrier.arrive
+// OV-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
+// OV: nvvm.wgmma.wait.group.sync.aligned 0
+// OV: nvvm.mbarrier.arrive
+// OV-NOT: flashattn.wgmma_rs
+// OV: scf.yield
+// OV: scf.if
+// OV: nvvm.barrier id =
+// OV: flashattn.wgmma_rs
+// OV: nvvm.wgmma.wait.group.sync.aligned 0
+// OV: nvvm.barrier.arrive
+// OV: nvvm.mbarrier.arrive
 func.func @causal(%q: memref<2x100x4x64xbf16>, %k: memref<2x130x2x64xbf16>, %v: memref<2x130x2x64xbf16>,
                   %o: memref<2x100x4x64xbf16>, %l: memref<2x4x100xf32>) {
   flashattn.attention ins(%q, %k, %v : memref<2x100x4x64xbf16>, memref<2x130x2x64xbf16>, memref<2x130x2x64xbf16>)

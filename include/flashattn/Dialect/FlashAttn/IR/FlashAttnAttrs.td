@@ -91,8 +91,8 @@ def FlashAttn_Sm90CodegenAttr : AttrDef<FlashAttn_Dialect, "Sm90Codegen"> {
   let description = [{
     Chosen by `flashattn-plan{target=sm90}` (each overridable by a pass
     option of the same name) and implemented by `convert-flashattn-to-nvgpu`
-    (`scheduler_barrier` and `warp_specialize` also by the passes of
-    flashattn-tile's kernel):
+    (`scheduler_barrier`, `warp_specialize` and `intra_wg_overlap` also by
+    the passes of flashattn-tile's kernel):
 
     - `scheduler_barrier`: the consumer warpgroups take turns issuing their
       GEMMs (FlashAttention-3's ping-pong, arXiv 2407.08608 section 3.1);
@@ -113,7 +113,11 @@ def FlashAttn_Sm90CodegenAttr : AttrDef<FlashAttn_Dialect, "Sm90Codegen"> {
       (PTX ISA, createpolicy);
     - `warp_specialize`: flashattn-tile's kernel is split into a producer
       warpgroup and the consumers (`flashattn-sm90-warp-specialize`; the
-      builder's kernel always is).
+      builder's kernel always is);
+    - `intra_wg_overlap`: in flashattn-tile's warp-specialized kernel, key
+      block n - 1's P V is issued after block n's Q K^T and runs under
+      block n's softmax (FlashAttention-3's intra-warpgroup overlap,
+      arXiv 2407.08608 section 3.2; the builder's kernel always does it).
 
     Example:
 
@@ -136,7 +140,8 @@ def FlashAttn_Sm90CodegenAttr : AttrDef<FlashAttn_Dialect, "Sm90Codegen"> {
                            "::mlir::flashattn::L2Priority::normal">:$l2_hint_q,
     DefaultValuedParameter<"::mlir::flashattn::L2Priority",
                            "::mlir::flashattn::L2Priority::normal">:$l2_hint_kv,
-    DefaultValuedParameter<"bool", "false">:$warp_specialize
+    DefaultValuedParameter<"bool", "false">:$warp_specialize,
+    DefaultValuedParameter<"bool", "false">:$intra_wg_overlap
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
