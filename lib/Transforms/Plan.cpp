@@ -180,11 +180,13 @@ struct FlashAttnPlanPass
     return 128;
   }
 
-  /// Whether flashattn-tile's sm90 kernel gets a producer warpgroup: up to
-  /// head_dim 128. At 256 a consumer's O takes 128 of the 232 registers
-  /// setmaxnreg leaves it, and ptxas spills with a window, softcap or
-  /// split-KV (without a producer each of 256 threads has 255).
-  static bool tiledWarpSpecialize(AttentionOp op) { return op.getHeadDim() <= 128; }
+  /// Whether flashattn-tile's sm90 kernel gets a producer warpgroup: but
+  /// with softcap at head_dim 256, where a consumer's O takes 128 of the
+  /// 232 registers setmaxnreg leaves it and ptxas spills (without a
+  /// producer each of 256 threads has 255).
+  static bool tiledWarpSpecialize(AttentionOp op) {
+    return op.getHeadDim() <= 128 || !op.getSoftcap();
+  }
 
   /// Whether that kernel overlaps P V with the next block's softmax: not
   /// with softcap at head_dim 128, where the in-flight O and P push ptxas

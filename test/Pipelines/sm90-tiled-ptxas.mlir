@@ -2,8 +2,8 @@
 // The kernels built by passes (fa-compile --tiled: flashattn-tile's kernel
 // on the tiles of flashattn-plan{tiled}, its K / V loads pipelined by
 // flashattn-sm90-pipeline-kv, split into a producer warpgroup and the
-// consumers by flashattn-sm90-warp-specialize up to head_dim 128 (setmaxnreg
-// 40 / 232), distributed over 2 warpgroups by
+// consumers by flashattn-sm90-warp-specialize but with softcap at head_dim
+// 256 (setmaxnreg 40 / 232), distributed over 2 warpgroups by
 // flashattn-sm90-warpgroup) assemble for sm_90a with no
 // spills and no C75xx warnings: head_dim 64, 128 and 256, causal, a window
 // with softcap, varlen with seqused_k, paged K/V (pages of 64 and 16), split-KV

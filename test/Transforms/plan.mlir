@@ -35,15 +35,15 @@
 
 // Tiles for flashattn-tile's kernel: 2 warpgroups of 64 rows and 128 keys
 // at head_dim 128 (where the builder's kernel takes 128 x 128 too), 64 keys
-// at head_dim 256 (the builder's: 80); a producer warpgroup up to head_dim
-// 128, none at 256.
+// at head_dim 256 (the builder's: 80); a producer warpgroup and the
+// intra-warpgroup overlap (not at head_dim 256 with softcap:
+// test/Transforms/sm90-warp-specialize.mlir).
 // TILED-LABEL: func.func @prefill
 // TILED: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 128, stages = 2, consumers = 2,
 // TILED-SAME: warp_specialize = true, intra_wg_overlap = true
 // TILED-LABEL: func.func @explicit
 // TILED: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 64, stages = 2, consumers = 2,
-// TILED-NOT: warp_specialize
-// TILED: return
+// TILED-SAME: warp_specialize = true, intra_wg_overlap = true
 
 // Non-causal prefill, head_dim 128: 64x64 tiles on the host; on sm90
 // 128x128 (2 consumer warpgroups of 64 rows), 2 K/V stages and the static

@@ -82,11 +82,23 @@ func.func @paged(%q: memref<2x1x4x128xbf16>, %k: memref<8x128x1x128xbf16>, %v: m
 
 // -----
 
-// head_dim 256: flashattn-plan{tiled} plans no producer (a consumer's O
-// takes 128 of its registers).
+// head_dim 256 with softcap: flashattn-plan{tiled} plans no producer (a
+// consumer's O takes 128 of its registers, and ptxas spills at 232).
 // CHECK-LABEL: gpu.func @fa_sm90_0
 // CHECK-NOT: flashattn.warp_specialize
 // CHECK: gpu.return
+func.func @hd256_softcap(%q: memref<1x200x2x256xbf16>, %k: memref<1x200x2x256xbf16>, %v: memref<1x200x2x256xbf16>,
+                         %o: memref<1x200x2x256xbf16>) {
+  flashattn.attention ins(%q, %k, %v : memref<1x200x2x256xbf16>, memref<1x200x2x256xbf16>, memref<1x200x2x256xbf16>)
+      outs(%o : memref<1x200x2x256xbf16>) {softcap = 30.0 : f32}
+  return
+}
+
+// -----
+
+// head_dim 256 without softcap: a producer.
+// CHECK-LABEL: gpu.func @fa_sm90_0
+// CHECK: flashattn.warp_specialize
 func.func @hd256(%q: memref<1x200x2x256xbf16>, %k: memref<1x200x2x256xbf16>, %v: memref<1x200x2x256xbf16>,
                  %o: memref<1x200x2x256xbf16>) {
   flashattn.attention ins(%q, %k, %v : memref<1x200x2x256xbf16>, memref<1x200x2x256xbf16>, memref<1x200x2x256xbf16>)

@@ -66,7 +66,7 @@ struct Sm90PipelineOptions : public PassPipelineOptions<Sm90PipelineOptions> {
       llvm::cl::init("auto")};
   Option<std::string> warpSpecialize{
       *this, "warp-specialize",
-      llvm::cl::desc("tiled: a producer warpgroup (auto: up to head_dim 128), on, off"),
+      llvm::cl::desc("tiled: a producer warpgroup (auto: but softcap at head_dim 256), on, off"),
       llvm::cl::init("auto")};
   Option<std::string> intraWGOverlap{
       *this, "intra-wg-overlap",

@@ -72,7 +72,7 @@ def FlashAttnPlan : Pass<"flashattn-plan"> {
            "auto, on, off">,
     Option<"warpSpecialize", "warp-specialize", "std::string", /*default=*/"\"auto\"",
            "sm90: flashattn-tile's kernel with a producer warpgroup (flashattn-sm90-"
-           "warp-specialize): auto (with tiled, up to head_dim 128), on, off">,
+           "warp-specialize): auto (with tiled, but softcap at head_dim 256), on, off">,
     Option<"intraWGOverlap", "intra-wg-overlap", "std::string", /*default=*/"\"auto\"",
            "sm90: in flashattn-tile's warp-specialized kernel, P V under the next "
            "block's softmax: auto (with tiled, but softcap at head_dim 128), on, off">,
