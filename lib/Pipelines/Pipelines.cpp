@@ -111,6 +111,7 @@ void mlir::flashattn::buildFlashAttnSm90Pipeline(
   kernels.addPass(createConvertMathToLLVMPass());
   kernels.addPass(createArithToLLVMConversionPass(arithToLLVM));
   kernels.addPass(createConvertIndexToLLVMPass(indexToLLVM));
+  // (A module pass: the host side has no cf ops by then.)
   pm.addPass(createConvertControlFlowToLLVMPass(cfToLLVM));
   OpPassManager &kernels2 = pm.nest<gpu::GPUModuleOp>();
   kernels2.addPass(createConvertNVVMToLLVMPass());

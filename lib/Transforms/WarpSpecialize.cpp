@@ -9,6 +9,7 @@
 
 #include "flashattn/Transforms/Passes.h"
 
+#include "flashattn/Conversion/FlashAttnToNVGPU/Sm90Kernel.h"
 #include "flashattn/Dialect/FlashAttn/IR/FlashAttn.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -24,16 +25,15 @@ namespace mlir::flashattn {
 using namespace mlir;
 using namespace mlir::flashattn;
 
-namespace {
-bool isLoad(Operation *op) { return isa<TileLoadOp, TileLoadPagedOp>(op); }
+static bool isLoad(Operation *op) { return isa<TileLoadOp, TileLoadPagedOp>(op); }
 
-Value loadedTile(Operation *load) {
+static Value loadedTile(Operation *load) {
   if (auto l = dyn_cast<TileLoadOp>(load))
     return l.getTile();
   return cast<TileLoadPagedOp>(load).getTile();
 }
 
-Value loadedRows(Operation *load) {
+static Value loadedRows(Operation *load) {
   if (auto l = dyn_cast<TileLoadOp>(load))
     return l.getRows();
   return cast<TileLoadPagedOp>(load).getRows();
@@ -42,7 +42,7 @@ Value loadedRows(Operation *load) {
 /// Erases the ops of `region` whose results are unused and that have no
 /// effect (memory reads, index arithmetic, loops and branches left empty),
 /// innermost first, until none is left.
-void eraseDeadOps(Region &region) {
+static void eraseDeadOps(Region &region) {
   bool erased = true;
   while (erased) {
     SmallVector<Operation *> dead;
@@ -58,25 +58,60 @@ void eraseDeadOps(Region &region) {
 
 /// The producer: every load, started (async); the compute, the waits and
 /// the stores dropped.
-void keepLoads(Region &producer) {
+static void keepLoads(Region &producer) {
   SmallVector<Operation *> drop;
-  producer.walk([&](Operation *op) {
+  producer.walk<WalkOrder::PreOrder>([&](Operation *op) {
     if (auto load = dyn_cast<TileLoadOp>(op))
       load.setAsync(true);
     else if (auto load = dyn_cast<TileLoadPagedOp>(op))
       load.setAsync(true);
     else if (op->getDialect() && isa<FlashAttnDialect>(op->getDialect()) &&
-             !isa<KeyEndOp, KeyBeginOp, KeyBlocksOp>(op))
-      drop.push_back(op);
+             !isa<KeyEndOp, KeyBeginOp, KeyBlocksOp>(op)) {
+      drop.push_back(op); // with its regions (a tile_map's body)
+      return WalkResult::skip();
+    }
+    return WalkResult::advance();
   });
   for (Operation *op : drop)
     op->erase();
 }
 
+/// The op of `block` holding the last read of `wait`'s tile (in `region`)
+/// before the next wait on it; failure when a read lies outside the
+/// block (after the release, the producer may overwrite the tile).
+static FailureOr<Operation *> lastRead(TileWaitOp wait, Region &region) {
+  Block *block = wait->getBlock();
+  Operation *next = nullptr, *last = wait;
+  for (Operation &op : llvm::make_range(std::next(wait->getIterator()), block->end())) {
+    bool waits = op.walk([&](TileWaitOp w) {
+                       return w.getTile() == wait.getTile() ? WalkResult::interrupt()
+                                                            : WalkResult::advance();
+                     }).wasInterrupted();
+    if (waits) {
+      next = &op;
+      break;
+    }
+  }
+  for (Operation *user : wait.getTile().getUsers()) {
+    if (user == wait.getOperation() || !region.isAncestor(user->getParentRegion()))
+      continue;
+    Operation *at = block->findAncestorOpInBlock(*user);
+    if (!at)
+      return wait.emitOpError("flashattn-sm90-warp-specialize: the waited tile is read "
+                              "outside the wait's block"),
+             failure();
+    if (at->isBeforeInBlock(wait) || (next && !at->isBeforeInBlock(next)))
+      continue;
+    if (last->isBeforeInBlock(at))
+      last = at;
+  }
+  return last;
+}
+
 /// The consumers: the loads dropped, a wait in place of each load that
 /// waited (the Q tile), a release after the last read of each waited tile
-/// in the wait's block.
-void keepCompute(Region &consumers) {
+/// in the wait's block (before its next wait there).
+static LogicalResult keepCompute(Region &consumers) {
   SmallVector<Operation *> loads;
   consumers.walk([&](Operation *op) {
     if (isLoad(op))
@@ -94,39 +129,25 @@ void keepCompute(Region &consumers) {
   SmallVector<TileWaitOp> waits;
   consumers.walk([&](TileWaitOp wait) { waits.push_back(wait); });
   for (TileWaitOp wait : waits) {
-    Block *block = wait->getBlock();
-    Operation *last = wait;
-    for (Operation *user : wait.getTile().getUsers()) {
-      Operation *at = block->findAncestorOpInBlock(*user);
-      if (at && last->isBeforeInBlock(at))
-        last = at;
-    }
-    OpBuilder b = OpBuilder::atBlockBegin(block);
-    b.setInsertionPointAfter(last);
+    FailureOr<Operation *> last = lastRead(wait, consumers);
+    if (failed(last))
+      return failure();
+    OpBuilder b(wait->getContext());
+    b.setInsertionPointAfter(*last);
     TileReleaseOp::create(b, wait->getLoc(), wait.getTile());
   }
-}
-
-/// The setmaxnreg budgets of FlashAttention-3 for `consumers` warpgroups:
-/// 40 x 128 + 232 x 256 and 32 x 128 + 160 x 384 registers fill the SM's
-/// 65536 at one CTA an SM.
-std::pair<int64_t, int64_t> defaultRegisters(int64_t consumers) {
-  if (consumers == 2)
-    return {40, 232};
-  if (consumers == 3)
-    return {32, 160};
-  return {0, 0};
+  return success();
 }
 
 /// The consumers of `kernel`: 64 score rows each.
-int64_t consumersOf(gpu::GPUFuncOp kernel) {
+static int64_t consumersOf(gpu::GPUFuncOp kernel) {
   int64_t rows = 0;
   kernel.walk([&](TileQKOp qk) { rows = cast<MemRefType>(qk.getS().getType()).getDimSize(0); });
   return rows / 64;
 }
 
 /// Whether an op naming `kernel` plans it warp-specialized.
-bool plannedSpecialized(ModuleOp module, gpu::GPUFuncOp kernel) {
+static bool plannedSpecialized(ModuleOp module, gpu::GPUFuncOp kernel) {
   auto kernels = kernel->getParentOfType<gpu::GPUModuleOp>();
   bool planned = false;
   module.walk([&](AttentionOp op) {
@@ -138,6 +159,7 @@ bool plannedSpecialized(ModuleOp module, gpu::GPUFuncOp kernel) {
   return planned;
 }
 
+namespace {
 struct FlashAttnSm90WarpSpecializePass
     : public flashattn::impl::FlashAttnSm90WarpSpecializeBase<FlashAttnSm90WarpSpecializePass> {
   using Base::Base;
@@ -152,10 +174,33 @@ struct FlashAttnSm90WarpSpecializePass
         kernels.push_back(kernel);
     });
     for (gpu::GPUFuncOp kernel : kernels)
-      specialize(kernel);
+      if (failed(specialize(kernel)))
+        return signalPassFailure();
   }
 
-  void specialize(gpu::GPUFuncOp kernel) {
+  /// The register budgets: the options', or FlashAttention-3's
+  /// (sm90DefaultRegisters); failure when setmaxnreg.inc would wait forever
+  /// (more than the launch allocation, PTX ISA 9.7.17.1).
+  FailureOr<std::pair<int64_t, int64_t>> budgets(gpu::GPUFuncOp kernel) {
+    Sm90KernelSpec spec;
+    spec.consumers = consumersOf(kernel);
+    sm90DefaultRegisters(spec);
+    int64_t p = producerRegs >= 0 ? producerRegs : spec.producerRegs;
+    int64_t c = consumerRegs >= 0 ? consumerRegs : spec.consumerRegs;
+    int64_t threads = 128 * (1 + spec.consumers), launch = sm90LaunchRegisters(threads);
+    int64_t used = 128 * (p ? p : launch) + 128 * spec.consumers * (c ? c : launch);
+    if (used > launch * threads)
+      return kernel.emitError("flashattn-sm90-warp-specialize: setmaxnreg budgets ")
+             << p << " x 128 + " << c << " x " << 128 * spec.consumers << " = " << used
+             << " registers exceed the launch's " << launch << " x " << threads,
+             failure();
+    return std::make_pair(p, c);
+  }
+
+  LogicalResult specialize(gpu::GPUFuncOp kernel) {
+    FailureOr<std::pair<int64_t, int64_t>> regs = budgets(kernel);
+    if (failed(regs))
+      return failure();
     Block &body = kernel.getBody().front();
     SmallVector<Operation *> moved;
     for (Operation &op : body.without_terminator())
@@ -165,9 +210,7 @@ struct FlashAttnSm90WarpSpecializePass
     Location loc = kernel.getLoc();
     Value tid = arith::IndexCastOp::create(b, loc, b.getI32Type(),
                                            gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x));
-    auto [pRegs, cRegs] = defaultRegisters(consumersOf(kernel));
-    auto split = WarpSpecializeOp::create(b, loc, tid, producerRegs >= 0 ? producerRegs : pRegs,
-                                          consumerRegs >= 0 ? consumerRegs : cRegs);
+    auto split = WarpSpecializeOp::create(b, loc, tid, regs->first, regs->second);
     for (Region *region : {&split.getProducer(), &split.getConsumers()}) {
       OpBuilder inner = OpBuilder::atBlockBegin(&region->emplaceBlock());
       IRMapping map;
@@ -177,9 +220,11 @@ struct FlashAttnSm90WarpSpecializePass
     for (Operation *op : llvm::reverse(moved))
       op->erase();
     keepLoads(split.getProducer());
-    keepCompute(split.getConsumers());
+    if (failed(keepCompute(split.getConsumers())))
+      return failure();
     eraseDeadOps(split.getProducer());
     eraseDeadOps(split.getConsumers());
+    return success();
   }
 };
 } // namespace

@@ -1,6 +1,14 @@
 // RUN: fa-opt %s --flashattn-plan="target=sm90 tiled" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --split-input-file | FileCheck %s
 // RUN: fa-opt %s --flashattn-plan="target=sm90 tiled warp-specialize=off" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --split-input-file | FileCheck %s --check-prefix=OFF
 // RUN: fa-opt %s --flashattn-plan="target=sm90 tiled" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize="producer-regs=24 consumer-regs=240" --split-input-file | FileCheck %s --check-prefix=REGS
+// RUN: not fa-opt %s --flashattn-plan="target=sm90 tiled" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize="producer-regs=0" --split-input-file 2>&1 | FileCheck %s --check-prefix=BUDGET
+// RUN: not fa-opt %s --flashattn-plan="target=sm90 tiled" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize="consumer-regs=240" --split-input-file 2>&1 | FileCheck %s --check-prefix=BUDGET240
+
+// Budgets past the launch's 168 x 384 registers would leave setmaxnreg.inc
+// waiting forever: the producer keeping its 168, or consumers of 240 with
+// a producer of 40.
+// BUDGET: error: flashattn-sm90-warp-specialize: setmaxnreg budgets 0 x 128 + 232 x 256 = 80896 registers exceed the launch's 168 x 384
+// BUDGET240: error: flashattn-sm90-warp-specialize: setmaxnreg budgets 40 x 128 + 240 x 256 = 66560 registers exceed the launch's 168 x 384
 
 // The kernel body becomes a warp_specialize of two copies over the thread
 // index, the scratch tiles staying above it. The producer keeps the loads

@@ -126,7 +126,8 @@ def FlashAttnSm90Warpgroup : Pass<"flashattn-sm90-warpgroup", "::mlir::ModuleOp"
     and its mbarrier, and slot s's phase is bit s of the ring's carried
     phase value. `tile_qk` becomes wgmma.mma_async over shared-memory
     descriptors (PTX ISA 9.7.15.5) with S as the accumulator fragment
-    (each warpgroup in its own branch, its Q descriptors constant offsets);
+    (each warpgroup in its own branch, its Q descriptors constant offsets,
+    but in an overlapped loop);
     `tile_map` its body cloned at each fragment register's row and column
     (row ops once per row); `tile_softmax` the online softmax on the
     fragment (quad shuffles, exp2); `tile_pv` `flashattn.wgmma_rs` with P in
@@ -138,7 +139,15 @@ def FlashAttnSm90Warpgroup : Pass<"flashattn-sm90-warpgroup", "::mlir::ModuleOp"
     is every consumer thread's arrive on it, and with two consumers and
     the plan's `scheduler_barrier` the consumers take turns at the tensor
     cores (named barriers 2 and 3, bar.sync / bar.arrive, PTX ISA 9.7.13.1:
-    a block's P V with the next block's Q K^T a turn).
+    a block's P V with the next block's Q K^T a turn); V's rows past the
+    sequence are zeroed under named barrier 1 of the consumers. With the
+    plan's `intra_wg_overlap` a consumer's key-block loop of one `tile_qk`,
+    `tile_softmax`, V wait, `tile_pv` and V release runs its first block
+    before the loop and issues each block's P V after the next block's
+    Q K^T (wgmma groups: wait_group 1 for Q K^T, 0 before O's rescale),
+    the last after the loop. Index arithmetic in the kernels is 32-bit
+    (flashattn-sm90-pipeline{tiled}): a score or mask region's index
+    arithmetic must stay below 2^31.
     The state (phases, row max and sum, O, S) is carried through `scf.for`
     and `scf.if` as values. The function gets the kernel ABI
     (`flashattn.abi`: q, k, v, out[, lse], their dims and the tensor maps of

@@ -183,7 +183,8 @@ def FlashAttnSm90WarpSpecialize
   let description = [{
     Warp specialization (FlashAttention-3, arXiv 2407.08608, section 3.1):
     the body of every tiled sm90 kernel (`gpu.func ... kernel` from
-    `flashattn-tile`, after `flashattn-sm90-pipeline-kv`) becomes a
+    `flashattn-tile`, after `flashattn-sm90-pipeline-kv`) whose ops' plan has
+    `warp_specialize` (`#flashattn.sm90_codegen`) becomes a
     `flashattn.warp_specialize` of two copies of it. The producer keeps the
     loads (every `tile_load` / `tile_load_paged`, made `async`) and the
     control flow and index arithmetic they need; the consumers keep the
@@ -194,8 +195,11 @@ def FlashAttnSm90WarpSpecialize
     key-block loops, so they load and wait for the same tiles in the same
     order. The register budgets are the options', or FlashAttention-3's for
     the kernel's consumers (64 score rows each): 40 / 232 with 2, 32 / 160
-    with 3, none with 1. Runs before `flashattn-sm90-warpgroup`, which gives
-    each tile a full and an empty mbarrier.
+    with 3, none otherwise; budgets past the launch's allocation (128 x
+    producer + 128 x consumers x consumer registers, setmaxnreg.inc would
+    wait forever) and a waited tile read outside the wait's block are
+    errors. Runs before `flashattn-sm90-warpgroup`, which gives each tile a
+    full and an empty mbarrier.
   }];
   let options = [
     Option<"producerRegs", "producer-regs", "int64_t", /*default=*/"-1",

@@ -23,6 +23,16 @@
 //   tile_pv     O += P V by flashattn.wgmma_rs (P in registers)
 //   tile_store  out = O / l and lse through the view's place in the tensor
 //
+//   tile_release (warp-specialized) every consumer thread's arrive on the
+//               tile's empty mbarrier
+//
+// A flashattn.warp_specialize (flashattn-sm90-warp-specialize) adds the
+// producer's warpgroup: its thread 0 issues every TMA after a wait on the
+// slot's empty mbarrier, and no CTA barrier is left. With the plan's
+// scheduler_barrier the two consumers take turns at the tensor cores
+// (named barriers); with its intra_wg_overlap a key-block loop issues
+// block n - 1's P V after block n's Q K^T (overlappedLoop).
+//
 // The online-softmax state (phases, the two rows' m and l, O, S) is carried
 // through scf.for / scf.if as values. The result is an llvm.func with the
 // kernel ABI (#flashattn.kernel_abi: q, k, v, out[, lse], their dims and
@@ -166,7 +176,7 @@ private:
   /// H, Sq] in every layout: with varlen q the op's [S, Tq, H, D] and [S,
   /// H, Tq] come with a unit batch at dimension 1.
   bool unitBatch(Arg a) const { return partial && varlenQ && (a == Out || a == Lse); }
-  bool containsTileOps(Operation *op);
+  static bool containsTileOps(Operation *op);
   LogicalResult tileOp(Operation &src, State &st);
   void clone(Operation &src);
   /// The tile a load writes, a slot of a ring or not, and its ring (or
@@ -197,9 +207,11 @@ private:
   int64_t pageSize = 0;
   int64_t D = 0, qBytes = 0, kvBytes = 0, kOff = 0, vOff = 0, barOff = 0, bars = 3,
           nS = 0, nO = 0;
-  int64_t kKeys = 0, rowsM = 0, threads = 0; ///< S's columns and rows; 128 threads a 64 rows
-  /// With warp specialization: the consumers' threads (those of S's rows),
-  /// after the producer's warpgroup; the producer's ops being emitted.
+  /// S's columns and rows; the CTA's threads (128 a 64 rows, and the
+  /// producer's 128 with warp specialization).
+  int64_t kKeys = 0, rowsM = 0, threads = 0;
+  /// A warp-specialized kernel; the producer's ops being emitted; the
+  /// plan's choices and whether the turns are taken.
   bool specialize = false, inProducer = false, planSchedulerBarrier = false,
        planOverlap = false, scheduler = false;
   /// Where the ops of an overlapped key-block loop are emitted: its first
@@ -208,7 +220,7 @@ private:
   enum class Overlap { none, first, steady } overlap = Overlap::none;
   Value deferredSlot;
   Values deferredPk;
-  int64_t consumerThreads = 0;
+  int64_t consumerThreads = 0; ///< the threads of S's rows
   bool lse = false, f16 = false;
   Type etT, outT, sT, oT;
   /// ctid: the thread's index among the consumers (tid without warp
@@ -264,7 +276,18 @@ LogicalResult WarpgroupKernel::shapes() {
   specialize = tiled.walk([](WarpSpecializeOp) { return WalkResult::interrupt(); })
                    .wasInterrupted();
   threads = consumerThreads + (specialize ? 128 : 0);
-  scheduler = planSchedulerBarrier && specialize && rowsM / kRows == 2;
+  // Turns balance (N + 1 waits and hand-overs a consumer per loop of N
+  // blocks) when every tile_qk and tile_pv sits directly in one loop.
+  Operation *gemmLoop = nullptr;
+  bool oneLoop = true;
+  tiled.walk([&](Operation *op) {
+    if (!isa<TileQKOp, TilePVOp>(op))
+      return;
+    Operation *parent = op->getParentOp();
+    oneLoop &= isa<scf::ForOp>(parent) && (!gemmLoop || gemmLoop == parent);
+    gemmLoop = parent;
+  });
+  scheduler = planSchedulerBarrier && specialize && rowsM / kRows == 2 && oneLoop;
   if (args[Pages]) {
     // A key block inside one page, or a key block of whole pages of a
     // multiple of 8 keys, one TMA box each (8-row atoms keep the swizzle).
@@ -663,7 +686,9 @@ void WarpgroupKernel::tileQK(TileQKOp op, State &st) {
   Value kAt = tileAt(K, slotOf(op.getK()));
   int64_t groups = rowsM / kRows;
   bool steady = overlap == Overlap::steady;
-  Type types[] = {sT, oT};
+  SmallVector<Type> types{sT};
+  if (steady)
+    types.push_back(oT); // O in flight from the deferred P V
   // In an overlapped loop O is in flight past Q K^T, so no branch: Q's
   // rows at warpgroup g start g x 64 rows of 128 bytes into each box.
   bool branches = overlap == Overlap::none;
@@ -673,14 +698,15 @@ void WarpgroupKernel::tileQK(TileQKOp op, State &st) {
       NVVM::WgmmaFenceAlignedOp::create(b, loc);
       Value s = wgmmaQK(w, qAt, kAt, sT, branches ? g * kRows * 128 : 0, 0, rowsM, kKeys, D, f16);
       NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
-      Value o = st.o;
-      if (steady) {
-        o = wgmmaPV(w, tileAt(V, deferredSlot), oT, o, deferredPk, 0, kKeys, D, etT);
-        NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
-        if (scheduler)
-          passTurn(Value());
+      if (!steady) {
+        NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+        return {s};
       }
-      NVVM::WgmmaWaitGroupSyncOp::create(b, loc, steady ? 1 : 0);
+      Value o = wgmmaPV(w, tileAt(V, deferredSlot), oT, st.o, deferredPk, 0, kKeys, D, etT);
+      NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+      if (scheduler)
+        passTurn(Value());
+      NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 1);
       return {s, o};
     };
     if (g + 1 == groups || !branches)
@@ -692,7 +718,8 @@ void WarpgroupKernel::tileQK(TileQKOp op, State &st) {
     awaitTurn(overlap != Overlap::none ? Value() : inFirstIteration(op));
   Values so = from(0);
   Value s = so[0];
-  st.o = so[1];
+  if (steady)
+    st.o = so[1];
   if (scheduler && !steady)
     passTurn(Value());
   Value scale = w.f32(op.getScale().convertToDouble());
@@ -838,7 +865,7 @@ void WarpgroupKernel::passTurn(Value when) {
 Value WarpgroupKernel::inFirstIteration(Operation *op) {
   auto loop = dyn_cast<scf::ForOp>(op->getParentOp());
   if (!loop)
-    return w.cmpi(CmpI::eq, w.i32(0), w.i32(0));
+    return w.boolean(true);
   return w.cmpi(CmpI::eq, map.lookup(loop.getInductionVar()),
                 map.lookup(loop.getLowerBound()));
 }
@@ -846,7 +873,7 @@ Value WarpgroupKernel::inFirstIteration(Operation *op) {
 Value WarpgroupKernel::inLastIteration(Operation *op) {
   auto loop = dyn_cast<scf::ForOp>(op->getParentOp());
   if (!loop)
-    return w.cmpi(CmpI::eq, w.i32(0), w.i32(0));
+    return w.boolean(true);
   Value next = w.addi(map.lookup(loop.getInductionVar()), map.lookup(loop.getStep()));
   return w.cmpi(CmpI::sge, next, map.lookup(loop.getUpperBound()));
 }
@@ -920,18 +947,26 @@ LogicalResult WarpgroupKernel::loop(scf::ForOp src, State &st) {
 bool WarpgroupKernel::overlappable(scf::ForOp src) const {
   if (!planOverlap || !specialize || inProducer || overlap != Overlap::none)
     return false;
-  int qk = 0, softmax = 0, pv = 0;
+  // V's wait after the softmax (a wait before it would hold block n's V
+  // while block n - 1's is not yet released) and its release after P V.
+  int qk = 0, softmax = 0, pv = 0, vWaits = 0, vReleases = 0;
   bool ordered = true;
   for (Operation &o : src.getBody()->without_terminator()) {
-    if (isa<scf::ForOp>(o) && const_cast<WarpgroupKernel *>(this)->containsTileOps(&o))
+    if (isa<scf::ForOp>(o) && containsTileOps(&o))
       return false;
+    bool vWait = isa<TileWaitOp>(o) && hasRole(cast<TileWaitOp>(o).getTile(), V);
+    bool vRelease = isa<TileReleaseOp>(o) && hasRole(cast<TileReleaseOp>(o).getTile(), V);
     qk += isa<TileQKOp>(o);
     softmax += isa<TileSoftmaxOp>(o);
     pv += isa<TilePVOp>(o);
+    vWaits += vWait;
+    vReleases += vRelease;
     ordered &= !isa<TileSoftmaxOp>(o) || qk == 1;
-    ordered &= !isa<TilePVOp>(o) || softmax == 1;
+    ordered &= !vWait || softmax == 1;
+    ordered &= !isa<TilePVOp>(o) || vWaits == 1;
+    ordered &= !vRelease || pv == 1;
   }
-  return ordered && qk == 1 && softmax == 1 && pv == 1;
+  return ordered && qk == 1 && softmax == 1 && pv == 1 && vWaits == 1 && vReleases == 1;
 }
 
 Values WarpgroupKernel::deferredValues() const {
