@@ -39,17 +39,6 @@ struct PipelinedLoad {
   SmallVector<Operation *> slice;
 };
 
-static Value loadTile(Operation *load) {
-  if (auto l = dyn_cast<TileLoadOp>(load))
-    return l.getTile();
-  return cast<TileLoadPagedOp>(load).getTile();
-}
-
-static Value loadRows(Operation *load) {
-  if (auto l = dyn_cast<TileLoadOp>(load))
-    return l.getRows();
-  return cast<TileLoadPagedOp>(load).getRows();
-}
 
 /// The ops of `body` that `load`'s operands (but its tile) depend on, in
 /// program order; failure when one has effects or regions, uses the tile,
@@ -57,7 +46,7 @@ static Value loadRows(Operation *load) {
 /// (a value carried by the loop is not known a block ahead).
 static FailureOr<SmallVector<Operation *>> operandSlice(Operation *load, scf::ForOp loop) {
   Block *body = loop.getBody();
-  Value tile = loadTile(load);
+  Value tile = loadedTile(load);
   llvm::SetVector<Operation *> seen;
   SmallVector<Value> work;
   for (Value v : load->getOperands())
@@ -102,7 +91,7 @@ static SmallVector<PipelinedLoad> pipelinedLoads(scf::ForOp loop) {
     if (!isa<TileLoadOp, TileLoadPagedOp>(op))
       continue;
     // A scratch tile of the loop that this load alone writes.
-    auto tile = loadTile(&op).getDefiningOp<memref::AllocaOp>();
+    auto tile = loadedTile(&op).getDefiningOp<memref::AllocaOp>();
     auto writes = [&](Operation *u) { return u != &op && isa<TileLoadOp, TileLoadPagedOp>(u); };
     if (!tile || loop->isAncestor(tile) || llvm::any_of(tile->getUsers(), writes) ||
         llvm::any_of(tile->getUsers(), [&](Operation *u) { return !loop->isAncestor(u); }) ||
@@ -144,7 +133,7 @@ static void startBlock(OpBuilder &b, scf::ForOp loop, ArrayRef<PipelinedLoad> lo
     for (Operation *op : load.slice)
       if (!map.contains(op))
         map.map(op, b.clone(*op, map));
-    map.map(loadTile(load.load), slotOf(b, loc, ring, slot));
+    map.map(loadedTile(load.load), slotOf(b, loc, ring, slot));
     Operation *started = b.clone(*load.load, map);
     started->setAttr("async", b.getUnitAttr());
   }
@@ -189,7 +178,7 @@ static void pipeline(scf::ForOp loop, MutableArrayRef<PipelinedLoad> loads, int6
     current.push_back(slotOf(b, loc, ring, slot));
   for (auto [load, tile] : llvm::zip(loads, current)) {
     OpBuilder at(load.load);
-    TileWaitOp::create(at, load.load->getLoc(), tile, loadRows(load.load));
+    TileWaitOp::create(at, load.load->getLoc(), tile, loadedRows(load.load));
     load.load->erase();
     load.tile.getResult().replaceAllUsesWith(tile);
     load.tile.erase();

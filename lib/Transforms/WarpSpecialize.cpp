@@ -27,17 +27,6 @@ using namespace mlir::flashattn;
 
 static bool isLoad(Operation *op) { return isa<TileLoadOp, TileLoadPagedOp>(op); }
 
-static Value loadedTile(Operation *load) {
-  if (auto l = dyn_cast<TileLoadOp>(load))
-    return l.getTile();
-  return cast<TileLoadPagedOp>(load).getTile();
-}
-
-static Value loadedRows(Operation *load) {
-  if (auto l = dyn_cast<TileLoadOp>(load))
-    return l.getRows();
-  return cast<TileLoadPagedOp>(load).getRows();
-}
 
 /// Erases the ops of `region` whose results are unused and that have no
 /// effect (memory reads, index arithmetic, loops and branches left empty),
@@ -118,9 +107,7 @@ static LogicalResult keepCompute(Region &consumers) {
       loads.push_back(op);
   });
   for (Operation *load : loads) {
-    bool async = isa<TileLoadOp>(load) ? cast<TileLoadOp>(load).getAsync()
-                                       : cast<TileLoadPagedOp>(load).getAsync();
-    if (!async) {
+    if (!isAsyncLoad(load)) {
       OpBuilder b(load);
       TileWaitOp::create(b, load->getLoc(), loadedTile(load), loadedRows(load));
     }

@@ -220,3 +220,21 @@ void TileMapOp::splitRowOps(SmallVectorImpl<Operation *> &rowOps,
     (varies ? elementOps : rowOps).push_back(&op);
   }
 }
+
+Value mlir::flashattn::loadedTile(Operation *load) {
+  if (auto l = dyn_cast<TileLoadOp>(load))
+    return l.getTile();
+  return cast<TileLoadPagedOp>(load).getTile();
+}
+
+Value mlir::flashattn::loadedRows(Operation *load) {
+  if (auto l = dyn_cast<TileLoadOp>(load))
+    return l.getRows();
+  return cast<TileLoadPagedOp>(load).getRows();
+}
+
+bool mlir::flashattn::isAsyncLoad(Operation *load) {
+  if (auto l = dyn_cast<TileLoadOp>(load))
+    return l.getAsync();
+  return cast<TileLoadPagedOp>(load).getAsync();
+}

@@ -65,6 +65,12 @@ namespace mlir::flashattn {
 /// them (e.g. constants cloned into a kernel), else as they are.
 Value inlineRegion(OpBuilder &b, Region &region, ValueRange args,
                    const IRMapping *outside = nullptr);
+
+/// The tile, the rows and `async` of a flashattn.tile_load or
+/// flashattn.tile_load_paged.
+Value loadedTile(Operation *load);
+Value loadedRows(Operation *load);
+bool isAsyncLoad(Operation *load);
 } // namespace mlir::flashattn
 
 #endif // FLASHATTN_DIALECT_FLASHATTN_IR_FLASHATTN_H
