@@ -195,6 +195,16 @@ struct FlashAttnPlanPass
     return !(op.getSoftcap() && op.getHeadDim() >= 128);
   }
 
+  /// Whether that kernel rescales conditionally (as the builder's, from
+  /// head_dim 128): not at head_dim 256 with pages smaller than the key
+  /// block in the split-KV form, where ptxas spills 8 bytes.
+  static bool tiledConditionalRescale(AttentionOp op, PlanAttr p) {
+    int64_t ps = op.isPaged() ? cast<ShapedType>(op.getK().getType()).getDimSize(1) : 0;
+    bool smallPages = ps > 0 && ps < tiledBlockN(op);
+    return op.getHeadDim() >= 128 &&
+           !(op.getHeadDim() == 256 && smallPages && p.getNumSplits() != 1);
+  }
+
   /// `op`'s plan: the computed one with the tile overrides, and on sm90 its
   /// code-generation choices.
   FailureOr<PlanAttr> planFor(AttentionOp op, Target t, const Sm90CodegenOverrides &o) {
@@ -222,6 +232,8 @@ struct FlashAttnPlanPass
       chosen.warpSpecialize = tiledWarpSpecialize(op);
     if (tiledSm90 && !chosen.intraWGOverlap)
       chosen.intraWGOverlap = *chosen.warpSpecialize && tiledIntraWGOverlap(op);
+    if (tiledSm90 && !chosen.conditionalRescale)
+      chosen.conditionalRescale = tiledConditionalRescale(op, p);
     FailureOr<Sm90CodegenAttr> cg = chooseSm90Codegen(op, p, chosen, why);
     if (failed(cg)) {
       op.emitError("flashattn-plan: ") << why;

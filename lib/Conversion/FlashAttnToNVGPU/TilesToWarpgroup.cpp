@@ -122,7 +122,8 @@ public:
   WarpgroupKernel(gpu::GPUFuncOp tiled, OpBuilder &b, Sm90CodegenAttr cg)
       : tiled(tiled), b(b), loc(tiled.getLoc()), w(b, tiled.getLoc()),
         planSchedulerBarrier(cg && cg.getSchedulerBarrier()),
-        planOverlap(cg && cg.getIntraWgOverlap()) {}
+        planOverlap(cg && cg.getIntraWgOverlap()),
+        conditionalRescale(cg && cg.getConditionalRescale()) {}
   /// Builds the llvm.func before `tiled`; failure says why on the op.
   LogicalResult build();
 
@@ -213,7 +214,7 @@ private:
   /// A warp-specialized kernel; the producer's ops being emitted; the
   /// plan's choices and whether the turns are taken.
   bool specialize = false, inProducer = false, planSchedulerBarrier = false,
-       planOverlap = false, scheduler = false;
+       planOverlap = false, scheduler = false, conditionalRescale = false;
   /// Where the ops of an overlapped key-block loop are emitted: its first
   /// block (before the loop) or the loop; the previous block's P V waiting
   /// to issue (its V slot and packed P) there.
@@ -796,6 +797,13 @@ void WarpgroupKernel::tileSoftmax(State &st) {
       if ((r / 2) % 2 == half)
         mx = w.maxnumf(mx, x[r]);
     Value mNew = w.maxnumf(st.m[half], quadReduce(mx, true));
+    // FlashAttention-4's conditional rescale (the plan's): the max moves
+    // only when it grows by more than 8 (exp2 units), so P <= 2^8 and
+    // most blocks leave alpha = 1 (the first block moves it from -inf; a
+    // row still without keys compares NaN and stays).
+    if (conditionalRescale)
+      mNew = w.select(w.cmpf(CmpF::OGT, w.subf(mNew, st.m[half]), w.f32(8.0)), mNew,
+                      st.m[half]);
     Value shift = w.select(w.cmpf(CmpF::OEQ, mNew, negInf), zeroF, mNew);
     alpha[half] = w.intrinsic("llvm.nvvm.ex2.approx.ftz.f", w.subf(st.m[half], shift));
     Value sum = zeroF;
@@ -821,8 +829,22 @@ void WarpgroupKernel::tileSoftmax(State &st) {
     NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
     w.mbarrierArrive(barrierAt(V, deferredSlot, true));
   }
-  for (int64_t r = 0; r < nO; ++r)
-    st.o = w.insertvalue(w.mulf(w.extractvalue(st.o, r), alpha[(r / 2) % 2]), st.o, r);
+  auto rescale = [&] {
+    Value o = st.o;
+    for (int64_t r = 0; r < nO; ++r)
+      o = w.insertvalue(w.mulf(w.extractvalue(o, r), alpha[(r / 2) % 2]), o, r);
+    return o;
+  };
+  if (!conditionalRescale) {
+    st.o = rescale();
+    return;
+  }
+  // O moves only in a warp where a row's max moved (vote.sync.any, PTX ISA
+  // 9.7.12.9: a warp-uniform branch).
+  Value one = w.f32(1.0);
+  Value moved = w.ori(w.cmpf(CmpF::UNE, alpha[0], one), w.cmpf(CmpF::UNE, alpha[1], one));
+  Value any = NVVM::VoteSyncOp::create(b, loc, w.i1T, w.i32(-1), moved, NVVM::VoteSyncKind::any);
+  st.o = w.ifElse1(any, oT, rescale, [&] { return st.o; });
 }
 
 // O += P V (wgmmaPV, P in registers), committed and waited for.

@@ -1,0 +1,23 @@
+// RUN: fa-opt %s --flashattn-plan="target=sm90 tiled" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup | FileCheck %s
+
+// The plan's conditional_rescale (flashattn-plan{tiled} from head_dim 128,
+// FlashAttention-4): a row's max moves only when it grows by more than 8
+// (exp2 units), and O is rescaled only in a warp where some row's factor
+// is not 1 (vote.sync.any, a warp-uniform branch).
+// CHECK-LABEL: func.func @hd128
+// CHECK: sm90 = <{{.*}}conditional_rescale = true
+// CHECK: } consumers {
+// CHECK: %[[EIGHT:.*]] = arith.constant 8.000000e+00 : f32
+// CHECK: %[[GROW:.*]] = arith.subf %[[NEW:.*]], %[[OLD:.*]] : f32
+// CHECK: %[[MOVES:.*]] = arith.cmpf ogt, %[[GROW]], %[[EIGHT]] : f32
+// CHECK: arith.select %[[MOVES]], %[[NEW]], %[[OLD]] : f32
+// CHECK: %[[ANY:.*]] = nvvm.vote.sync any %{{.*}}, %{{.*}} -> i1
+// CHECK: scf.if %[[ANY]] -> (!llvm.struct<
+// CHECK: arith.mulf
+// CHECK: } else {
+func.func @hd128(%q: memref<1x200x2x128xbf16>, %k: memref<1x200x2x128xbf16>, %v: memref<1x200x2x128xbf16>,
+                 %o: memref<1x200x2x128xbf16>) {
+  flashattn.attention ins(%q, %k, %v : memref<1x200x2x128xbf16>, memref<1x200x2x128xbf16>, memref<1x200x2x128xbf16>)
+      outs(%o : memref<1x200x2x128xbf16>) {causal = #flashattn.causal<bottom_right>}
+  return
+}
