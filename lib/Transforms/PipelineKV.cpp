@@ -185,15 +185,11 @@ static void pipeline(scf::ForOp loop, MutableArrayRef<PipelinedLoad> loads, int6
   }
 }
 
-/// `stages` of the plan of the ops naming `kernel`; 0 when none names it.
+/// `stages` of the plan of the op naming `kernel`; 0 when none names it.
 static int64_t planStages(ModuleOp module, gpu::GPUFuncOp kernel) {
   auto kernels = kernel->getParentOfType<gpu::GPUModuleOp>();
-  int64_t stages = 0;
-  module.walk([&](AttentionOp op) {
-    if (op.getPlanAttr() && op.namesSm90Kernel(kernels.getSymNameAttr(), kernel.getNameAttr()))
-      stages = std::max(stages, op.getPlanAttr().getStages());
-  });
-  return stages;
+  PlanAttr plan = planOfSm90Kernel(module, kernels.getSymNameAttr(), kernel.getNameAttr());
+  return plan ? plan.getStages() : 0;
 }
 
 struct FlashAttnSm90PipelineKVPass

@@ -166,6 +166,11 @@ struct FlashAttnPlanPass
     return true;
   }
 
+  /// The paged K's page size (0 unpaged).
+  static int64_t pageSize(AttentionOp op) {
+    return op.isPaged() ? cast<ShapedType>(op.getK().getType()).getDimSize(1) : 0;
+  }
+
   /// The key block of flashattn-tile's sm90 kernel: 128 keys; at head_dim
   /// 256 64 (a warpgroup's O takes 128 registers a thread, and without a
   /// producer to give registers up, softcap with a score region spills at
@@ -174,7 +179,7 @@ struct FlashAttnPlanPass
   static int64_t tiledBlockN(AttentionOp op) {
     if (op.getHeadDim() > 128)
       return 64;
-    int64_t ps = op.isPaged() ? cast<ShapedType>(op.getK().getType()).getDimSize(1) : 0;
+    int64_t ps = pageSize(op);
     if (ps > 0 && !ShapedType::isDynamic(ps) && ps % 128 && 128 % ps)
       return 64;
     return 128;
@@ -199,7 +204,7 @@ struct FlashAttnPlanPass
   /// head_dim 128): not at head_dim 256 with pages smaller than the key
   /// block in the split-KV form, where ptxas spills 8 bytes.
   static bool tiledConditionalRescale(AttentionOp op, PlanAttr p) {
-    int64_t ps = op.isPaged() ? cast<ShapedType>(op.getK().getType()).getDimSize(1) : 0;
+    int64_t ps = pageSize(op);
     bool smallPages = ps > 0 && ps < tiledBlockN(op);
     return op.getHeadDim() >= 128 &&
            !(op.getHeadDim() == 256 && smallPages && p.getNumSplits() != 1);

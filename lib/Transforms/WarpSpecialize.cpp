@@ -15,7 +15,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/IRMapping.h"
-#include "mlir/Transforms/RegionUtils.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace mlir::flashattn {
 #define GEN_PASS_DEF_FLASHATTNSM90WARPSPECIALIZE
@@ -26,7 +26,6 @@ using namespace mlir;
 using namespace mlir::flashattn;
 
 static bool isLoad(Operation *op) { return isa<TileLoadOp, TileLoadPagedOp>(op); }
-
 
 /// Erases the ops of `region` whose results are unused and that have no
 /// effect (memory reads, index arithmetic, loops and branches left empty),
@@ -133,17 +132,11 @@ static int64_t consumersOf(gpu::GPUFuncOp kernel) {
   return rows / 64;
 }
 
-/// Whether an op naming `kernel` plans it warp-specialized.
+/// Whether the op naming `kernel` plans it warp-specialized.
 static bool plannedSpecialized(ModuleOp module, gpu::GPUFuncOp kernel) {
   auto kernels = kernel->getParentOfType<gpu::GPUModuleOp>();
-  bool planned = false;
-  module.walk([&](AttentionOp op) {
-    PlanAttr plan = op.getPlanAttr();
-    if (plan && plan.getSm90() && plan.getSm90().getWarpSpecialize() &&
-        op.namesSm90Kernel(kernels.getSymNameAttr(), kernel.getNameAttr()))
-      planned = true;
-  });
-  return planned;
+  PlanAttr plan = planOfSm90Kernel(module, kernels.getSymNameAttr(), kernel.getNameAttr());
+  return plan && plan.getSm90() && plan.getSm90().getWarpSpecialize();
 }
 
 namespace {

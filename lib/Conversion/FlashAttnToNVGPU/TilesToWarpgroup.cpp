@@ -1307,18 +1307,12 @@ struct FlashAttnSm90WarpgroupPass
     }
   }
 
-  /// The code-generation choices of the plan of an op naming `tiled` (the
-  /// ops naming one kernel share its plan); null when none has one.
+  /// The code-generation choices of the plan of the op naming `tiled`;
+  /// null when it has none.
   static Sm90CodegenAttr plannedCodegen(ModuleOp module, gpu::GPUFuncOp tiled) {
     auto kernels = tiled->getParentOfType<gpu::GPUModuleOp>();
-    Sm90CodegenAttr cg;
-    module.walk([&](AttentionOp op) {
-      PlanAttr plan = op.getPlanAttr();
-      if (plan && plan.getSm90() &&
-          op.namesSm90Kernel(kernels.getSymNameAttr(), tiled.getNameAttr()))
-        cg = plan.getSm90();
-    });
-    return cg;
+    PlanAttr plan = planOfSm90Kernel(module, kernels.getSymNameAttr(), tiled.getNameAttr());
+    return plan ? plan.getSm90() : Sm90CodegenAttr();
   }
 
   /// The ops naming `tiled`'s kernel; an error on the first the sm90

@@ -256,6 +256,18 @@ bool AttentionOp::namesSm90Kernel(StringAttr kernels, StringAttr name) {
          e.getKernel().getLeafReference() == name;
 }
 
+PlanAttr mlir::flashattn::planOfSm90Kernel(Operation *root, StringAttr kernels,
+                                           StringAttr name) {
+  PlanAttr plan;
+  root->walk([&](AttentionOp op) {
+    if (!op.getPlanAttr() || !op.namesSm90Kernel(kernels, name))
+      return WalkResult::advance();
+    plan = op.getPlanAttr();
+    return WalkResult::interrupt();
+  });
+  return plan;
+}
+
 bool AttentionOp::isVarlenQ() {
   return cast<ShapedType>(getQ().getType()).getRank() == 3;
 }

@@ -66,6 +66,11 @@ namespace mlir::flashattn {
 Value inlineRegion(OpBuilder &b, Region &region, ValueRange args,
                    const IRMapping *outside = nullptr);
 
+/// The plan of the flashattn.attention under `root` naming the sm90 kernel
+/// `name` of gpu.module `kernels` (flashattn-tile builds a kernel an op);
+/// null when no op with a plan names it.
+PlanAttr planOfSm90Kernel(Operation *root, StringAttr kernels, StringAttr name);
+
 /// The tile, the rows and `async` of a flashattn.tile_load or
 /// flashattn.tile_load_paged.
 Value loadedTile(Operation *load);
