@@ -178,8 +178,9 @@ public:
   /// The loop nest, after the append.
   void build();
   /// The sm90 kernel's work loop: tiles gpu.block_id, + gpu.grid_dim, ...
-  /// over (batch, head, m_block, split), split fastest; with the runtime's
-  /// tile `table` (memref<?xi32>) over (entry, head, split).
+  /// over (batch, head, m_block, split), split fastest (m_block next, or
+  /// with the plan's lpt schedule longest first); with the runtime's tile
+  /// `table` (memref<?xi32>) over (entry, head, split).
   void buildPersistent(Value table, Value pages = Value());
   void deallocScratch();
 
@@ -199,6 +200,10 @@ private:
   void workTile(const Sequence &s, Value t);
   void tileBody(const Sequence &s, Value h, Value mb, Value split);
   void tableTile(Value table, Value t);
+  void longestFirstTile(Value t, Value nmb);
+  /// Member and round of `i` in groups of `hg` of `n` members, `rounds`
+  /// rounds a group, member fastest (the last group may hold fewer).
+  std::pair<Value, Value> grouped(Value i, Value hg, Value n, Value rounds);
   Value seqView(Value src, Value bIdx, Value head, Value off, Value len, int64_t cols);
   void views(const Sequence &s, WorkTile &w);
   Value keyEnd(const Sequence &s, const WorkTile &w, Value i);
@@ -222,7 +227,7 @@ private:
   IRMapping outside; ///< kernel: constants from above the regions, cloned
   int64_t bm, bn, d, dv, qr;
   Value numSplits; ///< partial out's leading dim (1 without splits)
-  bool partial, varlenQ, varlenK, paged, append, noKeys = false;
+  bool partial, varlenQ, varlenK, paged, append, noKeys = false, longestFirst;
   Value q, k, v, out, lse;
   Value qt, kt, vt, st, mt, lt, acc; // f32 scratch tiles
   Value hq, hkv, groups, batch, capacity;
@@ -242,6 +247,7 @@ AttentionTiler::AttentionTiler(AttentionOp op, OpBuilder &b, ValueRange kernel)
   bm = plan.getBlockM(), bn = plan.getBlockN();
   d = op.getHeadDim(), dv = op.getHeadDimV();
   partial = op.isSplitPartial();
+  longestFirst = plan.getSchedule() == Schedule::lpt;
 
   varlenQ = op.isVarlenQ(), varlenK = op.isVarlenK();
   paged = op.isPaged(), append = op.hasAppend();
@@ -360,6 +366,8 @@ void AttentionTiler::buildPersistent(Value table, Value pages) {
   Value t = loop.getInductionVar();
   if (table)
     return tableTile(table, t);
+  if (longestFirst)
+    return longestFirstTile(t, e.ceilDiv(e.size(q, 1), e.c(bm)));
   Sequence s = sequence(e.div(t, perSequence));
   s.nmb = e.ceilDiv(s.sq, e.c(bm));
   workTile(s, e.rem(t, perSequence));
@@ -375,18 +383,39 @@ void AttentionTiler::tableTile(Value table, Value t) {
   Value rest = e.div(t, numSplits);
   Value entries = e.loadIndex(table, {e.c(0)});
   Value hg = e.min(e.max(e.loadIndex(table, {e.c(2)}), e.c(1)), hq);
-  Value perGroup = e.mul(hg, entries);
-  Value first = e.mul(e.div(rest, perGroup), hg);
-  Value inGroup = e.rem(rest, perGroup);
-  Value here = e.min(hg, e.sub(hq, first));
-  Value head = e.add(first, e.rem(inGroup, here));
-  Value entry = e.div(inGroup, here);
+  auto [head, entry] = grouped(rest, hg, hq, entries);
   auto field = [&](int64_t f) {
     return e.loadIndex(table, {e.add(e.mul(entry, e.c(8)), e.c(8 + f))});
   };
   Sequence s{field(7), varlenQ ? field(0) : e.c(0), field(2),
              varlenK || paged ? field(3) : e.c(0), field(5), Value()};
   tileBody(s, head, field(6), e.rem(t, numSplits));
+}
+
+// Work tile t longest first (FlashAttention-3's LPT order, the plan's lpt
+// schedule: a causal tile's work grows with its m_block): split fastest,
+// then in groups of hg (batch, head)s whose K and V fit 32 MB of L2,
+// m_block descending, (batch, head) fastest. Each round of the grid-stride
+// loop hands out tiles of about one length, the longest first.
+void AttentionTiler::longestFirstTile(Value t, Value nmb) {
+  Value rest = e.div(t, numSplits);
+  Value nbh = e.mul(batch, hq);
+  // Query heads of one kv head share its K / V.
+  Value keys = capacity ? e.max(capacity, e.c(1)) : e.c(1);
+  Value perKvHead = e.max(e.div(e.c((int64_t(32) << 20) / (2 * (d + dv))), keys), e.c(1));
+  Value hg = e.min(e.mul(perKvHead, groups), nbh);
+  auto [bh, round] = grouped(rest, hg, nbh, nmb);
+  Sequence s = sequence(e.div(bh, hq));
+  s.nmb = nmb;
+  tileBody(s, e.rem(bh, hq), e.sub(e.sub(nmb, e.c(1)), round), e.rem(t, numSplits));
+}
+
+std::pair<Value, Value> AttentionTiler::grouped(Value i, Value hg, Value n, Value rounds) {
+  Value perGroup = e.mul(hg, rounds);
+  Value first = e.mul(e.div(i, perGroup), hg);
+  Value inGroup = e.rem(i, perGroup);
+  Value here = e.min(hg, e.sub(n, first));
+  return {e.add(first, e.rem(inGroup, here)), e.div(inGroup, here)};
 }
 
 AttentionTiler::Sequence AttentionTiler::sequence(Value bIdx) {

@@ -3,9 +3,11 @@
 // On sm90 the tiled loops form a kernel for one CTA: the op stays, naming
 // it; the kernel takes q, k, v, out and lse, and its persistent work loop
 // runs from gpu.block_id by gpu.grid_dim over B * Hq * ceil(Sq / 64) = 2 * 4
-// * 2 tiles, each decoded as (batch, head, m_block) with the same tile body
-// as the host's: key_blocks, tile ops, the softcap tile_map on every block
-// and the causal tile_map on boundary blocks only.
+// * 2 tiles. The causal plan's lpt schedule decodes them longest first: in
+// groups of 8 (batch, head)s (all of them: their K / V fit L2), m_block = 1
+// - round, (batch, head) fastest. The tile body is the host's: key_blocks,
+// tile ops, the softcap tile_map on every block and the causal tile_map on
+// boundary blocks only.
 // CHECK-LABEL: func.func @causal
 // CHECK: flashattn.attention
 // CHECK-SAME: flashattn.sm90 = #flashattn.sm90_entries<kernel = @fa_sm90_0_module::@fa_sm90_0>
@@ -16,9 +18,16 @@
 // CHECK: %[[FIRST:.*]] = gpu.block_id x
 // CHECK: %[[GRID:.*]] = gpu.grid_dim x
 // CHECK: scf.for %[[T:.*]] = %[[FIRST]] to %c16 step %[[GRID]] {
-// CHECK:   %[[B:.*]] = arith.divsi %[[T]], %c8
+// CHECK:   %[[GFIRST:.*]] = arith.muli %{{.*}}, %c8
+// CHECK:   %[[IN:.*]] = arith.remsi %[[T]], %c16
+// CHECK:   %[[HERE:.*]] = arith.minsi %{{.*}}, %c8
+// CHECK:   %[[BH:.*]] = arith.addi %[[GFIRST]], %{{.*}}
+// CHECK:   %[[ROUND:.*]] = arith.divsi %[[IN]], %[[HERE]]
+// CHECK:   %[[B:.*]] = arith.divsi %[[BH]], %c4
+// CHECK:   %[[MB:.*]] = arith.subi %c1, %[[ROUND]]
+// CHECK:   %[[M0:.*]] = arith.muli %[[MB]], %c64
 // CHECK:   memref.subview %[[Q]][%[[B]], 0, %{{.*}}, 0] [1, 100, 1, 64]
-// CHECK:   flashattn.key_blocks rows[%[[M0:.*]], %{{.*}}) keys %c130 offset %c30
+// CHECK:   flashattn.key_blocks rows[%[[M0]], %{{.*}}) keys %c130 offset %c30
 // CHECK:   flashattn.tile_load
 // CHECK:   scf.for
 // CHECK:     flashattn.tile_qk %{{.*}} into %[[S:.*]] {scale = 1.250000e-01 : f32}

@@ -167,6 +167,29 @@ Value mlir::flashattn::quadReduce(KernelEmitter &w, Value v, bool max) {
   return v;
 }
 
+Value mlir::flashattn::chainReduce(KernelEmitter &w, ArrayRef<Value> vals, int64_t chains,
+                                   bool max) {
+  assert(!vals.empty() && "a row holds at least one score per thread");
+  auto combine = [&](Value a, Value c) { return max ? w.maxnumf(a, c) : w.addf(a, c); };
+  size_t n = std::max<int64_t>(chains, 1);
+  std::vector<Value> acc;
+  for (size_t i = 0; i < vals.size(); ++i) {
+    if (i < n)
+      acc.push_back(vals[i]);
+    else
+      acc[i % n] = combine(acc[i % n], vals[i]);
+  }
+  while (acc.size() > 1) {
+    std::vector<Value> next;
+    for (size_t i = 0; i + 1 < acc.size(); i += 2)
+      next.push_back(combine(acc[i], acc[i + 1]));
+    if (acc.size() % 2)
+      next.push_back(acc.back());
+    acc.swap(next);
+  }
+  return acc.front();
+}
+
 Value mlir::flashattn::wgmmaQK(KernelEmitter &w, Value qSmem, Value kSmem, Type accType,
                                int64_t qOff, int64_t kOff, int64_t rows, int64_t keys, int64_t d,
                                bool f16) {

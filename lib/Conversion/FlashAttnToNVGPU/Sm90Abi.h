@@ -126,6 +126,12 @@ Value smemDesc(KernelEmitter &w, Value smem, int64_t offset, int64_t lbo, int64_
 /// a wgmma accumulator: two butterfly shuffles (xor 1, 2).
 Value quadReduce(KernelEmitter &w, Value v, bool max);
 
+/// The max (or sum) of `vals` (not empty) in `chains` interleaved chains
+/// (value i into chain i % chains), then a tree over the chains: a
+/// dependency path of about n / chains + log2(chains) ops instead of n - 1,
+/// for chains - 1 more live registers.
+Value chainReduce(KernelEmitter &w, ArrayRef<Value> vals, int64_t chains, bool max);
+
 /// S = Q K^T on one warpgroup: D / 16 k16 steps of wgmmaSS (N = `keys`),
 /// Q (`rows` rows) at `qOff` past `qSmem` and K (`keys` rows) at `kOff`
 /// past `kSmem` (!llvm.ptr<3>), both K-major in 64-column boxes of the

@@ -258,7 +258,6 @@ private:
   Value parityOf(Value g) { return w.andi(w.divui(g, cST), c1); }
   // a + b, or b when a is the constant 0 (the dense kernel's positions).
   Value plus(Value a, Value b) { return a == c0 ? b : w.addi(a, b); }
-  Value treeReduce(const Values &vals, const Combine &combine);
   Value warpUniform(Value v);
   Value quadReduce(Value v, const Combine &combine);
 
@@ -607,31 +606,6 @@ Value AttentionKernelBuilder::slotBase(int64_t base, Value slot) {
   Value offset = w.muli(slot, w.i32(L.kvBytes));
   offset = w.addi(offset, w.i32(base));
   return w.gep(smem, w.sptrT, w.i8T, offset);
-}
-
-// Reduces `vals` (not empty) as k.reduceChains interleaved chains (value
-// i into chain i % chains), then a tree over the chains: a dependency
-// path of about n / chains + log2 chains ops instead of n - 1, for
-// chains - 1 more live registers.
-Value AttentionKernelBuilder::treeReduce(const Values &vals, const Combine &combine) {
-  assert(!vals.empty() && "a row holds at least one score per thread");
-  const size_t chains = std::max<int64_t>(k.reduceChains, 1);
-  std::vector<Value> acc;
-  for (size_t i = 0; i < vals.size(); ++i) {
-    if (i < chains)
-      acc.push_back(vals[i]);
-    else
-      acc[i % chains] = combine(acc[i % chains], vals[i]);
-  }
-  while (acc.size() > 1) {
-    std::vector<Value> next;
-    for (size_t i = 0; i + 1 < acc.size(); i += 2)
-      next.push_back(combine(acc[i], acc[i + 1]));
-    if (acc.size() % 2)
-      next.push_back(acc.back());
-    acc.swap(next);
-  }
-  return acc.front();
 }
 
 // Lane 0's `v` in every lane of the warp (shfl.sync idx): also how ptxas
@@ -1588,8 +1562,8 @@ Softmax AttentionKernelBuilder::softmaxBody(Value s, Value n0, const Rows &rw, V
     sv[r] = x;
     rowVals[(r / 2) % 2].push_back(x);
   }
-  Value mxA = treeReduce(rowVals[0], maxF);
-  Value mxB = treeReduce(rowVals[1], maxF);
+  Value mxA = chainReduce(w, rowVals[0], k.reduceChains, true);
+  Value mxB = chainReduce(w, rowVals[1], k.reduceChains, true);
   // Conditional rescaling (FlashAttention-4; with k.conditionalRescale,
   // else the max always moves): the running max moves only when the
   // block's max exceeds it by more than 8 in exp2 units, so P <= 2^8
@@ -1640,8 +1614,8 @@ Softmax AttentionKernelBuilder::softmaxBody(Value s, Value n0, const Rows &rw, V
     p[r] = ex2(shifted(sv[r], rowB));
     rowP[rowB].push_back(p[r]);
   }
-  Value sumA = treeReduce(rowP[0], addF);
-  Value sumB = treeReduce(rowP[1], addF);
+  Value sumA = chainReduce(w, rowP[0], k.reduceChains, false);
+  Value sumB = chainReduce(w, rowP[1], k.reduceChains, false);
   sm.lA = w.addf(w.mulf(lOldA, sm.alphaA), sumA);
   sm.lB = w.addf(w.mulf(lOldB, sm.alphaB), sumB);
   packP(p, sm);

@@ -98,10 +98,14 @@ struct View {
 /// The warpgroup's online-softmax state: the mbarrier phases of the Q, K
 /// and V tiles (bit s: slot s of a ring), the thread's two rows' max and
 /// sum, O and S. A warp-specialized producer carries its phases only (of
-/// the empty mbarriers).
+/// the empty mbarriers). S's registers hold its scores divided by
+/// `sScale` (> 0): tile_qk's scale stays out of them until the softmax
+/// applies it in one fma a score, or a tile_map needs it (`sScale` is not
+/// a carried value: 1 at every loop and branch boundary).
 struct State {
   Value phase[3], m[2], l[2], o, s;
   bool producer = false;
+  double sScale = 1.0;
   Values values() const {
     if (producer)
       return {phase[0], phase[1], phase[2]};
@@ -109,8 +113,8 @@ struct State {
   }
   static State from(ValueRange v, bool producer) {
     if (producer)
-      return {{v[0], v[1], v[2]}, {}, {}, Value(), Value(), true};
-    return {{v[0], v[1], v[2]}, {v[3], v[4]}, {v[5], v[6]}, v[7], v[8], false};
+      return {{v[0], v[1], v[2]}, {}, {}, Value(), Value(), true, 1.0};
+    return {{v[0], v[1], v[2]}, {v[3], v[4]}, {v[5], v[6]}, v[7], v[8], false, 1.0};
   }
 };
 
@@ -119,11 +123,19 @@ public:
   /// `cg`: the plan's code-generation choices (the scheduler barrier,
   /// taken with a producer and two consumers; the intra-warpgroup overlap,
   /// with a producer).
-  WarpgroupKernel(gpu::GPUFuncOp tiled, OpBuilder &b, Sm90CodegenAttr cg)
+  WarpgroupKernel(gpu::GPUFuncOp tiled, OpBuilder &b, PlanAttr plan)
+      : WarpgroupKernel(tiled, b, plan ? plan.getSm90() : Sm90CodegenAttr(),
+                        plan && plan.getSchedule() == Schedule::lpt) {}
+  /// `longestFirst`: the plan's lpt schedule (the work loop of a
+  /// warp-specialized kernel without a tile table then takes its tiles
+  /// from a counter).
+  WarpgroupKernel(gpu::GPUFuncOp tiled, OpBuilder &b, Sm90CodegenAttr cg, bool longestFirst)
       : tiled(tiled), b(b), loc(tiled.getLoc()), w(b, tiled.getLoc()),
         planSchedulerBarrier(cg && cg.getSchedulerBarrier()),
         planOverlap(cg && cg.getIntraWgOverlap()),
-        conditionalRescale(cg && cg.getConditionalRescale()) {}
+        conditionalRescale(cg && cg.getConditionalRescale()),
+        reduceChains(cg ? cg.getReduceChains() : 1),
+        planLongestFirst(longestFirst), rescaleUnderQK(cg && cg.getRescaleUnderQk()) {}
   /// Builds the llvm.func before `tiled`; failure says why on the op.
   LogicalResult build();
 
@@ -134,6 +146,14 @@ private:
   LogicalResult block(Block &src, State &st);
   LogicalResult op(Operation &op, State &st);
   LogicalResult loop(scf::ForOp loop, State &st);
+  /// The persistent work loop over the tile counter (the plan's lpt
+  /// schedule): the producer's, which takes each next tile and hands it
+  /// over through shared memory, and the consumers', which read it.
+  bool dynamicWorkLoops();
+  bool isDynamicWorkLoop(scf::ForOp loop) const;
+  LogicalResult producerWorkLoop(scf::ForOp loop, State &st);
+  LogicalResult consumerWorkLoop(scf::ForOp loop, State &st);
+  Value nextTile(Value total, Value grid);
   /// The key-block loop with block n - 1's P V issued after block n's
   /// Q K^T (FlashAttention-3's intra-warpgroup overlap).
   bool overlappable(scf::ForOp loop) const;
@@ -153,7 +173,14 @@ private:
   LogicalResult specialized(WarpSpecializeOp op, State &st);
   void tileQK(TileQKOp op, State &st);
   void tileMap(TileMapOp op, State &st);
+  /// S's pending scale applied to its registers (sScale back to 1); the
+  /// state's values with it applied, for a loop or branch boundary.
+  void applyScale(State &st);
+  Values carried(State &st);
   void tileSoftmax(State &st);
+  /// O *= alpha (row half of each register), in the warps where a row's
+  /// max moved with the plan's conditional rescale.
+  Value rescaleO(Value o, Value alpha0, Value alpha1);
   void tilePV(TilePVOp op, State &st);
   /// The consumers' turns at the tensor cores (FlashAttention-3's
   /// ping-pong): a wait for this warpgroup's turn, the hand-over to the
@@ -215,12 +242,23 @@ private:
   /// plan's choices and whether the turns are taken.
   bool specialize = false, inProducer = false, planSchedulerBarrier = false,
        planOverlap = false, scheduler = false, conditionalRescale = false;
+  int64_t reduceChains = 1; ///< the plan's chains of a row's max and sum
+  /// The plan's lpt schedule; taken by the work loop (dynamic): the tile
+  /// index's place in shared memory; the producer's tile (i32); the
+  /// consumers waited for Q at the work loop's top.
+  bool planLongestFirst = false, dynamic = false, qWaited = false;
+  int64_t tileOff = 0;
+  Value workTile;
   /// Where the ops of an overlapped key-block loop are emitted: its first
   /// block (before the loop) or the loop; the previous block's P V waiting
   /// to issue (its V slot and packed P) there.
   enum class Overlap { none, first, steady } overlap = Overlap::none;
   Value deferredSlot;
   Values deferredPk;
+  /// With the plan's rescale_under_qk: O's rescale by the deferred block's
+  /// alpha (both rows) waits for its P V, issued after the next Q K^T.
+  bool rescaleUnderQK = false;
+  Value deferredAlpha[2];
   int64_t consumerThreads = 0; ///< the threads of S's rows
   bool lse = false, f16 = false;
   Type etT, outT, sT, oT;
@@ -329,6 +367,11 @@ LogicalResult WarpgroupKernel::shapes() {
            << ringSize[K] << " K and " << ringSize[V] << " V tiles at head_dim " << D
            << " need " << barOff + 8 * bars << " bytes of shared memory, more than "
            << kSm90MaxSharedMemory;
+  // The counter's tiles without a tile table (whose entries the runtime
+  // already orders longest first).
+  dynamic = planLongestFirst && specialize && !args[Table] && ringSize[Q] == 1 &&
+            dynamicWorkLoops();
+  tileOff = barOff + 8 * bars;
   nO = D / 2;
   sT = w.structOf(nS, w.f32T);
   oT = w.structOf(nO, w.f32T);
@@ -429,6 +472,8 @@ std::vector<AbiParam> WarpgroupKernel::params() {
   }
   if (args[Pages])
     abi.scalar(ParamKind::page_table, "page_table");
+  if (dynamic)
+    abi.scalar(ParamKind::tile_counter, "tile_counter");
   return abi.params;
 }
 
@@ -577,6 +622,9 @@ void WarpgroupKernel::issueTma(Arg role, Value slot, int64_t parts, Value valid,
     w.mbarrierWait(barrierAt(role, slot, true), w.andi(w.shrui(phase, slot), w.i32(1)),
                    waitTicks);
     phase = w.xori(phase, w.shli(w.i32(1), slot));
+    // The tile's index, released to the consumers by Q's arrive.
+    if (role == Q && dynamic)
+      w.store(workTile, at(tileOff));
   }
   // One barrier for loads issued back to back (K and V of a block).
   Block *at = b.getInsertionBlock();
@@ -632,6 +680,8 @@ LogicalResult WarpgroupKernel::tileWait(TileWaitOp op, State &st) {
   if (it == roles.end() || (it->second == Q && !specialize))
     return op.emitOpError("flashattn-sm90-warpgroup: waits on a tile that loads write (k or "
                           "v, or q in a warp-specialized kernel)");
+  if (it->second == Q && qWaited) // at the dynamic work loop's top
+    return success();
   waitTile(it->second, slotOf(op.getTile()), i32(map.lookup(op.getRows())), st);
   return success();
 }
@@ -703,7 +753,12 @@ void WarpgroupKernel::tileQK(TileQKOp op, State &st) {
         NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
         return {s};
       }
-      Value o = wgmmaPV(w, tileAt(V, deferredSlot), oT, st.o, deferredPk, 0, kKeys, D, etT);
+      Value o = st.o;
+      if (rescaleUnderQK) { // under Q K^T; the rescale wrote O: fence (PTX ISA 9.7.15.6.1)
+        o = rescaleO(o, deferredAlpha[0], deferredAlpha[1]);
+        NVVM::WgmmaFenceAlignedOp::create(b, loc);
+      }
+      o = wgmmaPV(w, tileAt(V, deferredSlot), oT, o, deferredPk, 0, kKeys, D, etT);
       NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
       if (scheduler)
         passTurn(Value());
@@ -723,10 +778,51 @@ void WarpgroupKernel::tileQK(TileQKOp op, State &st) {
     st.o = so[1];
   if (scheduler && !steady)
     passTurn(Value());
-  Value scale = w.f32(op.getScale().convertToDouble());
-  for (int64_t r = 0; r < nS; ++r)
-    s = w.insertvalue(w.mulf(w.extractvalue(s, r), scale), s, r);
   st.s = s;
+  st.sScale = op.getScale().convertToDouble();
+  if (!(st.sScale > 0) || std::isinf(st.sScale))
+    applyScale(st);
+}
+
+void WarpgroupKernel::applyScale(State &st) {
+  if (st.sScale == 1.0)
+    return;
+  Value scale = w.f32(st.sScale);
+  for (int64_t r = 0; r < nS; ++r)
+    st.s = w.insertvalue(w.mulf(w.extractvalue(st.s, r), scale), st.s, r);
+  st.sScale = 1.0;
+}
+
+Values WarpgroupKernel::carried(State &st) {
+  applyScale(st);
+  return st.values();
+}
+
+// Whether a tile_map's body commutes with a positive scale of its score:
+// it only masks it, a chain of selects between it and a constant -inf
+// whose conditions do not read it (the causal, window and sequence-end
+// masks and a mask region).
+static bool onlyMasks(TileMapOp op) {
+  Block &body = op.getBody().front();
+  Value x = cast<YieldOp>(body.getTerminator()).getValues()[0];
+  while (x != body.getArgument(0)) {
+    auto select = x.getDefiningOp<arith::SelectOp>();
+    if (!select)
+      return false;
+    auto isNegInf = [](Value v) {
+      auto c = v.getDefiningOp<arith::ConstantFloatOp>();
+      return c && c.value().isInfinity() && c.value().isNegative();
+    };
+    if (isNegInf(select.getFalseValue()))
+      x = select.getTrueValue();
+    else if (isNegInf(select.getTrueValue()))
+      x = select.getFalseValue();
+    else
+      return false;
+    if (!x.hasOneUse())
+      return false;
+  }
+  return true;
 }
 
 // The body at each of the thread's scores: row ops once per row, the rest
@@ -744,6 +840,8 @@ void WarpgroupKernel::tileMap(TileMapOp op, State &st) {
   };
   bool allRows = full(op.getRows(), rowsM), allCols = full(op.getCols(), kKeys);
   bool guarded = llvm::any_of(elementOps, [](Operation *o) { return !isPure(o); });
+  if (!onlyMasks(op))
+    applyScale(st);
   Value rows = map.lookup(op.getRows()), cols = map.lookup(op.getCols());
   Value s = st.s;
   for (int half = 0; half < 2; ++half) {
@@ -785,18 +883,23 @@ void WarpgroupKernel::tileMap(TileMapOp op, State &st) {
 // The online softmax of one key block on the thread's fragment: the new
 // row max (a max of -inf shifts by 0, so a row without keys stays 0),
 // alpha = exp2(m_old - m_new), P = exp2(s - m_new) packed into pairs, l =
-// l alpha + sum P, O *= alpha.
+// l alpha + sum P, O *= alpha. With S's scale c pending, the max is taken
+// on the raw scores (c > 0 keeps their order) and P = exp2(x c - m_new)
+// is one fma a score (FlashAttention-2's). A row's max and sum run in the
+// plan's reduce_chains chains.
 void WarpgroupKernel::tileSoftmax(State &st) {
-  Values x(nS);
-  for (int64_t r = 0; r < nS; ++r)
+  Values x(nS), rowX[2];
+  for (int64_t r = 0; r < nS; ++r) {
     x[r] = w.extractvalue(st.s, r);
+    rowX[(r / 2) % 2].push_back(x[r]);
+  }
+  Value scale = st.sScale == 1.0 ? Value() : w.f32(st.sScale);
   Value alpha[2];
   for (int half = 0; half < 2; ++half) {
-    Value mx = negInf;
-    for (int64_t r = 0; r < nS; ++r)
-      if ((r / 2) % 2 == half)
-        mx = w.maxnumf(mx, x[r]);
-    Value mNew = w.maxnumf(st.m[half], quadReduce(mx, true));
+    Value mx = quadReduce(chainReduce(w, rowX[half], reduceChains, true), true);
+    if (scale)
+      mx = w.mulf(mx, scale);
+    Value mNew = w.maxnumf(st.m[half], mx);
     // FlashAttention-4's conditional rescale (the plan's): the max moves
     // only when it grows by more than 8 (exp2 units), so P <= 2^8 and
     // most blocks leave alpha = 1 (the first block moves it from -inf; a
@@ -806,16 +909,21 @@ void WarpgroupKernel::tileSoftmax(State &st) {
                       st.m[half]);
     Value shift = w.select(w.cmpf(CmpF::OEQ, mNew, negInf), zeroF, mNew);
     alpha[half] = w.intrinsic("llvm.nvvm.ex2.approx.ftz.f", w.subf(st.m[half], shift));
-    Value sum = zeroF;
+    Value negShift = scale ? arith::NegFOp::create(b, loc, shift).getResult() : Value();
+    Values p;
     for (int64_t r = 0; r < nS; ++r) {
       if ((r / 2) % 2 != half)
         continue;
-      x[r] = w.intrinsic("llvm.nvvm.ex2.approx.ftz.f", w.subf(x[r], shift));
-      sum = w.addf(sum, x[r]);
+      Value e = scale ? w.fma(x[r], scale, negShift) : w.subf(x[r], shift);
+      x[r] = w.intrinsic("llvm.nvvm.ex2.approx.ftz.f", e);
+      p.push_back(x[r]);
     }
+    Value sum = chainReduce(w, p, reduceChains, false);
     st.m[half] = mNew;
     st.l[half] = w.addf(w.mulf(st.l[half], alpha[half]), sum);
   }
+  // S's registers are dead past here (P goes to tile_pv packed).
+  st.sScale = 1.0;
   pk.clear();
   for (int64_t r = 0; r < nS; r += 2) {
     Value vec = w.undef(VectorType::get({2}, w.f32T));
@@ -829,22 +937,30 @@ void WarpgroupKernel::tileSoftmax(State &st) {
     NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
     w.mbarrierArrive(barrierAt(V, deferredSlot, true));
   }
-  auto rescale = [&] {
-    Value o = st.o;
-    for (int64_t r = 0; r < nO; ++r)
-      o = w.insertvalue(w.mulf(w.extractvalue(o, r), alpha[(r / 2) % 2]), o, r);
-    return o;
-  };
-  if (!conditionalRescale) {
-    st.o = rescale();
+  if (rescaleUnderQK && overlap != Overlap::none) { // with the deferred P V
+    deferredAlpha[0] = alpha[0];
+    deferredAlpha[1] = alpha[1];
     return;
   }
+  st.o = rescaleO(st.o, alpha[0], alpha[1]);
+}
+
+Value WarpgroupKernel::rescaleO(Value o, Value alpha0, Value alpha1) {
+  Value alpha[2] = {alpha0, alpha1};
+  auto rescale = [&] {
+    Value r = o;
+    for (int64_t i = 0; i < nO; ++i)
+      r = w.insertvalue(w.mulf(w.extractvalue(r, i), alpha[(i / 2) % 2]), r, i);
+    return r;
+  };
+  if (!conditionalRescale)
+    return rescale();
   // O moves only in a warp where a row's max moved (vote.sync.any, PTX ISA
   // 9.7.12.9: a warp-uniform branch).
   Value one = w.f32(1.0);
   Value moved = w.ori(w.cmpf(CmpF::UNE, alpha[0], one), w.cmpf(CmpF::UNE, alpha[1], one));
   Value any = NVVM::VoteSyncOp::create(b, loc, w.i1T, w.i32(-1), moved, NVVM::VoteSyncKind::any);
-  st.o = w.ifElse1(any, oT, rescale, [&] { return st.o; });
+  return w.ifElse1(any, oT, rescale, [&] { return o; });
 }
 
 // O += P V (wgmmaPV, P in registers), committed and waited for.
@@ -947,19 +1063,140 @@ LogicalResult WarpgroupKernel::loop(scf::ForOp src, State &st) {
   if (src.getNumRegionIterArgs())
     return src.emitOpError("flashattn-sm90-warpgroup: loops of the tiled kernel carry no "
                            "values");
+  if (isDynamicWorkLoop(src))
+    return inProducer ? producerWorkLoop(src, st) : consumerWorkLoop(src, st);
   if (overlappable(src))
     return overlappedLoop(src, st);
   auto next = scf::ForOp::create(b, loc, map.lookup(src.getLowerBound()),
                                  map.lookup(src.getUpperBound()), map.lookup(src.getStep()),
-                                 st.values());
+                                 carried(st));
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(next.getBody());
   map.map(src.getInductionVar(), next.getInductionVar());
   State inner = State::from(next.getRegionIterArgs(), st.producer);
   if (failed(block(*src.getBody(), inner)))
     return failure();
-  scf::YieldOp::create(b, loc, inner.values());
+  scf::YieldOp::create(b, loc, carried(inner));
   st = State::from(next.getResults(), st.producer);
+  return success();
+}
+
+// The work loop of a warp-specialized kernel (from gpu.block_id by
+// gpu.grid_dim, at the top of the producer and of the consumers) whose
+// consumers wait for Q directly in its body, under the lpt schedule: the
+// dynamic scheduler of FlashAttention-3 (arXiv 2407.08608, section 3.1).
+// A CTA's first tile is its block index, each next one the grid past a u32
+// counter's atomic increment, so a CTA done early takes the next longest
+// tile (flashattn-tile orders them longest first).
+static bool isWorkLoop(scf::ForOp loop) {
+  return isa<WarpSpecializeOp>(loop->getParentOp()) &&
+         loop.getLowerBound().getDefiningOp<gpu::BlockIdOp>() &&
+         loop.getStep().getDefiningOp<gpu::GridDimOp>();
+}
+
+// One work loop in each of the producer and the consumers, the consumers'
+// wait for Q directly in it.
+bool WarpgroupKernel::dynamicWorkLoops() {
+  WarpSpecializeOp ws;
+  tiled.walk([&](WarpSpecializeOp op) { ws = op; });
+  auto loops = [](Region &r) {
+    SmallVector<scf::ForOp> found;
+    for (auto loop : r.front().getOps<scf::ForOp>())
+      if (isWorkLoop(loop))
+        found.push_back(loop);
+    return found;
+  };
+  SmallVector<scf::ForOp> produced = loops(ws.getProducer()), consumed = loops(ws.getConsumers());
+  return produced.size() == 1 && consumed.size() == 1 &&
+         llvm::any_of(*consumed.front().getBody(), [&](Operation &o) {
+           auto wait = dyn_cast<TileWaitOp>(o);
+           return wait && hasRole(wait.getTile(), Q);
+         });
+}
+
+bool WarpgroupKernel::isDynamicWorkLoop(scf::ForOp src) const {
+  return dynamic && isWorkLoop(src);
+}
+
+// The counter is read only with more tiles than CTAs (every tile is then
+// not some CTA's first; the runtime zeroes it only then).
+Value WarpgroupKernel::nextTile(Value total, Value grid) {
+  return w.ifElse1(
+      w.cmpi(CmpI::sgt, total, grid), w.i32T,
+      [&] {
+        Value got = LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::add, P["tile_counter"],
+                                              w.i32(1), LLVM::AtomicOrdering::monotonic);
+        return w.addi(got, grid);
+      },
+      [&] { return total; });
+}
+
+// The producer writes each tile's index into shared memory before Q's
+// load arrives on its full mbarrier (a release the consumers' wait
+// acquires), and after the last tile the index past it with a bare arrive:
+// the consumers stop there.
+LogicalResult WarpgroupKernel::producerWorkLoop(scf::ForOp src, State &st) {
+  Value total = i32(map.lookup(src.getUpperBound())), grid = i32(map.lookup(src.getStep()));
+  Values init{i32(map.lookup(src.getLowerBound()))};
+  init.append(carried(st));
+  LogicalResult ok = success();
+  auto loop = scf::WhileOp::create(
+      b, loc, TypeRange(ValueRange(init)), init,
+      [&](OpBuilder &, Location, ValueRange a) {
+        scf::ConditionOp::create(b, loc, w.cmpi(CmpI::slt, a[0], total), a);
+      },
+      [&](OpBuilder &, Location, ValueRange a) {
+        workTile = a[0];
+        map.map(src.getInductionVar(), index(a[0]));
+        State in = State::from(a.drop_front(), true);
+        ok = block(*src.getBody(), in);
+        Values next{nextTile(total, grid)};
+        next.append(carried(in));
+        scf::YieldOp::create(b, loc, next);
+      });
+  if (failed(ok))
+    return failure();
+  st = State::from(loop.getResults().drop_front(), true);
+  Value slot = w.i32(0);
+  w.mbarrierWait(barrierAt(Q, slot, true), w.andi(st.phase[Q], w.i32(1)), waitTicks);
+  st.phase[Q] = w.xori(st.phase[Q], w.i32(1));
+  w.store(loop.getResult(0), at(tileOff));
+  w.mbarrierArrive(barrierAt(Q, slot));
+  return success();
+}
+
+// Each iteration waits for Q, reads the tile's index (the same in every
+// thread: shfl.sync idx tells ptxas) and stops past the last tile; the
+// body's wait for Q is that one.
+LogicalResult WarpgroupKernel::consumerWorkLoop(scf::ForOp src, State &st) {
+  Value total = i32(map.lookup(src.getUpperBound()));
+  Values init = carried(st);
+  SmallVector<Type> types{w.i32T};
+  for (Value v : init)
+    types.push_back(v.getType());
+  LogicalResult ok = success();
+  auto loop = scf::WhileOp::create(
+      b, loc, types, init,
+      [&](OpBuilder &, Location, ValueRange a) {
+        State in = State::from(a, false);
+        waitTile(Q, w.i32(0), Value(), in);
+        Value t = w.load(w.i32T, at(tileOff));
+        t = w.shfl(NVVM::ShflKind::idx, w.i32(-1), t, w.i32(0), w.i32(31));
+        Values v{t};
+        v.append(in.values());
+        scf::ConditionOp::create(b, loc, w.cmpi(CmpI::slt, t, total), v);
+      },
+      [&](OpBuilder &, Location, ValueRange a) {
+        map.map(src.getInductionVar(), index(a[0]));
+        State in = State::from(a.drop_front(), false);
+        qWaited = true;
+        ok = block(*src.getBody(), in);
+        qWaited = false;
+        scf::YieldOp::create(b, loc, carried(in));
+      });
+  if (failed(ok))
+    return failure();
+  st = State::from(loop.getResults().drop_front(), false);
   return success();
 }
 
@@ -993,19 +1230,29 @@ bool WarpgroupKernel::overlappable(scf::ForOp src) const {
 
 Values WarpgroupKernel::deferredValues() const {
   Values v{deferredSlot};
+  if (rescaleUnderQK)
+    v.append({deferredAlpha[0], deferredAlpha[1]});
   v.append(deferredPk.begin(), deferredPk.end());
   return v;
 }
 
 void WarpgroupKernel::setDeferred(ValueRange v) {
   deferredSlot = v.front();
-  deferredPk.assign(v.begin() + 1, v.end());
+  v = v.drop_front();
+  if (rescaleUnderQK) {
+    deferredAlpha[0] = v[0];
+    deferredAlpha[1] = v[1];
+    v = v.drop_front(2);
+  }
+  deferredPk.assign(v.begin(), v.end());
 }
 
 // The deferred P V alone (a turn of its own), waited for, its V released.
 Value WarpgroupKernel::flushDeferred(Value o) {
   if (scheduler)
     awaitTurn(Value());
+  if (rescaleUnderQK)
+    o = rescaleO(o, deferredAlpha[0], deferredAlpha[1]);
   NVVM::WgmmaFenceAlignedOp::create(b, loc);
   o = wgmmaPV(w, tileAt(V, deferredSlot), oT, o, deferredPk, 0, kKeys, D, etT);
   NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
@@ -1024,12 +1271,19 @@ LogicalResult WarpgroupKernel::overlappedLoop(scf::ForOp src, State &st) {
   Value step = map.lookup(src.getStep());
   Value any = w.cmpi(CmpI::slt, lb, ub);
   int64_t npk = kKeys / 4;
+  applyScale(st);
   SmallVector<Type> types(TypeRange(ValueRange(st.values())));
-  types.append(1 + npk, w.i32T);
+  types.push_back(w.i32T);
+  if (rescaleUnderQK)
+    types.append(2, w.f32T);
+  types.append(npk, w.i32T);
   LogicalResult ok = success();
   auto none = [&] {
     Values v = st.values();
-    v.append(1 + npk, w.i32(0));
+    v.push_back(w.i32(0));
+    if (rescaleUnderQK)
+      v.append(2, w.f32(1.0));
+    v.append(npk, w.i32(0));
     return v;
   };
   Values first = w.ifElse(
@@ -1040,7 +1294,7 @@ LogicalResult WarpgroupKernel::overlappedLoop(scf::ForOp src, State &st) {
         State in = st;
         ok = block(*src.getBody(), in);
         overlap = Overlap::none;
-        Values v = in.values();
+        Values v = carried(in);
         v.append(deferredValues());
         return v;
       },
@@ -1058,7 +1312,7 @@ LogicalResult WarpgroupKernel::overlappedLoop(scf::ForOp src, State &st) {
     overlap = Overlap::steady;
     ok = block(*src.getBody(), in);
     overlap = Overlap::none;
-    Values v = in.values();
+    Values v = carried(in);
     v.append(deferredValues());
     scf::YieldOp::create(b, loc, v);
   }
@@ -1082,13 +1336,21 @@ LogicalResult WarpgroupKernel::branch(scf::IfOp src, State &st) {
   State then = st;
   if (failed(block(*src.thenBlock(), then)))
     return failure();
-  scf::YieldOp::create(b, loc, then.values());
   b.setInsertionPointToStart(next.elseBlock());
   State other = st;
   if (src.elseBlock() && failed(block(*src.elseBlock(), other)))
     return failure();
-  scf::YieldOp::create(b, loc, other.values());
+  // S's pending scale passes the branch when both sides keep it (a
+  // boundary mask); else both apply it.
+  bool keep = then.sScale == other.sScale;
+  auto yield = [&](Block *at, State &side) {
+    b.setInsertionPointToEnd(at);
+    scf::YieldOp::create(b, loc, keep ? side.values() : carried(side));
+  };
+  yield(next.thenBlock(), then);
+  yield(next.elseBlock(), other);
   st = State::from(next.getResults(), st.producer);
+  st.sScale = keep ? then.sScale : 1.0;
   return success();
 }
 
@@ -1268,7 +1530,7 @@ LogicalResult WarpgroupKernel::build() {
   declareKernelGlobals(w, name, false, false);
   OpBuilder::InsertionGuard guard(b);
   // Warp-specialized: one CTA an SM, whose registers setmaxnreg shares out.
-  P = buildKernelFunc(w, name + "_wg", params(), threads, barOff + 8 * bars,
+  P = buildKernelFunc(w, name + "_wg", params(), threads, tileOff + (dynamic ? 8 : 0),
                       /*minCtas=*/specialize);
   prologue();
   State st{{w.i32(0), w.i32(0), w.i32(0)}, {negInf, negInf}, {zeroF, zeroF}, w.undef(oT),
@@ -1294,7 +1556,7 @@ struct FlashAttnSm90WarpgroupPass
       if (failed(checkOps(module, tiled)))
         return signalPassFailure();
       OpBuilder b(tiled);
-      if (failed(WarpgroupKernel(tiled, b, plannedCodegen(module, tiled)).build()))
+      if (failed(WarpgroupKernel(tiled, b, plannedPlan(module, tiled)).build()))
         return signalPassFailure();
       auto kernels = tiled->getParentOfType<gpu::GPUModuleOp>();
       std::string name = tiled.getName().str();
@@ -1307,12 +1569,11 @@ struct FlashAttnSm90WarpgroupPass
     }
   }
 
-  /// The code-generation choices of the plan of the op naming `tiled`;
+  /// The plan of the op naming `tiled`;
   /// null when it has none.
-  static Sm90CodegenAttr plannedCodegen(ModuleOp module, gpu::GPUFuncOp tiled) {
+  static PlanAttr plannedPlan(ModuleOp module, gpu::GPUFuncOp tiled) {
     auto kernels = tiled->getParentOfType<gpu::GPUModuleOp>();
-    PlanAttr plan = planOfSm90Kernel(module, kernels.getSymNameAttr(), tiled.getNameAttr());
-    return plan ? plan.getSm90() : Sm90CodegenAttr();
+    return planOfSm90Kernel(module, kernels.getSymNameAttr(), tiled.getNameAttr());
   }
 
   /// The ops naming `tiled`'s kernel; an error on the first the sm90

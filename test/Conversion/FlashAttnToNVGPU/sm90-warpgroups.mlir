@@ -42,9 +42,16 @@
 // named barrier 2 + g and hands them over on the other's (consumer 1 hands
 // the first one to consumer 0); a turn is a block's P V with the next
 // block's Q K^T, so one consumer's softmax runs under the other's GEMMs.
+// The causal plan's lpt schedule takes the tiles from a counter (the
+// launch's tile_counter): the producer's work loop is an scf.while from
+// its block index, writing each tile's index at byte 82000 of shared
+// memory before Q's arrive, the next from an atomic add; past the last it
+// writes the index with a bare arrive on Q's full mbarrier. The consumers'
+// loop waits for Q, reads the index and stops past the last tile.
 // WS-LABEL: func.func @causal
 // WS: llvm.func @fa_sm90_0(
-// WS-SAME: threads = 384, smem = 82000
+// WS-SAME: threads = 384, smem = 82008
+// WS-SAME: #flashattn.param<kind = tile_counter>
 // WS-SAME: nvvm.minctasm = 1
 // WS: %[[TID:.*]] = nvvm.read.ptx.sreg.tid.x
 // WS-COUNT-5: nvvm.mbarrier.init %{{.*}}, %c1_i32
@@ -53,16 +60,35 @@
 // WS: flashattn.warp_specialize %[[TID]] {consumer_regs = 232 : i32, producer_regs = 40 : i32} producer {
 // WS-NOT: nvvm.barrier0
 // WS-NOT: nvvm.wgmma
+// WS: scf.while
+// WS: scf.condition
+// WS: } do {
 // WS: nvvm.mbarrier.try_wait.parity
 // WS: arith.xori
+// WS: %[[SLOT:.*]] = llvm.getelementptr %{{.*}}[82000]
+// WS-NEXT: llvm.store %{{.*}}, %[[SLOT]] : i32, !llvm.ptr<3>
 // WS: nvvm.mbarrier.arrive.expect_tx
 // WS: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// WS: llvm.atomicrmw add %{{.*}}, %c1_i32{{.*}} monotonic
+// WS: scf.yield
+// WS: nvvm.mbarrier.try_wait.parity
+// WS: %[[LAST:.*]] = llvm.getelementptr %{{.*}}[82000]
+// WS-NEXT: llvm.store %{{.*}}, %[[LAST]] : i32, !llvm.ptr<3>
+// WS: nvvm.mbarrier.arrive %
 // WS-NOT: nvvm.wgmma
 // WS-NOT: nvvm.barrier0
 // WS: } consumers {
 // WS-NOT: nvvm.barrier0
 // WS-NOT: nvvm.cp.async.bulk.tensor
 // WS: nvvm.barrier.arrive id = %{{.*}} number_of_threads = %c256_i32
+// WS: scf.while
+// WS: nvvm.mbarrier.try_wait.parity
+// WS: %[[READ:.*]] = llvm.getelementptr %{{.*}}[82000]
+// WS-NEXT: %[[T:.*]] = llvm.load %[[READ]] : !llvm.ptr<3> -> i32
+// WS: %[[TU:.*]] = nvvm.shfl.sync  idx %{{.*}}, %[[T]]
+// WS: %[[MORE:.*]] = arith.cmpi slt, %[[TU]]
+// WS: scf.condition(%[[MORE]]) %[[TU]]
+// WS: } do {
 // WS: nvvm.mbarrier.try_wait.parity
 // WS: nvvm.barrier id = %{{.*}} number_of_threads = %c256_i32
 // WS: nvvm.wgmma.mma_async
