@@ -147,3 +147,23 @@ func.func @paged_tiled(%q: memref<2x1x4x128xbf16>, %k192: memref<8x192x1x128xbf1
       outs(%o : memref<2x1x4x128xbf16>)
   return
 }
+
+// -----
+
+// flashattn-tile's kernel: the causal plan's tiles longest first (lpt),
+// but under a left window, which bounds every tile's keys (static); O's
+// rescale under the next Q K^T is not taken there.
+// TILED-LABEL: func.func @schedule_tiled
+// TILED: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 128, stages = 2, consumers = 2, schedule = lpt,
+// TILED-NOT: rescale_under_qk
+// TILED: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 128, stages = 2, consumers = 2, schedule = static,
+// TILED-NOT: rescale_under_qk
+// TILED: return
+func.func @schedule_tiled(%q: memref<2x512x4x128xbf16>, %k: memref<2x512x4x128xbf16>,
+                          %o: memref<2x512x4x128xbf16>) {
+  flashattn.attention ins(%q, %k, %k : memref<2x512x4x128xbf16>, memref<2x512x4x128xbf16>, memref<2x512x4x128xbf16>)
+      outs(%o : memref<2x512x4x128xbf16>) {causal = #flashattn.causal<bottom_right>}
+  flashattn.attention ins(%q, %k, %k : memref<2x512x4x128xbf16>, memref<2x512x4x128xbf16>, memref<2x512x4x128xbf16>)
+      outs(%o : memref<2x512x4x128xbf16>) {causal = #flashattn.causal<bottom_right>, window_size = array<i64: 256, 0>}
+  return
+}
