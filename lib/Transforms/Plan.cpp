@@ -244,6 +244,10 @@ struct FlashAttnPlanPass
       chosen.intraWGOverlap = *chosen.warpSpecialize && tiledIntraWGOverlap(op);
     if (tiledSm90 && !chosen.conditionalRescale)
       chosen.conditionalRescale = tiledConditionalRescale(op, p);
+    // O's TMA store: not with a score region, where ptxas spilled 116 bytes
+    // (head_dim 128, causal).
+    if (tiledSm90 && !chosen.tmaStore && !op.getScore().empty())
+      chosen.tmaStore = false;
     // O's rescale under the next Q K^T measured 0.5-1.2% slower in that
     // kernel at head_dim 128 (the builder's gains 1-2%): not taken there.
     if (tiledSm90 && !chosen.rescaleUnderQK)

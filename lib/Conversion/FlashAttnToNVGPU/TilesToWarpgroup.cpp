@@ -79,6 +79,8 @@ constexpr int64_t kRows = 64;
 /// of them, and consumer g's turn at the tensor cores (kTurnBarrier + g).
 constexpr int32_t kConsumerBarrier = 1;
 constexpr int32_t kTurnBarrier = 2;
+/// Warpgroup g's named barrier around its TMA store of O (its 128 threads).
+constexpr int32_t kStoreBarrier = 4;
 
 /// The kernel's arguments by their `flashattn.arg` name.
 enum Arg { Q, K, V, Out, Lse, Table, Pages, NumArgs };
@@ -135,7 +137,8 @@ public:
         planOverlap(cg && cg.getIntraWgOverlap()),
         conditionalRescale(cg && cg.getConditionalRescale()),
         reduceChains(cg ? cg.getReduceChains() : 1),
-        planLongestFirst(longestFirst), rescaleUnderQK(cg && cg.getRescaleUnderQk()) {}
+        planTmaStore(cg && cg.getTmaStore()), planLongestFirst(longestFirst),
+        rescaleUnderQK(cg && cg.getRescaleUnderQk()) {}
   /// Builds the llvm.func before `tiled`; failure says why on the op.
   LogicalResult build();
 
@@ -192,6 +195,8 @@ private:
   Value inFirstIteration(Operation *op);
   Value inLastIteration(Operation *op);
   LogicalResult tileStore(TileStoreOp op, State &st);
+  /// O (times each row's `inv`) through shared memory and a TMA store.
+  void storeThroughTma(const View &out, State &st, Value inv[2]);
   Value quadReduce(Value v, bool max) { return flashattn::quadReduce(w, v, max); }
   Value at(int64_t offset) { return w.gep(smem, w.sptrT, w.i8T, int32_t(offset)); }
   Value i32(Value index) { return arith::IndexCastOp::create(b, loc, w.i32T, index); }
@@ -243,6 +248,11 @@ private:
   bool specialize = false, inProducer = false, planSchedulerBarrier = false,
        planOverlap = false, scheduler = false, conditionalRescale = false;
   int64_t reduceChains = 1; ///< the plan's chains of a row's max and sum
+  /// The plan's TMA store of O; taken (where O's tile fits beside the
+  /// rings, in a warp-specialized kernel storing 16-bit dense rows): O's
+  /// staging tile in shared memory.
+  bool planTmaStore = false, tmaStore = false;
+  int64_t oOff = 0;
   /// The plan's lpt schedule; taken by the work loop (dynamic): the tile
   /// index's place in shared memory; the producer's tile (i32); the
   /// consumers waited for Q at the work loop's top.
@@ -360,8 +370,14 @@ LogicalResult WarpgroupKernel::shapes() {
   kvBytes = boxes * kKeys * 128;
   kOff = qBytes;
   vOff = kOff + ringSize[K] * kvBytes;
-  barOff = vOff + ringSize[V] * kvBytes;
+  oOff = vOff + ringSize[V] * kvBytes;
   bars = (1 + ringSize[K] + ringSize[V]) * (specialize ? 2 : 1);
+  int64_t oBytes = boxes * rowsM * 128;
+  auto outType = cast<MemRefType>(args[Out].getType());
+  tmaStore = planTmaStore && specialize && !partial && outType.getRank() == 4 &&
+             outT.getIntOrFloatBitWidth() == 16 &&
+             oOff + oBytes + 8 * bars + 8 <= kSm90MaxSharedMemory;
+  barOff = oOff + (tmaStore ? oBytes : 0);
   if (barOff + 8 * bars > kSm90MaxSharedMemory)
     return tiled.emitError("flashattn-sm90-warpgroup: rings of ")
            << ringSize[K] << " K and " << ringSize[V] << " V tiles at head_dim " << D
@@ -465,6 +481,8 @@ std::vector<AbiParam> WarpgroupKernel::params() {
     kvBox[2] = pageSize; // a page a box
   abi.add(ParamKind::tma, "k", "k", 0, kvBox);
   abi.add(ParamKind::tma, "v", "v", 0, kvBox);
+  if (tmaStore) // a warpgroup's 64 rows a box
+    abi.add(ParamKind::tma, "out", "o", 0, box(false, kRows));
   if (args[Table]) {
     abi.scalar(ParamKind::tile_table, "tile_table");
     abi.add(ParamKind::tile_table_inline, "", "tile_table_inline", 0, {}, 0, false,
@@ -723,7 +741,13 @@ LogicalResult WarpgroupKernel::specialized(WarpSpecializeOp src, State &st) {
   b.setInsertionPointToStart(&split.getConsumers().emplaceBlock());
   if (scheduler)
     passTurn(w.cmpi(CmpI::eq, warpgroup, w.i32(1)));
-  return block(src.getConsumers().front(), st);
+  if (failed(block(src.getConsumers().front(), st)))
+    return failure();
+  // Shared memory outlives the last TMA store's reads.
+  if (tmaStore)
+    w.ifThen(w.cmpi(CmpI::eq, w.remui(ctid, w.i32(128)), w.i32(0)),
+             [&] { NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, UnitAttr()); });
+  return success();
 }
 
 // S = scale Q K^T (wgmmaQK), committed and waited for.
@@ -1030,33 +1054,78 @@ LogicalResult WarpgroupKernel::tileStore(TileStoreOp op, State &st) {
     lv = &it->second;
   }
   Value rows = i32(map.lookup(op.getRows()));
+  Value l[2], isZero[2], inv[2];
   for (int half = 0; half < 2; ++half) {
-    Value l = quadReduce(st.l[half], false);
-    Value isZero = w.cmpf(CmpF::OEQ, l, zeroF);
-    Value inv = w.select(isZero, zeroF, w.divf(w.f32(1.0), l));
+    l[half] = quadReduce(st.l[half], false);
+    isZero[half] = w.cmpf(CmpF::OEQ, l[half], zeroF);
+    inv[half] = w.select(isZero[half], zeroF, w.divf(w.f32(1.0), l[half]));
+  }
+  if (tmaStore)
+    storeThroughTma(out->second, st, inv);
+  for (int half = 0; half < 2; ++half) {
+    if (tmaStore && !lv)
+      break;
     Value i = row[half];
     w.ifThen(w.cmpi(CmpI::slt, i, rows), [&] {
       Value i64v = w.extui(i, w.i64T);
-      for (int64_t r = 0; r < nO; r += 2) {
+      for (int64_t r = 0; r < nO && !tmaStore; r += 2) {
         if ((r / 2) % 2 != half)
           continue;
         Value vec = w.undef(VectorType::get({2}, w.f32T));
-        vec = w.insertelement(w.mulf(w.extractvalue(st.o, r), inv), vec, w.i32(0));
-        vec = w.insertelement(w.mulf(w.extractvalue(st.o, r + 1), inv), vec, w.i32(1));
+        vec = w.insertelement(w.mulf(w.extractvalue(st.o, r), inv[half]), vec, w.i32(0));
+        vec = w.insertelement(w.mulf(w.extractvalue(st.o, r + 1), inv[half]), vec, w.i32(1));
         Value col = w.extui(w.addi(col0, w.i32(8 * (r / 4))), w.i64T);
         Value ptr = w.gep(P["o"], w.gptrT, outT, linear(out->second, {i64v, col}));
         w.store(outT.isF32() ? vec : w.truncf(vec, VectorType::get({2}, outT)), ptr);
       }
       if (lv)
         w.ifThen(w.cmpi(CmpI::eq, lr, w.i32(0)), [&] {
-          Value lg = w.intrinsic("llvm.nvvm.lg2.approx.f", l);
+          Value lg = w.intrinsic("llvm.nvvm.lg2.approx.f", l[half]);
           Value val = w.mulf(w.addf(st.m[half], lg), w.f32(M_LN2));
-          val = w.select(isZero, negInf, val);
+          val = w.select(isZero[half], negInf, val);
           w.store(val, w.gep(P["lse"], w.gptrT, w.f32T, linear(*lv, {i64v})));
         });
     });
   }
   return success();
+}
+
+// FlashAttention-3's epilogue: each consumer warpgroup writes its 64 rows
+// of O into shared memory in the tensor map's 128-byte swizzle (16-byte
+// chunk c of row r at chunk c ^ (r % 8)), fences them for the async proxy
+// and its first thread stores each 64-column box with cp.async.bulk.tensor
+// (shared::cta to global, PTX ISA 9.7.9.25.5.2), which clips the rows past
+// Sq. That thread first waits until its previous store has read the tile
+// (cp.async.bulk.wait_group.read), under the warpgroup's named barrier.
+void WarpgroupKernel::storeThroughTma(const View &out, State &st, Value inv[2]) {
+  Value elect = w.cmpi(CmpI::eq, w.remui(ctid, w.i32(128)), w.i32(0));
+  Value sync = w.addi(w.i32(kStoreBarrier), warpgroup), threads = w.i32(128);
+  w.ifThen(elect, [&] { NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, b.getUnitAttr()); });
+  w.barrier(sync, threads);
+  Value lq = w.remui(row[0], w.i32(8));
+  for (int64_t r = 0; r < nO; r += 2) {
+    int64_t j = r / 4, half = (r / 2) % 2;
+    Value vec = w.undef(VectorType::get({2}, w.f32T));
+    vec = w.insertelement(w.mulf(w.extractvalue(st.o, r), inv[half]), vec, w.i32(0));
+    vec = w.insertelement(w.mulf(w.extractvalue(st.o, r + 1), inv[half]), vec, w.i32(1));
+    Value pair = w.bitcast(w.truncf(vec, VectorType::get({2}, outT)), w.i32T);
+    Value chunk = w.muli(w.xori(w.i32(j % 8), lq), w.i32(16));
+    Value offset = w.addi(w.addi(w.muli(row[half], w.i32(128)), chunk), w.muli(lr, w.i32(4)));
+    offset = w.addi(offset, w.i32(oOff + (j / 8) * rowsM * 128));
+    w.store(pair, w.gep(smem, w.sptrT, w.i8T, offset));
+  }
+  w.fenceProxyAsyncShared();
+  w.barrier(sync, threads);
+  w.ifThen(elect, [&] {
+    Value row0 = w.addi(i32(out.offsets[1]), w.muli(warpgroup, w.i32(kRows)));
+    for (int64_t box = 0; box < D / 64; ++box) {
+      Value src = at(oOff + box * rowsM * 128);
+      src = w.gep(src, w.sptrT, w.i8T, w.muli(warpgroup, w.i32(kRows * 128)));
+      w.tmaStore(P["omap"], src,
+                 {w.i32(64 * box), i32(out.offsets[2]), row0, i32(out.offsets[0])});
+    }
+    NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
+  });
 }
 
 LogicalResult WarpgroupKernel::loop(scf::ForOp src, State &st) {

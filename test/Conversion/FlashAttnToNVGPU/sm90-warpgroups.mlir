@@ -44,13 +44,20 @@
 // block's Q K^T, so one consumer's softmax runs under the other's GEMMs.
 // The causal plan's lpt schedule takes the tiles from a counter (the
 // launch's tile_counter): the producer's work loop is an scf.while from
-// its block index, writing each tile's index at byte 82000 of shared
+// its block index, writing each tile's index at byte 98384 of shared
 // memory before Q's arrive, the next from an atomic add; past the last it
 // writes the index with a bare arrive on Q's full mbarrier. The consumers'
-// loop waits for Q, reads the index and stops past the last tile.
+// loop waits for Q, reads the index and stops past the last tile. The
+// plan's tma_store: each consumer stages its 64 rows of O in the 16 KiB
+// past the rings (bytes 81920 on) under its named barrier (4 + g, 128
+// threads; its first thread waits first until its previous store read the
+// tile), fences them for the async proxy and stores them with TMA (the
+// launch's "out" tensor map, boxes of 64 rows); lse goes from registers.
+// Before exiting, that thread waits for its stores.
 // WS-LABEL: func.func @causal
 // WS: llvm.func @fa_sm90_0(
-// WS-SAME: threads = 384, smem = 82008
+// WS-SAME: threads = 384, smem = 98392
+// WS-SAME: #flashattn.param<kind = tma, arg = "out", box = [64, 1, 64, 1], swizzle = 128>
 // WS-SAME: #flashattn.param<kind = tile_counter>
 // WS-SAME: nvvm.minctasm = 1
 // WS: %[[TID:.*]] = nvvm.read.ptx.sreg.tid.x
@@ -65,14 +72,14 @@
 // WS: } do {
 // WS: nvvm.mbarrier.try_wait.parity
 // WS: arith.xori
-// WS: %[[SLOT:.*]] = llvm.getelementptr %{{.*}}[82000]
+// WS: %[[SLOT:.*]] = llvm.getelementptr %{{.*}}[98384]
 // WS-NEXT: llvm.store %{{.*}}, %[[SLOT]] : i32, !llvm.ptr<3>
 // WS: nvvm.mbarrier.arrive.expect_tx
 // WS: nvvm.cp.async.bulk.tensor.shared.cluster.global
 // WS: llvm.atomicrmw add %{{.*}}, %c1_i32{{.*}} monotonic
 // WS: scf.yield
 // WS: nvvm.mbarrier.try_wait.parity
-// WS: %[[LAST:.*]] = llvm.getelementptr %{{.*}}[82000]
+// WS: %[[LAST:.*]] = llvm.getelementptr %{{.*}}[98384]
 // WS-NEXT: llvm.store %{{.*}}, %[[LAST]] : i32, !llvm.ptr<3>
 // WS: nvvm.mbarrier.arrive %
 // WS-NOT: nvvm.wgmma
@@ -83,7 +90,7 @@
 // WS: nvvm.barrier.arrive id = %{{.*}} number_of_threads = %c256_i32
 // WS: scf.while
 // WS: nvvm.mbarrier.try_wait.parity
-// WS: %[[READ:.*]] = llvm.getelementptr %{{.*}}[82000]
+// WS: %[[READ:.*]] = llvm.getelementptr %{{.*}}[98384]
 // WS-NEXT: %[[T:.*]] = llvm.load %[[READ]] : !llvm.ptr<3> -> i32
 // WS: %[[TU:.*]] = nvvm.shfl.sync  idx %{{.*}}, %[[T]]
 // WS: %[[MORE:.*]] = arith.cmpi slt, %[[TU]]
@@ -103,7 +110,18 @@
 // WS: }
 // WS: nvvm.mbarrier.arrive %
 // WS-NOT: nvvm.barrier0
-// WS-NOT: nvvm.cp.async.bulk.tensor
+// WS-NOT: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// WS: nvvm.cp.async.bulk.wait_group 0 {read}
+// WS: nvvm.barrier id = %[[STORE:.*]] number_of_threads = %c128_i32
+// WS: %[[AT:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr<3>, i32)
+// WS-NEXT: llvm.store %{{.*}}, %[[AT]] : i32, !llvm.ptr<3>
+// WS: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>
+// WS-NEXT: nvvm.barrier id = %[[STORE]] number_of_threads = %c128_i32
+// WS: nvvm.cp.async.bulk.tensor.global.shared.cta
+// WS: nvvm.cp.async.bulk.commit.group
+// WS: }
+// WS: nvvm.cp.async.bulk.wait_group 0
+// WS-NOT: nvvm.cp.async.bulk.tensor.shared.cluster.global
 // WS: llvm.return
 
 // The plan's intra_wg_overlap: the key-block loop's first block runs
