@@ -167,3 +167,19 @@ func.func @schedule_tiled(%q: memref<2x512x4x128xbf16>, %k: memref<2x512x4x128xb
       outs(%o : memref<2x512x4x128xbf16>) {causal = #flashattn.causal<bottom_right>, window_size = array<i64: 256, 0>}
   return
 }
+
+// -----
+
+// flashattn-tile's kernel at head_dim 64: 3 consumers over 192-row tiles
+// unmasked (with one split), 2 under a causal mask.
+// TILED-LABEL: func.func @consumers_tiled
+// TILED: plan = #flashattn.plan<target = sm90, block_m = 192, block_n = 128, stages = 2, consumers = 3,
+// TILED: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 128, stages = 2, consumers = 2,
+func.func @consumers_tiled(%q: memref<2x512x4x64xbf16>, %k: memref<2x512x4x64xbf16>,
+                           %o: memref<2x512x4x64xbf16>) {
+  flashattn.attention ins(%q, %k, %k : memref<2x512x4x64xbf16>, memref<2x512x4x64xbf16>, memref<2x512x4x64xbf16>)
+      outs(%o : memref<2x512x4x64xbf16>) {num_splits = 1 : i64}
+  flashattn.attention ins(%q, %k, %k : memref<2x512x4x64xbf16>, memref<2x512x4x64xbf16>, memref<2x512x4x64xbf16>)
+      outs(%o : memref<2x512x4x64xbf16>) {causal = #flashattn.causal<bottom_right>, num_splits = 1 : i64}
+  return
+}

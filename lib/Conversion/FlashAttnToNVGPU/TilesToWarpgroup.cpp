@@ -76,11 +76,12 @@ namespace {
 /// The rows of one warpgroup (128 threads): a wgmma's M.
 constexpr int64_t kRows = 64;
 /// The named barriers of the consumers of a warp-specialized kernel: all
-/// of them, and consumer g's turn at the tensor cores (kTurnBarrier + g).
+/// of them, and consumer g's turn at the tensor cores (kTurnBarrier + g, g
+/// < 3).
 constexpr int32_t kConsumerBarrier = 1;
 constexpr int32_t kTurnBarrier = 2;
 /// Warpgroup g's named barrier around its TMA store of O (its 128 threads).
-constexpr int32_t kStoreBarrier = 4;
+constexpr int32_t kStoreBarrier = 5;
 
 /// The kernel's arguments by their `flashattn.arg` name.
 enum Arg { Q, K, V, Out, Lse, Table, Pages, NumArgs };
@@ -336,7 +337,8 @@ LogicalResult WarpgroupKernel::shapes() {
     oneLoop &= isa<scf::ForOp>(parent) && (!gemmLoop || gemmLoop == parent);
     gemmLoop = parent;
   });
-  scheduler = planSchedulerBarrier && specialize && rowsM / kRows == 2 && oneLoop;
+  int64_t consumers = rowsM / kRows;
+  scheduler = planSchedulerBarrier && specialize && (consumers == 2 || consumers == 3) && oneLoop;
   if (args[Pages]) {
     // A key block inside one page, or a key block of whole pages of a
     // multiple of 8 keys, one TMA box each (8-row atoms keep the swizzle).
@@ -740,7 +742,7 @@ LogicalResult WarpgroupKernel::specialized(WarpSpecializeOp src, State &st) {
     return failure();
   b.setInsertionPointToStart(&split.getConsumers().emplaceBlock());
   if (scheduler)
-    passTurn(w.cmpi(CmpI::eq, warpgroup, w.i32(1)));
+    passTurn(w.cmpi(CmpI::eq, warpgroup, w.i32(rowsM / kRows - 1)));
   if (failed(block(src.getConsumers().front(), st)))
     return failure();
   // Shared memory outlives the last TMA store's reads.
@@ -1006,20 +1008,23 @@ void WarpgroupKernel::tilePV(TilePVOp op, State &st) {
 
 // A turn is P V of block n - 1 with Q K^T of block n (the first Q K^T of
 // a loop, the last P V alone), so one consumer's softmax runs under the
-// other's GEMMs: consumer g waits on named barrier kTurnBarrier + g (its
-// 128 threads and the other's 128 arrives), then arrives on the other's.
-// Consumer 1 arrives on consumer 0's at the start (consumers' first).
+// others' GEMMs: consumer g of C waits on named barrier kTurnBarrier + g
+// (its 128 threads and the previous consumer's 128 arrives), then arrives
+// on the next one's, (g + 1) mod C. Consumer C - 1 arrives on consumer 0's
+// at the start (consumers' first).
 void WarpgroupKernel::awaitTurn(Value when) {
   auto sync = [&] {
-    w.barrier(w.addi(w.i32(kTurnBarrier), warpgroup), w.i32(consumerThreads));
+    w.barrier(w.addi(w.i32(kTurnBarrier), warpgroup), w.i32(2 * 128));
   };
   when ? w.ifThen(when, sync) : sync();
 }
 
 void WarpgroupKernel::passTurn(Value when) {
   auto arrive = [&] {
-    Value other = w.subi(w.i32(1), warpgroup);
-    w.barrierArrive(w.addi(w.i32(kTurnBarrier), other), w.i32(consumerThreads));
+    int64_t consumers = rowsM / kRows;
+    Value next = consumers == 2 ? w.subi(w.i32(1), warpgroup)
+                                : w.remui(w.addi(warpgroup, w.i32(1)), w.i32(consumers));
+    w.barrierArrive(w.addi(w.i32(kTurnBarrier), next), w.i32(2 * 128));
   };
   when ? w.ifThen(when, arrive) : arrive();
 }
