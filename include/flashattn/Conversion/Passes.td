@@ -130,17 +130,28 @@ def FlashAttnSm90Warpgroup : Pass<"flashattn-sm90-warpgroup", "::mlir::ModuleOp"
     but in an overlapped loop);
     `tile_map` its body cloned at each fragment register's row and column
     (row ops once per row); `tile_softmax` the online softmax on the
-    fragment (quad shuffles, exp2); `tile_pv` `flashattn.wgmma_rs` with P in
-    registers; `tile_store` stores through the view's place in out and lse.
+    fragment (the row max on the raw scores in the plan's `reduce_chains`
+    chains, quad shuffles, P = exp2 of one fma with tile_qk's scale a
+    score, which stays out of S while tile_maps only mask it); `tile_pv`
+    `flashattn.wgmma_rs` with P in registers; `tile_store` stores through
+    the view's place in out and lse.
     A `flashattn.warp_specialize` (`flashattn-sm90-warp-specialize`) stays
     one, with a producer warpgroup before the consumers: each slot gets an
     empty mbarrier beside its full one, the producer's thread 0 waits on a
     slot's empty mbarrier before its TMA (no CTA barrier), `tile_release`
-    is every consumer thread's arrive on it, and with two consumers and
-    the plan's `scheduler_barrier` the consumers take turns at the tensor
-    cores (named barriers 2 and 3, bar.sync / bar.arrive, PTX ISA 9.7.13.1:
-    a block's P V with the next block's Q K^T a turn); V's rows past the
-    sequence are zeroed under named barrier 1 of the consumers. With the
+    is every consumer thread's arrive on it, and with two or three
+    consumers and the plan's `scheduler_barrier` the consumers take turns
+    at the tensor cores (named barriers 2 + g, bar.sync / bar.arrive, PTX
+    ISA 9.7.13.1: a block's P V with the next block's Q K^T a turn); V's
+    rows past the sequence are zeroed under named barrier 1 of the
+    consumers. Under the plan's lpt schedule without a tile table the work
+    loop takes its tiles from the launch's `tile_counter` (FlashAttention-
+    3's dynamic scheduler: the producer's atomic add, the tile's index
+    handed to the consumers in shared memory before Q's arrive). With the
+    plan's `tma_store`, where O's tile fits, each consumer stages its rows
+    of O in shared memory and stores them with cp.async.bulk.tensor (PTX
+    ISA 9.7.9.25.5.2). With the plan's `rescale_under_qk` O's rescale runs
+    under the next Q K^T in an overlapped loop. With the
     plan's `intra_wg_overlap` a consumer's key-block loop of one `tile_qk`,
     `tile_softmax`, V wait, `tile_pv` and V release runs its first block
     before the loop and issues each block's P V after the next block's
@@ -150,8 +161,8 @@ def FlashAttnSm90Warpgroup : Pass<"flashattn-sm90-warpgroup", "::mlir::ModuleOp"
     arithmetic must stay below 2^31.
     The state (phases, row max and sum, O, S) is carried through `scf.for`
     and `scf.if` as values. The function gets the kernel ABI
-    (`flashattn.abi`: q, k, v, out[, lse], their dims and the tensor maps of
-    q, k and v) and the ops naming the kernel get it in their
+    (`flashattn.abi`: q, k, v, out[, lse], their dims, the tensor maps of
+    q, k and v[, out][, the tile counter]) and the ops naming the kernel get it in their
     `flashattn.sm90`; a split-KV op's `flashattn.combine` gets the merge
     kernel and an appending op the copy kernel, in the same module. Takes
     what the sm90 kernels take (bf16 / f16, head_dim 64, 128 or 256 =

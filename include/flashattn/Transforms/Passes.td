@@ -58,8 +58,8 @@ def FlashAttnPlan : Pass<"flashattn-plan"> {
     Option<"stages", "stages", "int64_t", /*default=*/"0",
            "K/V pipeline stages on sm90 (0: automatic)">,
     Option<"tiled", "tiled", "bool", /*default=*/"false",
-           "sm90: tiles for flashattn-tile's kernel (a warpgroup per 64 rows, none "
-           "producing): 2 warpgroups, 128 keys, 64 at head_dim 256">,
+           "sm90: tiles for flashattn-tile's kernel (a warpgroup per 64 rows): 2 "
+           "warpgroups (3 at head_dim 64 without a mask), 128 keys, 64 at head_dim 256">,
     Option<"schedulerBarrier", "scheduler-barrier", "std::string",
            /*default=*/"\"auto\"", "sm90: consumers take turns issuing GEMMs: auto, on, off">,
     Option<"tmaStore", "tma-store", "std::string", /*default=*/"\"auto\"",
