@@ -138,7 +138,8 @@ public:
         planOverlap(cg && cg.getIntraWgOverlap()),
         conditionalRescale(cg && cg.getConditionalRescale()),
         reduceChains(cg ? cg.getReduceChains() : 1),
-        planTmaStore(cg && cg.getTmaStore()), planLongestFirst(longestFirst),
+        planTmaStore(cg && cg.getTmaStore()), planEarlyQ(cg && cg.getEarlyQRelease()),
+        planLongestFirst(longestFirst),
         rescaleUnderQK(cg && cg.getRescaleUnderQk()) {}
   /// Builds the llvm.func before `tiled`; failure says why on the op.
   LogicalResult build();
@@ -165,6 +166,8 @@ private:
   Values deferredValues() const;
   void setDeferred(ValueRange v);
   Value flushDeferred(Value o);
+  TileReleaseOp qReleaseAfter(scf::ForOp loop) const;
+  void releaseQEarly();
   LogicalResult branch(scf::IfOp branch, State &st);
   LogicalResult tileLoad(TileLoadOp op, State &st);
   LogicalResult tileLoadPaged(TileLoadPagedOp op, State &st);
@@ -254,6 +257,14 @@ private:
   /// staging tile in shared memory.
   bool planTmaStore = false, tmaStore = false;
   int64_t oOff = 0;
+  /// The plan's early_q_release: the release of Q right after an
+  /// overlapped key-block loop (`earlyQ`) moves into the loop's last block,
+  /// after its Q K^T, so the producer loads the next tile's Q under the
+  /// last softmax, P V and epilogue; `lastBlock` (i1): the block being
+  /// emitted is the loop's last; `blocksRan`: the loop has a block.
+  bool planEarlyQ = false;
+  TileReleaseOp earlyQ;
+  Value lastBlock, blocksRan;
   /// The plan's lpt schedule; taken by the work loop (dynamic): the tile
   /// index's place in shared memory; the producer's tile (i32); the
   /// consumers waited for Q at the work loop's top.
@@ -713,6 +724,14 @@ LogicalResult WarpgroupKernel::tileRelease(TileReleaseOp op) {
   auto it = roles.find(ringOf(op.getTile()));
   if (it == roles.end())
     return op.emitOpError("flashattn-sm90-warpgroup: releases a tile that loads write");
+  // Q after an overlapped loop went back in its last block: here only
+  // when it had none.
+  if (op == earlyQ) {
+    w.ifThen(w.xori(blocksRan, w.boolean(true)),
+             [&] { w.mbarrierArrive(barrierAt(Q, slotOf(op.getTile()), true)); });
+    earlyQ = {};
+    return success();
+  }
   // An overlapped loop's V goes back after its P V (tileSoftmax, flush).
   if (specialize && !(overlap != Overlap::none && it->second == V))
     w.mbarrierArrive(barrierAt(it->second, slotOf(op.getTile()), true));
@@ -800,6 +819,8 @@ void WarpgroupKernel::tileQK(TileQKOp op, State &st) {
     awaitTurn(overlap != Overlap::none ? Value() : inFirstIteration(op));
   Values so = from(0);
   Value s = so[0];
+  if (overlap == Overlap::first) // Q K^T is over, nothing in flight
+    releaseQEarly();
   if (steady)
     st.o = so[1];
   if (scheduler && !steady)
@@ -962,6 +983,7 @@ void WarpgroupKernel::tileSoftmax(State &st) {
   if (overlap == Overlap::steady) {
     NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
     w.mbarrierArrive(barrierAt(V, deferredSlot, true));
+    releaseQEarly(); // no wgmma in flight here: a branch costs no registers
   }
   if (rescaleUnderQK && overlap != Overlap::none) { // with the deferred P V
     deferredAlpha[0] = alpha[0];
@@ -1346,6 +1368,8 @@ LogicalResult WarpgroupKernel::overlappedLoop(scf::ForOp src, State &st) {
   Value any = w.cmpi(CmpI::slt, lb, ub);
   int64_t npk = kKeys / 4;
   applyScale(st);
+  earlyQ = planEarlyQ ? qReleaseAfter(src) : TileReleaseOp();
+  blocksRan = any;
   SmallVector<Type> types(TypeRange(ValueRange(st.values())));
   types.push_back(w.i32T);
   if (rescaleUnderQK)
@@ -1365,6 +1389,7 @@ LogicalResult WarpgroupKernel::overlappedLoop(scf::ForOp src, State &st) {
       [&]() -> Values {
         overlap = Overlap::first;
         map.map(src.getInductionVar(), lb);
+        lastBlock = w.cmpi(CmpI::sge, w.addi(lb, step), ub);
         State in = st;
         ok = block(*src.getBody(), in);
         overlap = Overlap::none;
@@ -1383,6 +1408,7 @@ LogicalResult WarpgroupKernel::overlappedLoop(scf::ForOp src, State &st) {
     map.map(src.getInductionVar(), next.getInductionVar());
     State in = State::from(next.getRegionIterArgs().take_front(n), false);
     setDeferred(next.getRegionIterArgs().drop_front(n));
+    lastBlock = w.cmpi(CmpI::sge, w.addi(next.getInductionVar(), step), ub);
     overlap = Overlap::steady;
     ok = block(*src.getBody(), in);
     overlap = Overlap::none;
@@ -1396,6 +1422,25 @@ LogicalResult WarpgroupKernel::overlappedLoop(scf::ForOp src, State &st) {
   setDeferred(next.getResults().drop_front(n));
   st.o = w.ifElse1(any, oT, [&] { return flushDeferred(st.o); }, [&] { return st.o; });
   return success();
+}
+
+// In the overlapped loop's last block, Q's release (with the plan's
+// early_q_release): after the first block's Q K^T, or after a later
+// block's wait for the P V before it.
+void WarpgroupKernel::releaseQEarly() {
+  if (earlyQ)
+    w.ifThen(lastBlock, [&] { w.mbarrierArrive(barrierAt(Q, slotOf(earlyQ.getTile()), true)); });
+}
+
+// The tile_release of Q next after `loop` in its block (past pure ops).
+TileReleaseOp WarpgroupKernel::qReleaseAfter(scf::ForOp loop) const {
+  for (Operation *o = loop->getNextNode(); o; o = o->getNextNode()) {
+    if (auto release = dyn_cast<TileReleaseOp>(o))
+      return hasRole(release.getTile(), Q) ? release : TileReleaseOp();
+    if (!isPure(o) || o->getNumRegions())
+      return {};
+  }
+  return {};
 }
 
 LogicalResult WarpgroupKernel::branch(scf::IfOp src, State &st) {
