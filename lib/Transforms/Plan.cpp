@@ -219,14 +219,11 @@ struct FlashAttnPlanPass
   }
 
   /// Whether that kernel releases Q in a tile's last block (after its Q
-  /// K^T): 1.02-1.10x at 512 and 1k keys unmasked; not under a causal mask
-  /// (0.93x at head_dim 64 with 8k keys, ptxas spills at 128 and 256) nor
-  /// where the conditional rescale is left out for spilling.
-  static bool tiledEarlyQRelease(AttentionOp op, PlanAttr p) {
-    int64_t ps = pageSize(op);
-    bool smallPages = ps > 0 && ps < tiledBlockN(op);
-    return op.getCausal() == CausalKind::none &&
-           !(op.getHeadDim() == 256 && smallPages && p.getNumSplits() != 1);
+  /// K^T): 1.02-1.10x at 512 and 1k keys unmasked at head_dim 64 and 128;
+  /// not under a causal mask (0.93x at head_dim 64 with 8k keys, ptxas
+  /// spills at 128 and 256) nor at head_dim 256 (0.97-0.99x from 2k keys).
+  static bool tiledEarlyQRelease(AttentionOp op) {
+    return op.getCausal() == CausalKind::none && op.getHeadDim() < 256;
   }
 
   /// `op`'s plan: the computed one with the tile overrides, and on sm90 its
@@ -264,7 +261,7 @@ struct FlashAttnPlanPass
     if (tiledSm90 && !chosen.conditionalRescale)
       chosen.conditionalRescale = tiledConditionalRescale(op, p);
     if (tiledSm90 && !chosen.earlyQRelease)
-      chosen.earlyQRelease = tiledEarlyQRelease(op, p);
+      chosen.earlyQRelease = tiledEarlyQRelease(op);
     // O's TMA store: not with a score region, where ptxas spilled 116 bytes
     // (head_dim 128, causal).
     if (tiledSm90 && !chosen.tmaStore && !op.getScore().empty())
