@@ -264,11 +264,11 @@ struct FlashAttnPlanPass
       chosen.earlyQRelease = tiledEarlyQRelease(op);
     // O's TMA store: not with a score region, where ptxas spilled 116 bytes
     // (head_dim 128, causal).
-    if (tiledSm90 && !chosen.tmaStore && !op.getScore().empty())
+    if (tiledSm90 && !chosen.tmaStore.has_value() && !op.getScore().empty())
       chosen.tmaStore = false;
     // O's rescale under the next Q K^T measured 0.5-1.2% slower in that
     // kernel at head_dim 128 (the builder's gains 1-2%): not taken there.
-    if (tiledSm90 && !chosen.rescaleUnderQK)
+    if (tiledSm90 && !chosen.rescaleUnderQK.has_value())
       chosen.rescaleUnderQK = false;
     FailureOr<Sm90CodegenAttr> cg = chooseSm90Codegen(op, p, chosen, why);
     if (failed(cg)) {

@@ -395,8 +395,9 @@ void AttentionTiler::tableTile(Value table, Value t) {
 // Work tile t longest first (FlashAttention-3's LPT order, the plan's lpt
 // schedule: a causal tile's work grows with its m_block): split fastest,
 // then in groups of hg (batch, head)s whose K and V fit 32 MB of L2,
-// m_block descending, (batch, head) fastest. Each round of the grid-stride
-// loop hands out tiles of about one length, the longest first.
+// m_block descending, (batch, head) fastest: in each group the longest
+// tiles come first (the sm90 kernel's counter hands them out in this
+// order).
 void AttentionTiler::longestFirstTile(Value t, Value nmb) {
   Value rest = e.div(t, numSplits);
   Value nbh = e.mul(batch, hq);

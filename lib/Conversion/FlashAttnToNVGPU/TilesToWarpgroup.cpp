@@ -29,9 +29,11 @@
 // A flashattn.warp_specialize (flashattn-sm90-warp-specialize) adds the
 // producer's warpgroup: its thread 0 issues every TMA after a wait on the
 // slot's empty mbarrier, and no CTA barrier is left. With the plan's
-// scheduler_barrier the two consumers take turns at the tensor cores
+// scheduler_barrier the consumers (2 or 3) take turns at the tensor cores
 // (named barriers); with its intra_wg_overlap a key-block loop issues
-// block n - 1's P V after block n's Q K^T (overlappedLoop).
+// block n - 1's P V after block n's Q K^T (overlappedLoop); under its lpt
+// schedule the work loop takes tiles from a counter (producerWorkLoop);
+// with its tma_store O leaves through shared memory (storeThroughTma).
 //
 // The online-softmax state (phases, the two rows' m and l, O, S) is carried
 // through scf.for / scf.if as values. The result is an llvm.func with the
@@ -104,7 +106,8 @@ struct View {
 /// the empty mbarriers). S's registers hold its scores divided by
 /// `sScale` (> 0): tile_qk's scale stays out of them until the softmax
 /// applies it in one fma a score, or a tile_map needs it (`sScale` is not
-/// a carried value: 1 at every loop and branch boundary).
+/// a carried value: 1 at every loop boundary; a branch keeps it when both
+/// sides do).
 struct State {
   Value phase[3], m[2], l[2], o, s;
   bool producer = false;
@@ -124,8 +127,8 @@ struct State {
 class WarpgroupKernel {
 public:
   /// `cg`: the plan's code-generation choices (the scheduler barrier,
-  /// taken with a producer and two consumers; the intra-warpgroup overlap,
-  /// with a producer).
+  /// taken with a producer and 2 or 3 consumers; the intra-warpgroup
+  /// overlap, the TMA store and the early Q release, with a producer).
   WarpgroupKernel(gpu::GPUFuncOp tiled, OpBuilder &b, PlanAttr plan)
       : WarpgroupKernel(tiled, b, plan ? plan.getSm90() : Sm90CodegenAttr(),
                         plan && plan.getSchedule() == Schedule::lpt) {}
@@ -201,6 +204,12 @@ private:
   LogicalResult tileStore(TileStoreOp op, State &st);
   /// O (times each row's `inv`) through shared memory and a TMA store.
   void storeThroughTma(const View &out, State &st, Value inv[2]);
+  /// O's registers r, r + 1 times `inv` (vector<2xf32>).
+  Value normalizedPair(const State &st, int64_t r, Value inv);
+  /// Whether this consumer thread is its warpgroup's first.
+  Value firstOfWarpgroup() { return w.cmpi(CmpI::eq, w.remui(ctid, w.i32(128)), w.i32(0)); }
+  /// Every consumer thread's arrive on Q's empty mbarrier (its slot of `tile`).
+  void releaseQ(Value tile) { w.mbarrierArrive(barrierAt(Q, slotOf(tile), true)); }
   Value quadReduce(Value v, bool max) { return flashattn::quadReduce(w, v, max); }
   Value at(int64_t offset) { return w.gep(smem, w.sptrT, w.i8T, int32_t(offset)); }
   Value i32(Value index) { return arith::IndexCastOp::create(b, loc, w.i32T, index); }
@@ -258,19 +267,22 @@ private:
   bool planTmaStore = false, tmaStore = false;
   int64_t oOff = 0;
   /// The plan's early_q_release: the release of Q right after an
-  /// overlapped key-block loop (`earlyQ`) moves into the loop's last block,
-  /// after its Q K^T, so the producer loads the next tile's Q under the
+  /// overlapped key-block loop (`earlyQ`) moves into the loop's last block
+  /// (releaseQEarly), so the producer loads the next tile's Q under the
   /// last softmax, P V and epilogue; `lastBlock` (i1): the block being
-  /// emitted is the loop's last; `blocksRan`: the loop has a block.
+  /// emitted is the loop's last; `blocksRan`: the loop has a block (both
+  /// valid while `earlyQ` is set).
   bool planEarlyQ = false;
   TileReleaseOp earlyQ;
   Value lastBlock, blocksRan;
   /// The plan's lpt schedule; taken by the work loop (dynamic): the tile
-  /// index's place in shared memory; the producer's tile (i32); the
-  /// consumers waited for Q at the work loop's top.
-  bool planLongestFirst = false, dynamic = false, qWaited = false;
+  /// index's place in shared memory; the producer's tile (i32, inside its
+  /// work loop); the consumers' wait for Q that the work loop's top does.
+  bool planLongestFirst = false, dynamic = false;
   int64_t tileOff = 0;
   Value workTile;
+  Operation *topQWait = nullptr;
+  bool qWaited = false;
   /// Where the ops of an overlapped key-block loop are emitted: its first
   /// block (before the loop) or the loop; the previous block's P V waiting
   /// to issue (its V slot and packed P) there.
@@ -387,8 +399,8 @@ LogicalResult WarpgroupKernel::shapes() {
   bars = (1 + ringSize[K] + ringSize[V]) * (specialize ? 2 : 1);
   int64_t oBytes = boxes * rowsM * 128;
   auto outType = cast<MemRefType>(args[Out].getType());
-  tmaStore = planTmaStore && specialize && !partial && outType.getRank() == 4 &&
-             outT.getIntOrFloatBitWidth() == 16 &&
+  tmaStore = planTmaStore && specialize && !partial && !args[Table] &&
+             outType.getRank() == 4 && outT.getIntOrFloatBitWidth() == 16 &&
              oOff + oBytes + 8 * bars + 8 <= kSm90MaxSharedMemory;
   barOff = oOff + (tmaStore ? oBytes : 0);
   if (barOff + 8 * bars > kSm90MaxSharedMemory)
@@ -401,6 +413,8 @@ LogicalResult WarpgroupKernel::shapes() {
   dynamic = planLongestFirst && specialize && !args[Table] && ringSize[Q] == 1 &&
             dynamicWorkLoops();
   tileOff = barOff + 8 * bars;
+  if (dynamic && tileOff + 8 > kSm90MaxSharedMemory)
+    dynamic = false; // the static stride then (the index needs 8 bytes)
   nO = D / 2;
   sT = w.structOf(nS, w.f32T);
   oT = w.structOf(nO, w.f32T);
@@ -658,8 +672,8 @@ void WarpgroupKernel::issueTma(Arg role, Value slot, int64_t parts, Value valid,
       w.store(workTile, at(tileOff));
   }
   // One barrier for loads issued back to back (K and V of a block).
-  Block *at = b.getInsertionBlock();
-  bool afterIssue = lastIssue && lastIssue->getBlock() == at &&
+  Block *here = b.getInsertionBlock();
+  bool afterIssue = lastIssue && lastIssue->getBlock() == here &&
                     llvm::all_of(llvm::make_range(std::next(lastIssue->getIterator()),
                                                   b.getInsertionPoint()),
                                  [](Operation &o) { return isPure(&o); });
@@ -711,7 +725,7 @@ LogicalResult WarpgroupKernel::tileWait(TileWaitOp op, State &st) {
   if (it == roles.end() || (it->second == Q && !specialize))
     return op.emitOpError("flashattn-sm90-warpgroup: waits on a tile that loads write (k or "
                           "v, or q in a warp-specialized kernel)");
-  if (it->second == Q && qWaited) // at the dynamic work loop's top
+  if (qWaited && op == topQWait) // at the dynamic work loop's top
     return success();
   waitTile(it->second, slotOf(op.getTile()), i32(map.lookup(op.getRows())), st);
   return success();
@@ -727,9 +741,9 @@ LogicalResult WarpgroupKernel::tileRelease(TileReleaseOp op) {
   // Q after an overlapped loop went back in its last block: here only
   // when it had none.
   if (op == earlyQ) {
-    w.ifThen(w.xori(blocksRan, w.boolean(true)),
-             [&] { w.mbarrierArrive(barrierAt(Q, slotOf(op.getTile()), true)); });
+    w.ifThen(w.xori(blocksRan, w.boolean(true)), [&] { releaseQ(op.getTile()); });
     earlyQ = {};
+    lastBlock = blocksRan = Value();
     return success();
   }
   // An overlapped loop's V goes back after its P V (tileSoftmax, flush).
@@ -766,7 +780,7 @@ LogicalResult WarpgroupKernel::specialized(WarpSpecializeOp src, State &st) {
     return failure();
   // Shared memory outlives the last TMA store's reads.
   if (tmaStore)
-    w.ifThen(w.cmpi(CmpI::eq, w.remui(ctid, w.i32(128)), w.i32(0)),
+    w.ifThen(firstOfWarpgroup(),
              [&] { NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, UnitAttr()); });
   return success();
 }
@@ -1098,9 +1112,7 @@ LogicalResult WarpgroupKernel::tileStore(TileStoreOp op, State &st) {
       for (int64_t r = 0; r < nO && !tmaStore; r += 2) {
         if ((r / 2) % 2 != half)
           continue;
-        Value vec = w.undef(VectorType::get({2}, w.f32T));
-        vec = w.insertelement(w.mulf(w.extractvalue(st.o, r), inv[half]), vec, w.i32(0));
-        vec = w.insertelement(w.mulf(w.extractvalue(st.o, r + 1), inv[half]), vec, w.i32(1));
+        Value vec = normalizedPair(st, r, inv[half]);
         Value col = w.extui(w.addi(col0, w.i32(8 * (r / 4))), w.i64T);
         Value ptr = w.gep(P["o"], w.gptrT, outT, linear(out->second, {i64v, col}));
         w.store(outT.isF32() ? vec : w.truncf(vec, VectorType::get({2}, outT)), ptr);
@@ -1124,17 +1136,21 @@ LogicalResult WarpgroupKernel::tileStore(TileStoreOp op, State &st) {
 // (shared::cta to global, PTX ISA 9.7.9.25.5.2), which clips the rows past
 // Sq. That thread first waits until its previous store has read the tile
 // (cp.async.bulk.wait_group.read), under the warpgroup's named barrier.
+Value WarpgroupKernel::normalizedPair(const State &st, int64_t r, Value inv) {
+  Value vec = w.undef(VectorType::get({2}, w.f32T));
+  vec = w.insertelement(w.mulf(w.extractvalue(st.o, r), inv), vec, w.i32(0));
+  return w.insertelement(w.mulf(w.extractvalue(st.o, r + 1), inv), vec, w.i32(1));
+}
+
 void WarpgroupKernel::storeThroughTma(const View &out, State &st, Value inv[2]) {
-  Value elect = w.cmpi(CmpI::eq, w.remui(ctid, w.i32(128)), w.i32(0));
+  Value elect = firstOfWarpgroup();
   Value sync = w.addi(w.i32(kStoreBarrier), warpgroup), threads = w.i32(128);
   w.ifThen(elect, [&] { NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, b.getUnitAttr()); });
   w.barrier(sync, threads);
   Value lq = w.remui(row[0], w.i32(8));
   for (int64_t r = 0; r < nO; r += 2) {
     int64_t j = r / 4, half = (r / 2) % 2;
-    Value vec = w.undef(VectorType::get({2}, w.f32T));
-    vec = w.insertelement(w.mulf(w.extractvalue(st.o, r), inv[half]), vec, w.i32(0));
-    vec = w.insertelement(w.mulf(w.extractvalue(st.o, r + 1), inv[half]), vec, w.i32(1));
+    Value vec = normalizedPair(st, r, inv[half]);
     Value pair = w.bitcast(w.truncf(vec, VectorType::get({2}, outT)), w.i32T);
     Value chunk = w.muli(w.xori(w.i32(j % 8), lq), w.i32(16));
     Value offset = w.addi(w.addi(w.muli(row[half], w.i32(128)), chunk), w.muli(lr, w.i32(4)));
@@ -1191,7 +1207,7 @@ static bool isWorkLoop(scf::ForOp loop) {
 }
 
 // One work loop in each of the producer and the consumers, the consumers'
-// wait for Q directly in it.
+// one wait for Q directly in it (`topQWait`).
 bool WarpgroupKernel::dynamicWorkLoops() {
   WarpSpecializeOp ws;
   tiled.walk([&](WarpSpecializeOp op) { ws = op; });
@@ -1203,11 +1219,17 @@ bool WarpgroupKernel::dynamicWorkLoops() {
     return found;
   };
   SmallVector<scf::ForOp> produced = loops(ws.getProducer()), consumed = loops(ws.getConsumers());
-  return produced.size() == 1 && consumed.size() == 1 &&
-         llvm::any_of(*consumed.front().getBody(), [&](Operation &o) {
-           auto wait = dyn_cast<TileWaitOp>(o);
-           return wait && hasRole(wait.getTile(), Q);
-         });
+  if (produced.size() != 1 || consumed.size() != 1)
+    return false;
+  SmallVector<TileWaitOp> qWaits;
+  consumed.front().walk([&](TileWaitOp wait) {
+    if (hasRole(wait.getTile(), Q))
+      qWaits.push_back(wait);
+  });
+  if (qWaits.size() != 1 || qWaits.front()->getParentOp() != consumed.front())
+    return false;
+  topQWait = qWaits.front();
+  return true;
 }
 
 bool WarpgroupKernel::isDynamicWorkLoop(scf::ForOp src) const {
@@ -1250,6 +1272,7 @@ LogicalResult WarpgroupKernel::producerWorkLoop(scf::ForOp src, State &st) {
         next.append(carried(in));
         scf::YieldOp::create(b, loc, next);
       });
+  workTile = Value();
   if (failed(ok))
     return failure();
   st = State::from(loop.getResults().drop_front(), true);
@@ -1429,7 +1452,7 @@ LogicalResult WarpgroupKernel::overlappedLoop(scf::ForOp src, State &st) {
 // block's wait for the P V before it.
 void WarpgroupKernel::releaseQEarly() {
   if (earlyQ)
-    w.ifThen(lastBlock, [&] { w.mbarrierArrive(barrierAt(Q, slotOf(earlyQ.getTile()), true)); });
+    w.ifThen(lastBlock, [&] { releaseQ(earlyQ.getTile()); });
 }
 
 // The tile_release of Q next after `loop` in its block (past pure ops).

@@ -49,7 +49,7 @@
 // writes the index with a bare arrive on Q's full mbarrier. The consumers'
 // loop waits for Q, reads the index and stops past the last tile. The
 // plan's tma_store: each consumer stages its 64 rows of O in the 16 KiB
-// past the rings (bytes 81920 on) under its named barrier (4 + g, 128
+// past the rings (bytes 81920 on) under its named barrier (5 + g, 128
 // threads; its first thread waits first until its previous store read the
 // tile), fences them for the async proxy and stores them with TMA (the
 // launch's "out" tensor map, boxes of 64 rows); lse goes from registers.
