@@ -57,6 +57,9 @@ CASES = [
     ("multi_tile_causal_gqa_4000", 128, "bf16", "bottom_right", 8, 2, 2, 4000, 4000, None, 0),
     ("multi_tile_hd64_f16_3000", 64, "f16", "none", 8, 8, 2, 3000, 3000, None, 0),
     ("multi_tile_hd256_causal_2500", 256, "f16", "bottom_right", 4, 1, 3, 2500, 2500, None, 0),
+    # 384 short causal tiles: the counter hands each CTA several, in a
+    # case small enough for compute-sanitizer racecheck.
+    ("multi_tile_causal_hd64_300", 64, "bf16", "bottom_right", 32, 32, 4, 300, 300, None, 0),
     # Split-KV (last field: num_splits): the partial kernel + the generated
     # combine; splits with no keys (window), rows with no keys, decode.
     ("split3_gqa_br_sq113_sk1025", 128, "bf16", "bottom_right", 8, 2, 2, 113, 1025, None, 0, 3),
