@@ -277,12 +277,12 @@ private:
   Value lastBlock, blocksRan;
   /// The plan's lpt schedule; taken by the work loop (dynamic): the tile
   /// index's place in shared memory; the producer's tile (i32, inside its
-  /// work loop); the consumers' wait for Q that the work loop's top does.
+  /// work loop); the consumers' wait for Q that the work loop's top does
+  /// (null without the counter).
   bool planLongestFirst = false, dynamic = false;
   int64_t tileOff = 0;
   Value workTile;
   Operation *topQWait = nullptr;
-  bool qWaited = false;
   /// Where the ops of an overlapped key-block loop are emitted: its first
   /// block (before the loop) or the loop; the previous block's P V waiting
   /// to issue (its V slot and packed P) there.
@@ -413,8 +413,10 @@ LogicalResult WarpgroupKernel::shapes() {
   dynamic = planLongestFirst && specialize && !args[Table] && ringSize[Q] == 1 &&
             dynamicWorkLoops();
   tileOff = barOff + 8 * bars;
-  if (dynamic && tileOff + 8 > kSm90MaxSharedMemory)
+  if (dynamic && tileOff + 8 > kSm90MaxSharedMemory) {
     dynamic = false; // the static stride then (the index needs 8 bytes)
+    topQWait = nullptr;
+  }
   nO = D / 2;
   sT = w.structOf(nS, w.f32T);
   oT = w.structOf(nO, w.f32T);
@@ -725,7 +727,7 @@ LogicalResult WarpgroupKernel::tileWait(TileWaitOp op, State &st) {
   if (it == roles.end() || (it->second == Q && !specialize))
     return op.emitOpError("flashattn-sm90-warpgroup: waits on a tile that loads write (k or "
                           "v, or q in a warp-specialized kernel)");
-  if (qWaited && op == topQWait) // at the dynamic work loop's top
+  if (op == topQWait) // done at the dynamic work loop's top
     return success();
   waitTile(it->second, slotOf(op.getTile()), i32(map.lookup(op.getRows())), st);
   return success();
@@ -1308,9 +1310,7 @@ LogicalResult WarpgroupKernel::consumerWorkLoop(scf::ForOp src, State &st) {
       [&](OpBuilder &, Location, ValueRange a) {
         map.map(src.getInductionVar(), index(a[0]));
         State in = State::from(a.drop_front(), false);
-        qWaited = true;
         ok = block(*src.getBody(), in);
-        qWaited = false;
         scf::YieldOp::create(b, loc, carried(in));
       });
   if (failed(ok))
@@ -1393,20 +1393,16 @@ LogicalResult WarpgroupKernel::overlappedLoop(scf::ForOp src, State &st) {
   applyScale(st);
   earlyQ = planEarlyQ ? qReleaseAfter(src) : TileReleaseOp();
   blocksRan = any;
-  SmallVector<Type> types(TypeRange(ValueRange(st.values())));
-  types.push_back(w.i32T);
+  // Without a block: the state and an idle deferred P V (slot 0, alpha 1,
+  // P 0), whose types the carried values take.
+  Values idle = st.values();
+  idle.push_back(w.i32(0));
   if (rescaleUnderQK)
-    types.append(2, w.f32T);
-  types.append(npk, w.i32T);
+    idle.append(2, w.f32(1.0));
+  idle.append(npk, w.i32(0));
+  SmallVector<Type> types = llvm::to_vector(ValueRange(idle).getTypes());
   LogicalResult ok = success();
-  auto none = [&] {
-    Values v = st.values();
-    v.push_back(w.i32(0));
-    if (rescaleUnderQK)
-      v.append(2, w.f32(1.0));
-    v.append(npk, w.i32(0));
-    return v;
-  };
+  auto none = [&] { return idle; };
   Values first = w.ifElse(
       any, types,
       [&]() -> Values {
