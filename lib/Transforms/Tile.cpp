@@ -352,11 +352,11 @@ void AttentionTiler::buildPersistent(Value table, Value pages) {
   pageTable = pages;
   Value first = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   Value grid = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
-  Value perSequence, total;
+  Value perSequence, total, nmb;
   if (table) {
     total = e.mul(e.mul(e.loadIndex(table, {e.c(0)}), hq), numSplits);
   } else {
-    Value nmb = e.ceilDiv(e.size(q, 1), e.c(bm));
+    nmb = e.ceilDiv(e.size(q, 1), e.c(bm));
     perSequence = e.mul(e.mul(hq, nmb), numSplits);
     total = e.mul(batch, perSequence);
   }
@@ -367,7 +367,7 @@ void AttentionTiler::buildPersistent(Value table, Value pages) {
   if (table)
     return tableTile(table, t);
   if (longestFirst)
-    return longestFirstTile(t, e.ceilDiv(e.size(q, 1), e.c(bm)));
+    return longestFirstTile(t, nmb);
   Sequence s = sequence(e.div(t, perSequence));
   s.nmb = e.ceilDiv(s.sq, e.c(bm));
   workTile(s, e.rem(t, perSequence));
