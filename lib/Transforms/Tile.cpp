@@ -195,6 +195,19 @@ private:
     Value h, g, m0, rows, split, qv, kv, vv, pages, ov, lv, c;
     Value p0; ///< the query position of row m0 (m0 + q_start)
   };
+  /// The query position (in its sequence) and the query head of the
+  /// tile's row i: with pack_gqa row m0 + i is position (m0 + i) / G of
+  /// head h G + (m0 + i) % G (m0 a multiple of G; from m0, not p0, so that
+  /// the key-block loop keeps one of them live).
+  Value rowPos(const WorkTile &w, Value i) {
+    if (pack == 1)
+      return e.add(w.p0, i);
+    Value pos = e.div(e.add(w.m0, i), e.c(pack));
+    return op.getQStart() ? e.add(pos, op.getQStart()) : pos;
+  }
+  Value rowHead(const WorkTile &w, Value i) {
+    return pack > 1 ? e.add(e.mul(w.h, e.c(pack)), e.rem(i, e.c(pack))) : w.h;
+  }
 
   Sequence sequence(Value bIdx);
   void workTile(const Sequence &s, Value t);
@@ -204,7 +217,8 @@ private:
   /// Member and round of `i` in groups of `hg` of `n` members, `rounds`
   /// rounds a group, member fastest (the last group may hold fewer).
   std::pair<Value, Value> grouped(Value i, Value hg, Value n, Value rounds);
-  Value seqView(Value src, Value bIdx, Value head, Value off, Value len, int64_t cols);
+  Value seqView(Value src, Value bIdx, Value head, Value off, Value len, int64_t cols,
+                int64_t heads = 1);
   void views(const Sequence &s, WorkTile &w);
   Value keyEnd(const Sequence &s, const WorkTile &w, Value i);
   Value keyBegin(const WorkTile &w, Value i);
@@ -226,11 +240,15 @@ private:
   Value pageTable; ///< kernel, paged: the runtime's page lists (memref<?xi32>)
   IRMapping outside; ///< kernel: constants from above the regions, cloned
   int64_t bm, bn, d, dv, qr;
+  /// pack_gqa (the sm90 kernel, the plan's): G = Hq / Hkv query heads of a
+  /// kv head share a tile, its rows i G + g position i of head g (1: none).
+  int64_t pack = 1;
   Value numSplits; ///< partial out's leading dim (1 without splits)
   bool partial, varlenQ, varlenK, paged, append, noKeys = false, longestFirst;
   Value q, k, v, out, lse;
   Value qt, kt, vt, st, mt, lt, acc; // f32 scratch tiles
   Value hq, hkv, groups, batch, capacity;
+  Value tileHeads; ///< the heads the tiles go over: hq, or hkv packed
   double softcap, qkScale;
   bool hasScoreRegion, hasMaskRegion, hasMods;
   CausalKind causal;
@@ -282,6 +300,9 @@ AttentionTiler::AttentionTiler(AttentionOp op, OpBuilder &b, ValueRange kernel)
   numSplits = partial ? e.size(out, 0) : e.c(1);
   hkv = e.size(k, cast<MemRefType>(k.getType()).getRank() - 2);
   groups = e.div(hq, hkv);
+  if (inKernel && plan.getPackGqa())
+    pack = std::max<int64_t>(op.getNumQHeads() / op.getNumKVHeads(), 1);
+  tileHeads = pack > 1 ? hkv : hq;
   // (A kernel over the tile table reads no cu_seqlens.)
   batch = varlenQ ? (inKernel ? Value() : e.sub(e.size(op.getCuSeqlensQ(), 0), e.c(1)))
                   : e.size(q, 0);
@@ -354,10 +375,10 @@ void AttentionTiler::buildPersistent(Value table, Value pages) {
   Value grid = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
   Value perSequence, total, nmb;
   if (table) {
-    total = e.mul(e.mul(e.loadIndex(table, {e.c(0)}), hq), numSplits);
+    total = e.mul(e.mul(e.loadIndex(table, {e.c(0)}), tileHeads), numSplits);
   } else {
-    nmb = e.ceilDiv(e.size(q, 1), e.c(bm));
-    perSequence = e.mul(e.mul(hq, nmb), numSplits);
+    nmb = e.ceilDiv(e.mul(e.size(q, 1), e.c(pack)), e.c(bm));
+    perSequence = e.mul(e.mul(tileHeads, nmb), numSplits);
     total = e.mul(batch, perSequence);
   }
   auto loop = scf::ForOp::create(b, loc, first, total, grid);
@@ -369,7 +390,7 @@ void AttentionTiler::buildPersistent(Value table, Value pages) {
   if (longestFirst)
     return longestFirstTile(t, nmb);
   Sequence s = sequence(e.div(t, perSequence));
-  s.nmb = e.ceilDiv(s.sq, e.c(bm));
+  s.nmb = nmb;
   workTile(s, e.rem(t, perSequence));
 }
 
@@ -382,8 +403,8 @@ void AttentionTiler::buildPersistent(Value table, Value pages) {
 void AttentionTiler::tableTile(Value table, Value t) {
   Value rest = e.div(t, numSplits);
   Value entries = e.loadIndex(table, {e.c(0)});
-  Value hg = e.min(e.max(e.loadIndex(table, {e.c(2)}), e.c(1)), hq);
-  auto [head, entry] = grouped(rest, hg, hq, entries);
+  Value hg = e.min(e.max(e.loadIndex(table, {e.c(2)}), e.c(1)), tileHeads);
+  auto [head, entry] = grouped(rest, hg, tileHeads, entries);
   auto field = [&](int64_t f) {
     return e.loadIndex(table, {e.add(e.mul(entry, e.c(8)), e.c(8 + f))});
   };
@@ -400,15 +421,15 @@ void AttentionTiler::tableTile(Value table, Value t) {
 // order).
 void AttentionTiler::longestFirstTile(Value t, Value nmb) {
   Value rest = e.div(t, numSplits);
-  Value nbh = e.mul(batch, hq);
-  // Query heads of one kv head share its K / V.
+  Value nbh = e.mul(batch, tileHeads);
+  // Query heads of one kv head share its K / V (packed: a tile's).
   Value keys = capacity ? e.max(capacity, e.c(1)) : e.c(1);
   Value perKvHead = e.max(e.div(e.c((int64_t(32) << 20) / (2 * (d + dv))), keys), e.c(1));
-  Value hg = e.min(e.mul(perKvHead, groups), nbh);
+  Value hg = e.min(pack > 1 ? perKvHead : e.mul(perKvHead, groups), nbh);
   auto [bh, round] = grouped(rest, hg, nbh, nmb);
-  Sequence s = sequence(e.div(bh, hq));
+  Sequence s = sequence(e.div(bh, tileHeads));
   s.nmb = nmb;
-  tileBody(s, e.rem(bh, hq), e.sub(e.sub(nmb, e.c(1)), round), e.rem(t, numSplits));
+  tileBody(s, e.rem(bh, tileHeads), e.sub(e.sub(nmb, e.c(1)), round), e.rem(t, numSplits));
 }
 
 std::pair<Value, Value> AttentionTiler::grouped(Value i, Value hg, Value n, Value rounds) {
@@ -460,25 +481,26 @@ void AttentionTiler::tileBody(const Sequence &s, Value h, Value mb, Value split)
   WorkTile w;
   w.split = split;
   w.h = h;
-  w.g = e.div(w.h, groups);
+  w.g = pack > 1 ? w.h : e.div(w.h, groups);
   w.m0 = e.mul(mb, e.c(bm));
-  w.rows = e.min(e.c(bm), e.sub(s.sq, w.m0));
-  views(s, w);
+  w.rows = e.min(e.c(bm), e.sub(e.mul(s.sq, e.c(pack)), w.m0));
 
-  // The key blocks of the query positions [p0, p0 + rows) (and of the
+  // The key blocks of the query positions [p0, p0 + rows / G) (and of the
   // split). A tile of rows (q_start, seqlen_q) moves the positions and
   // aligns to seqlen_q queries.
   Value qStart = op.getQStart(), seqlenQ = op.getSeqlenQ();
-  w.p0 = qStart ? e.add(w.m0, qStart) : w.m0;
+  Value pos0 = pack > 1 ? e.div(w.m0, e.c(pack)) : w.m0;
+  w.p0 = qStart ? e.add(pos0, qStart) : pos0;
   w.c = e.sub(s.sk, seqlenQ ? seqlenQ : s.sq);
-  Value m1 = e.add(w.p0, w.rows);
+  views(s, w);
+  Value m1 = rowPos(w, w.rows);
   auto range = KeyBlocksOp::create(b, loc, b.getIndexType(), b.getIndexType(), w.p0, m1, s.sk,
                                    w.c, partial ? w.split : Value(),
                                    partial ? numSplits : Value(), bn, causal, winL, winR);
   // A key block needs the mask when it reaches past the first row's key
   // end or starts before the last row's window start.
   Value firstEnd = keyEnd(s, w, w.p0);
-  Value lastBegin = winL >= 0 ? keyBegin(w, e.add(w.p0, e.c(bm - 1))) : Value();
+  Value lastBegin = winL >= 0 ? keyBegin(w, rowPos(w, e.c(bm - 1))) : Value();
 
   TileInitOp::create(b, loc, mt, lt, acc);
   TileLoadOp::create(b, loc, w.qv, w.m0, w.rows, qt);
@@ -489,21 +511,30 @@ void AttentionTiler::tileBody(const Sequence &s, Value h, Value mb, Value split)
 }
 
 /// The rank-reduced [len, cols] view of sequence bIdx (dense: batch bIdx;
-/// packed: rows from `off`) and `head` of q, k or v.
+/// varlen: rows from `off`) and `head` of q, k or v; with `heads` > 1 the
+/// [len, heads, cols] view of heads [head, head + heads) (pack_gqa's q).
 Value AttentionTiler::seqView(Value src, Value bIdx, Value head, Value off, Value len,
-                              int64_t cols) {
-  OpFoldResult zero = b.getIndexAttr(0), unit = b.getIndexAttr(1);
+                              int64_t cols, int64_t heads) {
+  OpFoldResult zero = b.getIndexAttr(0), unit = b.getIndexAttr(1), nh = b.getIndexAttr(heads);
+  SmallVector<int64_t> dropHead;
+  if (heads == 1)
+    dropHead.push_back(1);
   if (cast<MemRefType>(src.getType()).getRank() == 3)
-    return e.view(src, {off, head, zero}, {len, unit, b.getIndexAttr(cols)}, {1});
+    return e.view(src, {off, head, zero}, {len, nh, b.getIndexAttr(cols)}, dropHead);
+  SmallVector<int64_t> dropped{0};
+  if (heads == 1)
+    dropped.push_back(2);
   return e.view(src, {bIdx, zero, head, zero},
-                {unit, e.size(src, 1), unit, b.getIndexAttr(cols)}, {0, 2});
+                {unit, e.size(src, 1), nh, b.getIndexAttr(cols)}, dropped);
 }
 
 // The tile's views: Q, K and V (or the block_table row), out and lse (of
-// the split with the partial form).
+// the split with the partial form). With pack_gqa Q, out and lse keep the
+// kv head's G query heads: [Sq, G, D], [rows / G, G, Dv] and [G, rows / G].
 void AttentionTiler::views(const Sequence &s, WorkTile &w) {
   OpFoldResult zero = b.getIndexAttr(0), unit = b.getIndexAttr(1);
-  w.qv = seqView(q, s.b, w.h, s.qOff, s.sq, d);
+  Value qHead = pack > 1 ? e.mul(w.h, e.c(pack)) : w.h;
+  w.qv = seqView(q, s.b, qHead, s.qOff, s.sq, d, pack);
   if (noKeys) {
     // No view of an empty cache (see the constructor).
   } else if (paged && pageTable) {
@@ -529,20 +560,30 @@ void AttentionTiler::views(const Sequence &s, WorkTile &w) {
     lseDropped.push_back(0);
   }
   int64_t base = partial ? 1 : 0;
+  bool packed = pack > 1;
+  Value pos = packed ? e.div(w.m0, e.c(pack)) : w.m0;
+  Value positions = packed ? e.div(w.rows, e.c(pack)) : w.rows;
+  OpFoldResult heads = b.getIndexAttr(pack);
   if (varlenQ) {
-    outOffsets.append({e.add(s.qOff, w.m0), w.h, zero});
-    outSizes.append({w.rows, unit, b.getIndexAttr(dv)});
-    outDropped.push_back(base + 1);
-    lseOffsets.append({w.h, e.add(s.qOff, w.m0)});
-    lseSizes.append({unit, w.rows});
-    lseDropped.push_back(base);
+    outOffsets.append({e.add(s.qOff, pos), qHead, zero});
+    outSizes.append({positions, heads, b.getIndexAttr(dv)});
+    lseOffsets.append({qHead, e.add(s.qOff, pos)});
+    lseSizes.append({heads, positions});
+    if (!packed) {
+      outDropped.push_back(base + 1);
+      lseDropped.push_back(base);
+    }
   } else {
-    outOffsets.append({s.b, w.m0, w.h, zero});
-    outSizes.append({unit, w.rows, unit, b.getIndexAttr(dv)});
-    outDropped.append({base, base + 2});
-    lseOffsets.append({s.b, w.h, w.m0});
-    lseSizes.append({unit, unit, w.rows});
-    lseDropped.append({base, base + 1});
+    outOffsets.append({s.b, pos, qHead, zero});
+    outSizes.append({unit, positions, heads, b.getIndexAttr(dv)});
+    outDropped.push_back(base);
+    lseOffsets.append({s.b, qHead, pos});
+    lseSizes.append({unit, heads, positions});
+    lseDropped.push_back(base);
+    if (!packed) {
+      outDropped.push_back(base + 2);
+      lseDropped.push_back(base + 1);
+    }
   }
   w.ov = e.view(out, outOffsets, outSizes, outDropped);
   w.lv = lse ? e.view(lse, lseOffsets, lseSizes, lseDropped) : Value();
@@ -601,7 +642,7 @@ void AttentionTiler::scoreModifiers(const Sequence &s, const WorkTile &w, Value 
                                     Value cols) {
   Type f32 = b.getF32Type();
   tileMap(w.rows, cols, [&](Value x, Value i, Value j) {
-    Value iAbs = e.add(w.p0, i), jAbs = e.add(n0, j);
+    Value iAbs = rowPos(w, i), jAbs = e.add(n0, j);
     if (softcap > 0) {
       Value cap = e.f32(softcap);
       Value y = arith::DivFOp::create(b, loc, x, cap);
@@ -610,15 +651,15 @@ void AttentionTiler::scoreModifiers(const Sequence &s, const WorkTile &w, Value 
     }
     if (Value slopes = op.getAlibiSlopes()) {
       Value slope = cast<MemRefType>(slopes.getType()).getRank() == 1
-                        ? memref::LoadOp::create(b, loc, slopes, w.h)
-                        : memref::LoadOp::create(b, loc, slopes, ValueRange{s.b, w.h});
+                        ? memref::LoadOp::create(b, loc, slopes, rowHead(w, i))
+                        : memref::LoadOp::create(b, loc, slopes, ValueRange{s.b, rowHead(w, i)});
       Value dist = math::AbsIOp::create(b, loc, e.sub(e.add(iAbs, w.c), jAbs));
       Value distI = arith::IndexCastOp::create(b, loc, b.getI64Type(), dist);
       Value distF = arith::SIToFPOp::create(b, loc, f32, distI);
       x = arith::SubFOp::create(b, loc, x, arith::MulFOp::create(b, loc, slope, distF));
     }
     if (hasScoreRegion)
-      x = inlineRegion(b, op.getScore(), {x, s.b, w.h, iAbs, jAbs}, &outside);
+      x = inlineRegion(b, op.getScore(), {x, s.b, rowHead(w, i), iAbs, jAbs}, &outside);
     return toBase2(x);
   });
 }
@@ -649,7 +690,7 @@ void AttentionTiler::boundaryMask(const Sequence &s, const WorkTile &w, Value n0
   b.setInsertionPointToStart(ifOp.thenBlock());
   Value negInf = e.f32(-INFINITY);
   tileMap(e.c(bm), e.c(bn), [&](Value x, Value i, Value j) {
-    Value iAbs = e.add(w.p0, i);
+    Value iAbs = rowPos(w, i);
     Value end = keyEnd(s, w, iAbs);
     Value begin = winL >= 0 ? keyBegin(w, iAbs) : Value();
     Value jAbs = e.add(n0, j);
@@ -664,8 +705,8 @@ void AttentionTiler::boundaryMask(const Sequence &s, const WorkTile &w, Value n0
 void AttentionTiler::maskRegion(const Sequence &s, const WorkTile &w, Value n0, Value cols) {
   Value negInf = e.f32(-INFINITY);
   tileMap(w.rows, cols, [&](Value x, Value i, Value j) {
-    Value iAbs = e.add(w.p0, i), jAbs = e.add(n0, j);
-    Value keep = inlineRegion(b, op.getMask(), {s.b, w.h, iAbs, jAbs}, &outside);
+    Value iAbs = rowPos(w, i), jAbs = e.add(n0, j);
+    Value keep = inlineRegion(b, op.getMask(), {s.b, rowHead(w, i), iAbs, jAbs}, &outside);
     return arith::SelectOp::create(b, loc, keep, x, negInf);
   });
 }
@@ -676,10 +717,16 @@ static std::string sm90TileUnsupported(AttentionOp op) {
     return "ALiBi";
   if (op.getQStart() || op.getSeqlenQ())
     return "a tile of query rows (q_start)";
-  // (An automatic pack_gqa, the plan's choice, is dropped: the tiles keep
-  // one query head.)
-  if (op.getPackGqa().value_or(false))
-    return "pack_gqa";
+  // pack_gqa (the plan's): Q's TMA box is G heads x block_m / G positions.
+  PlanAttr plan = op.getPlanAttr();
+  int64_t hq = op.getNumQHeads(), hkv = op.getNumKVHeads();
+  if (plan.getPackGqa() && (ShapedType::isDynamic(hq) || ShapedType::isDynamic(hkv)))
+    return "pack_gqa with dynamic head counts";
+  if (plan.getPackGqa() && hq / hkv > 1 && plan.getBlockM() % (hq / hkv))
+    return "pack_gqa with Hq / Hkv = " + std::to_string(hq / hkv) +
+           " not dividing block_m = " + std::to_string(plan.getBlockM());
+  if (plan.getSm90() && plan.getSm90().getKvHeadsPerBlock() > 1)
+    return "kv_heads_per_block > 1";
   for (Region *region : {&op.getScore(), &op.getMask()}) {
     WalkResult r = region->walk([&](Operation *inner) {
       for (Value v : inner->getOperands())

@@ -251,6 +251,9 @@ private:
   Values pk; ///< P packed for tile_pv, valid after tile_softmax in one block
   Value mTile, lTile, accTile, sTile; ///< the scratch tiles the state stands for
   int64_t pageSize = 0;
+  /// pack_gqa: Q's loads, out's and lse's stores view G query heads of a kv
+  /// head (packed row i G + g: position i of head g); 1 without.
+  int64_t packG = 1;
   int64_t D = 0, qBytes = 0, kvBytes = 0, kOff = 0, vOff = 0, barOff = 0, bars = 3,
           nS = 0, nO = 0;
   /// S's columns and rows; the CTA's threads (128 a 64 rows, and the
@@ -346,6 +349,17 @@ LogicalResult WarpgroupKernel::shapes() {
                            "block-m=64 x consumers)");
   nS = kKeys / 2;
   consumerThreads = rowsM / kRows * 128;
+  // pack_gqa: Q's TMA box is G heads x rowsM / G positions.
+  WalkResult packs = tiled.walk([&](TileLoadOp load) {
+    auto src = cast<MemRefType>(load.getSource().getType());
+    if (src.getRank() != 3)
+      return WalkResult::advance();
+    packG = src.getDimSize(1);
+    return rowsM % packG || packG > 256 ? WalkResult::interrupt() : WalkResult::advance();
+  });
+  if (packs.wasInterrupted())
+    return tiled.emitError("flashattn-sm90-warpgroup: packed Q tiles need G (")
+           << packG << " query heads a kv head) dividing the tile's " << rowsM << " rows";
   specialize = tiled.walk([](WarpSpecializeOp) { return WalkResult::interrupt(); })
                    .wasInterrupted();
   threads = consumerThreads + (specialize ? 128 : 0);
@@ -399,7 +413,7 @@ LogicalResult WarpgroupKernel::shapes() {
   bars = (1 + ringSize[K] + ringSize[V]) * (specialize ? 2 : 1);
   int64_t oBytes = boxes * rowsM * 128;
   auto outType = cast<MemRefType>(args[Out].getType());
-  tmaStore = planTmaStore && specialize && !partial && !args[Table] &&
+  tmaStore = planTmaStore && specialize && !partial && !args[Table] && packG == 1 &&
              outType.getRank() == 4 && outT.getIntOrFloatBitWidth() == 16 &&
              oOff + oBytes + 8 * bars + 8 <= kSm90MaxSharedMemory;
   barOff = oOff + (tmaStore ? oBytes : 0);
@@ -504,7 +518,16 @@ std::vector<AbiParam> WarpgroupKernel::params() {
   auto box = [](bool varlen, int64_t rows) {
     return varlen ? SmallVector<int64_t>{64, 1, rows} : SmallVector<int64_t>{64, 1, rows, 1};
   };
-  abi.add(ParamKind::tma, "q", "q", 0, box(varlenQ, rowsM));
+  if (packG > 1) {
+    // pack_gqa: q viewed as [B, Sq, Hkv, G, D], G heads x rowsM / G
+    // positions a box, which lands as packed rows i G + g.
+    SmallVector<int64_t> packed{64, packG, 1, rowsM / packG, 1};
+    if (varlenQ)
+      packed.pop_back();
+    abi.add(ParamKind::tma, "q", "q", 0, packed, packG);
+  } else {
+    abi.add(ParamKind::tma, "q", "q", 0, box(varlenQ, rowsM));
+  }
   SmallVector<int64_t> kvBox = box(varlenK, kKeys);
   if (pageSize && pageSize < kKeys)
     kvBox[2] = pageSize; // a page a box
@@ -599,15 +622,24 @@ LogicalResult WarpgroupKernel::tileLoad(TileLoadOp op, State &st) {
     return op.emitOpError("flashattn-sm90-warpgroup: loads views of q, k or v only");
   const View &v = it->second;
   int64_t last = int64_t(v.offsets.size()) - 1;
+  bool packed = v.kept.size() == 3;
+  if (packed && v.arg != Q)
+    return op.emitOpError("flashattn-sm90-warpgroup: packed loads of q only");
   Value row0 = map.lookup(op.getRow0()), slot = slotOf(op.getTile());
+  // Packed: the head coordinate splits into (0, kv head) and row0 is
+  // position row0 / G (a multiple of G).
   issueTma(v.arg, slot, 1, Value(), st, [&](int64_t box, int64_t) {
     Values coords;
     for (int64_t d = last; d >= 0; --d) {
       Value c = i32(v.offsets[d]);
-      if (d == last)
+      if (d == last) {
         c = w.addi(c, w.i32(64 * box));
-      else if (d == v.kept[0])
-        c = w.addi(c, i32(row0));
+      } else if (d == v.kept[0]) {
+        c = w.addi(c, packed ? w.divui(i32(row0), w.i32(packG)) : i32(row0));
+      } else if (packed && d == v.kept[1]) {
+        coords.push_back(w.i32(0));
+        c = w.divui(c, w.i32(packG));
+      }
       coords.push_back(c);
     }
     return coords;
@@ -1110,13 +1142,21 @@ LogicalResult WarpgroupKernel::tileStore(TileStoreOp op, State &st) {
       break;
     Value i = row[half];
     w.ifThen(w.cmpi(CmpI::slt, i, rows), [&] {
-      Value i64v = w.extui(i, w.i64T);
+      // Packed row i: position i / G of head i % G.
+      Values outRow{w.extui(i, w.i64T)}, lseRow = outRow;
+      if (packG > 1) {
+        Value pos = w.extui(w.divui(i, w.i32(packG)), w.i64T);
+        Value head = w.extui(w.remui(i, w.i32(packG)), w.i64T);
+        outRow = {pos, head};
+        lseRow = {head, pos};
+      }
       for (int64_t r = 0; r < nO && !tmaStore; r += 2) {
         if ((r / 2) % 2 != half)
           continue;
         Value vec = normalizedPair(st, r, inv[half]);
-        Value col = w.extui(w.addi(col0, w.i32(8 * (r / 4))), w.i64T);
-        Value ptr = w.gep(P["o"], w.gptrT, outT, linear(out->second, {i64v, col}));
+        Values local = outRow;
+        local.push_back(w.extui(w.addi(col0, w.i32(8 * (r / 4))), w.i64T));
+        Value ptr = w.gep(P["o"], w.gptrT, outT, linear(out->second, local));
         w.store(outT.isF32() ? vec : w.truncf(vec, VectorType::get({2}, outT)), ptr);
       }
       if (lv)
@@ -1124,7 +1164,7 @@ LogicalResult WarpgroupKernel::tileStore(TileStoreOp op, State &st) {
           Value lg = w.intrinsic("llvm.nvvm.lg2.approx.f", l[half]);
           Value val = w.mulf(w.addf(st.m[half], lg), w.f32(M_LN2));
           val = w.select(isZero[half], negInf, val);
-          w.store(val, w.gep(P["lse"], w.gptrT, w.f32T, linear(*lv, {i64v})));
+          w.store(val, w.gep(P["lse"], w.gptrT, w.f32T, linear(*lv, lseRow)));
         });
     });
   }

@@ -75,6 +75,21 @@ static int64_t dimOf(Value v, unsigned i) {
   return cast<MemRefType>(v.getType()).getDimSize(i);
 }
 
+/// The indices of row `r`'s first element in a tile op's view: [r, 0], or
+/// in a packed [R, G, D] view [r / G, r % G, 0] (`transposed`: a packed
+/// lse [G, R], [r % G, r / G]).
+static SmallVector<Value> rowIndices(Emit &e, Value view, Value r, bool packed,
+                                     bool transposed = false) {
+  if (!packed)
+    return {r, e.c(0)};
+  Value g = e.c(dimOf(view, transposed ? 0 : 1));
+  Value pos = arith::DivUIOp::create(e.b, e.loc, r, g);
+  Value head = arith::RemUIOp::create(e.b, e.loc, r, g);
+  if (transposed)
+    return {head, pos};
+  return {pos, head, e.c(0)};
+}
+
 struct LowerTileInit : OpRewritePattern<TileInitOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(TileInitOp op,
@@ -112,7 +127,9 @@ struct LowerTileLoad : OpRewritePattern<TileLoadOp> {
     Emit e{rewriter, loc};
     int64_t d = dimOf(op.getTile(), 1);
     buildFor(rewriter, loc, e.c(0), op.getRows(), [&](Value r) {
-      Value row = e.loadRow(op.getSource(), {e.add(op.getRow0(), r), e.c(0)}, d);
+      bool packed = cast<MemRefType>(op.getSource().getType()).getRank() == 3;
+      Value row = e.loadRow(op.getSource(),
+                            rowIndices(e, op.getSource(), e.add(op.getRow0(), r), packed), d);
       vector::StoreOp::create(rewriter, loc, row, op.getTile(),
                               ValueRange{r, e.c(0)});
     });
@@ -377,7 +394,8 @@ struct LowerTileStore : OpRewritePattern<TileStoreOp> {
       row = arith::MulFOp::create(
           rewriter, loc, row,
           vector::BroadcastOp::create(rewriter, loc, accType, inv));
-      e.storeRow(row, op.getOut(), {r, e.c(0)});
+      bool packed = cast<MemRefType>(op.getOut().getType()).getRank() == 3;
+      e.storeRow(row, op.getOut(), rowIndices(e, op.getOut(), r, packed));
       if (Value lse = op.getLse()) {
         Value m = memref::LoadOp::create(rewriter, loc, op.getM(), r);
         Value logL = math::LogOp::create(rewriter, loc, l);
@@ -386,7 +404,11 @@ struct LowerTileStore : OpRewritePattern<TileStoreOp> {
             arith::MulFOp::create(rewriter, loc, m, e.f32(M_LN2)), logL);
         value = arith::SelectOp::create(rewriter, loc, empty,
                                         e.f32(-INFINITY), value);
-        memref::StoreOp::create(rewriter, loc, value, lse, r);
+        if (packed)
+          memref::StoreOp::create(rewriter, loc, value, lse,
+                                  rowIndices(e, lse, r, true, /*transposed=*/true));
+        else
+          memref::StoreOp::create(rewriter, loc, value, lse, r);
       }
     });
     rewriter.eraseOp(op);

@@ -75,13 +75,27 @@ LogicalResult TileInitOp::verify() {
   return success();
 }
 
+/// A packed view's heads (dimension 1 of a [R, G, D] view), or a message.
+static LogicalResult verifyPackedHeads(Operation *op, StringRef name, MemRefType type,
+                                       int64_t dim) {
+  int64_t g = type.getDimSize(dim);
+  if (ShapedType::isDynamic(g) || g < 1)
+    return op->emitOpError() << "'" << name << "' packs a static number of heads G >= 1 (its "
+                             << "dimension " << dim << "), got " << type;
+  return success();
+}
+
 LogicalResult TileLoadOp::verify() {
   if (failed(verifyTiles(*this, {"tile"}, {getTile()})))
     return failure();
-  if (failed(verifyView(*this, "source", getSource(), 2, "view [rows, D]")))
-    return failure();
   auto srcType = cast<MemRefType>(getSource().getType());
-  int64_t d = srcType.getDimSize(1);
+  bool packed = srcType.getRank() == 3;
+  if (failed(verifyView(*this, "source", getSource(), packed ? 3 : 2,
+                        packed ? "packed view [rows, G, D]" : "view [rows, D]")))
+    return failure();
+  if (packed && failed(verifyPackedHeads(*this, "source", srcType, 1)))
+    return failure();
+  int64_t d = srcType.getDimSize(packed ? 2 : 1);
   if (!ShapedType::isDynamic(d) && d != dim(getTile(), 1))
     return emitOpError() << "'source' has " << d << " columns but 'tile' has "
                          << dim(getTile(), 1);
@@ -156,18 +170,26 @@ LogicalResult TileStoreOp::verify() {
     return emitOpError() << "expects acc [M, Dv], m [M] and l [M], got "
                          << getAcc().getType() << ", " << getM().getType()
                          << " and " << getL().getType();
-  if (failed(verifyView(*this, "out", getOut(), 2, "view [rows, Dv]")))
-    return failure();
   auto outType = cast<MemRefType>(getOut().getType());
-  int64_t dv = outType.getDimSize(1);
+  bool packed = outType.getRank() == 3;
+  if (failed(verifyView(*this, "out", getOut(), packed ? 3 : 2,
+                        packed ? "packed view [rows, G, Dv]" : "view [rows, Dv]")))
+    return failure();
+  if (packed && failed(verifyPackedHeads(*this, "out", outType, 1)))
+    return failure();
+  int64_t dv = outType.getDimSize(packed ? 2 : 1);
   if (!ShapedType::isDynamic(dv) && dv != dim(getAcc(), 1))
     return emitOpError() << "'out' has " << dv << " columns but 'acc' has "
                          << dim(getAcc(), 1);
   if (Value lse = getLse()) {
     auto lseType = cast<MemRefType>(lse.getType());
-    if (lseType.getRank() != 1 || !lseType.getElementType().isF32())
-      return emitOpError() << "'lse' must be a 1-D f32 view [rows], got "
-                           << lseType;
+    bool f32 = lseType.getElementType().isF32();
+    if (!packed && (lseType.getRank() != 1 || !f32))
+      return emitOpError() << "'lse' must be a 1-D f32 view [rows], got " << lseType;
+    if (packed && (lseType.getRank() != 2 || !f32 ||
+                   lseType.getDimSize(0) != outType.getDimSize(1)))
+      return emitOpError() << "'lse' must be a 2-D f32 view [G, rows] with out's G = "
+                           << outType.getDimSize(1) << " heads, got " << lseType;
   }
   return success();
 }

@@ -361,6 +361,10 @@ def FlashAttn_TileLoadOp : FlashAttn_Op<"tile_load"> {
     `rows .. T - 1`. `rows` must be at most T; rows past the view are never
     read.
 
+    A 3-D `source` [R, G, D] is packed (pack_gqa: the G query heads of a kv
+    head share the tile's rows): its row `r` is `source[r / G, r % G, :]`,
+    the rows running over R x G (FlashAttention-3's packed order).
+
     With `async` the op only starts the copy: `tile` holds the rows (and
     the zeros) once a `flashattn.tile_wait` on it returns, and until then
     its contents are undefined. A target may copy at once (the host does).
@@ -596,7 +600,9 @@ def FlashAttn_TileStoreOp : FlashAttn_Op<"tile_store"> {
     element type, and `lse[r] = m[r] * ln(2) + ln(l[r])` (m in the base-2
     domain); a row with `l[r] == 0` (no allowed key) gets `out = 0` and
     `lse = -inf`. `out` is a 2-D view [R, Dv] with unit inner stride, `lse`
-    an optional 1-D f32 view [R].
+    an optional 1-D f32 view [R]. Packed (pack_gqa, as
+    for `flashattn.tile_load`): `out` [R, G, Dv] and `lse` [G, R], row `r`
+    being `out[r / G, r % G, :]` and `lse[r % G, r / G]`.
 
     ```mlir
     flashattn.tile_store %acc, %m, %l into %ov rows %n lse %lv
