@@ -194,6 +194,7 @@ private:
   struct WorkTile {
     Value h, g, m0, rows, split, qv, kv, vv, pages, ov, lv, c;
     Value p0; ///< the query position of row m0 (m0 + q_start)
+    Value r0; ///< out's first row: m0, or packed its position m0 / G
   };
   /// The query position (in its sequence) and the query head of the
   /// tile's row i: with pack_gqa row m0 + i is position (m0 + i) / G of
@@ -206,7 +207,10 @@ private:
     return op.getQStart() ? e.add(pos, op.getQStart()) : pos;
   }
   Value rowHead(const WorkTile &w, Value i) {
-    return pack > 1 ? e.add(e.mul(w.h, e.c(pack)), e.rem(i, e.c(pack))) : w.h;
+    if (pack == 1)
+      return w.h;
+    Value first = e.mul(w.h, e.c(pack));
+    return e.add(first, e.rem(i, e.c(pack)));
   }
 
   Sequence sequence(Value bIdx);
@@ -489,8 +493,8 @@ void AttentionTiler::tileBody(const Sequence &s, Value h, Value mb, Value split)
   // split). A tile of rows (q_start, seqlen_q) moves the positions and
   // aligns to seqlen_q queries.
   Value qStart = op.getQStart(), seqlenQ = op.getSeqlenQ();
-  Value pos0 = pack > 1 ? e.div(w.m0, e.c(pack)) : w.m0;
-  w.p0 = qStart ? e.add(pos0, qStart) : pos0;
+  w.r0 = pack > 1 ? e.div(w.m0, e.c(pack)) : w.m0;
+  w.p0 = qStart ? e.add(w.r0, qStart) : w.r0;
   w.c = e.sub(s.sk, seqlenQ ? seqlenQ : s.sq);
   views(s, w);
   Value m1 = rowPos(w, w.rows);
@@ -561,7 +565,7 @@ void AttentionTiler::views(const Sequence &s, WorkTile &w) {
   }
   int64_t base = partial ? 1 : 0;
   bool packed = pack > 1;
-  Value pos = packed ? e.div(w.m0, e.c(pack)) : w.m0;
+  Value pos = w.r0;
   Value positions = packed ? e.div(w.rows, e.c(pack)) : w.rows;
   OpFoldResult heads = b.getIndexAttr(pack);
   if (varlenQ) {

@@ -144,3 +144,65 @@ func.func @append(%q: memref<2x1x4x64xf16>, %kc: memref<2x256x2x64xf16>, %vc: me
       outs(%o : memref<2x1x4x64xf16>)
   return
 }
+
+// -----
+
+// pack_gqa: the G = 4 query heads of a kv head share a tile's rows (row r:
+// position r / 4 of head r % 4). The tiles go over B * Hkv * ceil(Sq * 4 /
+// 64) = 2 * 2 * 7; Q is the [Sq, 4, D] view of the kv head's query heads
+// (4 h), loaded from packed row m0; the key blocks and the first row's key
+// end are those of positions [m0 / 4, (m0 + rows) / 4); the mask takes
+// each row's position (m0 + i) / 4; out and lse are the packed [rows / 4,
+// 4, D] and [4, rows / 4] views.
+// CHECK-LABEL: func.func @packed
+// CHECK: gpu.func @fa_sm90_0
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c28 step
+// CHECK:   %[[B:.*]] = arith.divsi %{{.*}}, %c2 : index
+// CHECK:   %[[M0:.*]] = arith.muli %{{.*}}, %c64
+// CHECK:   %[[ROWS:.*]] = arith.minsi %{{.*}}, %c64
+// CHECK:   %[[P0:.*]] = arith.divsi %[[M0]], %c4
+// CHECK:   %[[QH:.*]] = arith.muli %[[H:.*]], %c4
+// CHECK:   %[[QV:.*]] = memref.subview %arg0[%[[B]], 0, %[[QH]], 0] [1, 100, 4, 64]
+// CHECK:   memref.subview %arg1[%[[B]], 0, %[[H]], 0] [1, 130, 1, 64]
+// CHECK:   %[[OV:.*]] = memref.subview %arg3[%[[B]], %[[P0]], %[[QH]], 0] [1, %[[NP:.*]], 4, 64]
+// CHECK:   %[[LV:.*]] = memref.subview %arg4[%[[B]], %[[QH]], %[[P0]]] [1, 4, %[[NP]]]
+// CHECK:   %[[END:.*]] = arith.addi %[[M0]], %[[ROWS]]
+// CHECK:   %[[P1:.*]] = arith.divsi %[[END]], %c4
+// CHECK:   flashattn.key_blocks rows[%[[P0]], %[[P1]]) keys %c130
+// CHECK:   flashattn.key_end row %[[P0]]
+// CHECK:   flashattn.tile_load %[[QV]][%[[M0]]] rows %[[ROWS]] into {{.*}} : memref<100x4x64xbf16, strided<[512, 64, 1], offset: ?>>
+// CHECK:   scf.for
+// CHECK:     flashattn.tile_map
+// CHECK:       %[[R:.*]] = arith.addi %[[M0]], %{{.*}}
+// CHECK:       %[[POS:.*]] = arith.divsi %[[R]], %c4
+// CHECK:       flashattn.key_end row %[[POS]]
+// CHECK:   flashattn.tile_store {{.*}} into %[[OV]] rows %[[ROWS]] lse %[[LV]] : {{.*}} into memref<?x4x64xbf16, strided<[512, 64, 1], offset: ?>>, memref<4x?xf32, strided<[100, 1], offset: ?>>
+func.func @packed(%q: memref<2x100x8x64xbf16>, %k: memref<2x130x2x64xbf16>, %v: memref<2x130x2x64xbf16>,
+                  %o: memref<2x100x8x64xbf16>, %l: memref<2x8x100xf32>) {
+  flashattn.attention ins(%q, %k, %v : memref<2x100x8x64xbf16>, memref<2x130x2x64xbf16>, memref<2x130x2x64xbf16>)
+      outs(%o, %l : memref<2x100x8x64xbf16>, memref<2x8x100xf32>) {causal = #flashattn.causal<bottom_right>, pack_gqa = true}
+  return
+}
+
+// -----
+
+// A score region sees each packed row's query head, 4 h + r % 4.
+// CHECK-LABEL: func.func @packed_region
+// CHECK: flashattn.tile_map
+// CHECK:   ^bb0(%{{.*}}: f32, %[[I:.*]]: index, %{{.*}}: index):
+// CHECK:   %[[G:.*]] = arith.muli %{{.*}}, %c4
+// CHECK:   %[[IN:.*]] = arith.remsi %[[I]], %c4
+// CHECK:   %[[HEAD:.*]] = arith.addi %[[G]], %[[IN]]
+// CHECK:   arith.index_cast %[[HEAD]]
+func.func @packed_region(%q: memref<1x64x8x64xf16>, %k: memref<1x64x2x64xf16>, %v: memref<1x64x2x64xf16>,
+                         %o: memref<1x64x8x64xf16>) {
+  flashattn.attention ins(%q, %k, %v : memref<1x64x8x64xf16>, memref<1x64x2x64xf16>, memref<1x64x2x64xf16>)
+      outs(%o : memref<1x64x8x64xf16>) {pack_gqa = true}
+      score(%s: f32, %b: index, %h: index, %i: index, %j: index) {
+        %hi = arith.index_cast %h : index to i64
+        %hf = arith.sitofp %hi : i64 to f32
+        %r = arith.subf %s, %hf : f32
+        flashattn.yield %r : f32
+      }
+  return
+}

@@ -1,5 +1,5 @@
-// RUN: fa-opt %s --flashattn-plan="target=sm90 block-m=64 block-n=64 consumers=1" --flashattn-split-kv --flashattn-tile --flashattn-sm90-warpgroup --split-input-file --verify-diagnostics | FileCheck %s
-// RUN: fa-opt %s --flashattn-plan="target=sm90 block-m=64 block-n=64 consumers=1" --flashattn-split-kv --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warpgroup --split-input-file --verify-diagnostics | FileCheck %s --check-prefix=RING
+// RUN: fa-opt %s --flashattn-plan="target=sm90 block-m=64 block-n=64 consumers=1 kv-heads-per-block=1" --flashattn-split-kv --flashattn-tile --flashattn-sm90-warpgroup --split-input-file --verify-diagnostics | FileCheck %s
+// RUN: fa-opt %s --flashattn-plan="target=sm90 block-m=64 block-n=64 consumers=1 kv-heads-per-block=1" --flashattn-split-kv --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warpgroup --split-input-file --verify-diagnostics | FileCheck %s --check-prefix=RING
 
 // flashattn-tile's kernel (causal bottom-right, GQA 4/2, lse) distributed
 // over one warpgroup: an llvm.func of 128 threads with the ABI (q, k, v,
@@ -315,4 +315,31 @@ module attributes {gpu.container_module} {
       gpu.return
     }
   }
+}
+
+// -----
+
+// pack_gqa (G = 4): Q's tensor map views q as [B, Sq, Hkv, 4, D] with a box
+// of 4 heads x 16 positions (packed rows i 4 + g); its TMA's coordinates
+// are (column, head 0 of the group, kv head = the view's head / 4, the
+// tile's position m0 / 4, batch). Each stored row r is out's position r /
+// 4, head r % 4.
+// CHECK-LABEL: func.func @packed
+// CHECK: llvm.func @fa_sm90_0(
+// CHECK-SAME: #flashattn.param<kind = tma, arg = "q", box = [64, 4, 1, 16, 1], swizzle = 128, group = 4>
+// CHECK: scf.for
+// CHECK: %[[KVH:.*]] = arith.divui %{{.*}}, %c4_i32{{.*}} : i32
+// CHECK: %[[P0:.*]] = arith.divui %{{.*}}, %c4_i32{{.*}} : i32
+// CHECK: %[[POS:.*]] = arith.addi %{{.*}}, %[[P0]] : i32
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, box[%{{.*}}, %c0_i32{{[_0-9]*}}, %[[KVH]], %[[POS]], %{{.*}}]
+// CHECK: scf.for
+// CHECK: scf.if
+// CHECK:   %[[RP:.*]] = arith.divui %[[ROW:.*]], %{{.*}} : i32
+// CHECK:   %[[RH:.*]] = arith.remui %[[ROW]], %{{.*}} : i32
+// CHECK:   llvm.store %{{.*}} : vector<2xbf16>, !llvm.ptr<1>
+func.func @packed(%q: memref<2x100x8x64xbf16>, %k: memref<2x130x2x64xbf16>, %v: memref<2x130x2x64xbf16>,
+                  %o: memref<2x100x8x64xbf16>, %l: memref<2x8x100xf32>) {
+  flashattn.attention ins(%q, %k, %v : memref<2x100x8x64xbf16>, memref<2x130x2x64xbf16>, memref<2x130x2x64xbf16>)
+      outs(%o, %l : memref<2x100x8x64xbf16>, memref<2x8x100xf32>) {pack_gqa = true}
+  return
 }

@@ -155,6 +155,31 @@ func.func @store(%acc: memref<16x64xf32>, %m: memref<16xf32>, %l: memref<16xf32>
 
 // -----
 
+// Packed views (pack_gqa, G = 4 heads): row r of the tile is q[r / 4, r % 4],
+// out[r / 4, r % 4] and lse[r % 4, r / 4].
+// CHECK-LABEL: func.func @packed
+// CHECK: scf.for %[[R:[a-z0-9_]+]] = %c0 to %arg2 step
+// CHECK:   %[[ROW:[a-z0-9_]+]] = arith.addi %arg1, %[[R]]
+// CHECK:   %[[POS:[a-z0-9_]+]] = arith.divui %[[ROW]], %c4
+// CHECK:   %[[HEAD:[a-z0-9_]+]] = arith.remui %[[ROW]], %c4
+// CHECK:   vector.load %arg0[%[[POS]], %[[HEAD]], %c0] : memref<?x4x64xbf16, strided<[512, 64, 1], offset: ?>>, vector<64xbf16>
+// CHECK: scf.for %[[S:[a-z0-9_]+]] = %c0 to %arg2 step
+// CHECK:   %[[OPOS:[a-z0-9_]+]] = arith.divui %[[S]], %c4
+// CHECK:   %[[OHEAD:[a-z0-9_]+]] = arith.remui %[[S]], %c4
+// CHECK:   vector.store %{{.*}}, %arg7[%[[OPOS]], %[[OHEAD]], %c0]
+// CHECK:   memref.store %{{.*}}, %arg8[%[[OHEAD]], %[[OPOS]]]
+func.func @packed(%q: memref<?x4x64xbf16, strided<[512, 64, 1], offset: ?>>, %row0: index,
+                  %rows: index, %t: memref<32x64xf32>, %acc: memref<32x64xf32>,
+                  %m: memref<32xf32>, %l: memref<32xf32>,
+                  %o: memref<?x4x64xbf16, strided<[512, 64, 1], offset: ?>>,
+                  %lse: memref<4x?xf32, strided<[?, 1], offset: ?>>) {
+  flashattn.tile_load %q[%row0] rows %rows into %t : memref<?x4x64xbf16, strided<[512, 64, 1], offset: ?>> into memref<32x64xf32>
+  flashattn.tile_store %acc, %m, %l into %o rows %rows lse %lse : memref<32x64xf32>, memref<32xf32>, memref<32xf32> into memref<?x4x64xbf16, strided<[512, 64, 1], offset: ?>>, memref<4x?xf32, strided<[?, 1], offset: ?>>
+  return
+}
+
+// -----
+
 // combine: per output row (b, s, h), the max over splits of lse_s, the sum of
 // exp(lse_s - max) (empty splits weigh 0), weights normalized, an fma over
 // the split outputs; all splits empty gives 0 and -inf.

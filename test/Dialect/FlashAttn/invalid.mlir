@@ -583,6 +583,23 @@ func.func @tile_load_f64(%src: memref<?x64xf64>, %t: memref<64x64xf32>, %i: inde
 
 // -----
 
+func.func @tile_load_packed_dynamic(%src: memref<?x?x64xf16>, %t: memref<64x64xf32>, %i: index) {
+  // expected-error @+1 {{'source' packs a static number of heads G >= 1 (its dimension 1), got 'memref<?x?x64xf16>'}}
+  flashattn.tile_load %src[%i] rows %i into %t : memref<?x?x64xf16> into memref<64x64xf32>
+  return
+}
+
+// -----
+
+func.func @tile_store_packed_lse(%acc: memref<64x64xf32>, %m: memref<64xf32>, %l: memref<64xf32>,
+                                 %o: memref<?x4x64xf16>, %lse: memref<8x?xf32>, %i: index) {
+  // expected-error @+1 {{'lse' must be a 2-D f32 view [G, rows] with out's G = 4 heads, got 'memref<8x?xf32>'}}
+  flashattn.tile_store %acc, %m, %l into %o rows %i lse %lse : memref<64x64xf32>, memref<64xf32>, memref<64xf32> into memref<?x4x64xf16>, memref<8x?xf32>
+  return
+}
+
+// -----
+
 func.func @tile_empty(%src: memref<?x64xf16>, %t: memref<0x64xf32>, %i: index) {
   // expected-error @+1 {{tile 'tile' dimensions must be in [1, 65536], got 'memref<0x64xf32>'}}
   flashattn.tile_load %src[%i] rows %i into %t : memref<?x64xf16> into memref<0x64xf32>

@@ -346,6 +346,20 @@ func.func @tile_map(%s: memref<16x32xf32>, %rows: index, %cols: index, %f: f32) 
 
 // -----
 
+// Packed views (pack_gqa): q and out [R, G, D], lse [G, R].
+// CHECK-LABEL: func.func @tile_packed
+// CHECK: flashattn.tile_load %arg0[%arg5] rows %arg6 into %arg1 : memref<?x4x64xbf16> into memref<64x64xf32>
+// CHECK: flashattn.tile_store %arg2, %arg3, %arg4 into %arg0 rows %arg6 lse %arg7 : memref<64x64xf32>, memref<64xf32>, memref<64xf32> into memref<?x4x64xbf16>, memref<4x?xf32>
+func.func @tile_packed(%q: memref<?x4x64xbf16>, %t: memref<64x64xf32>, %acc: memref<64x64xf32>,
+                       %m: memref<64xf32>, %l: memref<64xf32>, %row0: index, %rows: index,
+                       %lse: memref<4x?xf32>) {
+  flashattn.tile_load %q[%row0] rows %rows into %t : memref<?x4x64xbf16> into memref<64x64xf32>
+  flashattn.tile_store %acc, %m, %l into %q rows %rows lse %lse : memref<64x64xf32>, memref<64xf32>, memref<64xf32> into memref<?x4x64xbf16>, memref<4x?xf32>
+  return
+}
+
+// -----
+
 // Async loads (plain and paged) into slots of a ring and the wait.
 // CHECK-LABEL: func.func @tile_load_async
 // CHECK: flashattn.tile_load async %arg0[%arg4] rows %arg5 into %[[S0:.*]] :
