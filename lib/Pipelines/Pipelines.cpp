@@ -76,7 +76,10 @@ void mlir::flashattn::buildFlashAttnSm90Pipeline(
   pm.addPass(flashattn::createFlashAttnPlan(plan));
   pm.addPass(flashattn::createFlashAttnSplitKV());
   if (options.tiled) {
-    pm.addPass(flashattn::createFlashAttnTile());
+    flashattn::FlashAttnTileOptions tile;
+    tile.denseEntry = options.denseEntry;
+    tile.packedEntry = options.packedEntry;
+    pm.addPass(flashattn::createFlashAttnTile(tile));
     pm.addPass(flashattn::createFlashAttnSm90PipelineKV());
     pm.addPass(flashattn::createFlashAttnSm90WarpSpecialize());
     pm.addPass(flashattn::createFlashAttnSm90Warpgroup());

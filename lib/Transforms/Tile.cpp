@@ -164,6 +164,15 @@ static void emitAppend(OpBuilder &b, Location loc, AttentionOp op,
   });
 }
 
+/// Which sm90 kernel of an op flashattn-tile builds: the op's own, or a twin
+/// the runtime may launch instead (`<kernel>_dense`: the split-KV partial
+/// form's attention without splits, writing the combine's out and lse, for
+/// launches of one split; `_packed`: pack_gqa where the op leaves it to
+/// the plan and the plan did not pack).
+struct KernelVariant {
+  bool dense = false, packed = false;
+};
+
 /// The facts of one planned op that flashattn-tile uses, its scratch tiles,
 /// and the pieces of the loop nest (docs/ARCHITECTURE.md, flashattn-tile):
 /// sequences, work tiles, the views of a tile, each key block's loads, score
@@ -172,7 +181,8 @@ class AttentionTiler {
 public:
   /// `kernel`: the sm90 tiled kernel's arguments (q, k, v, out[, lse]) in
   /// place of the op's operands; its scratch tiles are allocas.
-  AttentionTiler(AttentionOp op, OpBuilder &b, ValueRange kernel = {});
+  AttentionTiler(AttentionOp op, OpBuilder &b, ValueRange kernel = {},
+                 KernelVariant variant = {});
   /// No output row at all (static extents): the op only appends.
   bool noOutputRows() const;
   /// The loop nest, after the append.
@@ -263,12 +273,13 @@ static bool staticZero(Value v, int64_t i) {
   return cast<MemRefType>(v.getType()).getDimSize(i) == 0;
 }
 
-AttentionTiler::AttentionTiler(AttentionOp op, OpBuilder &b, ValueRange kernel)
+AttentionTiler::AttentionTiler(AttentionOp op, OpBuilder &b, ValueRange kernel,
+                               KernelVariant variant)
     : op(op), b(b), loc(op.getLoc()), e{b, op.getLoc()}, inKernel(!kernel.empty()) {
   PlanAttr plan = op.getPlanAttr();
   bm = plan.getBlockM(), bn = plan.getBlockN();
   d = op.getHeadDim(), dv = op.getHeadDimV();
-  partial = op.isSplitPartial();
+  partial = op.isSplitPartial() && !variant.dense;
   longestFirst = plan.getSchedule() == Schedule::lpt;
 
   varlenQ = op.isVarlenQ(), varlenK = op.isVarlenK();
@@ -304,7 +315,7 @@ AttentionTiler::AttentionTiler(AttentionOp op, OpBuilder &b, ValueRange kernel)
   numSplits = partial ? e.size(out, 0) : e.c(1);
   hkv = e.size(k, cast<MemRefType>(k.getType()).getRank() - 2);
   groups = e.div(hq, hkv);
-  if (inKernel && plan.getPackGqa())
+  if (inKernel && (plan.getPackGqa() || variant.packed))
     pack = std::max<int64_t>(op.getNumQHeads() / op.getNumKVHeads(), 1);
   tileHeads = pack > 1 ? hkv : hq;
   // (A kernel over the tile table reads no cu_seqlens.)
@@ -745,32 +756,36 @@ static std::string sm90TileUnsupported(AttentionOp op) {
   return "";
 }
 
-/// sm90: the op's tiled kernel, `gpu.func @fa_sm90_N(q, k, v, out[, lse])
-/// kernel` in `gpu.module @fa_sm90_N_module`, whose body is the persistent
-/// work loop over the tile ops for one CTA; the op stays (the runtime
-/// launches the kernel) with `flashattn.sm90` naming it.
-static void tileIntoKernel(AttentionOp op, PatternRewriter &rewriter) {
-  MLIRContext *ctx = op.getContext();
-  auto module = op->getParentOfType<ModuleOp>();
-  int n = 0;
-  std::string name;
-  do
-    name = "fa_sm90_" + std::to_string(n++);
-  while (module.lookupSymbol(name + "_module"));
-  rewriter.modifyOpInPlace(module, [&] {
-    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), rewriter.getUnitAttr());
-  });
+/// Query heads per kv head of `op`'s pack_gqa twin, or 0 without one: an
+/// op that leaves pack_gqa to the plan, which did not pack, with static
+/// head counts whose ratio G > 1 divides block_m (Q's TMA box).
+static int64_t packedTwinGroups(AttentionOp op) {
+  PlanAttr plan = op.getPlanAttr();
+  int64_t hq = op.getNumQHeads(), hkv = op.getNumKVHeads();
+  if (op.getPackGqa().has_value() || plan.getPackGqa() || ShapedType::isDynamic(hq) ||
+      ShapedType::isDynamic(hkv))
+    return 0;
+  int64_t g = hq / hkv;
+  return g > 1 && plan.getBlockM() % g == 0 ? g : 0;
+}
+
+/// Builds kernel `name` of `op` (`variant`) at the end of `kernels`:
+/// `gpu.func @name(q, k, v, out[, lse][, tile_table][, page_table])
+/// kernel`, whose body is the persistent work loop over the tile ops.
+static void buildKernel(AttentionOp op, PatternRewriter &rewriter, gpu::GPUModuleOp kernels,
+                        const std::string &name, KernelVariant variant) {
   OpBuilder::InsertionGuard guard(rewriter);
-  rewriter.setInsertionPointToEnd(module.getBody());
-  auto kernels = gpu::GPUModuleOp::create(rewriter, op.getLoc(), name + "_module");
   rewriter.setInsertionPointToEnd(kernels.getBody());
   SmallVector<Type> types;
   SmallVector<StringRef> names{"q", "k", "v", "out"};
   // The split-KV partial form's split count is the launch's: out's and
-  // lse's leading dimension is dynamic in the kernel.
+  // lse's leading dimension is dynamic in the kernel. The dense twin
+  // writes the combine's out and lse.
+  bool partial = op.isSplitPartial() && !variant.dense;
+  CombineOp combine = variant.dense ? op.getPartialCombine() : CombineOp();
   auto anySplits = [&](Value v) -> Type {
     auto type = cast<MemRefType>(v.getType());
-    if (!op.isSplitPartial())
+    if (!partial)
       return type;
     SmallVector<int64_t> shape(type.getShape());
     shape[0] = ShapedType::kDynamic;
@@ -778,9 +793,11 @@ static void tileIntoKernel(AttentionOp op, PatternRewriter &rewriter) {
   };
   for (Value v : {op.getQ(), op.getK(), op.getV()})
     types.push_back(v.getType());
-  types.push_back(anySplits(op.getOut()));
-  if (op.getLse()) {
-    types.push_back(anySplits(op.getLse()));
+  Value out = combine ? combine.getOut() : op.getOut();
+  Value lse = combine ? combine.getLse() : op.getLse();
+  types.push_back(anySplits(out));
+  if (lse) {
+    types.push_back(anySplits(lse));
     names.push_back("lse");
   }
   // Varlen and seqused_k: the runtime's tile table gives each tile's
@@ -808,20 +825,60 @@ static void tileIntoKernel(AttentionOp op, PatternRewriter &rewriter) {
   rewriter.setInsertionPointToStart(&func.getBody().front());
   ValueRange args = func.getArguments();
   int64_t extra = (table ? 1 : 0) + (op.isPaged() ? 1 : 0);
-  AttentionTiler tiler(op, rewriter, args.drop_back(extra));
+  AttentionTiler tiler(op, rewriter, args.drop_back(extra), variant);
   if (!tiler.noOutputRows())
     tiler.buildPersistent(table ? args[args.size() - extra] : Value(),
                           op.isPaged() ? args.back() : Value());
   gpu::ReturnOp::create(rewriter, op.getLoc());
-  auto ref = SymbolRefAttr::get(ctx, name + "_module", {FlatSymbolRefAttr::get(ctx, name)});
+}
+
+/// sm90: the op's tiled kernel, `gpu.func @fa_sm90_N` in `gpu.module
+/// @fa_sm90_N_module` (buildKernel), and with `denseEntry` / `packedEntry`
+/// its twins (`_dense`, `_packed`, `_dense_packed`); the op stays (the
+/// runtime launches the kernels) with `flashattn.sm90` naming them.
+static void tileIntoKernel(AttentionOp op, PatternRewriter &rewriter, bool denseEntry,
+                           bool packedEntry) {
+  MLIRContext *ctx = op.getContext();
+  auto module = op->getParentOfType<ModuleOp>();
+  int n = 0;
+  std::string name;
+  do
+    name = "fa_sm90_" + std::to_string(n++);
+  while (module.lookupSymbol(name + "_module"));
+  rewriter.modifyOpInPlace(module, [&] {
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), rewriter.getUnitAttr());
+  });
+  gpu::GPUModuleOp kernels;
+  {
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToEnd(module.getBody());
+    kernels = gpu::GPUModuleOp::create(rewriter, op.getLoc(), name + "_module");
+  }
+  bool dense = denseEntry && op.getPartialCombine();
+  int64_t groups = packedEntry ? packedTwinGroups(op) : 0;
+  SmallVector<std::string> attention{name};
+  if (dense)
+    attention.push_back(name + "_dense");
+  for (const std::string &entry : attention) {
+    bool isDense = entry != name;
+    buildKernel(op, rewriter, kernels, entry, {isDense, false});
+    if (groups)
+      buildKernel(op, rewriter, kernels, entry + "_packed", {isDense, true});
+  }
+  auto ref = [&](StringRef entry) {
+    return SymbolRefAttr::get(ctx, name + "_module", {FlatSymbolRefAttr::get(ctx, entry)});
+  };
   rewriter.modifyOpInPlace(op, [&] {
-    op->setAttr("flashattn.sm90", Sm90EntriesAttr::get(ctx, ref, nullptr, nullptr, nullptr, 0,
-                                                       1, false, nullptr));
+    op->setAttr("flashattn.sm90",
+                Sm90EntriesAttr::get(ctx, ref(name), dense ? ref(name + "_dense") : nullptr,
+                                     nullptr, nullptr, groups, 1, false, nullptr));
   });
 }
 
 struct TileAttention : OpRewritePattern<AttentionOp> {
-  using OpRewritePattern::OpRewritePattern;
+  TileAttention(MLIRContext *ctx, bool denseEntry, bool packedEntry)
+      : OpRewritePattern(ctx), denseEntry(denseEntry), packedEntry(packedEntry) {}
+  bool denseEntry, packedEntry;
 
   LogicalResult matchAndRewrite(AttentionOp op,
                                 PatternRewriter &rewriter) const override {
@@ -845,7 +902,7 @@ struct TileAttention : OpRewritePattern<AttentionOp> {
       std::string lacks = sm90TileUnsupported(op);
       if (!lacks.empty())
         return rewriter.notifyMatchFailure(op, lacks);
-      tileIntoKernel(op, rewriter);
+      tileIntoKernel(op, rewriter, denseEntry, packedEntry);
       return success();
     }
     AttentionTiler tiler(op, rewriter);
@@ -859,9 +916,10 @@ struct TileAttention : OpRewritePattern<AttentionOp> {
 
 struct FlashAttnTilePass
     : public flashattn::impl::FlashAttnTileBase<FlashAttnTilePass> {
+  using Base::Base;
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    populateFlashAttnTilePatterns(patterns);
+    populateFlashAttnTilePatterns(patterns, denseEntry, packedEntry);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
     // Anything left could not be tiled: say why.
@@ -901,7 +959,7 @@ struct FlashAttnTilePass
 };
 } // namespace
 
-void mlir::flashattn::populateFlashAttnTilePatterns(
-    RewritePatternSet &patterns) {
-  patterns.add<TileAttention>(patterns.getContext());
+void mlir::flashattn::populateFlashAttnTilePatterns(RewritePatternSet &patterns,
+                                                   bool denseEntry, bool packedEntry) {
+  patterns.add<TileAttention>(patterns.getContext(), denseEntry, packedEntry);
 }

@@ -7,7 +7,8 @@
 // flashattn-sm90-warpgroup) assemble for sm_90a with no
 // spills and no C75xx warnings: head_dim 64, 128 and 256, causal, a window
 // with softcap, varlen with seqused_k, paged K/V (pages of 64 and 16), split-KV
-// (the partial kernel and the combine) and append (the copy kernel too).
+// (the partial kernel and the combine), automatic splits and pack_gqa (the
+// dense and packed twins too) and append (the copy kernel too).
 // RUN: fa-compile --target sm90 --tiled --d 64 --dtype bf16 --causal bottom_right --lse --emit-ptx > %t64.ptx
 // RUN: %ptxas -arch=sm_90a -O3 -v %t64.ptx -o %t64.cubin 2>&1 | FileCheck %s
 // RUN: fa-compile --target sm90 --tiled --d 128 --dtype f16 --hq 8 --hkv 2 --lse --emit-ptx > %t128.ptx
@@ -22,6 +23,8 @@
 // RUN: %ptxas -arch=sm_90a -O3 -v %tp16.ptx -o %tp16.cubin 2>&1 | FileCheck %s
 // RUN: fa-compile --target sm90 --tiled --d 64 --dtype f16 --num-splits 3 --lse --emit-ptx > %tsp.ptx
 // RUN: %ptxas -arch=sm_90a -O3 -v %tsp.ptx -o %tsp.cubin 2>&1 | FileCheck %s --check-prefix=SPLIT
+// RUN: fa-compile --target sm90 --tiled --d 128 --dtype bf16 --hq 32 --hkv 8 --causal bottom_right --num-splits 0 --lse --emit-ptx > %ttw.ptx
+// RUN: %ptxas -arch=sm_90a -O3 -v %ttw.ptx -o %ttw.cubin 2>&1 | FileCheck %s --check-prefix=TWINS
 // RUN: fa-compile --target sm90 --tiled --d 128 --dtype bf16 --hq 8 --hkv 2 --causal bottom_right --append --lse --emit-ptx > %tap.ptx
 // RUN: %ptxas -arch=sm_90a -O3 -v %tap.ptx -o %tap.cubin 2>&1 | FileCheck %s --check-prefix=APPEND
 // CHECK-NOT: warning
@@ -43,3 +46,15 @@
 // APPEND-NOT: warning
 // APPEND: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // APPEND-NOT: warning
+// TWINS-NOT: warning
+// TWINS: Compiling entry function 'fa_sm90_0_combine' for 'sm_90a'
+// TWINS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// TWINS: Compiling entry function 'fa_sm90_0_dense_packed' for 'sm_90a'
+// TWINS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// TWINS: Compiling entry function 'fa_sm90_0_dense' for 'sm_90a'
+// TWINS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// TWINS: Compiling entry function 'fa_sm90_0_packed' for 'sm_90a'
+// TWINS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// TWINS: Compiling entry function 'fa_sm90_0' for 'sm_90a'
+// TWINS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// TWINS-NOT: warning

@@ -1,4 +1,5 @@
-// RUN: fa-opt %s --flashattn-plan="target=sm90 block-m=64 block-n=64 consumers=1" --flashattn-tile --split-input-file --verify-diagnostics | FileCheck %s
+// RUN: fa-opt %s --flashattn-plan="target=sm90 block-m=64 block-n=64 consumers=1" --flashattn-split-kv --flashattn-tile --split-input-file --verify-diagnostics | FileCheck %s
+// RUN: fa-opt %s --flashattn-plan="target=sm90 block-m=64 block-n=64 consumers=1" --flashattn-split-kv --flashattn-tile="dense-entry packed-entry" --split-input-file --verify-diagnostics | FileCheck %s --check-prefix=TWINS
 
 // On sm90 the tiled loops form a kernel for one CTA: the op stays, naming
 // it; the kernel takes q, k, v, out and lse, and its persistent work loop
@@ -204,5 +205,33 @@ func.func @packed_region(%q: memref<1x64x8x64xf16>, %k: memref<1x64x2x64xf16>, %
         %r = arith.subf %s, %hf : f32
         flashattn.yield %r : f32
       }
+  return
+}
+
+// -----
+
+// The twins the runtime may launch instead (dense-entry, packed-entry): the
+// split-KV partial form's kernel over B * Hq * ceil(Sq / 64) * splits
+// tiles, its pack_gqa twin over B * Hkv * ceil(Sq * 2 / 64) * splits, the
+// dense kernel (no splits) writing the combine's bf16 out and lse, and
+// its packed twin; the op names the kernel, the dense entry and 2 heads a
+// packed group.
+// TWINS-LABEL: func.func @twins
+// TWINS: flashattn.sm90 = #flashattn.sm90_entries<kernel = @fa_sm90_0_module::@fa_sm90_0, dense = @fa_sm90_0_module::@fa_sm90_0_dense, packed_groups = 2>
+// TWINS: gpu.func @fa_sm90_0({{.*}}%{{.*}}: memref<?x2x100x4x64xf32> {flashattn.arg = "out"}
+// TWINS:   flashattn.key_blocks {{.*}} split
+// TWINS:   flashattn.tile_store {{.*}} into memref<?x64xf32, {{.*}}>, memref<?xf32, {{.*}}>
+// TWINS: gpu.func @fa_sm90_0_packed({{.*}}%{{.*}}: memref<?x2x100x4x64xf32> {flashattn.arg = "out"}
+// TWINS:   flashattn.key_blocks {{.*}} split
+// TWINS:   flashattn.tile_store {{.*}} into memref<?x2x64xf32, {{.*}}>, memref<2x?xf32, {{.*}}>
+// TWINS: gpu.func @fa_sm90_0_dense({{.*}}%{{.*}}: memref<2x100x4x64xbf16> {flashattn.arg = "out"}, %{{.*}}: memref<2x4x100xf32> {flashattn.arg = "lse"})
+// TWINS-NOT: split
+// TWINS:   flashattn.tile_store {{.*}} into memref<?x64xbf16, {{.*}}>, memref<?xf32, {{.*}}>
+// TWINS: gpu.func @fa_sm90_0_dense_packed(
+// TWINS:   flashattn.tile_store {{.*}} into memref<?x2x64xbf16, {{.*}}>, memref<2x?xf32, {{.*}}>
+func.func @twins(%q: memref<2x100x4x64xbf16>, %k: memref<2x300x2x64xbf16>, %v: memref<2x300x2x64xbf16>,
+                 %o: memref<2x100x4x64xbf16>, %l: memref<2x4x100xf32>) {
+  flashattn.attention ins(%q, %k, %v : memref<2x100x4x64xbf16>, memref<2x300x2x64xbf16>, memref<2x300x2x64xbf16>)
+      outs(%o, %l : memref<2x100x4x64xbf16>, memref<2x4x100xf32>) {num_splits = 2 : i64}
   return
 }

@@ -107,9 +107,9 @@ static cl::opt<bool> unpipelined(
              "of 64 keys; the tile overrides do not apply)"));
 static cl::opt<bool> tiled(
     "tiled", llvm::cl::cat(faCompileCategory),
-    cl::desc("sm90: the unpipelined kernel built by passes (flashattn-tile's kernel "
-             "distributed over a warpgroup; not yet pack_gqa, or pages of other than 8, 16, 32 "
-             "or a multiple of 64 keys)"));
+    cl::desc("sm90: the kernel built by passes (flashattn-tile's kernel, pipelined, "
+             "warp-specialized and distributed over warpgroups; not yet pages of other than 8, "
+             "16, 32 or a multiple of 64 keys)"));
 static cl::opt<std::string> target("target", llvm::cl::cat(faCompileCategory), cl::init("host"),
                                    cl::desc("host (a shared object for this CPU) or sm90 (a cubin; needs ptxas)"));
 

@@ -30,8 +30,10 @@ PlanAttr computePlan(AttentionOp op, Target target, int64_t numSMs);
 void populateFlashAttnSplitKVPatterns(RewritePatternSet &patterns);
 
 /// flashattn-tile: planned attention on memrefs -> tiled online-softmax
-/// loops over the tile-level ops.
-void populateFlashAttnTilePatterns(RewritePatternSet &patterns);
+/// loops over the tile-level ops (on sm90 a kernel an op; with
+/// `denseEntry` / `packedEntry` also its dense and pack_gqa twins).
+void populateFlashAttnTilePatterns(RewritePatternSet &patterns, bool denseEntry = false,
+                                   bool packedEntry = false);
 
 /// flashattn-raise: attention in linalg on tensors (SDPA layout) ->
 /// flashattn.attention (opt-in; exact matches only).

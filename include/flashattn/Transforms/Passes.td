@@ -136,10 +136,22 @@ def FlashAttnTile : Pass<"flashattn-tile"> {
     launch's count); append: the copy is a kernel of its own. The op stays,
     with `flashattn.sm90` naming the kernel (no ABI yet:
     `flashattn-sm90-warpgroup` distributes the kernel over a warpgroup and
-    describes it). ALiBi, q_start, a pack_gqa the op asks for and regions
-    using outside values other than constants get a diagnostic; an
-    automatic pack_gqa is dropped.
+    describes it). pack_gqa (the plan's): the tiles go over kv heads, their
+    rows over the G = Hq / Hkv query heads of each position (packed views of
+    q, out and lse). Twins the runtime may launch instead, in the same
+    gpu.module: with `dense-entry` `@fa_sm90_N_dense`, the split-KV partial
+    op's attention without splits writing the combine's out and lse (a
+    launch of one split); with `packed-entry`, where the op leaves pack_gqa
+    to the plan and the plan did not pack, `@fa_sm90_N_packed` (and
+    `@fa_sm90_N_dense_packed`). ALiBi, q_start, kv_heads_per_block > 1 and
+    regions using outside values other than constants get a diagnostic.
   }];
+  let options = [
+    Option<"denseEntry", "dense-entry", "bool", /*default=*/"false",
+           "sm90, split-KV partial form: also the kernel without splits">,
+    Option<"packedEntry", "packed-entry", "bool", /*default=*/"false",
+           "sm90, GQA the plan did not pack: also the pack_gqa kernels">
+  ];
   let dependentDialects = ["::mlir::flashattn::FlashAttnDialect",
                            "::mlir::gpu::GPUDialect",
                            "::mlir::memref::MemRefDialect",

@@ -167,7 +167,7 @@ struct AttentionToSm90Kernel : OpRewritePattern<AttentionOp> {
     // becomes a second kernel of the same module (one cubin, two entries),
     // and is fused into the partial kernel too (the runtime launches it
     // only where the fused merge cannot run).
-    e.combine = spec.splitPartial ? findSm90Combine(op) : CombineOp();
+    e.combine = spec.splitPartial ? op.getPartialCombine() : CombineOp();
     if (e.combine) {
       // The unpipelined kernel leaves the merge to the combine kernel.
       spec.fusedCombine = !options.unpipelined;

@@ -32,15 +32,6 @@ struct Fail {
 };
 } // namespace
 
-CombineOp mlir::flashattn::findSm90Combine(AttentionOp op) {
-  for (Operation *user : op.getOut().getUsers())
-    if (auto c = dyn_cast<CombineOp>(user);
-        c && c.getPartialOut() == op.getOut() && c.getPartialLse() == op.getLse() &&
-        isa<MemRefType>(c.getOut().getType()))
-      return c;
-  return {};
-}
-
 /// Element types, head dims and features the kernel covers.
 static LogicalResult checkOperands(AttentionOp op, const Fail &fail) {
   PlanAttr plan = op.getPlanAttr();
@@ -295,7 +286,7 @@ FailureOr<Sm90KernelSpec> mlir::flashattn::sm90SpecFor(AttentionOp op, std::stri
     return failure();
   codegenChoices(*cg, *spec);
   if (partial) {
-    CombineOp combine = findSm90Combine(op);
+    CombineOp combine = op.getPartialCombine();
     if (!combine)
       return fail("the partial form needs the flashattn.combine that reads its "
                   "out and lse directly (memref form)");

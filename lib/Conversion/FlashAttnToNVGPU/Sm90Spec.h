@@ -17,9 +17,6 @@ FailureOr<Sm90KernelSpec> sm90SpecFor(AttentionOp op, std::string &why);
 /// dims or regions (the checks sm90SpecFor starts with), or "".
 std::string sm90OperandsUnsupported(AttentionOp op);
 
-/// The flashattn.combine that reads the partial results of `op` (split-KV
-/// partial form, memref form), or null.
-CombineOp findSm90Combine(AttentionOp op);
 
 } // namespace mlir::flashattn
 

@@ -58,6 +58,7 @@
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SmallBitVector.h"
+#include "llvm/ADT/SetVector.h"
 
 #include <cmath>
 #include <functional>
@@ -1730,6 +1731,7 @@ struct FlashAttnSm90WarpgroupPass
       if (f.isKernel())
         kernels.push_back(f);
     });
+    SetVector<Operation *> described;
     for (gpu::GPUFuncOp tiled : kernels) {
       if (failed(checkOps(module, tiled)))
         return signalPassFailure();
@@ -1739,15 +1741,18 @@ struct FlashAttnSm90WarpgroupPass
       auto kernels = tiled->getParentOfType<gpu::GPUModuleOp>();
       std::string name = tiled.getName().str();
       tiled.erase();
-      auto fn = kernels.lookupSymbol<LLVM::LLVMFuncOp>(name + "_wg");
-      fn.setSymName(name);
-      describe(module, kernels, fn);
-      if (describeFailed)
-        return signalPassFailure();
+      kernels.lookupSymbol<LLVM::LLVMFuncOp>(name + "_wg").setSymName(name);
+      module.walk([&](AttentionOp op) {
+        if (op.namesSm90Attention(kernels.getSymNameAttr(), b.getStringAttr(name)))
+          described.insert(op);
+      });
     }
+    for (Operation *op : described)
+      if (failed(describe(cast<AttentionOp>(op))))
+        return signalPassFailure();
   }
 
-  /// The plan of the op naming `tiled`;
+  /// The plan of the op naming `tiled` (its kernel or a twin);
   /// null when it has none.
   static PlanAttr plannedPlan(ModuleOp module, gpu::GPUFuncOp tiled) {
     auto kernels = tiled->getParentOfType<gpu::GPUModuleOp>();
@@ -1759,7 +1764,7 @@ struct FlashAttnSm90WarpgroupPass
   LogicalResult checkOps(ModuleOp module, gpu::GPUFuncOp tiled) {
     auto kernels = tiled->getParentOfType<gpu::GPUModuleOp>();
     WalkResult r = module.walk([&](AttentionOp op) {
-      if (!op.namesSm90Kernel(kernels.getSymNameAttr(), tiled.getNameAttr()))
+      if (!op.namesSm90Attention(kernels.getSymNameAttr(), tiled.getNameAttr()))
         return WalkResult::advance();
       std::string why = sm90OperandsUnsupported(op);
       if (why.empty())
@@ -1770,73 +1775,69 @@ struct FlashAttnSm90WarpgroupPass
     return failure(r.wasInterrupted());
   }
 
-  /// The ops naming the kernel get its ABI; a split-KV partial op's
-  /// flashattn.combine gets its merge kernel, `<name>_combine`, and an
-  /// appending op its copy kernel, `<name>_append`, in the same module.
-  bool describeFailed = false;
-
-  void describe(ModuleOp module, gpu::GPUModuleOp kernels, LLVM::LLVMFuncOp fn) {
-    MLIRContext *ctx = module.getContext();
-    module.walk([&](AttentionOp op) {
-      auto e = op->getAttrOfType<Sm90EntriesAttr>("flashattn.sm90");
-      if (!op.namesSm90Kernel(kernels.getSymNameAttr(), fn.getSymNameAttr()))
-        return;
-      SmallVector<NamedAttribute> abis{
-          NamedAttribute(fn.getSymNameAttr(), fn->getAttr("flashattn.abi"))};
-      // An entry beside the kernel: `<kernel><suffix>`, built at the end of
-      // the module; its ABI joins the op's.
-      auto entry = [&](StringRef suffix, function_ref<void(OpBuilder &, StringRef)> build) {
-        std::string name = (fn.getSymName() + suffix).str();
-        OpBuilder b = OpBuilder::atBlockEnd(kernels.getBody());
-        build(b, name);
-        auto added = kernels.lookupSymbol<LLVM::LLVMFuncOp>(name);
-        abis.push_back(NamedAttribute(added.getSymNameAttr(), added->getAttr("flashattn.abi")));
-        return SymbolRefAttr::get(kernels.getSymNameAttr(),
-                                  {FlatSymbolRefAttr::get(added.getSymNameAttr())});
-      };
-      SymbolRefAttr combineRef;
-      CombineOp combine = op.isSplitPartial() ? findSm90Combine(op) : CombineOp();
-      if (op.isSplitPartial() && !combine) {
-        op.emitError("flashattn-sm90-warpgroup: the split-KV partial results need a "
-                     "flashattn.combine (memref form) reading them");
-        describeFailed = true;
-        return;
-      }
-      Type merged = combine ? cast<ShapedType>(combine.getOut().getType()).getElementType()
-                            : Type();
-      if (combine && !merged.isBF16() && !merged.isF16()) {
-        combine.emitError("flashattn-sm90-warpgroup: the sm90 combine writes bf16 or f16, "
-                          "got ")
-            << merged;
-        describeFailed = true;
-        return;
-      }
-      if (combine) {
-        combineRef = entry("_combine", [&](OpBuilder &b, StringRef name) {
-          Sm90CombineSpec spec;
-          spec.name = name.str();
-          spec.f16 = merged.isF16();
-          spec.lse = static_cast<bool>(combine.getLse());
-          buildSm90CombineKernel(b, combine.getLoc(), spec);
-        });
-        combine->setAttr("flashattn.sm90", Sm90EntriesAttr::get(ctx, combineRef, nullptr,
-                                                                nullptr, nullptr, 0, 1, false,
-                                                                nullptr));
-      }
-      // kv-cache append: the copy kernel, launched first.
-      SymbolRefAttr appendRef;
-      if (op.hasAppend())
-        appendRef = entry("_append", [&](OpBuilder &b, StringRef name) {
-          Sm90AppendSpec spec;
-          spec.name = name.str();
-          spec.paged = op.isPaged();
-          buildSm90AppendKernel(b, op.getLoc(), spec);
-        });
-      op->setAttr("flashattn.sm90",
-                  Sm90EntriesAttr::get(ctx, e.getKernel(), e.getDense(), appendRef,
-                                       combineRef, e.getPackedGroups(), e.getKvHeadsPerBlock(),
-                                       e.getKvRowCopies(), DictionaryAttr::get(ctx, abis)));
-    });
+  /// The op gets the ABIs of its attention kernels (the kernel, the dense
+  /// entry, the twins); a split-KV partial op's flashattn.combine gets its
+  /// merge kernel, `<kernel>_combine`, and an appending op its copy kernel,
+  /// `<kernel>_append`, in the same module.
+  LogicalResult describe(AttentionOp op) {
+    MLIRContext *ctx = op.getContext();
+    auto e = op->getAttrOfType<Sm90EntriesAttr>("flashattn.sm90");
+    auto kernels = SymbolTable::lookupNearestSymbolFrom<gpu::GPUModuleOp>(
+        op, FlatSymbolRefAttr::get(e.getKernel().getRootReference()));
+    SmallVector<NamedAttribute> abis;
+    auto abiOf = [&](StringRef name) {
+      auto fn = kernels.lookupSymbol<LLVM::LLVMFuncOp>(name);
+      abis.push_back(NamedAttribute(fn.getSymNameAttr(), fn->getAttr("flashattn.abi")));
+    };
+    for (const std::string &name : Sm90EntriesAttr::entryNames(
+             e.getKernel(), e.getDense(), nullptr, nullptr, e.getPackedGroups(),
+             e.getKvHeadsPerBlock()))
+      abiOf(name);
+    StringRef kernel = e.getKernel().getLeafReference();
+    // An entry beside the kernels: `<kernel><suffix>`, built at the end of
+    // the module; its ABI joins the op's.
+    auto entry = [&](StringRef suffix, function_ref<void(OpBuilder &, StringRef)> build) {
+      std::string name = (kernel + suffix).str();
+      OpBuilder b = OpBuilder::atBlockEnd(kernels.getBody());
+      build(b, name);
+      abiOf(name);
+      return SymbolRefAttr::get(kernels.getSymNameAttr(), {FlatSymbolRefAttr::get(ctx, name)});
+    };
+    SymbolRefAttr combineRef;
+    CombineOp combine = op.getPartialCombine();
+    if (op.isSplitPartial() && !combine)
+      return op.emitError("flashattn-sm90-warpgroup: the split-KV partial results need a "
+                          "flashattn.combine (memref form) reading them");
+    if (combine) {
+      Type merged = cast<ShapedType>(combine.getOut().getType()).getElementType();
+      if (!merged.isBF16() && !merged.isF16())
+        return combine.emitError("flashattn-sm90-warpgroup: the sm90 combine writes bf16 or "
+                                 "f16, got ")
+               << merged;
+      combineRef = entry("_combine", [&](OpBuilder &b, StringRef name) {
+        Sm90CombineSpec spec;
+        spec.name = name.str();
+        spec.f16 = merged.isF16();
+        spec.lse = static_cast<bool>(combine.getLse());
+        buildSm90CombineKernel(b, combine.getLoc(), spec);
+      });
+      combine->setAttr("flashattn.sm90", Sm90EntriesAttr::get(ctx, combineRef, nullptr, nullptr,
+                                                              nullptr, 0, 1, false, nullptr));
+    }
+    // kv-cache append: the copy kernel, launched first.
+    SymbolRefAttr appendRef;
+    if (op.hasAppend())
+      appendRef = entry("_append", [&](OpBuilder &b, StringRef name) {
+        Sm90AppendSpec spec;
+        spec.name = name.str();
+        spec.paged = op.isPaged();
+        buildSm90AppendKernel(b, op.getLoc(), spec);
+      });
+    op->setAttr("flashattn.sm90",
+                Sm90EntriesAttr::get(ctx, e.getKernel(), e.getDense(), appendRef, combineRef,
+                                     e.getPackedGroups(), e.getKvHeadsPerBlock(),
+                                     e.getKvRowCopies(), DictionaryAttr::get(ctx, abis)));
+    return success();
   }
 };
 } // namespace

@@ -256,11 +256,32 @@ bool AttentionOp::namesSm90Kernel(StringAttr kernels, StringAttr name) {
          e.getKernel().getLeafReference() == name;
 }
 
+bool AttentionOp::namesSm90Attention(StringAttr kernels, StringAttr name) {
+  auto e = (*this)->getAttrOfType<Sm90EntriesAttr>("flashattn.sm90");
+  if (!e || e.getKernel().getRootReference() != kernels)
+    return false;
+  SmallVector<std::string> attention = Sm90EntriesAttr::entryNames(
+      e.getKernel(), e.getDense(), nullptr, nullptr, e.getPackedGroups(),
+      e.getKvHeadsPerBlock());
+  return llvm::is_contained(attention, name.getValue().str());
+}
+
+CombineOp AttentionOp::getPartialCombine() {
+  if (!isSplitPartial())
+    return {};
+  for (Operation *user : getOut().getUsers())
+    if (auto c = dyn_cast<CombineOp>(user);
+        c && c.getPartialOut() == getOut() && c.getPartialLse() == getLse() &&
+        isa<MemRefType>(c.getOut().getType()))
+      return c;
+  return {};
+}
+
 PlanAttr mlir::flashattn::planOfSm90Kernel(Operation *root, StringAttr kernels,
                                            StringAttr name) {
   PlanAttr plan;
   root->walk([&](AttentionOp op) {
-    if (!op.getPlanAttr() || !op.namesSm90Kernel(kernels, name))
+    if (!op.getPlanAttr() || !op.namesSm90Attention(kernels, name))
       return WalkResult::advance();
     plan = op.getPlanAttr();
     return WalkResult::interrupt();

@@ -214,6 +214,12 @@ def FlashAttn_AttentionOp : FlashAttn_Op<"attention", [
     bool hasAppend() { return static_cast<bool>(getKNew()); }
     /// True when its `flashattn.sm90` names kernel `@kernels::@name`.
     bool namesSm90Kernel(::mlir::StringAttr kernels, ::mlir::StringAttr name);
+    /// True when `@kernels::@name` is one of the attention kernels its
+    /// `flashattn.sm90` lists: the kernel, the dense entry or a twin.
+    bool namesSm90Attention(::mlir::StringAttr kernels, ::mlir::StringAttr name);
+    /// In the split-KV partial form on memrefs: the `flashattn.combine`
+    /// that reads its partial out and lse (memref form), or null.
+    CombineOp getPartialCombine();
     /// The softmax scale: the attribute, or 1/sqrt(head_dim) when absent
     /// (head_dim must then be static).
     double getEffectiveScale();
