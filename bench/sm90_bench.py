@@ -21,7 +21,7 @@ launched through libflashattn_rt (ctypes), exactly as a runtime user would.
 Usage (on the device, after test/gpu/prepare.sh and build_sm90_artifacts.sh
 here): sm90_bench.py --lib LIBRT --artifacts DIR [--out DIR]
     [--variant NAME=DIR[@LIB] ...] [--head-dims 64,128] [--masks none,bottom_right]
-    [--seqlens 512,1024] [--decode [--graphs] [--floor-lib L] | --varlen] [--repeats 9]
+    [--seqlens 512,1024] [--decode [--graphs] [--pages 16,64] [--floor-lib L] | --varlen] [--repeats 9]
 (--graphs: each decode call captured into a CUDA graph, replays timed.)
 It writes DIR/bench.json (decode.json, varlen.json, gqa.json), whose first
 row names the GPU (name and UUID: the lent H200s differ by a few percent in
@@ -566,6 +566,9 @@ def main():
     ap.add_argument("--decode-shapes", default=None,
                     help="with --decode: BATCHxKEYS,... instead of the default rows "
                          "(e.g. 16x8192 to profile one shape)")
+    ap.add_argument("--pages", default="16,64",
+                    help="with --decode: the page sizes of the paged rows (keys a page; "
+                         "default 16,64)")
     ap.add_argument("--graphs", action="store_true",
                     help="with --decode: time replays of each call captured into a CUDA graph")
     ap.add_argument("--repeats", type=int, default=REPEATS,
@@ -596,8 +599,9 @@ def main():
             ap.error("--floor-lib %s: no such file" % a.floor_lib)
         floor_lib = a.floor_lib or os.path.join(os.path.dirname(os.path.abspath(a.lib)),
                                                 "libfa_stream_read.so")
-        rows = (decode_benchmark(kernel, run, stream, variants=variants, shapes=shapes,
-                                 graphs=a.graphs, floor=stream_floor(floor_lib))
+        pages = tuple(int(x) for x in a.pages.split(",") if x)
+        rows = (decode_benchmark(kernel, run, stream, pages=pages, variants=variants,
+                                 shapes=shapes, graphs=a.graphs, floor=stream_floor(floor_lib))
                 if a.decode
                 else varlen_benchmark(kernel, run, stream, variants=variants) if a.varlen
                 else gqa_benchmark(kernel, run, stream))

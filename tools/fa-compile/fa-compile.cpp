@@ -108,8 +108,7 @@ static cl::opt<bool> unpipelined(
 static cl::opt<bool> tiled(
     "tiled", llvm::cl::cat(faCompileCategory),
     cl::desc("sm90: the kernel built by passes (flashattn-tile's kernel, pipelined, "
-             "warp-specialized and distributed over warpgroups; not yet pages of other than 8, "
-             "16, 32 or a multiple of 64 keys)"));
+             "warp-specialized and distributed over warpgroups)"));
 static cl::opt<std::string> target("target", llvm::cl::cat(faCompileCategory), cl::init("host"),
                                    cl::desc("host (a shared object for this CPU) or sm90 (a cubin; needs ptxas)"));
 

@@ -108,20 +108,26 @@ struct View {
 /// `sScale` (> 0): tile_qk's scale stays out of them until the softmax
 /// applies it in one fma a score, or a tile_map needs it (`sScale` is not
 /// a carried value: 1 at every loop boundary; a branch keeps it when both
-/// sides do).
+/// sides do). A producer copying rows also carries `pend`, the shared-memory
+/// offset (i32) of the full mbarrier whose copies it has not arrived on yet
+/// (0: none).
 struct State {
   Value phase[3], m[2], l[2], o, s;
   bool producer = false;
   double sScale = 1.0;
+  Value pend;
   Values values() const {
+    if (producer && pend)
+      return {phase[0], phase[1], phase[2], pend};
     if (producer)
       return {phase[0], phase[1], phase[2]};
     return {phase[0], phase[1], phase[2], m[0], m[1], l[0], l[1], o, s};
   }
   static State from(ValueRange v, bool producer) {
     if (producer)
-      return {{v[0], v[1], v[2]}, {}, {}, Value(), Value(), true, 1.0};
-    return {{v[0], v[1], v[2]}, {v[3], v[4]}, {v[5], v[6]}, v[7], v[8], false, 1.0};
+      return {{v[0], v[1], v[2]}, {}, {}, Value(), Value(), true, 1.0,
+              v.size() > 3 ? v[3] : Value()};
+    return {{v[0], v[1], v[2]}, {v[3], v[4]}, {v[5], v[6]}, v[7], v[8], false, 1.0, Value()};
   }
 };
 
@@ -143,6 +149,7 @@ public:
         conditionalRescale(cg && cg.getConditionalRescale()),
         reduceChains(cg ? cg.getReduceChains() : 1),
         planTmaStore(cg && cg.getTmaStore()), planEarlyQ(cg && cg.getEarlyQRelease()),
+        planRowCopies(cg && cg.getKvRowCopies()),
         planLongestFirst(longestFirst),
         rescaleUnderQK(cg && cg.getRescaleUnderQk()) {}
   /// Builds the llvm.func before `tiled`; failure says why on the op.
@@ -175,6 +182,12 @@ private:
   LogicalResult branch(scf::IfOp branch, State &st);
   LogicalResult tileLoad(TileLoadOp op, State &st);
   LogicalResult tileLoadPaged(TileLoadPagedOp op, State &st);
+  void copyPagedRows(Arg role, Value slot, Value list, Value head, Value row0, Value rows,
+                     State &st);
+  /// The pending copies' arrive (the state's `pend`), after all but the
+  /// `newer` most recent commit groups landed.
+  void arrivePending(State &st, int32_t newer);
+  void waitEmpty(Arg role, Value slot, State &st);
   LogicalResult ringRoles();
   void issueTma(Arg role, Value slot, int64_t parts, Value valid, State &st,
                 function_ref<Values(int64_t, int64_t)> coords);
@@ -235,6 +248,7 @@ private:
   /// consumers are done with it; warp-specialized kernels).
   Value tileAt(Arg role, Value slot);
   Value barrierAt(Arg role, Value slot, bool empty = false);
+  Value barrierOffset(Arg role, Value slot, bool empty = false);
   /// Whether `tile` is one the role's loads write.
   bool hasRole(Value tile, Arg role) const;
 
@@ -252,6 +266,9 @@ private:
   Values pk; ///< P packed for tile_pv, valid after tile_softmax in one block
   Value mTile, lTile, accTile, sTile; ///< the scratch tiles the state stands for
   int64_t pageSize = 0;
+  /// The plan's kv_row_copies (pages TMA boxes cannot take): every producer
+  /// thread copies rows of K and V with cp.async.
+  bool rowCopies = false;
   /// pack_gqa: Q's loads, out's and lse's stores view G query heads of a kv
   /// head (packed row i G + g: position i of head g); 1 without.
   int64_t packG = 1;
@@ -276,7 +293,7 @@ private:
   /// last softmax, P V and epilogue; `lastBlock` (i1): the block being
   /// emitted is the loop's last; `blocksRan`: the loop has a block (both
   /// valid while `earlyQ` is set).
-  bool planEarlyQ = false;
+  bool planEarlyQ = false, planRowCopies = false;
   TileReleaseOp earlyQ;
   Value lastBlock, blocksRan;
   /// The plan's lpt schedule; taken by the work loop (dynamic): the tile
@@ -379,12 +396,15 @@ LogicalResult WarpgroupKernel::shapes() {
   scheduler = planSchedulerBarrier && specialize && (consumers == 2 || consumers == 3) && oneLoop;
   if (args[Pages]) {
     // A key block inside one page, or a key block of whole pages of a
-    // multiple of 8 keys, one TMA box each (8-row atoms keep the swizzle).
+    // multiple of 8 keys, one TMA box each (8-row atoms keep the swizzle);
+    // other pages by the plan's row copies, in a producer warpgroup.
     pageSize = type(K).getDimSize(1);
+    rowCopies = planRowCopies && specialize;
     if (ShapedType::isDynamic(pageSize) ||
-        (pageSize % kKeys && (kKeys % pageSize || pageSize % 8)))
+        (!rowCopies && pageSize % kKeys && (kKeys % pageSize || pageSize % 8)))
       return tiled.emitError("flashattn-sm90-warpgroup: pages of a multiple of the key block (")
-             << kKeys << ") or of 8 keys dividing it, got " << type(K);
+             << kKeys << ") or of 8 keys dividing it, or the plan's kv_row_copies with a "
+             << "producer warpgroup, got " << type(K);
   }
   Type et = type(Q).getElementType();
   if (!et.isBF16() && !et.isF16())
@@ -498,11 +518,15 @@ Value WarpgroupKernel::tileAt(Arg role, Value slot) {
   return w.gep(smem, w.sptrT, w.i8T, w.addi(w.i32(base), w.muli(slot, w.i32(kvBytes))));
 }
 
-Value WarpgroupKernel::barrierAt(Arg role, Value slot, bool empty) {
+Value WarpgroupKernel::barrierOffset(Arg role, Value slot, bool empty) {
   int64_t first = role == Q ? 0 : role == K ? 1 : 1 + ringSize[K];
   if (empty)
     first += 1 + ringSize[K] + ringSize[V];
-  return w.gep(smem, w.sptrT, w.i8T, w.addi(w.i32(barOff + 8 * first), w.muli(slot, w.i32(8))));
+  return w.addi(w.i32(barOff + 8 * first), w.muli(slot, w.i32(8)));
+}
+
+Value WarpgroupKernel::barrierAt(Arg role, Value slot, bool empty) {
+  return w.gep(smem, w.sptrT, w.i8T, barrierOffset(role, slot, empty));
 }
 
 std::vector<AbiParam> WarpgroupKernel::params() {
@@ -557,10 +581,13 @@ void WarpgroupKernel::prologue() {
   leader = w.cmpi(CmpI::eq, tid, w.i32(0));
   // A full mbarrier completes on its one arrive (the TMA's expect_tx), an
   // empty one on every consumer thread's release.
+  // With row copies K's and V's full mbarriers complete on the 128
+  // producer threads' arrives.
   w.ifThen(leader, [&] {
     int64_t full = specialize ? bars / 2 : bars;
     for (int64_t i = 0; i < bars; ++i)
-      w.mbarrierInit(at(barOff + 8 * i), w.i32(i < full ? 1 : consumerThreads));
+      w.mbarrierInit(at(barOff + 8 * i),
+                     w.i32(i >= full ? consumerThreads : rowCopies && i > 0 ? 128 : 1));
     w.fenceProxyAsyncShared();
   });
   NVVM::Barrier0Op::create(b, loc);
@@ -669,6 +696,12 @@ LogicalResult WarpgroupKernel::tileLoadPaged(TileLoadPagedOp op, State &st) {
   auto pageAt = [&](Value entry) {
     return w.load(w.i32T, w.gep(P["page_table"], w.gptrT, w.i32T, entry), true);
   };
+  if (rowCopies) {
+    copyPagedRows(role, slot, list, head, row0, rows, st);
+    if (!op.getAsync())
+      waitTile(role, slot, rows, st);
+    return success();
+  }
   if (pageSize >= kKeys) {
     Value page = pageAt(w.addi(list, w.divui(row0, ps)));
     Value inPage = w.remui(row0, ps);
@@ -687,6 +720,80 @@ LogicalResult WarpgroupKernel::tileLoadPaged(TileLoadPagedOp op, State &st) {
   return success();
 }
 
+// A warp-specialized producer's wait until the consumers released the
+// slot (its empty mbarrier's phase bit starts at 1: the first wait on a
+// slot passes).
+void WarpgroupKernel::waitEmpty(Arg role, Value slot, State &st) {
+  Value &phase = st.phase[role];
+  w.mbarrierWait(barrierAt(role, slot, true), w.andi(w.shrui(phase, slot), w.i32(1)),
+                 waitTicks);
+  phase = w.xori(phase, w.shli(w.i32(1), slot));
+}
+
+// Row copies (FlashAttention-3's paged path without TMA): thread t of
+// the producer copies 16-byte chunk column c = t % (D / 8) of the slot's
+// rows t / (D / 8) + i 128 / (D / 8) with cp.async (PTX ISA 9.7.9.3), into
+// the 128-byte swizzled layout a TMA box makes (chunk c % 8 of row r at
+// chunk (c % 8) ^ (r % 8) of box c / 8). Key row r is row r % page of page
+// pages[r / page]; rows past `rows`, and a page outside the pool (a device
+// block_table is not checked), read as zeros (source size 0: never memory
+// outside k or v). The copies are one commit group; once they landed
+// (cp.async.wait_group) every thread fences them for the async proxy that
+// wgmma reads through and arrives on the slot's full mbarrier: when the
+// next load's copies are issued (the state's `pend`; the producer's loops
+// flush it at their exit), so that two loads are in flight, as
+// FlashAttention-3's.
+void WarpgroupKernel::copyPagedRows(Arg role, Value slot, Value list, Value head, Value row0,
+                                    Value rows, State &st) {
+  waitEmpty(role, slot, st);
+  const int64_t chunks = D / 8, rowStep = 128 / chunks;
+  Value ptid = w.remui(tid, w.i32(128));
+  Value col = w.remui(ptid, w.i32(chunks)), firstRow = w.divui(ptid, w.i32(chunks));
+  Value chunk = w.remui(col, w.i32(8));
+  Value dst0 = w.gep(tileAt(role, slot), w.sptrT, w.i8T, w.muli(w.divui(col, w.i32(8)),
+                                                                 w.i32(kKeys * 128)));
+  auto e64 = [&](Value v) { return w.extui(v, w.i64T); };
+  Value hkv = w.trunci(P[std::string(kDims[role]) + "d2"], w.i32T);
+  Value poolPages = w.trunci(P[std::string(kDims[role]) + "d0"], w.i32T);
+  Value colElem = w.addi(w.muli(e64(head), w.i64(D)), w.muli(e64(col), w.i64(8)));
+  // Rows a thread copies, kKeys D / 1024, from the dims (a loop LLVM does
+  // not unroll: the producer's 40 registers hold one copy's addresses).
+  Value perThread = w.divui(w.muli(w.trunci(P[std::string(kDims[role]) + "d3"], w.i32T),
+                                   w.i32(kKeys)),
+                            w.i32(1024));
+  Value ps = w.i32(pageSize);
+  w.forLoop(w.i32(0), perThread, w.i32(1), [&](Value i) {
+    Value r = w.addi(firstRow, w.muli(i, w.i32(rowStep)));
+    Value real = w.cmpi(CmpI::slt, r, rows);
+    // A row past `rows` reads the tile's first page (the list may end).
+    Value key = w.addi(row0, w.select(real, r, w.i32(0)));
+    Value page = w.load(w.i32T, w.gep(P["page_table"], w.gptrT, w.i32T,
+                                      w.addi(list, w.divui(key, ps))), true);
+    Value inPool = w.cmpi(CmpI::ult, page, poolPages);
+    page = w.select(inPool, page, w.i32(0));
+    Value poolRow = w.addi(w.muli(e64(page), w.i64(pageSize)), e64(w.remui(key, ps)));
+    Value elem = w.addi(w.muli(w.muli(poolRow, e64(hkv)), w.i64(D)), colElem);
+    Value src = w.gep(P[kPtr[role]], w.gptrT, w.i16T, elem);
+    Value swizzled = w.xori(chunk, w.andi(r, w.i32(7)));
+    Value dst = w.gep(dst0, w.sptrT, w.i8T,
+                      w.addi(w.muli(r, w.i32(128)), w.muli(swizzled, w.i32(16))));
+    Value bytes = w.select(w.andi(real, inPool), w.i32(16), w.i32(0));
+    NVVM::CpAsyncOp::create(b, loc, dst, src, 16, NVVM::LoadCacheModifierKind::CG, bytes);
+  });
+  NVVM::CpAsyncCommitGroupOp::create(b, loc);
+  arrivePending(st, 1);
+  st.pend = barrierOffset(role, slot);
+}
+
+void WarpgroupKernel::arrivePending(State &st, int32_t newer) {
+  w.ifThen(w.cmpi(CmpI::ne, st.pend, w.i32(0)), [&] {
+    NVVM::CpAsyncWaitGroupOp::create(b, loc, newer);
+    w.fenceProxyAsyncShared();
+    w.mbarrierArrive(w.gep(smem, w.sptrT, w.i8T, st.pend));
+  });
+  st.pend = w.i32(0);
+}
+
 // A CTA barrier (the slot's previous reads are over), thread 0's TMA of
 // the tile's D / 64 boxes (each in `parts` boxes of 64 / parts rows, the
 // first `valid` of them when given) onto the slot's mbarrier. In a
@@ -698,10 +805,7 @@ void WarpgroupKernel::issueTma(Arg role, Value slot, int64_t parts, Value valid,
   int64_t boxBytes = (role == Q ? rowsM : kKeys) * 128, partBytes = kKeys / parts * 128;
   Value base = tileAt(role, slot), bar = barrierAt(role, slot);
   if (inProducer) {
-    Value &phase = st.phase[role];
-    w.mbarrierWait(barrierAt(role, slot, true), w.andi(w.shrui(phase, slot), w.i32(1)),
-                   waitTicks);
-    phase = w.xori(phase, w.shli(w.i32(1), slot));
+    waitEmpty(role, slot, st);
     // The tile's index, released to the consumers by Q's arrive.
     if (role == Q && dynamic)
       w.store(workTile, at(tileOff));
@@ -714,8 +818,9 @@ void WarpgroupKernel::issueTma(Arg role, Value slot, int64_t parts, Value valid,
                                  [](Operation &o) { return isPure(&o); });
   if (!afterIssue && !inProducer)
     NVVM::Barrier0Op::create(b, loc);
+  // (A producer with row copies runs on all its threads.)
   auto leaderOnly = [&](function_ref<void()> issue) {
-    if (inProducer)
+    if (inProducer && !rowCopies)
       issue();
     else
       w.ifThen(leader, issue);
@@ -799,13 +904,20 @@ LogicalResult WarpgroupKernel::specialized(WarpSpecializeOp src, State &st) {
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&split.getProducer().emplaceBlock());
   LogicalResult produced = success();
-  w.ifThen(leader, [&] {
+  auto produce = [&] {
     inProducer = true;
     Value none = w.i32(-1);
     State ps{{none, none, none}, {}, {}, Value(), Value(), true};
+    if (rowCopies)
+      ps.pend = w.i32(0);
     produced = block(src.getProducer().front(), ps);
     inProducer = false;
-  });
+  };
+  // Row copies: every producer thread copies (the TMAs stay thread 0's).
+  if (rowCopies)
+    produce();
+  else
+    w.ifThen(leader, produce);
   if (failed(produced))
     return failure();
   b.setInsertionPointToStart(&split.getConsumers().emplaceBlock());
@@ -1233,6 +1345,12 @@ LogicalResult WarpgroupKernel::loop(scf::ForOp src, State &st) {
     return failure();
   scf::YieldOp::create(b, loc, carried(inner));
   st = State::from(next.getResults(), st.producer);
+  // Row copies: the loop's last copies arrive at its exit (the consumers
+  // may need them before they release what the producer waits on next).
+  if (st.pend) {
+    b.setInsertionPointAfter(next);
+    arrivePending(st, 0);
+  }
   return success();
 }
 
