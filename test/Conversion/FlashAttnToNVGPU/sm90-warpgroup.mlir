@@ -200,11 +200,11 @@ func.func @paged16(%q: memref<2x1x4x64xf16>, %kc: memref<16x16x2x64xf16>, %vc: m
 
 // -----
 
-// Pages of 4 keys are reported (a TMA box of 4 rows breaks the swizzle's
-// 8-row atoms).
+// Pages of 4 keys are reported without a producer warpgroup to copy
+// their rows (a TMA box of 4 rows breaks the swizzle's 8-row atoms).
 func.func @paged4(%q: memref<2x1x4x64xf16>, %kc: memref<16x4x2x64xf16>, %vc: memref<16x4x2x64xf16>,
                   %bt: memref<2x8xi32>, %used: memref<2xi32>, %o: memref<2x1x4x64xf16>) {
-  // expected-error @+1 {{flashattn-sm90-warpgroup: pages of a multiple of the key block (64) or of 8 keys dividing it, got 'memref<16x4x2x64xf16>'}}
+  // expected-error @+1 {{flashattn-sm90-warpgroup: pages of a multiple of the key block (64) or of 8 keys dividing it, or the plan's kv_row_copies with a producer warpgroup, got 'memref<16x4x2x64xf16>'}}
   flashattn.attention ins(%q, %kc, %vc : memref<2x1x4x64xf16>, memref<16x4x2x64xf16>, memref<16x4x2x64xf16>)
       seqused_k(%used : memref<2xi32>) block_table(%bt : memref<2x8xi32>)
       outs(%o : memref<2x1x4x64xf16>)
