@@ -262,10 +262,6 @@ struct FlashAttnPlanPass
       chosen.conditionalRescale = tiledConditionalRescale(op, p);
     if (tiledSm90 && !chosen.earlyQRelease)
       chosen.earlyQRelease = tiledEarlyQRelease(op);
-    // That kernel's key blocks hold one kv head (pack_gqa over small pages
-    // too).
-    if (tiledSm90 && !chosen.kvHeadsPerBlock)
-      chosen.kvHeadsPerBlock = 1;
     // O's TMA store: not with a score region, where ptxas spilled 116 bytes
     // (head_dim 128, causal).
     if (tiledSm90 && !chosen.tmaStore.has_value() && !op.getScore().empty())

@@ -171,6 +171,9 @@ static void emitAppend(OpBuilder &b, Location loc, AttentionOp op,
 /// the plan and the plan did not pack).
 struct KernelVariant {
   bool dense = false, packed = false;
+  /// `_kv1`: one kv head a key block where the plan's kv_heads_per_block
+  /// puts several.
+  bool oneKvHead = false;
 };
 
 /// The facts of one planned op that flashattn-tile uses, its scratch tiles,
@@ -245,6 +248,7 @@ private:
   void boundaryMask(const Sequence &s, const WorkTile &w, Value n0, Value firstEnd,
                     Value lastBegin);
   void maskRegion(const Sequence &s, const WorkTile &w, Value n0, Value cols);
+  void otherHeadsMask();
 
   AttentionOp op;
   OpBuilder &b;
@@ -254,9 +258,21 @@ private:
   Value pageTable; ///< kernel, paged: the runtime's page lists (memref<?xi32>)
   IRMapping outside; ///< kernel: constants from above the regions, cloned
   int64_t bm, bn, d, dv, qr;
-  /// pack_gqa (the sm90 kernel, the plan's): G = Hq / Hkv query heads of a
-  /// kv head share a tile, its rows i G + g position i of head g (1: none).
-  int64_t pack = 1;
+  /// pack_gqa (the sm90 kernel, the plan's): the G = Hq / Hkv query heads
+  /// of each of a tile's `kvHeads` kv heads share its rows, row i pack + g
+  /// position i of its group's query head g (pack = kvHeads G; 1: none).
+  /// With kvHeads > 1 (the plan's kv_heads_per_block) a key block holds
+  /// bn / kvHeads keys of each kv head, heads fastest (tile_load_paged's
+  /// `heads`), and a row sees only its kv head's columns.
+  int64_t pack = 1, kvHeads = 1;
+  /// The keys of a key block.
+  int64_t blockKeys() const { return bn / kvHeads; }
+  /// The key of column j of block n0's scores, and the columns of `keys`
+  /// keys.
+  Value colKey(Value n0, Value j) {
+    return e.add(n0, kvHeads > 1 ? e.div(j, e.c(kvHeads)) : j);
+  }
+  Value columns(Value keys) { return kvHeads > 1 ? e.mul(keys, e.c(kvHeads)) : keys; }
   Value numSplits; ///< partial out's leading dim (1 without splits)
   bool partial, varlenQ, varlenK, paged, append, noKeys = false, longestFirst;
   Value q, k, v, out, lse;
@@ -317,7 +333,10 @@ AttentionTiler::AttentionTiler(AttentionOp op, OpBuilder &b, ValueRange kernel,
   groups = e.div(hq, hkv);
   if (inKernel && (plan.getPackGqa() || variant.packed))
     pack = std::max<int64_t>(op.getNumQHeads() / op.getNumKVHeads(), 1);
-  tileHeads = pack > 1 ? hkv : hq;
+  if (pack > 1 && paged && plan.getSm90() && !variant.oneKvHead)
+    kvHeads = std::max<int64_t>(plan.getSm90().getKvHeadsPerBlock(), 1);
+  pack *= kvHeads;
+  tileHeads = pack > 1 ? e.div(hkv, e.c(kvHeads)) : hq;
   // (A kernel over the tile table reads no cu_seqlens.)
   batch = varlenQ ? (inKernel ? Value() : e.sub(e.size(op.getCuSeqlensQ(), 0), e.c(1)))
                   : e.size(q, 0);
@@ -496,7 +515,7 @@ void AttentionTiler::tileBody(const Sequence &s, Value h, Value mb, Value split)
   WorkTile w;
   w.split = split;
   w.h = h;
-  w.g = pack > 1 ? w.h : e.div(w.h, groups);
+  w.g = pack > 1 ? (kvHeads > 1 ? e.mul(w.h, e.c(kvHeads)) : w.h) : e.div(w.h, groups);
   w.m0 = e.mul(mb, e.c(bm));
   w.rows = e.min(e.c(bm), e.sub(e.mul(s.sq, e.c(pack)), w.m0));
 
@@ -511,7 +530,8 @@ void AttentionTiler::tileBody(const Sequence &s, Value h, Value mb, Value split)
   Value m1 = rowPos(w, w.rows);
   auto range = KeyBlocksOp::create(b, loc, b.getIndexType(), b.getIndexType(), w.p0, m1, s.sk,
                                    w.c, partial ? w.split : Value(),
-                                   partial ? numSplits : Value(), bn, causal, winL, winR);
+                                   partial ? numSplits : Value(), blockKeys(), causal, winL,
+                                   winR);
   // A key block needs the mask when it reaches past the first row's key
   // end or starts before the last row's window start.
   Value firstEnd = keyEnd(s, w, w.p0);
@@ -616,7 +636,8 @@ Value AttentionTiler::keyBegin(const WorkTile &w, Value i) {
 void AttentionTiler::loadKV(const WorkTile &w, Value src, Value view, Value n0, Value cols,
                             Value tile) {
   if (paged)
-    TileLoadPagedOp::create(b, loc, src, w.pages, w.g, n0, cols, tile);
+    TileLoadPagedOp::create(b, loc, src, w.pages, w.g, n0, cols, tile, /*async=*/false,
+                            kvHeads);
   else
     TileLoadOp::create(b, loc, view, n0, cols, tile);
 }
@@ -625,8 +646,8 @@ void AttentionTiler::loadKV(const WorkTile &w, Value src, Value view, Value n0, 
 // softmax, V, O += P V.
 void AttentionTiler::keyBlock(const Sequence &s, const WorkTile &w, Value nb, Value firstEnd,
                               Value lastBegin) {
-  Value n0 = e.mul(nb, e.c(bn));
-  Value cols = e.min(e.c(bn), e.sub(s.sk, n0));
+  Value n0 = e.mul(nb, e.c(blockKeys()));
+  Value cols = e.min(e.c(blockKeys()), e.sub(s.sk, n0));
   loadKV(w, k, w.kv, n0, cols, kt);
   TileQKOp::create(b, loc, qt, kt, st, b.getF32FloatAttr(qkScale));
   if (hasMods)
@@ -634,6 +655,8 @@ void AttentionTiler::keyBlock(const Sequence &s, const WorkTile &w, Value nb, Va
   boundaryMask(s, w, n0, firstEnd, lastBegin);
   if (hasMaskRegion)
     maskRegion(s, w, n0, cols);
+  if (kvHeads > 1)
+    otherHeadsMask();
   TileSoftmaxOp::create(b, loc, st, mt, lt, acc);
   loadKV(w, v, w.vv, n0, cols, vt);
   TilePVOp::create(b, loc, st, vt, acc);
@@ -656,8 +679,8 @@ void AttentionTiler::tileMap(Value rows, Value cols,
 void AttentionTiler::scoreModifiers(const Sequence &s, const WorkTile &w, Value n0,
                                     Value cols) {
   Type f32 = b.getF32Type();
-  tileMap(w.rows, cols, [&](Value x, Value i, Value j) {
-    Value iAbs = rowPos(w, i), jAbs = e.add(n0, j);
+  tileMap(w.rows, columns(cols), [&](Value x, Value i, Value j) {
+    Value iAbs = rowPos(w, i), jAbs = colKey(n0, j);
     if (softcap > 0) {
       Value cap = e.f32(softcap);
       Value y = arith::DivFOp::create(b, loc, x, cap);
@@ -697,7 +720,7 @@ Value AttentionTiler::toBase2(Value x) {
 void AttentionTiler::boundaryMask(const Sequence &s, const WorkTile &w, Value n0,
                                   Value firstEnd, Value lastBegin) {
   using P = arith::CmpIPredicate;
-  Value boundary = e.cmp(P::sgt, e.add(n0, e.c(bn)), firstEnd);
+  Value boundary = e.cmp(P::sgt, e.add(n0, e.c(blockKeys())), firstEnd);
   if (lastBegin)
     boundary = arith::OrIOp::create(b, loc, boundary, e.cmp(P::slt, n0, lastBegin));
   auto ifOp = scf::IfOp::create(b, loc, boundary, /*else=*/false);
@@ -708,7 +731,7 @@ void AttentionTiler::boundaryMask(const Sequence &s, const WorkTile &w, Value n0
     Value iAbs = rowPos(w, i);
     Value end = keyEnd(s, w, iAbs);
     Value begin = winL >= 0 ? keyBegin(w, iAbs) : Value();
-    Value jAbs = e.add(n0, j);
+    Value jAbs = colKey(n0, j);
     Value ok = e.cmp(P::slt, jAbs, end);
     if (begin)
       ok = arith::AndIOp::create(b, loc, ok, e.cmp(P::sge, jAbs, begin));
@@ -719,10 +742,24 @@ void AttentionTiler::boundaryMask(const Sequence &s, const WorkTile &w, Value n0
 // The mask region, on every block (real rows and columns).
 void AttentionTiler::maskRegion(const Sequence &s, const WorkTile &w, Value n0, Value cols) {
   Value negInf = e.f32(-INFINITY);
-  tileMap(w.rows, cols, [&](Value x, Value i, Value j) {
-    Value iAbs = rowPos(w, i), jAbs = e.add(n0, j);
+  tileMap(w.rows, columns(cols), [&](Value x, Value i, Value j) {
+    Value iAbs = rowPos(w, i), jAbs = colKey(n0, j);
     Value keep = inlineRegion(b, op.getMask(), {s.b, rowHead(w, i), iAbs, jAbs}, &outside);
     return arith::SelectOp::create(b, loc, keep, x, negInf);
+  });
+}
+
+// kv_heads_per_block: row i (its group's query head i % pack, of kv head
+// (i % pack) / G) sees only its kv head's columns (j % kvHeads), on every
+// block.
+void AttentionTiler::otherHeadsMask() {
+  using P = arith::CmpIPredicate;
+  Value negInf = e.f32(-INFINITY);
+  int64_t g = pack / kvHeads;
+  tileMap(e.c(bm), e.c(bn), [&](Value x, Value i, Value j) {
+    Value rowHead = e.div(e.rem(i, e.c(pack)), e.c(g));
+    Value ok = e.cmp(P::eq, rowHead, e.rem(j, e.c(kvHeads)));
+    return arith::SelectOp::create(b, loc, ok, x, negInf);
   });
 }
 
@@ -740,8 +777,9 @@ static std::string sm90TileUnsupported(AttentionOp op) {
   if (plan.getPackGqa() && hq / hkv > 1 && plan.getBlockM() % (hq / hkv))
     return "pack_gqa with Hq / Hkv = " + std::to_string(hq / hkv) +
            " not dividing block_m = " + std::to_string(plan.getBlockM());
-  if (plan.getSm90() && plan.getSm90().getKvHeadsPerBlock() > 1)
-    return "kv_heads_per_block > 1";
+  if (plan.getSm90() && plan.getSm90().getKvHeadsPerBlock() > 1 &&
+      (!plan.getPackGqa() || !op.isPaged() || plan.getBlockN() % plan.getSm90().getKvHeadsPerBlock()))
+    return "kv_heads_per_block > 1 but for pack_gqa over paged KV (dividing block_n)";
   for (Region *region : {&op.getScore(), &op.getMask()}) {
     WalkResult r = region->walk([&](Operation *inner) {
       for (Value v : inner->getOperands())
@@ -859,11 +897,19 @@ static void tileIntoKernel(AttentionOp op, PatternRewriter &rewriter, bool dense
   SmallVector<std::string> attention{name};
   if (dense)
     attention.push_back(name + "_dense");
+  // kv_heads_per_block: the twins with one kv head a block (`_kv1`), for
+  // calls with too few tiles to fill the SMs.
+  PlanAttr plan = op.getPlanAttr();
+  int64_t kvHeads = plan.getPackGqa() && op.isPaged() && plan.getSm90()
+                        ? std::max<int64_t>(plan.getSm90().getKvHeadsPerBlock(), 1)
+                        : 1;
   for (const std::string &entry : attention) {
     bool isDense = entry != name;
-    buildKernel(op, rewriter, kernels, entry, {isDense, false});
+    buildKernel(op, rewriter, kernels, entry, {isDense, false, false});
     if (groups)
-      buildKernel(op, rewriter, kernels, entry + "_packed", {isDense, true});
+      buildKernel(op, rewriter, kernels, entry + "_packed", {isDense, true, false});
+    if (kvHeads > 1)
+      buildKernel(op, rewriter, kernels, entry + "_kv1", {isDense, false, true});
   }
   auto ref = [&](StringRef entry) {
     return SymbolRefAttr::get(ctx, name + "_module", {FlatSymbolRefAttr::get(ctx, entry)});
@@ -871,7 +917,7 @@ static void tileIntoKernel(AttentionOp op, PatternRewriter &rewriter, bool dense
   rewriter.modifyOpInPlace(op, [&] {
     op->setAttr("flashattn.sm90",
                 Sm90EntriesAttr::get(ctx, ref(name), dense ? ref(name + "_dense") : nullptr,
-                                     nullptr, nullptr, groups, 1, false, nullptr));
+                                     nullptr, nullptr, groups, kvHeads, false, nullptr));
   });
 }
 

@@ -188,6 +188,7 @@ private:
   /// `newer` most recent commit groups landed.
   void arrivePending(State &st, int32_t newer);
   void waitEmpty(Arg role, Value slot, State &st);
+  void issuePagesByLane(Arg role, Value slot, Value first, Value valid, Value head, State &st);
   LogicalResult ringRoles();
   void issueTma(Arg role, Value slot, int64_t parts, Value valid, State &st,
                 function_ref<Values(int64_t, int64_t)> coords);
@@ -269,6 +270,13 @@ private:
   /// The plan's kv_row_copies (pages TMA boxes cannot take): every producer
   /// thread copies rows of K and V with cp.async.
   bool rowCopies = false;
+  /// Pages smaller than a key block by TMA in a producer warpgroup, more
+  /// than 2 boxes a block: its warp 0 runs the producer, lane l issuing the
+  /// boxes of the block's page l (their page-table reads overlap).
+  bool laneBoxes = false;
+  /// tile_load_paged's `heads` (pack_gqa's kv heads per key block): a TMA
+  /// box holds that many heads of a page's rows, heads fastest.
+  int64_t kvHeads = 1;
   /// pack_gqa: Q's loads, out's and lse's stores view G query heads of a kv
   /// head (packed row i G + g: position i of head g); 1 without.
   int64_t packG = 1;
@@ -400,11 +408,20 @@ LogicalResult WarpgroupKernel::shapes() {
     // other pages by the plan's row copies, in a producer warpgroup.
     pageSize = type(K).getDimSize(1);
     rowCopies = planRowCopies && specialize;
-    if (ShapedType::isDynamic(pageSize) ||
-        (!rowCopies && pageSize % kKeys && (kKeys % pageSize || pageSize % 8)))
-      return tiled.emitError("flashattn-sm90-warpgroup: pages of a multiple of the key block (")
-             << kKeys << ") or of 8 keys dividing it, or the plan's kv_row_copies with a "
-             << "producer warpgroup, got " << type(K);
+    tiled.walk([&](TileLoadPagedOp load) { kvHeads = std::max<int64_t>(kvHeads, load.getHeads()); });
+    int64_t boxRows = kvHeads * pageSize;
+    // (Lanes for more than 2 boxes a block: 1.10-1.48x with 8 or 16 a
+    // block; with 2, thread 0 alone was 0-5% faster.)
+    laneBoxes = specialize && !rowCopies && pageSize < kKeys && kKeys / boxRows > 2;
+    if (ShapedType::isDynamic(pageSize) || (kvHeads > 1 && (rowCopies || pageSize >= kKeys)) ||
+        (!rowCopies && pageSize % kKeys && (kKeys % boxRows || boxRows % 8))) {
+      InFlightDiagnostic diag =
+          tiled.emitError("flashattn-sm90-warpgroup: pages of a multiple of the key block (")
+          << kKeys << ") or of 8 keys dividing it";
+      if (kvHeads > 1)
+        diag << " (boxes of " << kvHeads << " kv heads x a page's keys)";
+      return diag << ", or the plan's kv_row_copies with a producer warpgroup, got " << type(K);
+    }
   }
   Type et = type(Q).getElementType();
   if (!et.isBF16() && !et.isF16())
@@ -555,7 +572,8 @@ std::vector<AbiParam> WarpgroupKernel::params() {
   }
   SmallVector<int64_t> kvBox = box(varlenK, kKeys);
   if (pageSize && pageSize < kKeys)
-    kvBox[2] = pageSize; // a page a box
+    kvBox[2] = pageSize; // a page a box (of kvHeads heads)
+  kvBox[1] = kvHeads;
   abi.add(ParamKind::tma, "k", "k", 0, kvBox);
   abi.add(ParamKind::tma, "v", "v", 0, kvBox);
   if (tmaStore) // a warpgroup's 64 rows a box
@@ -710,7 +728,13 @@ LogicalResult WarpgroupKernel::tileLoadPaged(TileLoadPagedOp op, State &st) {
     });
   } else {
     Value first = w.addi(list, w.divui(row0, ps));
-    issueTma(role, slot, kKeys / pageSize, w.ceildivui(rows, ps), st,
+    if (laneBoxes && inProducer) {
+      issuePagesByLane(role, slot, first, w.ceildivui(rows, ps), head, st);
+      if (!op.getAsync())
+        waitTile(role, slot, rows, st);
+      return success();
+    }
+    issueTma(role, slot, kKeys / (kvHeads * pageSize), w.ceildivui(rows, ps), st,
              [&](int64_t box, int64_t part) {
       return Values{w.i32(64 * box), head, w.i32(0), pageAt(w.addi(first, w.i32(part)))};
     });
@@ -728,6 +752,32 @@ void WarpgroupKernel::waitEmpty(Arg role, Value slot, State &st) {
   w.mbarrierWait(barrierAt(role, slot, true), w.andi(w.shrui(phase, slot), w.i32(1)),
                  waitTicks);
   phase = w.xori(phase, w.shli(w.i32(1), slot));
+}
+
+// A block of `valid` pages (of kvHeads heads a box), page p issued by lane
+// p of the producer's warp 0 (FlashAttention-3's paged TMA): lane 0 sets
+// the bytes the slot's full mbarrier expects, the warp syncs, each lane
+// reads its page index and issues its D / 64 boxes. One lane a page, each
+// behind its own page-table read, instead of one thread behind each read
+// in turn.
+void WarpgroupKernel::issuePagesByLane(Arg role, Value slot, Value first, Value valid,
+                                       Value head, State &st) {
+  waitEmpty(role, slot, st);
+  int64_t parts = kKeys / (kvHeads * pageSize), partBytes = kKeys / parts * 128;
+  Value lane = w.remui(tid, w.i32(32)), bar = barrierAt(role, slot), base = tileAt(role, slot);
+  w.ifThen(leader, [&] { w.mbarrierExpectTx(bar, w.muli(valid, w.i32(D / 64 * partBytes))); });
+  NVVM::SyncWarpOp::create(b, loc, w.i32(-1));
+  Value mine = w.andi(w.cmpi(CmpI::ult, lane, w.i32(parts)), w.cmpi(CmpI::ult, lane, valid));
+  w.ifThen(mine, [&] {
+    Value page = w.load(w.i32T, w.gep(P["page_table"], w.gptrT, w.i32T, w.addi(first, lane)),
+                        true);
+    Value at = w.gep(base, w.sptrT, w.i8T, w.muli(lane, w.i32(partBytes)));
+    for (int64_t box = 0; box < D / 64; ++box) {
+      Value dst = w.addrspacecast(w.gep(at, w.sptrT, w.i8T, int32_t(box * kKeys * 128)), w.cptrT);
+      w.tmaLoad(dst, P[std::string(kPtr[role]) + "map"], bar,
+                {w.i32(64 * box), head, w.i32(0), page}, Value());
+    }
+  });
 }
 
 // Row copies (FlashAttention-3's paged path without TMA): thread t of
@@ -818,9 +868,10 @@ void WarpgroupKernel::issueTma(Arg role, Value slot, int64_t parts, Value valid,
                                  [](Operation &o) { return isPure(&o); });
   if (!afterIssue && !inProducer)
     NVVM::Barrier0Op::create(b, loc);
-  // (A producer with row copies runs on all its threads.)
+  // (A producer with row copies runs on all its threads, one issuing boxes
+  // by lane on its warp 0.)
   auto leaderOnly = [&](function_ref<void()> issue) {
-    if (inProducer && !rowCopies)
+    if (inProducer && !rowCopies && !laneBoxes)
       issue();
     else
       w.ifThen(leader, issue);
@@ -855,6 +906,9 @@ void WarpgroupKernel::waitTile(Arg role, Value slot, Value rows, State &st) {
   Value &phase = st.phase[role];
   w.mbarrierWait(barrierAt(role, slot), w.andi(w.shrui(phase, slot), w.i32(1)), waitTicks);
   phase = w.xori(phase, w.shli(w.i32(1), slot));
+  // (With several kv heads a block, `rows` keys are rows x kvHeads rows.)
+  if (role == V && kvHeads > 1)
+    rows = w.muli(rows, w.i32(kvHeads));
   if (role == V)
     zeroTileRows(w, tileAt(V, slot), ctid, 0, w.maxsi(rows, w.i32(0)), kKeys, D,
                  consumerThreads, specialize ? kConsumerBarrier : 0);
@@ -913,9 +967,12 @@ LogicalResult WarpgroupKernel::specialized(WarpSpecializeOp src, State &st) {
     produced = block(src.getProducer().front(), ps);
     inProducer = false;
   };
-  // Row copies: every producer thread copies (the TMAs stay thread 0's).
+  // Row copies: every producer thread copies (the TMAs stay thread 0's);
+  // boxes by lane: warp 0.
   if (rowCopies)
     produce();
+  else if (laneBoxes)
+    w.ifThen(w.cmpi(CmpI::ult, tid, w.i32(32)), produce);
   else
     w.ifThen(leader, produce);
   if (failed(produced))

@@ -166,12 +166,21 @@ struct LowerTileLoadPaged : OpRewritePattern<TileLoadPagedOp> {
       Value page = arith::IndexCastOp::create(rewriter, loc,
                                               rewriter.getIndexType(), pageI32);
       Value within = arith::RemSIOp::create(rewriter, loc, pos, pageSize);
-      Value row = e.loadRow(op.getPool(), {page, within, op.getHead(), e.c(0)},
-                            d);
-      vector::StoreOp::create(rewriter, loc, row, op.getTile(),
-                              ValueRange{r, e.c(0)});
+      // `heads` kv heads a row, heads fastest in the tile.
+      int64_t heads = op.getHeads();
+      for (int64_t h = 0; h < heads; ++h) {
+        Value head = h ? e.add(op.getHead(), e.c(h)) : op.getHead();
+        Value row = e.loadRow(op.getPool(), {page, within, head, e.c(0)}, d);
+        Value at = r;
+        if (heads > 1)
+          at = e.add(arith::MulIOp::create(rewriter, loc, r, e.c(heads)), e.c(h));
+        vector::StoreOp::create(rewriter, loc, row, op.getTile(), ValueRange{at, e.c(0)});
+      }
     });
-    zeroTail(e, op.getTile(), op.getRows());
+    Value rows = op.getRows();
+    if (op.getHeads() > 1)
+      rows = arith::MulIOp::create(rewriter, loc, rows, e.c(op.getHeads()));
+    zeroTail(e, op.getTile(), rows);
     rewriter.eraseOp(op);
     return success();
   }

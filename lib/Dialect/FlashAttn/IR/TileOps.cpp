@@ -123,6 +123,10 @@ LogicalResult TileLoadPagedOp::verify() {
   if (!ShapedType::isDynamic(d) && d != dim(getTile(), 1))
     return emitOpError() << "'pool' head_dim is " << d << " but 'tile' has "
                          << dim(getTile(), 1) << " columns";
+  int64_t heads = getHeads();
+  if (heads < 1 || dim(getTile(), 0) % heads)
+    return emitOpError() << "'heads' must be positive and divide the tile's "
+                         << dim(getTile(), 0) << " rows, got " << heads;
   return success();
 }
 

@@ -401,6 +401,11 @@ def FlashAttn_TileLoadPagedOp : FlashAttn_Op<"tile_load_paged"> {
     `tile` ([T, D] f32) and zeros the rest. `async` as for
     `flashattn.tile_load`.
 
+    With `heads` = H > 1 (pack_gqa's kv heads per key block over small
+    pages) the tile holds kv heads `head .. head + H - 1` of each row,
+    heads fastest: row r of kv head `head + h` is tile row `r H + h`, the
+    rows from `rows H` on zeros (T a multiple of H).
+
     ```mlir
     flashattn.tile_load_paged %kcache[%pages, %g, %n0] rows %n into %kt
         : memref<512x16x8x128xf16>, memref<64xi32, strided<[1], offset: ?>>
@@ -411,7 +416,8 @@ def FlashAttn_TileLoadPagedOp : FlashAttn_Op<"tile_load_paged"> {
                        Arg<MemRefRankOf<[I32], [1]>, "", [MemRead]>:$pages,
                        Index:$head, Index:$row0, Index:$rows,
                        Arg<FlashAttn_F32Tile2D, "", [MemWrite]>:$tile,
-                       UnitAttr:$async);
+                       UnitAttr:$async,
+                       DefaultValuedAttr<I64Attr, "1">:$heads);
   let assemblyFormat = [{
     (`async` $async^)? $pool `[` $pages `,` $head `,` $row0 `]` `rows` $rows `into` $tile
     attr-dict `:` type($pool) `,` type($pages) `into` type($tile)
