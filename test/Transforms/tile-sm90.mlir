@@ -235,3 +235,40 @@ func.func @twins(%q: memref<2x100x4x64xbf16>, %k: memref<2x300x2x64xbf16>, %v: m
       outs(%o, %l : memref<2x100x4x64xbf16>, memref<2x4x100xf32>) {num_splits = 2 : i64}
   return
 }
+
+// -----
+
+// kv_heads_per_block (the plan's 4 for pack_gqa over pages of 16 keys): a
+// tile serves a group of 4 kv heads (its head h of the table's Hkv / 4 =
+// 2, kv heads from 4 h), each key block holds 64 / 4 = 16 keys of each,
+// heads fastest (tile_load_paged heads = 4), columns j are key n0 + j / 4
+// of kv head j % 4, and on every block row i (query head i % 8 of the
+// group, G = 2 a kv head) keeps only its kv head's columns: (i % 8) / 2
+// == j % 4. The _kv1 twin keeps one kv head a block.
+// CHECK-LABEL: func.func @kv_heads
+// CHECK: flashattn.sm90 = #flashattn.sm90_entries<kernel = @fa_sm90_0_module::@fa_sm90_0, kv_heads_per_block = 4>
+// CHECK: gpu.func @fa_sm90_0(
+// CHECK:   %[[TOTAL:.*]] = arith.muli %{{.*}}, %c2 : index
+// CHECK:   scf.for %{{.*}} = %block_id_x to %[[TOTAL]] step
+// CHECK:   %[[H:.*]] = arith.addi
+// CHECK:   %[[KVH:.*]] = arith.muli %[[H]], %c4 : index
+// CHECK:   flashattn.key_blocks {{.*}} {block_n = 16 : i64}
+// CHECK:   flashattn.tile_load_paged %arg1[%{{.*}}, %[[KVH]], %{{.*}}] rows %{{.*}} into %{{.*}} {heads = 4 : i64}
+// CHECK:   flashattn.tile_map %{{.*}} rows %c64 cols %c64 {
+// CHECK:   ^bb0(%{{.*}}: f32, %[[I:.*]]: index, %[[J:.*]]: index):
+// CHECK:     %[[IN:.*]] = arith.remsi %[[I]], %c8
+// CHECK:     %[[ROWKV:.*]] = arith.divsi %[[IN]], %c2
+// CHECK:     %[[COLKV:.*]] = arith.remsi %[[J]], %c4
+// CHECK:     %[[SAME:.*]] = arith.cmpi eq, %[[ROWKV]], %[[COLKV]]
+// CHECK:     arith.select %[[SAME]]
+// CHECK: gpu.func @fa_sm90_0_kv1(
+// CHECK:   flashattn.key_blocks {{.*}} {block_n = 64 : i64}
+// CHECK-NOT: heads = 4
+// CHECK: gpu.return
+func.func @kv_heads(%q: memref<2x1x16x64xf16>, %kc: memref<64x16x8x64xf16>, %vc: memref<64x16x8x64xf16>,
+                    %bt: memref<2x32xi32>, %used: memref<2xi32>, %o: memref<2x1x16x64xf16>) {
+  flashattn.attention ins(%q, %kc, %vc : memref<2x1x16x64xf16>, memref<64x16x8x64xf16>, memref<64x16x8x64xf16>)
+      seqused_k(%used : memref<2xi32>) block_table(%bt : memref<2x32xi32>)
+      outs(%o : memref<2x1x16x64xf16>) {pack_gqa = true}
+  return
+}

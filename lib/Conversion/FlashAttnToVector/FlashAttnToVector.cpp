@@ -168,12 +168,11 @@ struct LowerTileLoadPaged : OpRewritePattern<TileLoadPagedOp> {
       Value within = arith::RemSIOp::create(rewriter, loc, pos, pageSize);
       // `heads` kv heads a row, heads fastest in the tile.
       int64_t heads = op.getHeads();
+      Value first = heads > 1 ? arith::MulIOp::create(rewriter, loc, r, e.c(heads)) : r;
       for (int64_t h = 0; h < heads; ++h) {
         Value head = h ? e.add(op.getHead(), e.c(h)) : op.getHead();
         Value row = e.loadRow(op.getPool(), {page, within, head, e.c(0)}, d);
-        Value at = r;
-        if (heads > 1)
-          at = e.add(arith::MulIOp::create(rewriter, loc, r, e.c(heads)), e.c(h));
+        Value at = h ? e.add(first, e.c(h)) : first;
         vector::StoreOp::create(rewriter, loc, row, op.getTile(), ValueRange{at, e.c(0)});
       }
     });

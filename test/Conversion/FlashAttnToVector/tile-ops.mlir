@@ -34,6 +34,26 @@ func.func @load_paged(%pool: memref<8x16x2x64xf16>, %pages: memref<4xi32>, %g: i
 
 // -----
 
+// tile_load_paged with heads = 2: kv heads g and g + 1 of each row, heads
+// fastest (tile rows 2 r and 2 r + 1); the zeros from row 2 rows on.
+// CHECK-LABEL: func.func @load_paged_heads
+// CHECK: scf.for %[[R:[a-z0-9_]+]] = %c0 to %arg4 step
+// CHECK:   %[[AT0:[a-z0-9_]+]] = arith.muli %[[R]], %c2
+// CHECK:   vector.load %arg0[%{{.*}}, %{{.*}}, %arg2, %c0] : memref<8x16x4x64xf16>, vector<64xf16>
+// CHECK:   vector.store %{{.*}}, %arg5[%[[AT0]], %c0]
+// CHECK:   %[[G1:[a-z0-9_]+]] = arith.addi %arg2, %c1
+// CHECK:   vector.load %arg0[%{{.*}}, %{{.*}}, %[[G1]], %c0]
+// CHECK:   %[[AT1:[a-z0-9_]+]] = arith.addi %[[AT0]], %c1
+// CHECK:   vector.store %{{.*}}, %arg5[%[[AT1]], %c0]
+// CHECK: %[[ZROWS:[a-z0-9_]+]] = arith.muli %arg4, %c2
+// CHECK: scf.for %{{.*}} = %[[ZROWS]] to %c32 step
+func.func @load_paged_heads(%pool: memref<8x16x4x64xf16>, %pages: memref<4xi32>, %g: index, %row0: index, %rows: index, %t: memref<32x64xf32>) {
+  flashattn.tile_load_paged %pool[%pages, %g, %row0] rows %rows into %t {heads = 2 : i64} : memref<8x16x4x64xf16>, memref<4xi32> into memref<32x64xf32>
+  return
+}
+
+// -----
+
 // tile_qk: K transposed once into a [D, N] alloca at function entry, then
 // S = Q Kt by the register-blocked micro-kernel: blocks of 8 rows x 8
 // columns (one AVX2 register; 16 with vector-bits=512), 8 accumulators

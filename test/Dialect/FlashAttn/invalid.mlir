@@ -600,6 +600,14 @@ func.func @tile_store_packed_lse(%acc: memref<64x64xf32>, %m: memref<64xf32>, %l
 
 // -----
 
+func.func @tile_load_paged_heads(%pool: memref<8x16x4x64xf16>, %pages: memref<4xi32>, %t: memref<64x64xf32>, %i: index) {
+  // expected-error @+1 {{'heads' must be positive and divide the tile's 64 rows, got 3}}
+  flashattn.tile_load_paged %pool[%pages, %i, %i] rows %i into %t {heads = 3 : i64} : memref<8x16x4x64xf16>, memref<4xi32> into memref<64x64xf32>
+  return
+}
+
+// -----
+
 func.func @tile_empty(%src: memref<?x64xf16>, %t: memref<0x64xf32>, %i: index) {
   // expected-error @+1 {{tile 'tile' dimensions must be in [1, 65536], got 'memref<0x64xf32>'}}
   flashattn.tile_load %src[%i] rows %i into %t : memref<?x64xf16> into memref<0x64xf32>
