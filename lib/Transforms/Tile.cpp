@@ -777,9 +777,13 @@ static std::string sm90TileUnsupported(AttentionOp op) {
   if (plan.getPackGqa() && hq / hkv > 1 && plan.getBlockM() % (hq / hkv))
     return "pack_gqa with Hq / Hkv = " + std::to_string(hq / hkv) +
            " not dividing block_m = " + std::to_string(plan.getBlockM());
-  if (plan.getSm90() && plan.getSm90().getKvHeadsPerBlock() > 1 &&
-      (!plan.getPackGqa() || !op.isPaged() || plan.getBlockN() % plan.getSm90().getKvHeadsPerBlock()))
-    return "kv_heads_per_block > 1 but for pack_gqa over paged KV (dividing block_n)";
+  int64_t kvHeads = plan.getSm90() ? plan.getSm90().getKvHeadsPerBlock() : 1;
+  if (kvHeads > 1 && (!plan.getPackGqa() || !op.isPaged() || hq / hkv < 2 || hkv % kvHeads ||
+                      plan.getBlockN() % kvHeads || plan.getBlockM() % (hq / hkv * kvHeads) ||
+                      plan.getSm90().getKvRowCopies()))
+    return "kv_heads_per_block = " + std::to_string(kvHeads) +
+           " (only with pack_gqa over paged KV by TMA, dividing Hkv = " + std::to_string(hkv) +
+           " and block_n, and Hq / Hkv times it dividing block_m)";
   for (Region *region : {&op.getScore(), &op.getMask()}) {
     WalkResult r = region->walk([&](Operation *inner) {
       for (Value v : inner->getOperands())
@@ -900,6 +904,7 @@ static void tileIntoKernel(AttentionOp op, PatternRewriter &rewriter, bool dense
   // kv_heads_per_block: the twins with one kv head a block (`_kv1`), for
   // calls with too few tiles to fill the SMs.
   PlanAttr plan = op.getPlanAttr();
+  bool rowCopies = op.isPaged() && plan.getSm90() && plan.getSm90().getKvRowCopies();
   int64_t kvHeads = plan.getPackGqa() && op.isPaged() && plan.getSm90()
                         ? std::max<int64_t>(plan.getSm90().getKvHeadsPerBlock(), 1)
                         : 1;
@@ -917,7 +922,7 @@ static void tileIntoKernel(AttentionOp op, PatternRewriter &rewriter, bool dense
   rewriter.modifyOpInPlace(op, [&] {
     op->setAttr("flashattn.sm90",
                 Sm90EntriesAttr::get(ctx, ref(name), dense ? ref(name + "_dense") : nullptr,
-                                     nullptr, nullptr, groups, kvHeads, false, nullptr));
+                                     nullptr, nullptr, groups, kvHeads, rowCopies, nullptr));
   });
 }
 

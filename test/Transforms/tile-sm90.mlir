@@ -272,3 +272,16 @@ func.func @kv_heads(%q: memref<2x1x16x64xf16>, %kc: memref<64x16x8x64xf16>, %vc:
       outs(%o : memref<2x1x16x64xf16>) {pack_gqa = true}
   return
 }
+
+// -----
+
+// A plan's kv_heads_per_block without pack_gqa is reported (flashattn-plan
+// keeps a plan the op already has).
+func.func @kv_heads_unpacked(%q: memref<2x1x4x64xf16>, %kc: memref<16x16x2x64xf16>, %vc: memref<16x16x2x64xf16>,
+                             %bt: memref<2x8xi32>, %used: memref<2xi32>, %o: memref<2x1x4x64xf16>) {
+  // expected-error @+1 {{flashattn-tile: the sm90 tiled kernel does not take kv_heads_per_block = 2 (only with pack_gqa over paged KV by TMA, dividing Hkv = 2 and block_n, and Hq / Hkv times it dividing block_m) yet}}
+  flashattn.attention ins(%q, %kc, %vc : memref<2x1x4x64xf16>, memref<16x16x2x64xf16>, memref<16x16x2x64xf16>)
+      seqused_k(%used : memref<2xi32>) block_table(%bt : memref<2x8xi32>)
+      outs(%o : memref<2x1x4x64xf16>) {plan = #flashattn.plan<target = sm90, block_m = 64, block_n = 64, stages = 2, consumers = 1, schedule = static, num_splits = 1, pack_gqa = false, sm90 = <kv_heads_per_block = 2>>}
+  return
+}

@@ -143,7 +143,11 @@ def FlashAttnTile : Pass<"flashattn-tile"> {
     op's attention without splits writing the combine's out and lse (a
     launch of one split); with `packed-entry`, where the op leaves pack_gqa
     to the plan and the plan did not pack, `@fa_sm90_N_packed` (and
-    `@fa_sm90_N_dense_packed`). ALiBi, q_start, kv_heads_per_block > 1 and
+    `@fa_sm90_N_dense_packed`). The plan's kv_heads_per_block H (pack_gqa
+    over small pages): a tile serves H kv heads, a key block holds
+    block_n / H keys of each, heads fastest (`tile_load_paged` heads), a
+    row sees its kv head's columns only, and `@fa_sm90_N_kv1` (and
+    `@fa_sm90_N_dense_kv1`) keep one kv head a block. ALiBi, q_start and
     regions using outside values other than constants get a diagnostic.
   }];
   let options = [

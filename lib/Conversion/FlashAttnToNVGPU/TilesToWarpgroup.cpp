@@ -413,13 +413,16 @@ LogicalResult WarpgroupKernel::shapes() {
     // (Lanes for more than 2 boxes a block: 1.10-1.48x with 8 or 16 a
     // block; with 2, thread 0 alone was 0-5% faster.)
     laneBoxes = specialize && !rowCopies && pageSize < kKeys && kKeys / boxRows > 2;
-    if (ShapedType::isDynamic(pageSize) || (kvHeads > 1 && (rowCopies || pageSize >= kKeys)) ||
+    if (kvHeads > 1 && (rowCopies || pageSize >= kKeys || kKeys % boxRows || boxRows % 8))
+      return tiled.emitError("flashattn-sm90-warpgroup: ")
+             << kvHeads << " kv heads a key block need TMA boxes of " << kvHeads
+             << " heads x a page's keys, a multiple of 8 rows dividing the key block (" << kKeys
+             << "), got " << type(K);
+    if (ShapedType::isDynamic(pageSize) ||
         (!rowCopies && pageSize % kKeys && (kKeys % boxRows || boxRows % 8))) {
       InFlightDiagnostic diag =
           tiled.emitError("flashattn-sm90-warpgroup: pages of a multiple of the key block (")
           << kKeys << ") or of 8 keys dividing it";
-      if (kvHeads > 1)
-        diag << " (boxes of " << kvHeads << " kv heads x a page's keys)";
       return diag << ", or the plan's kv_row_copies with a producer warpgroup, got " << type(K);
     }
   }
@@ -463,7 +466,7 @@ LogicalResult WarpgroupKernel::shapes() {
   // The counter's tiles without a tile table (whose entries the runtime
   // already orders longest first).
   dynamic = planLongestFirst && specialize && !args[Table] && ringSize[Q] == 1 &&
-            dynamicWorkLoops();
+            !rowCopies && !laneBoxes && dynamicWorkLoops();
   tileOff = barOff + 8 * bars;
   if (dynamic && tileOff + 8 > kSm90MaxSharedMemory) {
     dynamic = false; // the static stride then (the index needs 8 bytes)
@@ -696,9 +699,11 @@ LogicalResult WarpgroupKernel::tileLoad(TileLoadOp op, State &st) {
 }
 
 // Paged: key row r of the sequence is row r % page of page pages[r / page]:
-// a key block inside one page (pages of a multiple of 64 keys), or of
-// 64 / page whole pages (8, 16, 32 keys), one box each, the boxes past the
-// tile's rows not loaded (the list may end there).
+// a key block inside one page (pages of a multiple of the key block), or
+// of whole pages (8, 16, 32 keys) one box each (of the load's `heads` kv
+// heads, heads fastest), the boxes past the block's rows not loaded (the
+// list may end there), by lane with more than 2 a block; other pages by
+// row copies.
 LogicalResult WarpgroupKernel::tileLoadPaged(TileLoadPagedOp op, State &st) {
   auto pool = llvm::find(args, op.getPool());
   auto pages = views.find(op.getPages());
@@ -833,6 +838,10 @@ void WarpgroupKernel::copyPagedRows(Arg role, Value slot, Value list, Value head
   NVVM::CpAsyncCommitGroupOp::create(b, loc);
   arrivePending(st, 1);
   st.pend = barrierOffset(role, slot);
+  // A ring of one slot cannot wait: the consumers release its V only
+  // after the next K, whose arrive would wait for the next V's copies.
+  if (ringSize[K] == 1 || ringSize[V] == 1)
+    arrivePending(st, 0);
 }
 
 void WarpgroupKernel::arrivePending(State &st, int32_t newer) {
@@ -845,11 +854,11 @@ void WarpgroupKernel::arrivePending(State &st, int32_t newer) {
 }
 
 // A CTA barrier (the slot's previous reads are over), thread 0's TMA of
-// the tile's D / 64 boxes (each in `parts` boxes of 64 / parts rows, the
-// first `valid` of them when given) onto the slot's mbarrier. In a
-// warp-specialized producer (thread 0 alone) the wait on the slot's empty
-// mbarrier stands for the barrier: its phase bit starts at 1, so the
-// first wait on a slot passes.
+// the tile's D / 64 boxes (each in `parts` boxes of kKeys / parts rows,
+// the first `valid` of them when given) onto the slot's mbarrier. In a
+// warp-specialized producer the wait on the slot's empty mbarrier (by
+// every producer thread that runs) stands for the barrier: its phase bit
+// starts at 1, so the first wait on a slot passes.
 void WarpgroupKernel::issueTma(Arg role, Value slot, int64_t parts, Value valid, State &st,
                                function_ref<Values(int64_t, int64_t)> coords) {
   int64_t boxBytes = (role == Q ? rowsM : kKeys) * 128, partBytes = kKeys / parts * 128;
@@ -947,8 +956,10 @@ LogicalResult WarpgroupKernel::tileRelease(TileReleaseOp op) {
 }
 
 // The producer's ops run on thread 0 of warpgroup 0 (the other producer
-// threads only give their registers up), the consumers' on warpgroups 1
-// and up; flashattn-lower-warp-specialize makes the branch.
+// threads only give their registers up; with row copies on all of them,
+// with page boxes by lane on its warp 0, the TMAs but the lanes' page
+// boxes on thread 0), the consumers' on warpgroups 1 and up;
+// flashattn-lower-warp-specialize makes the branch.
 LogicalResult WarpgroupKernel::specialized(WarpSpecializeOp src, State &st) {
   if (inProducer || src->getParentOp() != tiled)
     return src.emitOpError("flashattn-sm90-warpgroup: one warp_specialize, at the top of the "
@@ -1314,7 +1325,7 @@ LogicalResult WarpgroupKernel::tileStore(TileStoreOp op, State &st) {
     w.ifThen(w.cmpi(CmpI::slt, i, rows), [&] {
       // Packed row i: position i / G of head i % G.
       Values outRow{w.extui(i, w.i64T)}, lseRow = outRow;
-      if (packG > 1) {
+      if (out->second.kept.size() == 3) {
         Value pos = w.extui(w.divui(i, w.i32(packG)), w.i64T);
         Value head = w.extui(w.remui(i, w.i32(packG)), w.i64T);
         outRow = {pos, head};

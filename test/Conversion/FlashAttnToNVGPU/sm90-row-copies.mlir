@@ -1,4 +1,5 @@
 // RUN: fa-opt %s --flashattn-plan="target=sm90 tiled" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup | FileCheck %s
+// RUN: fa-opt %s --flashattn-plan="target=sm90 tiled stages=1" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup | FileCheck %s --check-prefix=ONE
 
 // Pages of 1 key: no TMA box takes them, so the plan copies rows
 // (kv_row_copies) and every producer thread runs the producer's loops:
@@ -12,7 +13,7 @@
 // none: wait_group 1, a fence for the async proxy, the arrive); the key
 // loop's last ones at its exit (wait_group 0).
 // CHECK-LABEL: func.func @paged1
-// CHECK: kv_row_copies = true
+// CHECK: #flashattn.sm90_entries<kernel = @fa_sm90_0_module::@fa_sm90_0, kv_row_copies = true
 // CHECK: llvm.func @fa_sm90_0(
 // CHECK: nvvm.mbarrier.init %{{.*}}, %c1_i32
 // CHECK-COUNT-4: nvvm.mbarrier.init %{{.*}}, %c128_i32
@@ -48,6 +49,18 @@
 // CHECK-NEXT:   nvvm.cp.async.wait.group 0
 // CHECK-NEXT:   nvvm.fence.proxy
 // CHECK:   nvvm.mbarrier.arrive
+// With one slot a ring (stages=1) each load's copies arrive at once: the
+// consumers release V only after the next K.
+// ONE-LABEL: func.func @paged1
+// ONE: nvvm.cp.async.commit.group
+// ONE: nvvm.cp.async.wait.group 0
+// ONE-NEXT: nvvm.fence.proxy
+// ONE: nvvm.mbarrier.arrive
+// ONE: nvvm.cp.async.shared.global
+// ONE: nvvm.cp.async.commit.group
+// ONE: nvvm.cp.async.wait.group 0
+// ONE-NEXT: nvvm.fence.proxy
+// ONE: nvvm.mbarrier.arrive
 func.func @paged1(%q: memref<2x1x4x64xf16>, %kc: memref<64x1x2x64xf16>, %vc: memref<64x1x2x64xf16>,
                   %bt: memref<2x32xi32>, %used: memref<2xi32>, %o: memref<2x1x4x64xf16>) {
   flashattn.attention ins(%q, %kc, %vc : memref<2x1x4x64xf16>, memref<64x1x2x64xf16>, memref<64x1x2x64xf16>)

@@ -404,7 +404,7 @@ def FlashAttn_TileLoadPagedOp : FlashAttn_Op<"tile_load_paged"> {
     With `heads` = H > 1 (pack_gqa's kv heads per key block over small
     pages) the tile holds kv heads `head .. head + H - 1` of each row,
     heads fastest: row r of kv head `head + h` is tile row `r H + h`, the
-    rows from `rows H` on zeros (T a multiple of H).
+    rows from `rows H` on zeros (T a multiple of H, `rows` at most T / H).
 
     ```mlir
     flashattn.tile_load_paged %kcache[%pages, %g, %n0] rows %n into %kt
@@ -429,9 +429,10 @@ def FlashAttn_TileWaitOp : FlashAttn_Op<"tile_wait"> {
   let summary = "Wait for the async load into a tile";
   let description = [{
     Returns once the last `async` `flashattn.tile_load` or
-    `flashattn.tile_load_paged` into `tile` ([T, D] f32) has landed: rows
-    `0 .. rows - 1` hold the copied rows and rows `rows .. T - 1` are zero,
-    `rows` being the load's. Every async load into a tile is waited for
+    `flashattn.tile_load_paged` into `tile` ([T, D] f32) has landed: the
+    load's rows hold the copied rows and the rest are zero, `rows` being
+    the load's (`rows heads` tile rows for a tile_load_paged of several
+    heads). Every async load into a tile is waited for
     once, in the order of the loads into it. On sm_90a the wait is on the
     tile's mbarrier (`mbarrier.try_wait.parity`, PTX ISA 9.7.13.15.16);
     a target that loads at once has nothing to wait for.
