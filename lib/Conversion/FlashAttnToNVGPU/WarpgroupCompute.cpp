@@ -1,0 +1,318 @@
+//===- WarpgroupCompute.cpp - the warpgroup form's GEMMs and softmax --------===//
+//
+// flashattn-sm90-warpgroup's tile_qk, tile_map, tile_softmax and tile_pv on
+// the accumulator fragments, and the consumers' turns at the tensor cores.
+//
+//===----------------------------------------------------------------------===//
+
+#include "WarpgroupKernel.h"
+
+#include "flashattn/Conversion/FlashAttnToNVGPU/Sm90Kernel.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::flashattn;
+
+namespace mlir::flashattn::warpgroup {
+
+// S = scale Q K^T (wgmmaQK), committed and waited for.
+// With several warpgroups each takes its branch (warpgroup-uniform), whose
+// Q descriptors are then constants past the shared memory's address, as
+// with one: a dynamic row offset would keep D / 16 descriptors live.
+// In an overlapped loop's steady state the previous block's P V issues
+// right after Q K^T, in the same branch, and only Q K^T is waited for
+// (wait_group 1): P V runs under this block's softmax.
+void WarpgroupKernel::tileQK(TileQKOp op, State &st) {
+  Value kAt = tileAt(K, slotOf(op.getK()));
+  int64_t groups = rowsM / kRows;
+  bool steady = overlap == Overlap::steady;
+  SmallVector<Type> types{sT};
+  if (steady)
+    types.push_back(oT); // O in flight from the deferred P V
+  // In an overlapped loop O is in flight past Q K^T, so no branch: Q's
+  // rows at warpgroup g start g x 64 rows of 128 bytes into each box.
+  bool branches = overlap == Overlap::none;
+  Value qAt = branches ? smem : w.gep(smem, w.sptrT, w.i8T, w.muli(warpgroup, w.i32(kRows * 128)));
+  std::function<Values(int64_t)> from = [&](int64_t g) -> Values {
+    auto qk = [&]() -> Values {
+      NVVM::WgmmaFenceAlignedOp::create(b, loc);
+      Value s = wgmmaQK(w, qAt, kAt, sT, branches ? g * kRows * 128 : 0, 0, rowsM, kKeys, D, f16);
+      NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+      if (!steady) {
+        NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+        return {s};
+      }
+      Value o = st.o;
+      if (rescaleUnderQK) { // under Q K^T; the rescale wrote O: fence (PTX ISA 9.7.15.6.1)
+        o = rescaleO(o, deferredAlpha[0], deferredAlpha[1]);
+        NVVM::WgmmaFenceAlignedOp::create(b, loc);
+      }
+      o = wgmmaPV(w, tileAt(V, deferredSlot), oT, o, deferredPk, 0, kKeys, D, etT);
+      NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+      if (scheduler)
+        passTurn(Value());
+      NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 1);
+      return {s, o};
+    };
+    if (g + 1 == groups || !branches)
+      return qk();
+    return w.ifElse(w.cmpi(CmpI::eq, warpgroup, w.i32(g)), types, qk,
+                    [&] { return from(g + 1); });
+  };
+  if (scheduler)
+    awaitTurn(overlap != Overlap::none ? Value() : inFirstIteration(op));
+  Values so = from(0);
+  Value s = so[0];
+  if (overlap == Overlap::first) // Q K^T is over, nothing in flight
+    releaseQEarly();
+  if (steady)
+    st.o = so[1];
+  if (scheduler && !steady)
+    passTurn(Value());
+  st.s = s;
+  st.sScale = op.getScale().convertToDouble();
+  if (!(st.sScale > 0) || std::isinf(st.sScale))
+    applyScale(st);
+}
+
+void WarpgroupKernel::applyScale(State &st) {
+  if (st.sScale == 1.0)
+    return;
+  Value scale = w.f32(st.sScale);
+  for (int64_t r = 0; r < nS; ++r)
+    st.s = w.insertvalue(w.mulf(w.extractvalue(st.s, r), scale), st.s, r);
+  st.sScale = 1.0;
+}
+
+Values WarpgroupKernel::carried(State &st) {
+  applyScale(st);
+  return st.values();
+}
+
+// Whether a tile_map's body commutes with a positive scale of its score:
+// it only masks it, a chain of selects between it and a constant -inf
+// whose conditions do not read it (the causal, window and sequence-end
+// masks and a mask region).
+static bool onlyMasks(TileMapOp op) {
+  Block &body = op.getBody().front();
+  Value x = cast<YieldOp>(body.getTerminator()).getValues()[0];
+  while (x != body.getArgument(0)) {
+    auto select = x.getDefiningOp<arith::SelectOp>();
+    if (!select)
+      return false;
+    auto isNegInf = [](Value v) {
+      auto c = v.getDefiningOp<arith::ConstantFloatOp>();
+      return c && c.value().isInfinity() && c.value().isNegative();
+    };
+    if (isNegInf(select.getFalseValue()))
+      x = select.getTrueValue();
+    else if (isNegInf(select.getTrueValue()))
+      x = select.getFalseValue();
+    else
+      return false;
+    if (!x.hasOneUse())
+      return false;
+  }
+  return true;
+}
+
+// The body at each of the thread's scores: row ops once per row, the rest
+// per register; scores outside [rows) x [cols) keep their value (their
+// body runs under an scf.if when it has an op that may not run on any
+// input, e.g. a division).
+void WarpgroupKernel::tileMap(TileMapOp op, State &st) {
+  SmallVector<Operation *> rowOps, elementOps;
+  op.splitRowOps(rowOps, elementOps);
+  Block &body = op.getBody().front();
+  Value yielded = cast<YieldOp>(body.getTerminator()).getValues()[0];
+  auto full = [](Value v, int64_t n) {
+    auto c = v.getDefiningOp<arith::ConstantIndexOp>();
+    return c && c.value() >= n;
+  };
+  bool allRows = full(op.getRows(), rowsM), allCols = full(op.getCols(), kKeys);
+  bool guarded = llvm::any_of(elementOps, [](Operation *o) { return !isPure(o); });
+  if (!onlyMasks(op))
+    applyScale(st);
+  Value rows = map.lookup(op.getRows()), cols = map.lookup(op.getCols());
+  Value s = st.s;
+  for (int half = 0; half < 2; ++half) {
+    Value i = index(row[half]);
+    map.map(body.getArgument(1), i);
+    for (Operation *rowOp : rowOps)
+      clone(*rowOp);
+    Value rowIn = allRows ? Value() : w.cmpi(CmpI::slt, i, rows);
+    for (int64_t r = 0; r < nS; ++r) {
+      if ((r / 2) % 2 != half)
+        continue;
+      Value j = index(w.addi(col0, w.i32(8 * (r / 4) + r % 2)));
+      Value x = w.extractvalue(s, r);
+      Value inside = rowIn;
+      if (!allCols) {
+        Value colIn = w.cmpi(CmpI::slt, j, cols);
+        inside = inside ? w.andi(inside, colIn) : colIn;
+      }
+      auto apply = [&] {
+        map.map(body.getArgument(0), x);
+        map.map(body.getArgument(2), j);
+        for (Operation *elementOp : elementOps)
+          clone(*elementOp);
+        return map.lookup(yielded);
+      };
+      Value y;
+      if (!inside)
+        y = apply();
+      else if (guarded)
+        y = w.ifElse1(inside, w.f32T, apply, [&] { return x; });
+      else
+        y = w.select(inside, apply(), x);
+      s = w.insertvalue(y, s, r);
+    }
+  }
+  st.s = s;
+}
+
+// The online softmax of one key block on the thread's fragment: the new
+// row max (a max of -inf shifts by 0, so a row without keys stays 0),
+// alpha = exp2(m_old - m_new), P = exp2(s - m_new) packed into pairs, l =
+// l alpha + sum P, O *= alpha. With S's scale c pending, the max is taken
+// on the raw scores (c > 0 keeps their order) and P = exp2(x c - m_new)
+// is one fma a score (FlashAttention-2's). A row's max and sum run in the
+// plan's reduce_chains chains.
+void WarpgroupKernel::tileSoftmax(State &st) {
+  Values x(nS), rowX[2];
+  for (int64_t r = 0; r < nS; ++r) {
+    x[r] = w.extractvalue(st.s, r);
+    rowX[(r / 2) % 2].push_back(x[r]);
+  }
+  Value scale = st.sScale == 1.0 ? Value() : w.f32(st.sScale);
+  Value alpha[2];
+  for (int half = 0; half < 2; ++half) {
+    Value mx = quadReduce(chainReduce(w, rowX[half], reduceChains, true), true);
+    if (scale)
+      mx = w.mulf(mx, scale);
+    Value mNew = w.maxnumf(st.m[half], mx);
+    // FlashAttention-4's conditional rescale (the plan's): the max moves
+    // only when it grows by more than 8 (exp2 units), so P <= 2^8 and
+    // most blocks leave alpha = 1 (the first block moves it from -inf; a
+    // row still without keys compares NaN and stays).
+    if (conditionalRescale)
+      mNew = w.select(w.cmpf(CmpF::OGT, w.subf(mNew, st.m[half]), w.f32(8.0)), mNew,
+                      st.m[half]);
+    Value shift = w.select(w.cmpf(CmpF::OEQ, mNew, negInf), zeroF, mNew);
+    alpha[half] = w.intrinsic("llvm.nvvm.ex2.approx.ftz.f", w.subf(st.m[half], shift));
+    Value negShift = scale ? arith::NegFOp::create(b, loc, shift).getResult() : Value();
+    Values p;
+    for (int64_t r = 0; r < nS; ++r) {
+      if ((r / 2) % 2 != half)
+        continue;
+      Value e = scale ? w.fma(x[r], scale, negShift) : w.subf(x[r], shift);
+      x[r] = w.intrinsic("llvm.nvvm.ex2.approx.ftz.f", e);
+      p.push_back(x[r]);
+    }
+    Value sum = chainReduce(w, p, reduceChains, false);
+    st.m[half] = mNew;
+    st.l[half] = w.addf(w.mulf(st.l[half], alpha[half]), sum);
+  }
+  // S's registers are dead past here (P goes to tile_pv packed).
+  st.sScale = 1.0;
+  pk.clear();
+  for (int64_t r = 0; r < nS; r += 2) {
+    Value vec = w.undef(VectorType::get({2}, w.f32T));
+    vec = w.insertelement(x[r], vec, w.i32(0));
+    vec = w.insertelement(x[r + 1], vec, w.i32(1));
+    pk.push_back(w.bitcast(w.truncf(vec, VectorType::get({2}, etT)), w.i32T));
+  }
+  // The previous block's P V (overlapped) is over before O moves: then its
+  // V slot goes back to the producer.
+  if (overlap == Overlap::steady) {
+    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+    w.mbarrierArrive(barrierAt(V, deferredSlot, true));
+    releaseQEarly(); // no wgmma in flight here: a branch costs no registers
+  }
+  if (rescaleUnderQK && overlap != Overlap::none) { // with the deferred P V
+    deferredAlpha[0] = alpha[0];
+    deferredAlpha[1] = alpha[1];
+    return;
+  }
+  st.o = rescaleO(st.o, alpha[0], alpha[1]);
+}
+
+Value WarpgroupKernel::rescaleO(Value o, Value alpha0, Value alpha1) {
+  Value alpha[2] = {alpha0, alpha1};
+  auto rescale = [&] {
+    Value r = o;
+    for (int64_t i = 0; i < nO; ++i)
+      r = w.insertvalue(w.mulf(w.extractvalue(r, i), alpha[(i / 2) % 2]), r, i);
+    return r;
+  };
+  if (!conditionalRescale)
+    return rescale();
+  // O moves only in a warp where a row's max moved (vote.sync.any, PTX ISA
+  // 9.7.12.9: a warp-uniform branch).
+  Value one = w.f32(1.0);
+  Value moved = w.ori(w.cmpf(CmpF::UNE, alpha[0], one), w.cmpf(CmpF::UNE, alpha[1], one));
+  Value any = NVVM::VoteSyncOp::create(b, loc, w.i1T, w.i32(-1), moved, NVVM::VoteSyncKind::any);
+  return w.ifElse1(any, oT, rescale, [&] { return o; });
+}
+
+// O += P V (wgmmaPV, P in registers), committed and waited for.
+void WarpgroupKernel::tilePV(TilePVOp op, State &st) {
+  if (overlap != Overlap::none) { // issued with the next Q K^T, or after the loop
+    deferredSlot = slotOf(op.getV());
+    deferredPk = pk;
+    return;
+  }
+  if (scheduler)
+    awaitTurn(Value());
+  NVVM::WgmmaFenceAlignedOp::create(b, loc);
+  st.o = wgmmaPV(w, tileAt(V, slotOf(op.getV())), oT, st.o, pk, 0, kKeys, D, etT);
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+  if (scheduler)
+    passTurn(inLastIteration(op));
+}
+
+// A turn is P V of block n - 1 with Q K^T of block n (the first Q K^T of
+// a loop, the last P V alone), so one consumer's softmax runs under the
+// others' GEMMs: consumer g of C waits on named barrier kTurnBarrier + g
+// (its 128 threads and the previous consumer's 128 arrives), then arrives
+// on the next one's, (g + 1) mod C. Consumer C - 1 arrives on consumer 0's
+// at the start (consumers' first).
+void WarpgroupKernel::awaitTurn(Value when) {
+  auto sync = [&] {
+    w.barrier(w.addi(w.i32(kTurnBarrier), warpgroup), w.i32(2 * 128));
+  };
+  when ? w.ifThen(when, sync) : sync();
+}
+
+void WarpgroupKernel::passTurn(Value when) {
+  auto arrive = [&] {
+    int64_t consumers = rowsM / kRows;
+    Value next = consumers == 2 ? w.subi(w.i32(1), warpgroup)
+                                : w.remui(w.addi(warpgroup, w.i32(1)), w.i32(consumers));
+    w.barrierArrive(w.addi(w.i32(kTurnBarrier), next), w.i32(2 * 128));
+  };
+  when ? w.ifThen(when, arrive) : arrive();
+}
+
+Value WarpgroupKernel::inFirstIteration(Operation *op) {
+  auto loop = dyn_cast<scf::ForOp>(op->getParentOp());
+  if (!loop)
+    return w.boolean(true);
+  return w.cmpi(CmpI::eq, map.lookup(loop.getInductionVar()),
+                map.lookup(loop.getLowerBound()));
+}
+
+Value WarpgroupKernel::inLastIteration(Operation *op) {
+  auto loop = dyn_cast<scf::ForOp>(op->getParentOp());
+  if (!loop)
+    return w.boolean(true);
+  Value next = w.addi(map.lookup(loop.getInductionVar()), map.lookup(loop.getStep()));
+  return w.cmpi(CmpI::sge, next, map.lookup(loop.getUpperBound()));
+}
+
+} // namespace mlir::flashattn::warpgroup
