@@ -176,6 +176,15 @@ struct KernelVariant {
   bool oneKvHead = false;
 };
 
+/// The kv heads a key block of `op`'s sm90 kernel holds: the plan's
+/// kv_heads_per_block where it packs GQA over paged KV, else 1.
+static int64_t plannedKvHeads(AttentionOp op) {
+  PlanAttr plan = op.getPlanAttr();
+  if (!plan.getPackGqa() || !op.isPaged() || !plan.getSm90())
+    return 1;
+  return std::max<int64_t>(plan.getSm90().getKvHeadsPerBlock(), 1);
+}
+
 /// The facts of one planned op that flashattn-tile uses, its scratch tiles,
 /// and the pieces of the loop nest (docs/ARCHITECTURE.md, flashattn-tile):
 /// sequences, work tiles, the views of a tile, each key block's loads, score
@@ -333,8 +342,8 @@ AttentionTiler::AttentionTiler(AttentionOp op, OpBuilder &b, ValueRange kernel,
   groups = e.div(hq, hkv);
   if (inKernel && (plan.getPackGqa() || variant.packed))
     pack = std::max<int64_t>(op.getNumQHeads() / op.getNumKVHeads(), 1);
-  if (pack > 1 && paged && plan.getSm90() && !variant.oneKvHead)
-    kvHeads = std::max<int64_t>(plan.getSm90().getKvHeadsPerBlock(), 1);
+  if (pack > 1 && !variant.oneKvHead)
+    kvHeads = plannedKvHeads(op);
   pack *= kvHeads;
   tileHeads = pack > 1 ? e.div(hkv, e.c(kvHeads)) : hq;
   // (A kernel over the tile table reads no cu_seqlens.)
@@ -905,9 +914,7 @@ static void tileIntoKernel(AttentionOp op, PatternRewriter &rewriter, bool dense
   // calls with too few tiles to fill the SMs.
   PlanAttr plan = op.getPlanAttr();
   bool rowCopies = op.isPaged() && plan.getSm90() && plan.getSm90().getKvRowCopies();
-  int64_t kvHeads = plan.getPackGqa() && op.isPaged() && plan.getSm90()
-                        ? std::max<int64_t>(plan.getSm90().getKvHeadsPerBlock(), 1)
-                        : 1;
+  int64_t kvHeads = plannedKvHeads(op);
   for (const std::string &entry : attention) {
     bool isDense = entry != name;
     buildKernel(op, rewriter, kernels, entry, {isDense, false, false});

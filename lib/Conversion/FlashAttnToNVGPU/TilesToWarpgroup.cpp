@@ -52,7 +52,6 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
-#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallBitVector.h"
 
 namespace mlir::flashattn {
@@ -968,7 +967,6 @@ struct FlashAttnSm90WarpgroupPass
       if (f.isKernel())
         kernels.push_back(f);
     });
-    SetVector<Operation *> described;
     for (gpu::GPUFuncOp tiled : kernels) {
       if (failed(checkOps(module, tiled)))
         return signalPassFailure();
@@ -979,14 +977,16 @@ struct FlashAttnSm90WarpgroupPass
       std::string name = tiled.getName().str();
       tiled.erase();
       kernels.lookupSymbol<LLVM::LLVMFuncOp>(name + "_wg").setSymName(name);
-      module.walk([&](AttentionOp op) {
-        if (op.namesSm90Attention(kernels.getSymNameAttr(), b.getStringAttr(name)))
-          described.insert(op);
-      });
     }
-    for (Operation *op : described)
-      if (failed(describe(cast<AttentionOp>(op))))
-        return signalPassFailure();
+    // The ops flashattn-tile left without an ABI name kernels built here.
+    WalkResult described = module.walk([&](AttentionOp op) {
+      auto e = op->getAttrOfType<Sm90EntriesAttr>("flashattn.sm90");
+      if (!e || e.getAbi())
+        return WalkResult::advance();
+      return failed(describe(op)) ? WalkResult::interrupt() : WalkResult::advance();
+    });
+    if (described.wasInterrupted())
+      signalPassFailure();
   }
 
   /// The plan of the op naming `tiled` (its kernel or a twin);

@@ -78,24 +78,15 @@ LogicalResult WarpgroupKernel::tileLoadPaged(TileLoadPagedOp op, State &st) {
   };
   if (rowCopies) {
     copyPagedRows(role, slot, list, head, row0, rows, st);
-    if (!op.getAsync())
-      waitTile(role, slot, rows, st);
-    return success();
-  }
-  if (pageSize >= kKeys) {
+  } else if (pageSize >= kKeys) {
     Value page = pageAt(w.addi(list, w.divui(row0, ps)));
     Value inPage = w.remui(row0, ps);
     issueTma(role, slot, 1, Value(), st, [&](int64_t box, int64_t) {
       return Values{w.i32(64 * box), head, inPage, page};
     });
+  } else if (Value first = w.addi(list, w.divui(row0, ps)); laneBoxes && inProducer) {
+    issuePagesByLane(role, slot, first, w.ceildivui(rows, ps), head, st);
   } else {
-    Value first = w.addi(list, w.divui(row0, ps));
-    if (laneBoxes && inProducer) {
-      issuePagesByLane(role, slot, first, w.ceildivui(rows, ps), head, st);
-      if (!op.getAsync())
-        waitTile(role, slot, rows, st);
-      return success();
-    }
     issueTma(role, slot, kKeys / (kvHeads * pageSize), w.ceildivui(rows, ps), st,
              [&](int64_t box, int64_t part) {
       return Values{w.i32(64 * box), head, w.i32(0), pageAt(w.addi(first, w.i32(part)))};

@@ -75,19 +75,25 @@ static int64_t dimOf(Value v, unsigned i) {
   return cast<MemRefType>(v.getType()).getDimSize(i);
 }
 
-/// The indices of row `r`'s first element in a tile op's view: [r, 0], or
-/// in a packed [R, G, D] view [r / G, r % G, 0] (`transposed`: a packed
-/// lse [G, R], [r % G, r / G]).
-static SmallVector<Value> rowIndices(Emit &e, Value view, Value r, bool packed,
-                                     bool transposed = false) {
-  if (!packed)
+/// The indices of row `r`'s first element in a tile op's view of rows:
+/// [r, 0], or in a packed [R, G, D] view [r / G, r % G, 0]; and of row r's
+/// lse: [r], or in a packed [G, R] lse [r % G, r / G].
+static SmallVector<Value> rowIndices(Emit &e, Value view, Value r) {
+  if (cast<MemRefType>(view.getType()).getRank() == 2)
     return {r, e.c(0)};
-  Value g = e.c(dimOf(view, transposed ? 0 : 1));
+  Value g = e.c(dimOf(view, 1));
   Value pos = arith::DivUIOp::create(e.b, e.loc, r, g);
   Value head = arith::RemUIOp::create(e.b, e.loc, r, g);
-  if (transposed)
-    return {head, pos};
   return {pos, head, e.c(0)};
+}
+
+static SmallVector<Value> lseIndices(Emit &e, Value lse, Value r) {
+  if (cast<MemRefType>(lse.getType()).getRank() == 1)
+    return {r};
+  Value g = e.c(dimOf(lse, 0));
+  Value pos = arith::DivUIOp::create(e.b, e.loc, r, g);
+  Value head = arith::RemUIOp::create(e.b, e.loc, r, g);
+  return {head, pos};
 }
 
 struct LowerTileInit : OpRewritePattern<TileInitOp> {
@@ -127,9 +133,8 @@ struct LowerTileLoad : OpRewritePattern<TileLoadOp> {
     Emit e{rewriter, loc};
     int64_t d = dimOf(op.getTile(), 1);
     buildFor(rewriter, loc, e.c(0), op.getRows(), [&](Value r) {
-      bool packed = cast<MemRefType>(op.getSource().getType()).getRank() == 3;
-      Value row = e.loadRow(op.getSource(),
-                            rowIndices(e, op.getSource(), e.add(op.getRow0(), r), packed), d);
+      Value row = e.loadRow(op.getSource(), rowIndices(e, op.getSource(), e.add(op.getRow0(), r)),
+                            d);
       vector::StoreOp::create(rewriter, loc, row, op.getTile(),
                               ValueRange{r, e.c(0)});
     });
@@ -402,8 +407,7 @@ struct LowerTileStore : OpRewritePattern<TileStoreOp> {
       row = arith::MulFOp::create(
           rewriter, loc, row,
           vector::BroadcastOp::create(rewriter, loc, accType, inv));
-      bool packed = cast<MemRefType>(op.getOut().getType()).getRank() == 3;
-      e.storeRow(row, op.getOut(), rowIndices(e, op.getOut(), r, packed));
+      e.storeRow(row, op.getOut(), rowIndices(e, op.getOut(), r));
       if (Value lse = op.getLse()) {
         Value m = memref::LoadOp::create(rewriter, loc, op.getM(), r);
         Value logL = math::LogOp::create(rewriter, loc, l);
@@ -412,11 +416,7 @@ struct LowerTileStore : OpRewritePattern<TileStoreOp> {
             arith::MulFOp::create(rewriter, loc, m, e.f32(M_LN2)), logL);
         value = arith::SelectOp::create(rewriter, loc, empty,
                                         e.f32(-INFINITY), value);
-        if (packed)
-          memref::StoreOp::create(rewriter, loc, value, lse,
-                                  rowIndices(e, lse, r, true, /*transposed=*/true));
-        else
-          memref::StoreOp::create(rewriter, loc, value, lse, r);
+        memref::StoreOp::create(rewriter, loc, value, lse, lseIndices(e, lse, r));
       }
     });
     rewriter.eraseOp(op);

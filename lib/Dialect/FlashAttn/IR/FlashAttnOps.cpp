@@ -250,12 +250,6 @@ bool AttentionOp::isSplitPartial() {
          cast<ShapedType>(getQ().getType()).getRank() + 1;
 }
 
-bool AttentionOp::namesSm90Kernel(StringAttr kernels, StringAttr name) {
-  auto e = (*this)->getAttrOfType<Sm90EntriesAttr>("flashattn.sm90");
-  return e && e.getKernel().getRootReference() == kernels &&
-         e.getKernel().getLeafReference() == name;
-}
-
 bool AttentionOp::namesSm90Attention(StringAttr kernels, StringAttr name) {
   auto e = (*this)->getAttrOfType<Sm90EntriesAttr>("flashattn.sm90");
   if (!e || e.getKernel().getRootReference() != kernels)

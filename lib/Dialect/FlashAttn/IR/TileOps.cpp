@@ -75,27 +75,29 @@ LogicalResult TileInitOp::verify() {
   return success();
 }
 
-/// A packed view's heads (dimension 1 of a [R, G, D] view), or a message.
-static LogicalResult verifyPackedHeads(Operation *op, StringRef name, MemRefType type,
-                                       int64_t dim) {
-  int64_t g = type.getDimSize(dim);
+/// A view of rows, [rows, C] or packed [rows, G, C] (G static, >= 1); its
+/// column count C (`cols` names it in the message).
+static FailureOr<int64_t> verifyRowView(Operation *op, StringRef name, Value view,
+                                        StringRef cols) {
+  auto type = cast<MemRefType>(view.getType());
+  bool packed = type.getRank() == 3;
+  std::string what = (packed ? "packed view [rows, G, " : "view [rows, ") + cols.str() + "]";
+  if (failed(verifyView(op, name, view, packed ? 3 : 2, what)))
+    return failure();
+  int64_t g = packed ? type.getDimSize(1) : 1;
   if (ShapedType::isDynamic(g) || g < 1)
     return op->emitOpError() << "'" << name << "' packs a static number of heads G >= 1 (its "
-                             << "dimension " << dim << "), got " << type;
-  return success();
+                             << "dimension 1), got " << type;
+  return type.getDimSize(type.getRank() - 1);
 }
 
 LogicalResult TileLoadOp::verify() {
   if (failed(verifyTiles(*this, {"tile"}, {getTile()})))
     return failure();
-  auto srcType = cast<MemRefType>(getSource().getType());
-  bool packed = srcType.getRank() == 3;
-  if (failed(verifyView(*this, "source", getSource(), packed ? 3 : 2,
-                        packed ? "packed view [rows, G, D]" : "view [rows, D]")))
+  FailureOr<int64_t> cols = verifyRowView(*this, "source", getSource(), "D");
+  if (failed(cols))
     return failure();
-  if (packed && failed(verifyPackedHeads(*this, "source", srcType, 1)))
-    return failure();
-  int64_t d = srcType.getDimSize(packed ? 2 : 1);
+  int64_t d = *cols;
   if (!ShapedType::isDynamic(d) && d != dim(getTile(), 1))
     return emitOpError() << "'source' has " << d << " columns but 'tile' has "
                          << dim(getTile(), 1);
@@ -174,14 +176,12 @@ LogicalResult TileStoreOp::verify() {
     return emitOpError() << "expects acc [M, Dv], m [M] and l [M], got "
                          << getAcc().getType() << ", " << getM().getType()
                          << " and " << getL().getType();
+  FailureOr<int64_t> cols = verifyRowView(*this, "out", getOut(), "Dv");
+  if (failed(cols))
+    return failure();
   auto outType = cast<MemRefType>(getOut().getType());
   bool packed = outType.getRank() == 3;
-  if (failed(verifyView(*this, "out", getOut(), packed ? 3 : 2,
-                        packed ? "packed view [rows, G, Dv]" : "view [rows, Dv]")))
-    return failure();
-  if (packed && failed(verifyPackedHeads(*this, "out", outType, 1)))
-    return failure();
-  int64_t dv = outType.getDimSize(packed ? 2 : 1);
+  int64_t dv = *cols;
   if (!ShapedType::isDynamic(dv) && dv != dim(getAcc(), 1))
     return emitOpError() << "'out' has " << dv << " columns but 'acc' has "
                          << dim(getAcc(), 1);

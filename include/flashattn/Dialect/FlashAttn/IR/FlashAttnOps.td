@@ -212,8 +212,6 @@ def FlashAttn_AttentionOp : FlashAttn_Op<"attention", [
     bool isPaged() { return static_cast<bool>(getBlockTable()); }
     /// True when the op appends k_new/v_new to the kv cache.
     bool hasAppend() { return static_cast<bool>(getKNew()); }
-    /// True when its `flashattn.sm90` names kernel `@kernels::@name`.
-    bool namesSm90Kernel(::mlir::StringAttr kernels, ::mlir::StringAttr name);
     /// True when `@kernels::@name` is one of the attention kernels its
     /// `flashattn.sm90` lists: the kernel, the dense entry or a twin.
     bool namesSm90Attention(::mlir::StringAttr kernels, ::mlir::StringAttr name);
