@@ -21,6 +21,8 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/SetVector.h"
 
+#include <algorithm>
+
 namespace mlir::flashattn {
 #define GEN_PASS_DEF_FLASHATTNSM90PIPELINEKV
 #include "flashattn/Transforms/Passes.h.inc"
@@ -37,6 +39,7 @@ struct PipelinedLoad {
   Operation *load;
   memref::AllocaOp tile;
   SmallVector<Operation *> slice;
+  int64_t lead = 0; // blocks ahead of the iteration that waits for it
 };
 
 
@@ -117,29 +120,35 @@ static Value slotOf(OpBuilder &b, Location loc, Value ring, Value slot) {
                                    strides);
 }
 
-/// Starts the loads of block `block` (`iv` then) into slot `slot` of the
-/// rings, when the block is below the loop's end.
-static void startBlock(OpBuilder &b, scf::ForOp loop, ArrayRef<PipelinedLoad> loads,
-                       ArrayRef<Value> rings, Value block, Value slot) {
+/// Starts the loads of `loads` for block `block` (`iv` then) into slot
+/// `slot` of their rings, when the block is below the loop's end (always
+/// when not `guarded`).
+static void startBlock(OpBuilder &b, scf::ForOp loop, ArrayRef<PipelinedLoad *> loads,
+                       ArrayRef<Value> rings, Value block, Value slot, bool guarded = true) {
   Location loc = loop.getLoc();
-  Value below =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, block, loop.getUpperBound());
-  auto guard = scf::IfOp::create(b, loc, below, /*withElseRegion=*/false);
   OpBuilder::InsertionGuard g(b);
-  b.setInsertionPointToStart(guard.thenBlock());
+  if (guarded) {
+    Value below =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, block, loop.getUpperBound());
+    auto guard = scf::IfOp::create(b, loc, below, /*withElseRegion=*/false);
+    b.setInsertionPointToStart(guard.thenBlock());
+  }
   IRMapping map;
   map.map(loop.getInductionVar(), block);
   for (auto [load, ring] : llvm::zip(loads, rings)) {
-    for (Operation *op : load.slice)
+    for (Operation *op : load->slice)
       if (!map.contains(op))
         map.map(op, b.clone(*op, map));
-    map.map(loadedTile(load.load), slotOf(b, loc, ring, slot));
-    Operation *started = b.clone(*load.load, map);
+    map.map(loadedTile(load->load), slotOf(b, loc, ring, slot));
+    Operation *started = b.clone(*load->load, map);
     started->setAttr("async", b.getUnitAttr());
   }
 }
 
-/// Rewrites `loop` (step 1) to load `stages - 1` blocks ahead.
+/// Rewrites `loop` (step 1) so that each load starts its `lead` blocks
+/// ahead, into a ring of `stages` tiles: blocks begin .. begin + lead - 1
+/// before the loop, block n + lead in iteration n; within an iteration the
+/// loads of the longest lead first.
 static void pipeline(scf::ForOp loop, MutableArrayRef<PipelinedLoad> loads, int64_t stages) {
   Location loc = loop.getLoc();
   OpBuilder b(loop);
@@ -153,30 +162,51 @@ static void pipeline(scf::ForOp loop, MutableArrayRef<PipelinedLoad> loads, int6
     }
     return c;
   };
-  SmallVector<Value> rings;
+  DenseMap<Operation *, Value> ringOf;
+  int64_t maxLead = 0;
   for (PipelinedLoad &load : loads) {
     OpBuilder at(load.tile);
     auto type = load.tile.getType();
     SmallVector<int64_t> shape{stages};
     llvm::append_range(shape, type.getShape());
-    rings.push_back(memref::AllocaOp::create(
-        at, load.tile.getLoc(), MemRefType::get(shape, type.getElementType())));
+    ringOf[load.load] = memref::AllocaOp::create(
+        at, load.tile.getLoc(), MemRefType::get(shape, type.getElementType()));
+    maxLead = std::max(maxLead, load.lead);
   }
+  // The loads of lead above `p` (exactly `p` when `exact`), with their rings.
+  auto leading = [&](int64_t p, bool exact) {
+    std::pair<SmallVector<PipelinedLoad *>, SmallVector<Value>> group;
+    for (PipelinedLoad &load : loads)
+      if (exact ? load.lead == p : load.lead > p) {
+        group.first.push_back(&load);
+        group.second.push_back(ringOf[load.load]);
+      }
+    return group;
+  };
   Value begin = loop.getLowerBound();
-  for (int64_t p = 0; p + 1 < stages; ++p)
-    startBlock(b, loop, loads, rings, p ? arith::AddIOp::create(b, loc, begin, idx(p)) : begin,
+  for (int64_t p = 0; p < maxLead; ++p) {
+    auto [group, rings] = leading(p, false);
+    startBlock(b, loop, group, rings, p ? arith::AddIOp::create(b, loc, begin, idx(p)) : begin,
                idx(p));
+  }
   b.setInsertionPointToStart(loop.getBody());
   Value rel = arith::SubIOp::create(b, loc, loop.getInductionVar(), begin);
   Value slot = arith::RemSIOp::create(b, loc, rel, idx(stages));
-  Value aheadSlot =
-      arith::RemSIOp::create(b, loc, arith::AddIOp::create(b, loc, rel, idx(stages - 1)), idx(stages));
-  Value ahead = arith::AddIOp::create(b, loc, loop.getInductionVar(), idx(stages - 1));
-  startBlock(b, loop, loads, rings, ahead, aheadSlot);
-  SmallVector<Value> current;
-  for (Value ring : rings)
-    current.push_back(slotOf(b, loc, ring, slot));
-  for (auto [load, tile] : llvm::zip(loads, current)) {
+  for (int64_t lead = maxLead; lead >= 0; --lead) {
+    auto [group, rings] = leading(lead, true);
+    if (group.empty())
+      continue;
+    if (lead == 0) {
+      startBlock(b, loop, group, rings, loop.getInductionVar(), slot, /*guarded=*/false);
+      continue;
+    }
+    Value aheadSlot =
+        arith::RemSIOp::create(b, loc, arith::AddIOp::create(b, loc, rel, idx(lead)), idx(stages));
+    Value ahead = arith::AddIOp::create(b, loc, loop.getInductionVar(), idx(lead));
+    startBlock(b, loop, group, rings, ahead, aheadSlot);
+  }
+  for (PipelinedLoad &load : loads) {
+    Value tile = slotOf(b, loc, ringOf[load.load], slot);
     OpBuilder at(load.load);
     TileWaitOp::create(at, load.load->getLoc(), tile, loadedRows(load.load));
     load.load->erase();
@@ -185,11 +215,31 @@ static void pipeline(scf::ForOp loop, MutableArrayRef<PipelinedLoad> loads, int6
   }
 }
 
-/// `stages` of the plan of the op naming `kernel`; 0 when none names it.
-static int64_t planStages(ModuleOp module, gpu::GPUFuncOp kernel) {
+/// The plan of the op naming `kernel`; null when none names it.
+static PlanAttr planOf(ModuleOp module, gpu::GPUFuncOp kernel) {
   auto kernels = kernel->getParentOfType<gpu::GPUModuleOp>();
-  PlanAttr plan = planOfSm90Kernel(module, kernels.getSymNameAttr(), kernel.getNameAttr());
-  return plan ? plan.getStages() : 0;
+  return planOfSm90Kernel(module, kernels.getSymNameAttr(), kernel.getNameAttr());
+}
+
+/// Whether `tile` is read as V (tile_pv).
+static bool readAsV(memref::AllocaOp tile) {
+  return llvm::any_of(tile->getUsers(), [&](Operation *u) {
+    auto pv = dyn_cast<TilePVOp>(u);
+    return pv && pv.getV() == tile.getResult();
+  });
+}
+
+/// How many blocks V's loads start after K's: under the plan's
+/// intra-warpgroup overlap (with a producer warpgroup) block n's P V runs
+/// in iteration n + 1, a block after its Q K^T, so V a block behind K
+/// still leads its read by stages - 1 blocks, and each iteration starts K
+/// of block n + 1 before V of block n (FlashAttention-3's producer order):
+/// the next Q K^T's K does not queue behind a V needed later. Not with
+/// the plan's kv_row_copies: their producer (all 128 threads copying rows
+/// in 40 registers) then spills.
+static int64_t planVLag(PlanAttr plan) {
+  Sm90CodegenAttr cg = plan ? plan.getSm90() : Sm90CodegenAttr();
+  return cg && cg.getWarpSpecialize() && cg.getIntraWgOverlap() && !cg.getKvRowCopies() ? 1 : 0;
 }
 
 struct FlashAttnSm90PipelineKVPass
@@ -200,14 +250,18 @@ struct FlashAttnSm90PipelineKVPass
     module.walk([&](gpu::GPUFuncOp kernel) {
       if (!kernel.isKernel())
         return;
-      int64_t n = stages ? int64_t(stages) : planStages(module, kernel);
+      PlanAttr plan = planOf(module, kernel);
+      int64_t n = stages ? int64_t(stages) : plan ? plan.getStages() : 0;
       if (n < 2)
         return;
+      int64_t lag = std::clamp<int64_t>(vLag >= 0 ? int64_t(vLag) : planVLag(plan), 0, n - 1);
       SmallVector<scf::ForOp> loops;
       kernel.walk([&](scf::ForOp loop) { loops.push_back(loop); });
       for (scf::ForOp loop : loops) {
         std::optional<int64_t> step = getConstantIntValue(loop.getStep());
         SmallVector<PipelinedLoad> loads = pipelinedLoads(loop);
+        for (PipelinedLoad &load : loads)
+          load.lead = n - 1 - (readAsV(load.tile) ? lag : 0);
         if (step == 1 && !loads.empty())
           pipeline(loop, loads, n);
       }

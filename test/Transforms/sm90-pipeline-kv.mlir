@@ -1,6 +1,8 @@
 // RUN: fa-opt %s --flashattn-plan="target=sm90 block-m=64 block-n=64 consumers=1" --flashattn-tile --flashattn-sm90-pipeline-kv --split-input-file | FileCheck %s
 // RUN: fa-opt %s --flashattn-plan="target=sm90 block-m=64 block-n=64 consumers=1" --flashattn-tile --flashattn-sm90-pipeline-kv="stages=3" --split-input-file | FileCheck %s --check-prefix=S3
 // RUN: fa-opt %s --flashattn-plan="target=sm90 block-m=64 block-n=64 consumers=1 stages=1" --flashattn-tile --flashattn-sm90-pipeline-kv --split-input-file | FileCheck %s --check-prefix=ONE
+// RUN: fa-opt %s --flashattn-plan="target=sm90 block-m=64 block-n=64 consumers=1" --flashattn-tile --flashattn-sm90-pipeline-kv="v-lag=1" --split-input-file | FileCheck %s --check-prefix=LAG
+// RUN: fa-opt %s --flashattn-plan="target=sm90 tiled" --flashattn-tile --flashattn-sm90-pipeline-kv --split-input-file | FileCheck %s --check-prefix=LAG
 
 // The plan's 2 stages: K and V in rings of 2 tiles; block begin starts
 // before the loop (when the loop runs), iteration n starts block n + 1 (when
@@ -67,6 +69,38 @@
 // S3: arith.remsi %{{.*}}, %c3
 // S3: %[[AHEAD:.*]] = arith.addi %[[N]], %{{c2[_0-9]*}}
 // S3: arith.cmpi slt, %[[AHEAD]]
+
+// V a block behind K (v-lag=1; the plan's under intra_wg_overlap with
+// warp_specialize, as flashattn-plan{tiled} decides here): only K's block
+// begin starts before the loop; iteration n starts K of block n + 1 (when
+// below the end), then V of block n, unguarded, into V's slot of block n
+// (n - begin) mod 2, which the wait before tile_pv then reads.
+// LAG-LABEL: func.func @causal
+// LAG: %[[KR:.*]] = memref.alloca() : memref<2x
+// LAG: %[[VR:.*]] = memref.alloca() : memref<2x
+// LAG: %[[FIRST:.*]] = arith.cmpi slt, %begin, %end
+// LAG: scf.if %[[FIRST]] {
+// LAG:   memref.subview %[[KR]]
+// LAG-NEXT: flashattn.tile_load async
+// LAG-NOT: flashattn.tile_load
+// LAG: }
+// LAG: scf.for %[[N:.*]] = %begin to %end
+// LAG:   %[[REL:.*]] = arith.subi %[[N]], %begin
+// LAG:   %[[SLOT:.*]] = arith.remsi %[[REL]], %{{.*}} :
+// LAG:   %[[AHEAD:.*]] = arith.addi %[[N]], %{{.*}} :
+// LAG:   %[[BELOW:.*]] = arith.cmpi slt, %[[AHEAD]], %end
+// LAG:   scf.if %[[BELOW]] {
+// LAG:     memref.subview %[[KR]]
+// LAG-NEXT: flashattn.tile_load async
+// LAG-NOT: flashattn.tile_load
+// LAG:   }
+// LAG:   %[[ROW:.*]] = arith.muli %[[N]], %c
+// LAG:   %[[VN:.*]] = memref.subview %[[VR]][%[[SLOT]], 0, 0]
+// LAG-NEXT: flashattn.tile_load async %{{.*}}[%[[ROW]]] rows %{{.*}} into %[[VN]]
+// LAG:   %[[VS:.*]] = memref.subview %[[VR]][%[[SLOT]], 0, 0]
+// LAG:   flashattn.tile_qk
+// LAG:   flashattn.tile_wait %[[VS]]
+// LAG:   flashattn.tile_pv %{{.*}}, %[[VS]] into
 
 // With one stage nothing changes.
 // ONE-LABEL: func.func @causal

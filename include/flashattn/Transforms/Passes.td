@@ -180,12 +180,26 @@ def FlashAttnSm90PipelineKV : Pass<"flashattn-sm90-pipeline-kv", "::mlir::Module
     (the row, the rows left) are recomputed for the block ahead, so they
     must come from pure ops. `stages` is the plan's (`#flashattn.plan`'s
     stages, of the ops naming the kernel) unless the option sets it; with 1
-    nothing changes. Runs after `flashattn-tile`, before
+    nothing changes.
+
+    V's loads may lag K's by `v-lag` blocks (V then `stages - 1 - v-lag`
+    blocks ahead; at 0 ahead, block n's V starts at the top of iteration n).
+    Under the plan's `intra_wg_overlap` with `warp_specialize`, block n's
+    P V runs in iteration n + 1, so the plan's lag is 1: each iteration
+    starts K of block n + 1, then V of block n, FlashAttention-3's producer
+    order (arXiv 2407.08608, section 3.2), and the next Q K^T's K does not
+    queue behind a V read a block later (not with `kv_row_copies`, whose
+    128-thread producer would spill). Within an iteration the loads
+    furthest ahead start first. Runs after `flashattn-tile`, before
     `flashattn-sm90-warpgroup`, which gives each slot its mbarrier.
   }];
   let options = [
     Option<"stages", "stages", "int64_t", /*default=*/"0",
-           "Tiles in each ring (0: the plan's stages)">
+           "Tiles in each ring (0: the plan's stages)">,
+    Option<"vLag", "v-lag", "int64_t", /*default=*/"-1",
+           "Blocks V's loads start after K's, at most stages - 1 (-1: the "
+           "plan's, 1 under intra_wg_overlap with warp_specialize and without "
+           "kv_row_copies, else 0)">
   ];
   let dependentDialects = ["::mlir::flashattn::FlashAttnDialect",
                            "::mlir::memref::MemRefDialect",

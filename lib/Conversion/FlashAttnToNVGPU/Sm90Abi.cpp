@@ -151,12 +151,16 @@ Value mlir::flashattn::wgmmaSS(KernelEmitter &w, Type accType, Value acc, Value 
       NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::col), NVVM::MMAIntOverflowAttr());
 }
 
-Value mlir::flashattn::smemDesc(KernelEmitter &w, Value smem, int64_t offset, int64_t lbo,
-                                int64_t sbo) {
+SmemDesc mlir::flashattn::smemDescBase(KernelEmitter &w, Value smem, int64_t offset,
+                                        int64_t lbo, int64_t sbo) {
   Value addr = w.ptrtoint(w.gep(smem, w.sptrT, w.i8T, int32_t(offset)), w.i32T);
   Value start = w.shrui(w.andi(addr, w.i32(0x3FFFF)), w.i32(4));
-  Value lo = w.extui(w.ori(start, w.i32((lbo >> 4) << 16)), w.i64T);
-  return w.ori(lo, w.i64(((sbo >> 4) | (int64_t(1) << 30)) << 32));
+  return SmemDesc{w.ori(start, w.i32((lbo >> 4) << 16)), (sbo >> 4) | (int64_t(1) << 30)};
+}
+
+Value mlir::flashattn::descAt(KernelEmitter &w, const SmemDesc &d, int64_t bytes) {
+  Value lo = bytes ? w.addi(d.lo, w.i32(bytes >> 4)) : d.lo;
+  return w.ori(w.extui(lo, w.i64T), w.i64(d.hi << 32));
 }
 
 Value mlir::flashattn::quadReduce(KernelEmitter &w, Value v, bool max) {
@@ -193,11 +197,13 @@ Value mlir::flashattn::chainReduce(KernelEmitter &w, ArrayRef<Value> vals, int64
 Value mlir::flashattn::wgmmaQK(KernelEmitter &w, Value qSmem, Value kSmem, Type accType,
                                int64_t qOff, int64_t kOff, int64_t rows, int64_t keys, int64_t d,
                                bool f16) {
+  SmemDesc q = smemDescBase(w, qSmem, qOff, 16, 1024), k = smemDescBase(w, kSmem, kOff, 16, 1024);
+  q.lo = OpaqueOp::create(w.b, w.loc, w.i32T, q.lo);
   Value s = w.undef(accType);
   for (int64_t kk = 0; kk < d / 16; ++kk) {
     int64_t box = kk / 4, inBox = (kk % 4) * 32;
-    Value dA = smemDesc(w, qSmem, qOff + box * rows * 128 + inBox, 16, 1024);
-    Value dB = smemDesc(w, kSmem, kOff + box * keys * 128 + inBox, 16, 1024);
+    Value dA = descAt(w, q, box * rows * 128 + inBox);
+    Value dB = descAt(w, k, box * keys * 128 + inBox);
     s = wgmmaSS(w, accType, s, dA, dB, keys, f16, kk == 0);
   }
   return s;
@@ -206,10 +212,10 @@ Value mlir::flashattn::wgmmaQK(KernelEmitter &w, Value qSmem, Value kSmem, Type 
 Value mlir::flashattn::wgmmaPV(KernelEmitter &w, Value smem, Type accType, Value acc,
                                ArrayRef<Value> pk, int64_t vOff, int64_t keys, int64_t d,
                                Type elem) {
+  SmemDesc v = smemDescBase(w, smem, vOff, keys * 128, 1024);
   for (int64_t kk = 0; kk < keys / 16; ++kk) {
-    Value dV = smemDesc(w, smem, vOff + kk * 2048, keys * 128, 1024);
     SmallVector<Value> a(pk.begin() + kk * 4, pk.begin() + kk * 4 + 4);
-    acc = WgmmaRsOp::create(w.b, w.loc, accType, acc, a, dV, d, elem);
+    acc = WgmmaRsOp::create(w.b, w.loc, accType, acc, a, descAt(w, v, kk * 2048), d, elem);
   }
   return acc;
 }

@@ -117,10 +117,23 @@ std::pair<Value, Value> groupedOrder(KernelEmitter &w, Value tile, Value hg, Val
 Value wgmmaSS(KernelEmitter &w, Type accType, Value acc, Value descA, Value descB, int64_t n,
               bool f16, bool first);
 
-/// A wgmma shared-memory descriptor (PTX ISA 9.7.15.5.1.2) of the byte at
-/// `offset` past `smem` (!llvm.ptr<3>): start address >> 4, leading /
-/// stride byte offsets >> 4, 128-byte swizzle.
-Value smemDesc(KernelEmitter &w, Value smem, int64_t offset, int64_t lbo, int64_t sbo);
+/// A wgmma shared-memory descriptor (PTX ISA 9.7.15.5.1.2) kept for
+/// stepping through a tile: its low word (start address >> 4, leading
+/// byte offset >> 4) and its constant high word (stride byte offset >> 4,
+/// 128-byte swizzle). A step of `bytes` adds bytes >> 4 to the low word, a
+/// 32-bit add where the address field cannot carry (shared memory below
+/// 256 KB): ptxas then keeps one uniform register a tile, not a 64-bit
+/// address a step.
+struct SmemDesc {
+  Value lo;
+  int64_t hi;
+};
+
+/// The descriptor of the byte at `offset` past `smem` (!llvm.ptr<3>).
+SmemDesc smemDescBase(KernelEmitter &w, Value smem, int64_t offset, int64_t lbo, int64_t sbo);
+
+/// `d`'s descriptor `bytes` further, as the i64 a wgmma takes.
+Value descAt(KernelEmitter &w, const SmemDesc &d, int64_t bytes);
 
 /// The max (or sum) of `v` over the 4 lanes of a quad, which hold a row of
 /// a wgmma accumulator: two butterfly shuffles (xor 1, 2).
@@ -135,8 +148,10 @@ Value chainReduce(KernelEmitter &w, ArrayRef<Value> vals, int64_t chains, bool m
 /// S = Q K^T on one warpgroup: D / 16 k16 steps of wgmmaSS (N = `keys`),
 /// Q (`rows` rows) at `qOff` past `qSmem` and K (`keys` rows) at `kOff`
 /// past `kSmem` (!llvm.ptr<3>), both K-major in 64-column boxes of the
-/// 128-byte swizzle (LBO 16, SBO 1024: 8-row atoms of 128-byte rows). Not
-/// fenced, committed or waited.
+/// 128-byte swizzle (LBO 16, SBO 1024: 8-row atoms of 128-byte rows). Q's
+/// descriptor goes through flashattn.opaque: LLVM would otherwise hoist
+/// its D / 16 loop-invariant steps out of the key-block loop and keep
+/// them live. Not fenced, committed or waited.
 Value wgmmaQK(KernelEmitter &w, Value qSmem, Value kSmem, Type accType, int64_t qOff,
               int64_t kOff, int64_t rows, int64_t keys, int64_t d, bool f16);
 

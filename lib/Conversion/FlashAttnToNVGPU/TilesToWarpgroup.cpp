@@ -356,7 +356,11 @@ void WarpgroupKernel::prologue() {
   row[1] = w.addi(row[0], w.i32(8));
   // Warpgroup g computes rows [64 g, 64 g + 64) of S and O: its Q rows
   // start 64 g rows into each box of Q.
-  warpgroup = w.divui(ctid, w.i32(128));
+  // The same in every thread of a warp, and visibly so for ptxas
+  // (shfl.sync idx, PTX ISA 9.7.9.6): what is computed from it (Q's wgmma
+  // descriptors, the turns' barrier ids) then lives in uniform registers.
+  warpgroup = w.shfl(NVVM::ShflKind::idx, w.i32(-1), w.divui(ctid, w.i32(128)), w.i32(0),
+                     w.i32(31));
   col0 = w.muli(lr, w.i32(2));
   if (args[Table])
     table = tileTableAt(w, P);
@@ -428,8 +432,9 @@ LogicalResult WarpgroupKernel::specialized(WarpSpecializeOp src, State &st) {
   if (failed(produced))
     return failure();
   b.setInsertionPointToStart(&split.getConsumers().emplaceBlock());
-  if (scheduler)
-    passTurn(w.cmpi(CmpI::eq, warpgroup, w.i32(rowsM / kRows - 1)));
+  if (scheduler) // the last consumer hands the first turn to consumer 0
+    w.ifThen(w.cmpi(CmpI::eq, warpgroup, w.i32(rowsM / kRows - 1)),
+             [&] { w.barrierArrive(w.i32(kTurnBarrier), w.i32(2 * 128)); });
   if (failed(block(src.getConsumers().front(), st)))
     return failure();
   // Shared memory outlives the last TMA store's reads.

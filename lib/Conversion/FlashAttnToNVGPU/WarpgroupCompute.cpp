@@ -282,9 +282,18 @@ void WarpgroupKernel::tilePV(TilePVOp op, State &st) {
 // (its 128 threads and the previous consumer's 128 arrives), then arrives
 // on the next one's, (g + 1) mod C. Consumer C - 1 arrives on consumer 0's
 // at the start (consumers' first).
+// The turns' barrier ids are constants, one branch a consumer (predicated
+// by ptxas): an id in a register makes ptxas reserve all 16 named
+// barriers and keep the id live.
+void WarpgroupKernel::eachConsumer(const std::function<void(int64_t)> &body) {
+  int64_t consumers = rowsM / kRows;
+  for (int64_t c = 0; c < consumers; ++c)
+    w.ifThen(w.cmpi(CmpI::eq, warpgroup, w.i32(c)), [&] { body(c); });
+}
+
 void WarpgroupKernel::awaitTurn(Value when) {
   auto sync = [&] {
-    w.barrier(w.addi(w.i32(kTurnBarrier), warpgroup), w.i32(2 * 128));
+    eachConsumer([&](int64_t c) { w.barrier(w.i32(kTurnBarrier + c), w.i32(2 * 128)); });
   };
   when ? w.ifThen(when, sync) : sync();
 }
@@ -292,9 +301,9 @@ void WarpgroupKernel::awaitTurn(Value when) {
 void WarpgroupKernel::passTurn(Value when) {
   auto arrive = [&] {
     int64_t consumers = rowsM / kRows;
-    Value next = consumers == 2 ? w.subi(w.i32(1), warpgroup)
-                                : w.remui(w.addi(warpgroup, w.i32(1)), w.i32(consumers));
-    w.barrierArrive(w.addi(w.i32(kTurnBarrier), next), w.i32(2 * 128));
+    eachConsumer([&](int64_t c) {
+      w.barrierArrive(w.i32(kTurnBarrier + (c + 1) % consumers), w.i32(2 * 128));
+    });
   };
   when ? w.ifThen(when, arrive) : arrive();
 }

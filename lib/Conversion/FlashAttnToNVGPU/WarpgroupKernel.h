@@ -161,6 +161,7 @@ private:
   /// The consumers' turns at the tensor cores (FlashAttention-3's
   /// ping-pong): a wait for this warpgroup's turn, the hand-over to the
   /// other's; `when` (i1) guards each when given.
+  void eachConsumer(const std::function<void(int64_t)> &body);
   void awaitTurn(Value when);
   void passTurn(Value when);
   /// Whether `op` runs in the first (last) iteration of the loop it is

@@ -90,9 +90,11 @@ Value WarpgroupKernel::normalizedPair(const State &st, int64_t r, Value inv) {
 
 void WarpgroupKernel::storeThroughTma(const View &out, State &st, Value inv[2]) {
   Value elect = firstOfWarpgroup();
-  Value sync = w.addi(w.i32(kStoreBarrier), warpgroup), threads = w.i32(128);
+  auto sync = [&] {
+    eachConsumer([&](int64_t c) { w.barrier(w.i32(kStoreBarrier + c), w.i32(128)); });
+  };
   w.ifThen(elect, [&] { NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, b.getUnitAttr()); });
-  w.barrier(sync, threads);
+  sync();
   Value lq = w.remui(row[0], w.i32(8));
   for (int64_t r = 0; r < nO; r += 2) {
     int64_t j = r / 4, half = (r / 2) % 2;
@@ -104,7 +106,7 @@ void WarpgroupKernel::storeThroughTma(const View &out, State &st, Value inv[2]) 
     w.store(pair, w.gep(smem, w.sptrT, w.i8T, offset));
   }
   w.fenceProxyAsyncShared();
-  w.barrier(sync, threads);
+  sync();
   w.ifThen(elect, [&] {
     Value row0 = w.addi(i32(out.offsets[1]), w.muli(warpgroup, w.i32(kRows)));
     for (int64_t box = 0; box < D / 64; ++box) {

@@ -5,7 +5,8 @@
 // flashattn-sm90-warpgroup over 128 x 128 score tiles (flashattn-plan
 // {tiled}): two warpgroups, 256 threads; Q's TMA box holds the tile's 128
 // rows (16 KiB at head_dim 64, then the K and V rings of 2 x 16 KiB each);
-// warpgroup g = tid / 128 computes rows [64 g, 64 g + 64): its Q K^T runs
+// warpgroup g = tid / 128 (through shfl.sync idx: warp-uniform for
+// ptxas) computes rows [64 g, 64 g + 64): its Q K^T runs
 // in its own branch, with Q's descriptors at 64 g rows of 128 bytes into
 // Q (8192 bytes for g = 1), as m64n128k16 steps, committed and waited for
 // in the branch.
@@ -15,7 +16,8 @@
 // CHECK-SAME: #flashattn.param<kind = tma, arg = "q", box = [64, 1, 128, 1], swizzle = 128>
 // CHECK-SAME: #flashattn.param<kind = tma, arg = "k", box = [64, 1, 128, 1], swizzle = 128>
 // CHECK: %[[TID:.*]] = nvvm.read.ptx.sreg.tid.x
-// CHECK: %[[WG:.*]] = arith.divui %[[TID]], %c128_i32
+// CHECK: %[[G:.*]] = arith.divui %[[TID]], %c128_i32
+// CHECK: %[[WG:.*]] = nvvm.shfl.sync idx %{{.*}}, %[[G]], %{{.*}}, %c31_i32
 // CHECK: scf.for %{{.*}} = %begin to %end
 // CHECK:   %[[FIRST:.*]] = arith.cmpi eq, %[[WG]], %{{.*}} : i32
 // CHECK:   scf.if %[[FIRST]] -> (!llvm.struct<
@@ -50,7 +52,7 @@
 // loop waits for Q, reads the index and stops past the last tile. The
 // plan's tma_store: each consumer stages its 64 rows of O in the 16 KiB
 // past the rings (bytes 81920 on) under its named barrier (5 + g, 128
-// threads; its first thread waits first until its previous store read the
+// threads, the id a constant in the consumer's branch; its first thread waits first until its previous store read the
 // tile), fences them for the async proxy and stores them with TMA (the
 // launch's "out" tensor map, boxes of 64 rows); lse goes from registers.
 // Before exiting, that thread waits for its stores.
@@ -112,11 +114,13 @@
 // WS-NOT: nvvm.barrier0
 // WS-NOT: nvvm.cp.async.bulk.tensor.shared.cluster.global
 // WS: nvvm.cp.async.bulk.wait_group 0 {read}
-// WS: nvvm.barrier id = %[[STORE:.*]] number_of_threads = %c128_i32
+// WS: nvvm.barrier id = %c5_i32{{.*}} number_of_threads = %c128_i32
+// WS: nvvm.barrier id = %c6_i32{{.*}} number_of_threads = %c128_i32
 // WS: %[[AT:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr<3>, i32)
 // WS-NEXT: llvm.store %{{.*}}, %[[AT]] : i32, !llvm.ptr<3>
 // WS: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>
-// WS-NEXT: nvvm.barrier id = %[[STORE]] number_of_threads = %c128_i32
+// WS: nvvm.barrier id = %c5_i32{{.*}} number_of_threads = %c128_i32
+// WS: nvvm.barrier id = %c6_i32{{.*}} number_of_threads = %c128_i32
 // WS: nvvm.cp.async.bulk.tensor.global.shared.cta
 // WS: nvvm.cp.async.bulk.commit.group
 // WS: }
@@ -128,7 +132,8 @@
 // before it (under the loop's condition), its P V deferred; each iteration
 // issues the previous block's P V (P and its V slot carried: 9 state + 1
 // + 32 packed values) right after its own Q K^T, with no branch between
-// the warpgroups (Q at 64 g rows), hands the turn over, waits for Q K^T
+// the warpgroups (Q at 64 g rows; only the turns' barriers sit in each
+// consumer's branch, their ids constants), hands the turn over, waits for Q K^T
 // alone (wait_group 1), and for P V (wait_group 0) only before O's
 // rescale, then releases that V slot; the last P V runs after the loop.
 // OV-LABEL: func.func @causal
@@ -138,13 +143,17 @@
 // OV: nvvm.wgmma.wait.group.sync.aligned 0
 // OV-NOT: flashattn.wgmma_rs
 // OV: %{{.*}}:42 = scf.for
-// OV: nvvm.barrier id =
+// OV: nvvm.barrier id = %c2_i32
+// OV: nvvm.barrier id = %c3_i32
+// OV-NEXT: }
 // OV-NOT: scf.if
 // OV: nvvm.wgmma.mma_async
 // OV: nvvm.wgmma.commit.group.sync.aligned
 // OV: flashattn.wgmma_rs
 // OV: nvvm.wgmma.commit.group.sync.aligned
-// OV: nvvm.barrier.arrive
+// OV: nvvm.barrier.arrive id = %c3_i32
+// OV: nvvm.barrier.arrive id = %c2_i32
+// OV-NEXT: }
 // OV-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
 // OV: nvvm.wgmma.wait.group.sync.aligned 0
 // OV: nvvm.mbarrier.arrive
