@@ -181,7 +181,12 @@ void WarpgroupKernel::tileMap(TileMapOp op, State &st) {
 // l alpha + sum P, O *= alpha. With S's scale c pending, the max is taken
 // on the raw scores (c > 0 keeps their order) and P = exp2(x c - m_new)
 // is one fma a score (FlashAttention-2's). A row's max and sum run in the
-// plan's reduce_chains chains.
+// plan's reduce_chains chains. Both rows' maxima come first, then (in an
+// overlapped loop) the wait for the previous block's P V, then the
+// exponentials: P's registers are that P V's operands, so ptxas places
+// the wait before the first write of P; a wait placed later makes it
+// hoist the wait above the max (S, O, both Ps and the reductions would
+// not fit 168 registers), leaving the max outside the P V's shadow.
 void WarpgroupKernel::tileSoftmax(State &st) {
   Values x(nS), rowX[2];
   for (int64_t r = 0; r < nS; ++r) {
@@ -189,7 +194,7 @@ void WarpgroupKernel::tileSoftmax(State &st) {
     rowX[(r / 2) % 2].push_back(x[r]);
   }
   Value scale = st.sScale == 1.0 ? Value() : w.f32(st.sScale);
-  Value alpha[2];
+  Value alpha[2], shift[2];
   for (int half = 0; half < 2; ++half) {
     Value mx = quadReduce(chainReduce(w, rowX[half], reduceChains, true), true);
     if (scale)
@@ -202,19 +207,38 @@ void WarpgroupKernel::tileSoftmax(State &st) {
     if (conditionalRescale)
       mNew = w.select(w.cmpf(CmpF::OGT, w.subf(mNew, st.m[half]), w.f32(8.0)), mNew,
                       st.m[half]);
-    Value shift = w.select(w.cmpf(CmpF::OEQ, mNew, negInf), zeroF, mNew);
-    alpha[half] = w.intrinsic("llvm.nvvm.ex2.approx.ftz.f", w.subf(st.m[half], shift));
-    Value negShift = scale ? arith::NegFOp::create(b, loc, shift).getResult() : Value();
+    shift[half] = w.select(w.cmpf(CmpF::OEQ, mNew, negInf), zeroF, mNew);
+    alpha[half] = w.intrinsic("llvm.nvvm.ex2.approx.ftz.f", w.subf(st.m[half], shift[half]));
+    st.m[half] = mNew;
+  }
+  // The previous block's P V (overlapped) is over before P and O move:
+  // then its V slot goes back to the producer. With the conditional
+  // rescale the wait sits in both arms of the rescale's branch, whose
+  // condition the maxima decide: ptxas then cannot hoist it above them.
+  bool rescaled = false;
+  if (overlap == Overlap::steady) {
+    auto waitPV = [&] {
+      NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+      w.mbarrierArrive(barrierAt(V, deferredSlot, true));
+    };
+    rescaled = conditionalRescale && !rescaleUnderQK;
+    if (rescaled)
+      st.o = rescaleO(st.o, alpha[0], alpha[1], waitPV);
+    else
+      waitPV();
+    releaseQEarly(); // no wgmma in flight here: a branch costs no registers
+  }
+  for (int half = 0; half < 2; ++half) {
+    Value negShift = scale ? arith::NegFOp::create(b, loc, shift[half]).getResult() : Value();
     Values p;
     for (int64_t r = 0; r < nS; ++r) {
       if ((r / 2) % 2 != half)
         continue;
-      Value e = scale ? w.fma(x[r], scale, negShift) : w.subf(x[r], shift);
+      Value e = scale ? w.fma(x[r], scale, negShift) : w.subf(x[r], shift[half]);
       x[r] = w.intrinsic("llvm.nvvm.ex2.approx.ftz.f", e);
       p.push_back(x[r]);
     }
     Value sum = chainReduce(w, p, reduceChains, false);
-    st.m[half] = mNew;
     st.l[half] = w.addf(w.mulf(st.l[half], alpha[half]), sum);
   }
   // S's registers are dead past here (P goes to tile_pv packed).
@@ -226,22 +250,19 @@ void WarpgroupKernel::tileSoftmax(State &st) {
     vec = w.insertelement(x[r + 1], vec, w.i32(1));
     pk.push_back(w.bitcast(w.truncf(vec, VectorType::get({2}, etT)), w.i32T));
   }
-  // The previous block's P V (overlapped) is over before O moves: then its
-  // V slot goes back to the producer.
-  if (overlap == Overlap::steady) {
-    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
-    w.mbarrierArrive(barrierAt(V, deferredSlot, true));
-    releaseQEarly(); // no wgmma in flight here: a branch costs no registers
-  }
   if (rescaleUnderQK && overlap != Overlap::none) { // with the deferred P V
     deferredAlpha[0] = alpha[0];
     deferredAlpha[1] = alpha[1];
     return;
   }
-  st.o = rescaleO(st.o, alpha[0], alpha[1]);
+  if (!rescaled)
+    st.o = rescaleO(st.o, alpha[0], alpha[1]);
 }
 
-Value WarpgroupKernel::rescaleO(Value o, Value alpha0, Value alpha1) {
+// O *= alpha (per row); `first` runs before, in either arm of the
+// conditional rescale's branch.
+Value WarpgroupKernel::rescaleO(Value o, Value alpha0, Value alpha1,
+                                const std::function<void()> &first) {
   Value alpha[2] = {alpha0, alpha1};
   auto rescale = [&] {
     Value r = o;
@@ -249,14 +270,29 @@ Value WarpgroupKernel::rescaleO(Value o, Value alpha0, Value alpha1) {
       r = w.insertvalue(w.mulf(w.extractvalue(r, i), alpha[(i / 2) % 2]), r, i);
     return r;
   };
-  if (!conditionalRescale)
+  auto run = [&] {
+    if (first)
+      first();
+  };
+  if (!conditionalRescale) {
+    run();
     return rescale();
+  }
   // O moves only in a warp where a row's max moved (vote.sync.any, PTX ISA
   // 9.7.12.9: a warp-uniform branch).
   Value one = w.f32(1.0);
   Value moved = w.ori(w.cmpf(CmpF::UNE, alpha[0], one), w.cmpf(CmpF::UNE, alpha[1], one));
   Value any = NVVM::VoteSyncOp::create(b, loc, w.i1T, w.i32(-1), moved, NVVM::VoteSyncKind::any);
-  return w.ifElse1(any, oT, rescale, [&] { return o; });
+  return w.ifElse1(
+      any, oT,
+      [&] {
+        run();
+        return rescale();
+      },
+      [&] {
+        run();
+        return o;
+      });
 }
 
 // O += P V (wgmmaPV, P in registers), committed and waited for.

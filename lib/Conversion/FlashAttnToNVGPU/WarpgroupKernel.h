@@ -156,7 +156,8 @@ private:
   void tileSoftmax(State &st);
   /// O *= alpha (row half of each register), in the warps where a row's
   /// max moved with the plan's conditional rescale.
-  Value rescaleO(Value o, Value alpha0, Value alpha1);
+  Value rescaleO(Value o, Value alpha0, Value alpha1,
+                 const std::function<void()> &first = nullptr);
   void tilePV(TilePVOp op, State &st);
   /// The consumers' turns at the tensor cores (FlashAttention-3's
   /// ping-pong): a wait for this warpgroup's turn, the hand-over to the

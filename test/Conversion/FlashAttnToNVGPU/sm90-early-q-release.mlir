@@ -23,7 +23,7 @@
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 1
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: nvvm.mbarrier.arrive
-// CHECK-NEXT: scf.if %[[LAST2]] {
+// CHECK: scf.if %[[LAST2]] {
 // CHECK: nvvm.mbarrier.arrive
 // CHECK: scf.yield
 // CHECK: %[[NONE:.*]] = arith.xori %[[ANY]], %true
