@@ -140,6 +140,7 @@ struct FlashAttnPlanPass
          {std::tuple{"scheduler-barrier", &schedulerBarrier, &o.schedulerBarrier},
           std::tuple{"tma-store", &tmaStore, &o.tmaStore},
           std::tuple{"early-q-release", &earlyQRelease, &o.earlyQRelease},
+          std::tuple{"conditional-rescale", &conditionalRescale, &o.conditionalRescale},
           std::tuple{"kv-row-copies", &kvRowCopies, &o.kvRowCopies},
           std::tuple{"warp-specialize", &warpSpecialize, &o.warpSpecialize},
           std::tuple{"intra-wg-overlap", &intraWGOverlap, &o.intraWGOverlap}})
@@ -208,22 +209,25 @@ struct FlashAttnPlanPass
     return !(op.getSoftcap() && op.getHeadDim() >= 128);
   }
 
-  /// Whether that kernel rescales conditionally (as the builder's, from
-  /// head_dim 128): not at head_dim 256 with pages smaller than the key
-  /// block in the split-KV form, where ptxas spills 8 bytes.
+  /// Whether that kernel rescales conditionally: at every head_dim (the
+  /// builder's from 128 only), since the rescale's branch also keeps the
+  /// wait for the previous P V below the row maxima (1.015-1.04x at
+  /// head_dim 64, causal and not); not at head_dim 256 with pages smaller
+  /// than the key block in the split-KV form, where ptxas spills 8 bytes.
   static bool tiledConditionalRescale(AttentionOp op, PlanAttr p) {
     int64_t ps = pageSize(op);
     bool smallPages = ps > 0 && ps < tiledBlockN(op);
-    return op.getHeadDim() >= 128 &&
-           !(op.getHeadDim() == 256 && smallPages && p.getNumSplits() != 1);
+    return !(op.getHeadDim() == 256 && smallPages && p.getNumSplits() != 1);
   }
 
   /// Whether that kernel releases Q in a tile's last block (after its Q
-  /// K^T): 1.02-1.10x at 512 and 1k keys unmasked at head_dim 64 and 128;
-  /// not under a causal mask (0.93x at head_dim 64 with 8k keys, ptxas
-  /// spills at 128 and 256) nor at head_dim 256 (0.97-0.99x from 2k keys).
+  /// K^T): 1.02-1.10x at 512 and 1k keys unmasked at head_dim 64 and 128,
+  /// and under a causal mask at head_dim 64 1.05-1.13x to 2k keys (1.00x
+  /// at 8k); not under a causal mask at 128 (ptxas spills) nor at head_dim
+  /// 256 (0.96-0.97x causal, 0.97-0.99x unmasked from 2k keys).
   static bool tiledEarlyQRelease(AttentionOp op) {
-    return op.getCausal() == CausalKind::none && op.getHeadDim() < 256;
+    int64_t d = op.getHeadDim();
+    return d == 64 || (op.getCausal() == CausalKind::none && d < 256);
   }
 
   /// `op`'s plan: the computed one with the tile overrides, and on sm90 its

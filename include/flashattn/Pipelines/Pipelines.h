@@ -60,6 +60,10 @@ struct Sm90PipelineOptions : public PassPipelineOptions<Sm90PipelineOptions> {
       *this, "early-q-release",
       llvm::cl::desc("release Q after a tile's last S: auto, on, off"),
       llvm::cl::init("auto")};
+  Option<std::string> conditionalRescale{
+      *this, "conditional-rescale",
+      llvm::cl::desc("rescale O only where a row's max grew by more than 8: auto, on, off"),
+      llvm::cl::init("auto")};
   Option<std::string> kvRowCopies{
       *this, "kv-row-copies",
       llvm::cl::desc("paged KV by per-row cp.async copies: auto, on, off"),

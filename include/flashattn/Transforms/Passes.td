@@ -39,8 +39,8 @@ def FlashAttnPlan : Pass<"flashattn-plan"> {
     rescaling, the rescale's place, the reduction chains, per-row KV copies,
     kv heads per key block, the L2 priorities of the TMA loads), each chosen
     as measured on the H200 and overridable by the option of the same name
-    (`scheduler-barrier`, `tma-store`, `early-q-release`, `kv-row-copies`:
-    auto, on, off; `kv-heads-per-block`: 0 automatic, 1 off; `l2-hint-q`,
+    (`scheduler-barrier`, `tma-store`, `early-q-release`,
+    `conditional-rescale`, `kv-row-copies`: auto, on, off; `kv-heads-per-block`: 0 automatic, 1 off; `l2-hint-q`,
     `l2-hint-kv`: auto, normal, first, last).
   }];
   let options = [
@@ -67,6 +67,10 @@ def FlashAttnPlan : Pass<"flashattn-plan"> {
     Option<"earlyQRelease", "early-q-release", "std::string",
            /*default=*/"\"auto\"",
            "sm90: release Q after the tile's last S, not its last P V: auto, on, off">,
+    Option<"conditionalRescale", "conditional-rescale", "std::string",
+           /*default=*/"\"auto\"",
+           "sm90: rescale O only where a row's max grew by more than 8 (exp2 units): "
+           "auto, on, off">,
     Option<"kvRowCopies", "kv-row-copies", "std::string", /*default=*/"\"auto\"",
            "sm90: paged KV by per-row cp.async copies instead of a TMA box per page: "
            "auto, on, off">,
