@@ -6,6 +6,8 @@
 // RUN: not fa-opt %s --flashattn-plan="target=tpu" --split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: fa-opt %s --flashattn-plan="target=sm90 scheduler-barrier=off tma-store=off early-q-release=off l2-hint-q=normal l2-hint-kv=last" --split-input-file | FileCheck %s --check-prefix=CODEGEN
 // RUN: not fa-opt %s --flashattn-plan="target=sm90 tma-store=maybe" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADSWITCH
+// RUN: fa-opt %s --flashattn-plan="target=sm90 conditional-rescale=off" --split-input-file | FileCheck %s --check-prefix=NORESCALE
+// RUN: not fa-opt %s --flashattn-plan="target=sm90 conditional-rescale=sometimes" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADRESCALE
 // RUN: not fa-opt %s --flashattn-plan="target=sm90 l2-hint-kv=lru" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADL2
 // RUN: not fa-opt %s --flashattn-plan="target=sm90 kv-heads-per-block=-2" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADHP
 // BADHP: error: flashattn-plan: kv-heads-per-block must be 0 (automatic) or positive, got -2
@@ -19,6 +21,10 @@
 // CODEGEN-LABEL: func.func @prefill
 // CODEGEN: plan = #flashattn.plan<{{.*}}, sm90 = <conditional_rescale = true, rescale_under_qk = true, reduce_chains = 4, l2_hint_kv = evict_last>>
 // BADSWITCH: error: flashattn-plan: tma-store takes auto, on or off, got 'maybe'
+// NORESCALE-LABEL: func.func @prefill
+// NORESCALE-NOT: conditional_rescale
+// NORESCALE: return
+// BADRESCALE: error: flashattn-plan: conditional-rescale takes auto, on or off, got 'sometimes'
 // BADL2: error: flashattn-plan: l2-hint-kv takes auto, normal, first or last, got 'lru'
 // BADOVERRIDE: error: flashattn-plan: block-m, block-n, consumers and stages must be 0 (automatic) or positive, got block-m=0 block-n=-1 consumers=0 stages=0
 // A host tile override past what LLVM compiles in reasonable time is an
