@@ -752,18 +752,36 @@ static const char *check_page_panels(const fa_artifact *a) {
   return NULL;
 }
 
-/* A foreign or tampered entry: its key is not what its config hashes to. */
-static const char *check_key(const fa_artifact *a) {
+/* A foreign or tampered entry: its key is not what its config hashes to.
+ * A host artifact compiled on a CPU of another level (its key hashes that
+ * level) is not corrupt but cannot run here: *st becomes
+ * FA_ERROR_UNSUPPORTED and the message names both levels. */
+static const char *check_key(const fa_artifact *a, char *buf, size_t n, fa_status *st) {
   char key[33];
   if (fa_config_key(&a->config, a->compiler_version, key) != FA_OK)
     return "config is invalid";
-  if (strcmp(key, a->key) != 0)
-    return "key does not match the config";
-  return NULL;
+  if (strcmp(key, a->key) == 0)
+    return NULL;
+  static const char *const levels[] = {"x86-64", "x86-64-v3", "x86-64-v4", "generic"};
+  const char *here = fa_host_cpu_level();
+  for (size_t i = 0; a->config.target == FA_TARGET_HOST && i < sizeof(levels) / sizeof(*levels);
+       ++i) {
+    if (strcmp(levels[i], here) == 0 ||
+        fa_config_key_at(&a->config, a->compiler_version, levels[i], key) != FA_OK ||
+        strcmp(key, a->key) != 0)
+      continue;
+    snprintf(buf, n,
+             "host artifact compiled for CPU level %s, this CPU is %s: compile it on "
+             "this machine (fa-compile --target host)",
+             levels[i], here);
+    *st = FA_ERROR_UNSUPPORTED;
+    return buf;
+  }
+  return "key does not match the config";
 }
 
-/* `buf`: room for a message naming an abi's entry and parameter. */
-static const char *parse_meta(const cJSON *meta, fa_artifact *a, char *buf, size_t n) {
+static const char *parse_meta(const cJSON *meta, fa_artifact *a, char *buf, size_t n,
+                              fa_status *st) {
   const char *why;
   if (!cJSON_IsObject(meta))
     return "metadata is not a JSON object";
@@ -773,7 +791,7 @@ static const char *parse_meta(const cJSON *meta, fa_artifact *a, char *buf, size
       (why = parse_kv1(meta, a)) || (why = parse_abi(meta, a, buf, n)) ||
       (why = check_twin_maps(a)) || (why = check_page_panels(a)))
     return why;
-  return check_key(a);
+  return check_key(a, buf, n, st);
 }
 
 fa_status fa_artifact_parse(fa_runtime *rt, const void *bytes, size_t size,
@@ -786,11 +804,13 @@ fa_status fa_artifact_parse(fa_runtime *rt, const void *bytes, size_t size,
     return st;
   cJSON *meta = cJSON_ParseWithLength((const char *)p + FA_ARTIFACT_HEADER_SIZE, m);
   char buf[256];
-  const char *why = parse_meta(meta, a, buf, sizeof(buf));
+  fa_status failed = FA_ERROR_CORRUPT_ARTIFACT;
+  const char *why = parse_meta(meta, a, buf, sizeof(buf), &failed);
   cJSON_Delete(meta);
   if (why) {
     fa_artifact_release(a);
-    return fa_fail(rt, FA_ERROR_CORRUPT_ARTIFACT, "corrupt artifact: %s", why);
+    return fa_fail(rt, failed, "%s%s", failed == FA_ERROR_CORRUPT_ARTIFACT ? "corrupt artifact: " : "",
+                   why);
   }
   a->payload = p + FA_ARTIFACT_HEADER_SIZE + m;
   a->payload_size = n;

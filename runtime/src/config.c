@@ -114,8 +114,8 @@ const char *fa_host_cpu_level(void) {
 #endif
 }
 
-fa_status fa_config_key(const fa_attention_config *c, const char *version,
-                        char key[33]) {
+fa_status fa_config_key_at(const fa_attention_config *c, const char *version,
+                           const char *level, char key[33]) {
   if (!c || !key)
     return FA_ERROR_INVALID_ARGUMENT;
   int len = fa_config_canonical(c, NULL, 0);
@@ -136,7 +136,6 @@ fa_status fa_config_key(const fa_attention_config *c, const char *version,
   if (version)
     XXH3_128bits_update(state, version, strlen(version));
   if (c->target == FA_TARGET_HOST) {
-    const char *level = fa_host_cpu_level();
     XXH3_128bits_update(state, "\n", 1);
     XXH3_128bits_update(state, level, strlen(level));
   }
@@ -146,5 +145,10 @@ fa_status fa_config_key(const fa_attention_config *c, const char *version,
   snprintf(key, 33, "%016llx%016llx", (unsigned long long)h.high64,
            (unsigned long long)h.low64);
   return FA_OK;
+}
+
+fa_status fa_config_key(const fa_attention_config *c, const char *version,
+                        char key[33]) {
+  return fa_config_key_at(c, version, fa_host_cpu_level(), key);
 }
 

@@ -220,6 +220,10 @@ void fa_artifact_release(fa_artifact *a);
 
 /* config.c */
 bool fa_config_valid(const fa_attention_config *c, char *why, size_t n);
+/* fa_config_key with host configs keyed to CPU level `level` (one of
+ * fa_host_cpu_level's answers), not this machine's. */
+fa_status fa_config_key_at(const fa_attention_config *c, const char *version,
+                           const char *level, char key[33]);
 size_t fa_dtype_size(fa_dtype t);
 const char *fa_dtype_name(fa_dtype t);
 

@@ -13,6 +13,12 @@
 #define _GNU_SOURCE
 #include "common.h"
 
+#include "flashattn/artifact.h"
+
+/* Internal (runtime/src/internal.h): a config's key at a CPU level. */
+fa_status fa_config_key_at(const fa_attention_config *c, const char *version,
+                           const char *level, char key[33]);
+
 static fa_runtime *rt;
 
 static int all_nan(const fa_tensor *t, fa_dtype dt) {
@@ -229,6 +235,35 @@ int main(void) {
   fa_kernel *k = NULL;
   CHECK_STATUS(fa_kernel_load_artifact(rt, "FLASHATTnope", 12, &k), FA_ERROR_CORRUPT_ARTIFACT, rt);
   CHECK_STATUS(fa_kernel_load_artifact_file(rt, "/nonexistent.faa", &k), FA_ERROR_IO, rt);
+
+  /* A host artifact whose key is its config's on a CPU of another level
+   * (compiled on another machine) is refused as unsupported, naming both
+   * levels; under a key of no level it is corrupt. */
+  {
+    fa_attention_config c = fa_attention_config_default();
+    c.target = FA_TARGET_HOST;
+    const char *meta = "{\"args\":[\"q\",\"k\",\"v\",\"out\"],\"entry\":\"fa_entry\","
+                       "\"target\":\"host\"}";
+    void *bytes = NULL;
+    size_t size = 0;
+    CHECK_STATUS(fa_artifact_build(&c, "test 1", FA_ARTIFACT_HOST_SO, meta, "so", 2, &bytes, &size),
+                 FA_OK, rt);
+    const char *other = strcmp(fa_host_cpu_level(), "x86-64") ? "x86-64" : "x86-64-v3";
+    char key[33];
+    CHECK_STATUS(fa_config_key_at(&c, "test 1", other, key), FA_OK, rt);
+    memcpy((char *)bytes + 16, key, 32);
+    CHECK_STATUS(fa_kernel_load_artifact(rt, bytes, size, &k), FA_ERROR_UNSUPPORTED, rt);
+    char expected[160];
+    snprintf(expected, sizeof(expected),
+             "host artifact compiled for CPU level %s, this CPU is %s", other, fa_host_cpu_level());
+    CHECK(strstr(fa_runtime_last_error(rt), expected) != NULL, "message '%s' lacks '%s'",
+          fa_runtime_last_error(rt), expected);
+    memset((char *)bytes + 16, 'f', 32);
+    CHECK_STATUS(fa_kernel_load_artifact(rt, bytes, size, &k), FA_ERROR_CORRUPT_ARTIFACT, rt);
+    CHECK(strstr(fa_runtime_last_error(rt), "corrupt artifact: key does not match the config"),
+          "message '%s'", fa_runtime_last_error(rt));
+    fa_artifact_free(bytes);
+  }
   CHECK(strcmp(fa_status_string(FA_ERROR_BAD_INPUT), "FA_ERROR_BAD_INPUT") == 0, "status string");
   CHECK(fa_runtime_abi_version() == FA_RT_ABI_VERSION, "abi version");
 
