@@ -242,6 +242,20 @@ static int64_t planVLag(PlanAttr plan) {
   return cg && cg.getWarpSpecialize() && cg.getIntraWgOverlap() && !cg.getKvRowCopies() ? 1 : 0;
 }
 
+/// Whether a key block of `loads` gathers more than 8 pages: its V a
+/// block behind K then keeps twice as many page boxes in flight, which
+/// measured slower (one-head kernels over pages of 8 rows).
+static bool manyPageBoxes(ArrayRef<PipelinedLoad> loads) {
+  return llvm::any_of(loads, [](const PipelinedLoad &load) {
+    auto paged = dyn_cast<TileLoadPagedOp>(load.load);
+    if (!paged)
+      return false;
+    int64_t pageRows = paged.getPool().getType().getDimSize(1) * paged.getHeads();
+    int64_t tileRows = paged.getTile().getType().getDimSize(0);
+    return !ShapedType::isDynamic(pageRows) && tileRows > 8 * pageRows;
+  });
+}
+
 struct FlashAttnSm90PipelineKVPass
     : public flashattn::impl::FlashAttnSm90PipelineKVBase<FlashAttnSm90PipelineKVPass> {
   using Base::Base;
@@ -260,8 +274,9 @@ struct FlashAttnSm90PipelineKVPass
       for (scf::ForOp loop : loops) {
         std::optional<int64_t> step = getConstantIntValue(loop.getStep());
         SmallVector<PipelinedLoad> loads = pipelinedLoads(loop);
+        int64_t loopLag = manyPageBoxes(loads) ? 0 : lag;
         for (PipelinedLoad &load : loads)
-          load.lead = n - 1 - (readAsV(load.tile) ? lag : 0);
+          load.lead = n - 1 - (readAsV(load.tile) ? loopLag : 0);
         if (step == 1 && !loads.empty())
           pipeline(loop, loads, n);
       }

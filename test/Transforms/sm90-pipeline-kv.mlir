@@ -137,6 +137,33 @@ func.func @paged(%q: memref<2x8x4x64xf16>, %kc: memref<16x64x2x64xf16>, %vc: mem
 
 // -----
 
+// Pages of 4 keys: a key block gathers more than 8 pages, and V then
+// starts with K, ahead of its read by stages - 1 blocks (a V a block
+// behind would keep twice the page boxes in flight).
+// LAG-LABEL: func.func @small_pages
+// LAG: scf.if
+// LAG:   flashattn.tile_load_paged async %arg1
+// LAG-NOT: }
+// LAG:   flashattn.tile_load_paged async %arg2
+// LAG: }
+// LAG: scf.for
+// LAG:   scf.if
+// LAG:     flashattn.tile_load_paged async %arg1
+// LAG-NOT: }
+// LAG:     flashattn.tile_load_paged async %arg2
+// LAG:   }
+// LAG-NOT: flashattn.tile_load_paged
+// LAG:   flashattn.tile_pv
+func.func @small_pages(%q: memref<2x8x4x64xf16>, %kc: memref<64x4x2x64xf16>, %vc: memref<64x4x2x64xf16>,
+                       %bt: memref<2x32xi32>, %su: memref<2xi32>, %o: memref<2x8x4x64xf16>) {
+  flashattn.attention ins(%q, %kc, %vc : memref<2x8x4x64xf16>, memref<64x4x2x64xf16>, memref<64x4x2x64xf16>)
+      seqused_k(%su : memref<2xi32>) block_table(%bt : memref<2x32xi32>)
+      outs(%o : memref<2x8x4x64xf16>) {causal = #flashattn.causal<bottom_right>}
+  return
+}
+
+// -----
+
 // A load whose rows come from an op with effects (a memref.load in the
 // loop) cannot be recomputed a block ahead: the loop is left as it is.
 // S3-LABEL: gpu.func @effects

@@ -193,8 +193,10 @@ def FlashAttnSm90PipelineKV : Pass<"flashattn-sm90-pipeline-kv", "::mlir::Module
     starts K of block n + 1, then V of block n, FlashAttention-3's producer
     order (arXiv 2407.08608, section 3.2), and the next Q K^T's K does not
     queue behind a V read a block later (not with `kv_row_copies`, whose
-    128-thread producer would spill). Within an iteration the loads
-    furthest ahead start first. Runs after `flashattn-tile`, before
+    128-thread producer would spill). A loop whose key block gathers more
+    than 8 pages (`tile_load_paged` of more than 8 x page_size x heads
+    rows) keeps V with K: a lagging V there keeps twice the page boxes in
+    flight. Within an iteration the loads furthest ahead start first. Runs after `flashattn-tile`, before
     `flashattn-sm90-warpgroup`, which gives each slot its mbarrier.
   }];
   let options = [

@@ -102,7 +102,9 @@ public:
         planTmaStore(cg && cg.getTmaStore()), planEarlyQ(cg && cg.getEarlyQRelease()),
         planRowCopies(cg && cg.getKvRowCopies()),
         planLongestFirst(longestFirst),
-        rescaleUnderQK(cg && cg.getRescaleUnderQk()) {}
+        rescaleUnderQK(cg && cg.getRescaleUnderQk()),
+        l2HintQ(cg ? cg.getL2HintQ() : L2Priority::normal),
+        l2HintKV(cg ? cg.getL2HintKv() : L2Priority::normal) {}
   /// Builds the llvm.func before `tiled`; failure says why on the op.
   LogicalResult build();
 
@@ -143,6 +145,9 @@ private:
   LogicalResult ringRoles();
   void issueTma(Arg role, Value slot, int64_t parts, Value valid, State &st,
                 function_ref<Values(int64_t, int64_t)> coords);
+  /// The role's L2 policy (i64) for its TMA loads, made where it is used;
+  /// none for a normal priority.
+  Value l2PolicyFor(Arg role);
   void waitTile(Arg role, Value slot, Value rows, State &st);
   LogicalResult tileWait(TileWaitOp op, State &st);
   LogicalResult tileRelease(TileReleaseOp op);
@@ -255,6 +260,9 @@ private:
   /// emitted is the loop's last; `blocksRan`: the loop has a block (both
   /// valid while `earlyQ` is set).
   bool planEarlyQ = false, planRowCopies = false;
+  /// The plan's L2 eviction priorities of the TMA loads of Q and of K / V
+  /// (l2PolicyFor).
+  L2Priority l2HintQ, l2HintKV;
   TileReleaseOp earlyQ;
   Value lastBlock, blocksRan;
   /// The plan's lpt schedule; taken by the work loop (dynamic): the tile

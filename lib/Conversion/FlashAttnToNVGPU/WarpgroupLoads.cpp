@@ -238,12 +238,13 @@ void WarpgroupKernel::issueTma(Arg role, Value slot, int64_t parts, Value valid,
     if (valid)
       bytes = w.muli(valid, w.i32(D / 64 * partBytes));
     w.mbarrierExpectTx(bar, bytes);
+    Value policy = l2PolicyFor(role);
     for (int64_t part = 0; part < parts; ++part) {
       auto issue = [&] {
         for (int64_t box = 0; box < D / 64; ++box) {
           Value dst = w.addrspacecast(
               w.gep(base, w.sptrT, w.i8T, int32_t(box * boxBytes + part * partBytes)), w.cptrT);
-          w.tmaLoad(dst, P[std::string(kPtr[role]) + "map"], bar, coords(box, part), Value());
+          w.tmaLoad(dst, P[std::string(kPtr[role]) + "map"], bar, coords(box, part), policy);
         }
       };
       if (valid && part > 0)
@@ -253,6 +254,16 @@ void WarpgroupKernel::issueTma(Arg role, Value slot, int64_t parts, Value valid,
     }
   });
   lastIssue = &*std::prev(b.getInsertionPoint());
+}
+
+// From createpolicy (flashattn.l2_policy; PTX ISA, data movement
+// instructions, createpolicy), made at each issue: a 64-bit value kept
+// across the loop costs the producer two of its 40 registers.
+Value WarpgroupKernel::l2PolicyFor(Arg role) {
+  L2Priority priority = role == Q ? l2HintQ : l2HintKV;
+  if (priority == L2Priority::normal)
+    return Value();
+  return L2PolicyOp::create(b, loc, w.i64T, L2PriorityAttr::get(b.getContext(), priority));
 }
 
 // Every thread's wait on the slot's mbarrier (the phase bit of the slot,
