@@ -196,14 +196,16 @@ Value mlir::flashattn::chainReduce(KernelEmitter &w, ArrayRef<Value> vals, int64
 
 Value mlir::flashattn::wgmmaQK(KernelEmitter &w, Value qSmem, Value kSmem, Type accType,
                                int64_t qOff, int64_t kOff, int64_t rows, int64_t keys, int64_t d,
-                               bool f16) {
-  SmemDesc q = smemDescBase(w, qSmem, qOff, 16, 1024), k = smemDescBase(w, kSmem, kOff, 16, 1024);
+                               bool f16, std::optional<KVTileLayout> kLayout) {
+  KVTileLayout kl = kLayout.value_or(KVTileLayout::dense(keys));
+  SmemDesc q = smemDescBase(w, qSmem, qOff, 16, 1024),
+           k = smemDescBase(w, kSmem, kOff, 16, kl.group);
   q.lo = OpaqueOp::create(w.b, w.loc, w.i32T, q.lo);
   Value s = w.undef(accType);
   for (int64_t kk = 0; kk < d / 16; ++kk) {
     int64_t box = kk / 4, inBox = (kk % 4) * 32;
     Value dA = descAt(w, q, box * rows * 128 + inBox);
-    Value dB = descAt(w, k, box * keys * 128 + inBox);
+    Value dB = descAt(w, k, box * kl.panel + inBox);
     s = wgmmaSS(w, accType, s, dA, dB, keys, f16, kk == 0);
   }
   return s;
@@ -211,18 +213,21 @@ Value mlir::flashattn::wgmmaQK(KernelEmitter &w, Value qSmem, Value kSmem, Type 
 
 Value mlir::flashattn::wgmmaPV(KernelEmitter &w, Value smem, Type accType, Value acc,
                                ArrayRef<Value> pk, int64_t vOff, int64_t keys, int64_t d,
-                               Type elem) {
-  SmemDesc v = smemDescBase(w, smem, vOff, keys * 128, 1024);
+                               Type elem, std::optional<KVTileLayout> vLayout) {
+  KVTileLayout vl = vLayout.value_or(KVTileLayout::dense(keys));
+  SmemDesc v = smemDescBase(w, smem, vOff, vl.panel, vl.group);
   for (int64_t kk = 0; kk < keys / 16; ++kk) {
     SmallVector<Value> a(pk.begin() + kk * 4, pk.begin() + kk * 4 + 4);
-    acc = WgmmaRsOp::create(w.b, w.loc, accType, acc, a, descAt(w, v, kk * 2048), d, elem);
+    acc = WgmmaRsOp::create(w.b, w.loc, accType, acc, a, descAt(w, v, kk * 2 * vl.group), d,
+                            elem);
   }
   return acc;
 }
 
 void mlir::flashattn::zeroTileRows(KernelEmitter &w, Value smem, Value tid, int64_t offset,
                                    Value from, int64_t rows, int64_t d, int64_t threads,
-                                   int32_t barrierId) {
+                                   int32_t barrierId, std::optional<KVTileLayout> layout) {
+  KVTileLayout l = layout.value_or(KVTileLayout::dense(rows));
   auto sync = [&] {
     if (barrierId)
       w.barrier(w.i32(barrierId), w.i32(threads));
@@ -236,9 +241,13 @@ void mlir::flashattn::zeroTileRows(KernelEmitter &w, Value smem, Value tid, int6
     w.forLoop(tid, total, w.i32(threads), [&](Value c) {
       Value row = w.addi(from, w.divui(c, perRow));
       Value rest = w.remui(c, perRow);
-      Value at = w.addi(w.muli(w.divui(rest, w.i32(8)), w.i32(rows * 128)),
-                        w.addi(w.muli(row, w.i32(128)), w.muli(w.remui(rest, w.i32(8)),
-                                                               w.i32(16))));
+      Value chunk = w.muli(w.remui(rest, w.i32(8)), w.i32(16));
+      // (Atoms of 1 KB apart: row r at r x 128.)
+      Value atom = l.group == 1024 ? w.muli(row, w.i32(128))
+                                   : w.addi(w.muli(w.divui(row, w.i32(8)), w.i32(l.group)),
+                                            w.muli(w.remui(row, w.i32(8)), w.i32(128)));
+      Value inPanel = w.addi(atom, chunk);
+      Value at = w.addi(w.muli(w.divui(rest, w.i32(8)), w.i32(l.panel)), inPanel);
       w.store(zeros, w.gep(smem, w.sptrT, w.i8T, w.addi(at, w.i32(offset))));
     });
     w.fenceProxyAsyncShared();

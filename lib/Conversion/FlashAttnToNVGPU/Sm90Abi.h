@@ -17,6 +17,7 @@
 
 #include <cassert>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -145,32 +146,49 @@ Value quadReduce(KernelEmitter &w, Value v, bool max);
 /// for chains - 1 more live registers.
 Value chainReduce(KernelEmitter &w, ArrayRef<Value> vals, int64_t chains, bool max);
 
+/// Where a K or V tile's rows lie in shared memory: 64-column panels of
+/// 128-byte rows under the 128-byte swizzle, in 8-row atoms of 1 KB; the
+/// 64 columns h of row r at h `panel` + (r / 8) `group` + (r % 8) 128
+/// bytes. The dense layout (a TMA box of the tile's rows a panel): panel
+/// = rows x 128, group = 1 KB. The page panel layout (a box a page whose
+/// 8-row groups each hold the d / 64 panels, sm90PagePanels): panel =
+/// 1 KB, group = d / 64 KB.
+struct KVTileLayout {
+  int64_t panel, group;
+  static KVTileLayout dense(int64_t rows) { return {rows * 128, 1024}; }
+  static KVTileLayout pagePanels(int64_t d) { return {1024, d / 64 * 1024}; }
+};
+
 /// S = Q K^T on one warpgroup: D / 16 k16 steps of wgmmaSS (N = `keys`),
-/// Q (`rows` rows) at `qOff` past `qSmem` and K (`keys` rows) at `kOff`
-/// past `kSmem` (!llvm.ptr<3>), both K-major in 64-column boxes of the
-/// 128-byte swizzle (LBO 16, SBO 1024: 8-row atoms of 128-byte rows). Q's
-/// descriptor goes through flashattn.opaque: LLVM would otherwise hoist
-/// its D / 16 loop-invariant steps out of the key-block loop and keep
-/// them live. Not fenced, committed or waited.
+/// Q (`rows` rows) at `qOff` past `qSmem` and K (`keys` rows, laid out as
+/// `kLayout`, dense by default) at `kOff` past `kSmem` (!llvm.ptr<3>),
+/// both K-major under the 128-byte swizzle (LBO 16; SBO the distance of
+/// 8-row atoms). Q's descriptor goes through flashattn.opaque: LLVM would
+/// otherwise hoist its D / 16 loop-invariant steps out of the key-block
+/// loop and keep them live. Not fenced, committed or waited.
 Value wgmmaQK(KernelEmitter &w, Value qSmem, Value kSmem, Type accType, int64_t qOff,
-              int64_t kOff, int64_t rows, int64_t keys, int64_t d, bool f16);
+              int64_t kOff, int64_t rows, int64_t keys, int64_t d, bool f16,
+              std::optional<KVTileLayout> kLayout = std::nullopt);
 
 /// O += P V on one warpgroup: `keys` / 16 k16 steps of flashattn.wgmma_rs,
 /// P from registers (four packed pairs a step, `pk`), V at `vOff` past
-/// `smem`, MN-major (LBO: the distance of its 64-column boxes, each step 16
-/// rows of 128 bytes further). Not fenced, committed or waited.
+/// `smem` (laid out as `vLayout`, dense by default), MN-major (LBO: the
+/// distance of its 64-column panels, SBO: of its 8-row atoms; each step
+/// 16 rows further). Not fenced, committed or waited.
 Value wgmmaPV(KernelEmitter &w, Value smem, Type accType, Value acc, ArrayRef<Value> pk,
-              int64_t vOff, int64_t keys, int64_t d, Type elem);
+              int64_t vOff, int64_t keys, int64_t d, Type elem,
+              std::optional<KVTileLayout> vLayout = std::nullopt);
 
-/// Rows [from, rows) of the `rows`-row tile at `offset` past `smem` (d / 64
-/// boxes of rows x 128 bytes, 128-byte swizzled) to zero, by the `threads`
-/// threads of the CTA in 16-byte chunks (a row keeps its place under the
-/// swizzle), fenced for the async proxy; then a barrier of those threads:
-/// the CTA's (barrier 0), after the branch, or, when `barrierId` is not 0,
-/// that named barrier (bar.sync, PTX ISA 9.7.13.1) of `threads` threads,
-/// only where rows were zeroed (`from` is the same in every thread).
+/// Rows [from, rows) of the `rows`-row tile at `offset` past `smem` (laid
+/// out as `layout`, dense by default) to zero, by the `threads` threads of
+/// the CTA in 16-byte chunks (a row keeps its place under the swizzle),
+/// fenced for the async proxy; then a barrier of those threads: the CTA's
+/// (barrier 0), after the branch, or, when `barrierId` is not 0, that
+/// named barrier (bar.sync, PTX ISA 9.7.13.1) of `threads` threads, only
+/// where rows were zeroed (`from` is the same in every thread).
 void zeroTileRows(KernelEmitter &w, Value smem, Value tid, int64_t offset, Value from,
-                  int64_t rows, int64_t d, int64_t threads, int32_t barrierId = 0);
+                  int64_t rows, int64_t d, int64_t threads, int32_t barrierId = 0,
+                  std::optional<KVTileLayout> layout = std::nullopt);
 
 /// softcap's tanh of `x` (already scaled by scale / softcap):
 /// tanh.approx.f32 (PTX ISA 9.7.4.9), which NVPTX selects for an

@@ -40,7 +40,8 @@ void WarpgroupKernel::tileQK(TileQKOp op, State &st) {
   std::function<Values(int64_t)> from = [&](int64_t g) -> Values {
     auto qk = [&]() -> Values {
       NVVM::WgmmaFenceAlignedOp::create(b, loc);
-      Value s = wgmmaQK(w, qAt, kAt, sT, branches ? g * kRows * 128 : 0, 0, rowsM, kKeys, D, f16);
+      Value s = wgmmaQK(w, qAt, kAt, sT, branches ? g * kRows * 128 : 0, 0, rowsM, kKeys, D, f16,
+                        kvLayout);
       NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
       if (!steady) {
         NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
@@ -51,7 +52,7 @@ void WarpgroupKernel::tileQK(TileQKOp op, State &st) {
         o = rescaleO(o, deferredAlpha[0], deferredAlpha[1]);
         NVVM::WgmmaFenceAlignedOp::create(b, loc);
       }
-      o = wgmmaPV(w, tileAt(V, deferredSlot), oT, o, deferredPk, 0, kKeys, D, etT);
+      o = wgmmaPV(w, tileAt(V, deferredSlot), oT, o, deferredPk, 0, kKeys, D, etT, kvLayout);
       NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
       if (scheduler)
         passTurn(Value());
@@ -305,7 +306,7 @@ void WarpgroupKernel::tilePV(TilePVOp op, State &st) {
   if (scheduler)
     awaitTurn(Value());
   NVVM::WgmmaFenceAlignedOp::create(b, loc);
-  st.o = wgmmaPV(w, tileAt(V, slotOf(op.getV())), oT, st.o, pk, 0, kKeys, D, etT);
+  st.o = wgmmaPV(w, tileAt(V, slotOf(op.getV())), oT, st.o, pk, 0, kKeys, D, etT, kvLayout);
   NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
   NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
   if (scheduler)

@@ -142,6 +142,7 @@ private:
   void arrivePending(State &st, int32_t newer);
   void waitEmpty(Arg role, Value slot, State &st);
   void issuePagesByLane(Arg role, Value slot, Value first, Value valid, Value head, State &st);
+  Values pagePanelCoords(Value head, Value page);
   LogicalResult ringRoles();
   void issueTma(Arg role, Value slot, int64_t parts, Value valid, State &st,
                 function_ref<Values(int64_t, int64_t)> coords);
@@ -235,6 +236,11 @@ private:
   /// tile_load_paged's `heads` (pack_gqa's kv heads per key block): a TMA
   /// box holds that many heads of a page's rows, heads fastest.
   int64_t kvHeads = 1;
+  /// Pages of one kv head smaller than a key block by TMA: one box a whole
+  /// page through the pool's page panel map (sm90PagePanels), K and V
+  /// tiles in the page panel layout (kvLayout).
+  bool panels = false;
+  KVTileLayout kvLayout{0, 1024};
   /// pack_gqa: Q's loads, out's and lse's stores view G query heads of a kv
   /// head (packed row i G + g: position i of head g); 1 without.
   int64_t packG = 1;

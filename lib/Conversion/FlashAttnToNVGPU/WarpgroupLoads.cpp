@@ -89,12 +89,21 @@ LogicalResult WarpgroupKernel::tileLoadPaged(TileLoadPagedOp op, State &st) {
   } else {
     issueTma(role, slot, kKeys / (kvHeads * pageSize), w.ceildivui(rows, ps), st,
              [&](int64_t box, int64_t part) {
-      return Values{w.i32(64 * box), head, w.i32(0), pageAt(w.addi(first, w.i32(part)))};
+      Value page = pageAt(w.addi(first, w.i32(part)));
+      return panels ? pagePanelCoords(head, page)
+                    : Values{w.i32(64 * box), head, w.i32(0), page};
     });
   }
   if (!op.getAsync())
     waitTile(role, slot, rows, st);
   return success();
+}
+
+// The page panel map's coordinates of a whole page of kv head `head`:
+// {column 0, row 0, the head's first panel, row group 0, page}.
+Values WarpgroupKernel::pagePanelCoords(Value head, Value page) {
+  Value c0 = w.i32(0);
+  return {c0, c0, w.muli(head, w.i32(D / 64)), c0, page};
 }
 
 // A warp-specialized producer's wait until the consumers released the
@@ -124,11 +133,15 @@ void WarpgroupKernel::issuePagesByLane(Arg role, Value slot, Value first, Value 
   w.ifThen(mine, [&] {
     Value page = w.load(w.i32T, w.gep(P["page_table"], w.gptrT, w.i32T, w.addi(first, lane)),
                         true);
-    Value at = w.gep(base, w.sptrT, w.i8T, w.muli(lane, w.i32(partBytes)));
-    for (int64_t box = 0; box < D / 64; ++box) {
+    Value map = P[std::string(kPtr[role]) + "map"], policy = l2PolicyFor(role);
+    // Page panels: the page whole at lane x its D / 64 panels' bytes.
+    Value at = w.gep(base, w.sptrT, w.i8T,
+                     w.muli(lane, w.i32(panels ? D / 64 * partBytes : partBytes)));
+    for (int64_t box = 0; box < (panels ? 1 : D / 64); ++box) {
       Value dst = w.addrspacecast(w.gep(at, w.sptrT, w.i8T, int32_t(box * kKeys * 128)), w.cptrT);
-      w.tmaLoad(dst, P[std::string(kPtr[role]) + "map"], bar,
-                {w.i32(64 * box), head, w.i32(0), page}, Value());
+      w.tmaLoad(dst, map, bar,
+                panels ? pagePanelCoords(head, page) : Values{w.i32(64 * box), head, w.i32(0), page},
+                policy);
     }
   });
 }
@@ -239,11 +252,14 @@ void WarpgroupKernel::issueTma(Arg role, Value slot, int64_t parts, Value valid,
       bytes = w.muli(valid, w.i32(D / 64 * partBytes));
     w.mbarrierExpectTx(bar, bytes);
     Value policy = l2PolicyFor(role);
+    // Page panels (K and V): a part is one box, a page whole, at part x its
+    // D / 64 panels' bytes.
+    bool pagePanels = panels && role != Q;
     for (int64_t part = 0; part < parts; ++part) {
       auto issue = [&] {
-        for (int64_t box = 0; box < D / 64; ++box) {
-          Value dst = w.addrspacecast(
-              w.gep(base, w.sptrT, w.i8T, int32_t(box * boxBytes + part * partBytes)), w.cptrT);
+        for (int64_t box = 0; box < (pagePanels ? 1 : D / 64); ++box) {
+          int64_t offset = pagePanels ? part * D / 64 * partBytes : box * boxBytes + part * partBytes;
+          Value dst = w.addrspacecast(w.gep(base, w.sptrT, w.i8T, int32_t(offset)), w.cptrT);
           w.tmaLoad(dst, P[std::string(kPtr[role]) + "map"], bar, coords(box, part), policy);
         }
       };
@@ -279,7 +295,7 @@ void WarpgroupKernel::waitTile(Arg role, Value slot, Value rows, State &st) {
     rows = w.muli(rows, w.i32(kvHeads));
   if (role == V)
     zeroTileRows(w, tileAt(V, slot), ctid, 0, w.maxsi(rows, w.i32(0)), kKeys, D,
-                 consumerThreads, specialize ? kConsumerBarrier : 0);
+                 consumerThreads, specialize ? kConsumerBarrier : 0, kvLayout);
 }
 
 LogicalResult WarpgroupKernel::tileWait(TileWaitOp op, State &st) {

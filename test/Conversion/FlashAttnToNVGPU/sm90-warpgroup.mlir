@@ -175,26 +175,41 @@ func.func @paged(%q: memref<2x1x4x64xf16>, %kc: memref<16x64x2x64xf16>, %vc: mem
 
 // -----
 
-// Pages of 16 keys: a key block is 4 whole pages, a TMA box of 16 rows
-// each (the ABI's box), each page read from the list; the boxes past the
-// block's rows are not loaded, and the bytes the mbarrier expects count
-// the boxes loaded (ceil(rows / 16) x 16 rows x 128 bytes).
+// Pages of 16 keys at head_dim 128: a key block is 4 whole pages, one TMA
+// box each through the pool's page panel map (box {64 columns, 8 rows, 2
+// panels, 2 row groups, 1 page}, at {0, 0, 2 x kv head, 0, page}), each
+// page read from the list and landing whole at 4 KB a page; the boxes
+// past the block's rows are not loaded, and the bytes the mbarrier
+// expects count the pages loaded (ceil(rows / 16) x 4096). K's and V's
+// wgmma descriptors step over that layout: 8-row atoms 2 KB apart (K's
+// SBO: the high word 1 << 30 | 2048 >> 4), V's 64-column panels 1 KB
+// apart (its LBO, 1024 >> 4 << 16 in the low word).
 // CHECK-LABEL: func.func @paged16
 // CHECK: llvm.func @fa_sm90_0(
-// CHECK-SAME: #flashattn.param<kind = tma, arg = "k", box = [64, 1, 16, 1], swizzle = 128>
+// CHECK-SAME: #flashattn.param<kind = tma, arg = "k", box = [64, 8, 2, 2, 1], swizzle = 128, page_panels = true>
+// CHECK-SAME: #flashattn.param<kind = tma, arg = "v", box = [64, 8, 2, 2, 1], swizzle = 128, page_panels = true>
 // CHECK: %[[PARTS:.*]] = arith.ceildivui %{{.*}}, %c16_i32
-// CHECK: %[[BYTES:.*]] = arith.muli %[[PARTS]], %c2048_i32
+// CHECK: %[[BYTES:.*]] = arith.muli %[[PARTS]], %c4096_i32
 // CHECK: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %[[BYTES]]
-// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// CHECK: %[[PAGE0:.*]] = llvm.load %{{.*}} invariant : !llvm.ptr<1> -> i32
+// CHECK: %[[PANEL0:.*]] = arith.muli %[[HEAD:.*]], %c2_i32
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, box[%[[Z:.*]], %[[Z]], %[[PANEL0]], %[[Z]], %[[PAGE0]]]
 // CHECK: %[[MORE:.*]] = arith.cmpi slt, %c1_i32{{.*}}, %[[PARTS]]
 // CHECK: scf.if %[[MORE]] {
-// CHECK:   llvm.load %{{.*}} invariant : !llvm.ptr<1> -> i32
-// CHECK:   nvvm.cp.async.bulk.tensor.shared.cluster.global
-func.func @paged16(%q: memref<2x1x4x64xf16>, %kc: memref<16x16x2x64xf16>, %vc: memref<16x16x2x64xf16>,
-                   %bt: memref<2x8xi32>, %used: memref<2xi32>, %o: memref<2x1x4x64xf16>) {
-  flashattn.attention ins(%q, %kc, %vc : memref<2x1x4x64xf16>, memref<16x16x2x64xf16>, memref<16x16x2x64xf16>)
+// CHECK:   llvm.getelementptr %{{.*}}[4096] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8
+// CHECK:   %[[PAGE1:.*]] = llvm.load %{{.*}} invariant : !llvm.ptr<1> -> i32
+// CHECK:   nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[PAGE1]]]
+// CHECK: %[[KHI:.*]] = arith.constant 4611686568183201792 : i64
+// CHECK: %[[KDESC:.*]] = arith.ori %{{.*}}, %[[KHI]] : i64
+// CHECK: nvvm.wgmma.mma_async %{{.*}}, %[[KDESC]]
+// CHECK: %[[VLBO:.*]] = arith.constant 4194304 : i32
+// CHECK: arith.ori %{{.*}}, %[[VLBO]] : i32
+// CHECK: flashattn.wgmma_rs
+func.func @paged16(%q: memref<2x1x4x128xf16>, %kc: memref<16x16x2x128xf16>, %vc: memref<16x16x2x128xf16>,
+                   %bt: memref<2x8xi32>, %used: memref<2xi32>, %o: memref<2x1x4x128xf16>) {
+  flashattn.attention ins(%q, %kc, %vc : memref<2x1x4x128xf16>, memref<16x16x2x128xf16>, memref<16x16x2x128xf16>)
       seqused_k(%used : memref<2xi32>) block_table(%bt : memref<2x8xi32>)
-      outs(%o : memref<2x1x4x64xf16>)
+      outs(%o : memref<2x1x4x128xf16>)
   return
 }
 
