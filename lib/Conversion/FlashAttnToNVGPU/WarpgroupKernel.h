@@ -266,9 +266,6 @@ private:
   /// emitted is the loop's last; `blocksRan`: the loop has a block (both
   /// valid while `earlyQ` is set).
   bool planEarlyQ = false, planRowCopies = false;
-  /// The plan's L2 eviction priorities of the TMA loads of Q and of K / V
-  /// (l2PolicyFor).
-  L2Priority l2HintQ, l2HintKV;
   TileReleaseOp earlyQ;
   Value lastBlock, blocksRan;
   /// The plan's lpt schedule; taken by the work loop (dynamic): the tile
@@ -288,6 +285,9 @@ private:
   /// With the plan's rescale_under_qk: O's rescale by the deferred block's
   /// alpha (both rows) waits for its P V, issued after the next Q K^T.
   bool rescaleUnderQK = false;
+  /// The plan's L2 eviction priorities of the TMA loads of Q and of K / V
+  /// (l2PolicyFor).
+  L2Priority l2HintQ, l2HintKV;
   Value deferredAlpha[2];
   int64_t consumerThreads = 0; ///< the threads of S's rows
   bool lse = false, f16 = false;
