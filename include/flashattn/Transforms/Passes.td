@@ -196,7 +196,8 @@ def FlashAttnSm90PipelineKV : Pass<"flashattn-sm90-pipeline-kv", "::mlir::Module
     128-thread producer would spill). A loop whose key block gathers more
     than 8 pages (`tile_load_paged` of more than 8 x page_size x heads
     rows) keeps V with K: a lagging V there keeps twice the page boxes in
-    flight. Within an iteration the loads furthest ahead start first. Runs after `flashattn-tile`, before
+    flight. Within an iteration the loads furthest ahead start first.
+    Runs after `flashattn-tile`, before
     `flashattn-sm90-warpgroup`, which gives each slot its mbarrier.
   }];
   let options = [

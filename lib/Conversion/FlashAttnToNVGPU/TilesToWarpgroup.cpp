@@ -145,8 +145,8 @@ LogicalResult WarpgroupKernel::shapes() {
     // (Lanes for more than 2 boxes a block: 1.10-1.48x with 8 or 16 a
     // block; with 2, thread 0 alone was 0-5% faster.)
     laneBoxes = specialize && !rowCopies && pageSize < kKeys && kKeys / boxRows > 2;
-    // (The builder's page panels: 1.24-1.60x faster in decode over pages
-    // of 8 than a box a page and 64 columns.)
+    // (Page panels: 1.13-1.30x in decode over pages of 8 against a box of
+    // 64 columns a page.)
     panels = sm90PagePanels(pageSize, kKeys, kvHeads, rowCopies) && pageSize % 8 == 0;
     if (kvHeads > 1 && (rowCopies || pageSize >= kKeys || kKeys % boxRows || boxRows % 8))
       return tiled.emitError("flashattn-sm90-warpgroup: ")
