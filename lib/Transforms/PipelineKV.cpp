@@ -250,9 +250,9 @@ static bool manyPageBoxes(ArrayRef<PipelinedLoad> loads) {
     auto paged = dyn_cast<TileLoadPagedOp>(load.load);
     if (!paged)
       return false;
-    int64_t pageRows = paged.getPool().getType().getDimSize(1) * paged.getHeads();
+    int64_t pageSize = paged.getPool().getType().getDimSize(1);
     int64_t tileRows = paged.getTile().getType().getDimSize(0);
-    return !ShapedType::isDynamic(pageRows) && tileRows > 8 * pageRows;
+    return !ShapedType::isDynamic(pageSize) && tileRows > 8 * pageSize * int64_t(paged.getHeads());
   });
 }
 

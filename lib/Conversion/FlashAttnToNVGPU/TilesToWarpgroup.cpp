@@ -147,7 +147,7 @@ LogicalResult WarpgroupKernel::shapes() {
     laneBoxes = specialize && !rowCopies && pageSize < kKeys && kKeys / boxRows > 2;
     // (Page panels: 1.13-1.30x in decode over pages of 8 against a box of
     // 64 columns a page.)
-    panels = sm90PagePanels(pageSize, kKeys, kvHeads, rowCopies) && pageSize % 8 == 0;
+    panels = sm90PagePanels(pageSize, kKeys, kvHeads, rowCopies);
     if (kvHeads > 1 && (rowCopies || pageSize >= kKeys || kKeys % boxRows || boxRows % 8))
       return tiled.emitError("flashattn-sm90-warpgroup: ")
              << kvHeads << " kv heads a key block need TMA boxes of " << kvHeads
