@@ -248,14 +248,14 @@ private:
   void views(const Sequence &s, WorkTile &w);
   Value keyEnd(const Sequence &s, const WorkTile &w, Value i);
   Value keyBegin(const WorkTile &w, Value i);
-  void keyBlock(const Sequence &s, const WorkTile &w, Value nb, Value firstEnd,
-                Value lastBegin);
+  void keyBlock(const Sequence &s, const WorkTile &w, Value nb, Value maskFrom,
+                Value maskUntil);
   void loadKV(const WorkTile &w, Value src, Value view, Value n0, Value cols, Value tile);
   void tileMap(Value rows, Value cols, function_ref<Value(Value, Value, Value)> fn);
   void scoreModifiers(const Sequence &s, const WorkTile &w, Value n0, Value cols);
   Value toBase2(Value x);
-  void boundaryMask(const Sequence &s, const WorkTile &w, Value n0, Value firstEnd,
-                    Value lastBegin);
+  void boundaryMask(const Sequence &s, const WorkTile &w, Value nb, Value n0, Value maskFrom,
+                    Value maskUntil);
   void maskRegion(const Sequence &s, const WorkTile &w, Value n0, Value cols);
   void otherHeadsMask();
 
@@ -542,15 +542,19 @@ void AttentionTiler::tileBody(const Sequence &s, Value h, Value mb, Value split)
                                    partial ? numSplits : Value(), blockKeys(), causal, winL,
                                    winR);
   // A key block needs the mask when it reaches past the first row's key
-  // end or starts before the last row's window start.
-  Value firstEnd = keyEnd(s, w, w.p0);
-  Value lastBegin = winL >= 0 ? keyBegin(w, rowPos(w, e.c(bm - 1))) : Value();
+  // end (nb n + n > end: nb >= floor(end / n)) or starts before the last
+  // row's window start (nb n < begin: nb < ceil(begin / n)): bounds of the
+  // block index above the loop, where a lowering may split it.
+  Value keys = e.c(blockKeys());
+  Value maskFrom = e.floorDiv(keyEnd(s, w, w.p0), keys);
+  Value maskUntil =
+      winL >= 0 ? e.ceilDiv(keyBegin(w, rowPos(w, e.c(bm - 1))), keys) : Value();
 
   TileInitOp::create(b, loc, mt, lt, acc);
   TileLoadOp::create(b, loc, w.qv, w.m0, w.rows, qt);
   if (!noKeys)
     buildFor(b, loc, range.getBegin(), range.getEnd(),
-             [&](Value nb) { keyBlock(s, w, nb, firstEnd, lastBegin); });
+             [&](Value nb) { keyBlock(s, w, nb, maskFrom, maskUntil); });
   TileStoreOp::create(b, loc, acc, mt, lt, w.ov, w.rows, w.lv);
 }
 
@@ -653,15 +657,15 @@ void AttentionTiler::loadKV(const WorkTile &w, Value src, Value view, Value n0, 
 
 // Key block nb: K, S = Q K^T, the score modifiers, the masks, the online
 // softmax, V, O += P V.
-void AttentionTiler::keyBlock(const Sequence &s, const WorkTile &w, Value nb, Value firstEnd,
-                              Value lastBegin) {
+void AttentionTiler::keyBlock(const Sequence &s, const WorkTile &w, Value nb, Value maskFrom,
+                              Value maskUntil) {
   Value n0 = e.mul(nb, e.c(blockKeys()));
   Value cols = e.min(e.c(blockKeys()), e.sub(s.sk, n0));
   loadKV(w, k, w.kv, n0, cols, kt);
   TileQKOp::create(b, loc, qt, kt, st, b.getF32FloatAttr(qkScale));
   if (hasMods)
     scoreModifiers(s, w, n0, cols);
-  boundaryMask(s, w, n0, firstEnd, lastBegin);
+  boundaryMask(s, w, nb, n0, maskFrom, maskUntil);
   if (hasMaskRegion)
     maskRegion(s, w, n0, cols);
   if (kvHeads > 1)
@@ -725,13 +729,14 @@ Value AttentionTiler::toBase2(Value x) {
   return arith::SelectOp::create(b, loc, inf, y, clamped);
 }
 
-// The causal / window / sequence-end mask, on boundary blocks only.
-void AttentionTiler::boundaryMask(const Sequence &s, const WorkTile &w, Value n0,
-                                  Value firstEnd, Value lastBegin) {
+// The causal / window / sequence-end mask, on boundary blocks only: block
+// nb >= maskFrom (or < maskUntil).
+void AttentionTiler::boundaryMask(const Sequence &s, const WorkTile &w, Value nb, Value n0,
+                                  Value maskFrom, Value maskUntil) {
   using P = arith::CmpIPredicate;
-  Value boundary = e.cmp(P::sgt, e.add(n0, e.c(blockKeys())), firstEnd);
-  if (lastBegin)
-    boundary = arith::OrIOp::create(b, loc, boundary, e.cmp(P::slt, n0, lastBegin));
+  Value boundary = e.cmp(P::sge, nb, maskFrom);
+  if (maskUntil)
+    boundary = arith::OrIOp::create(b, loc, boundary, e.cmp(P::slt, nb, maskUntil));
   auto ifOp = scf::IfOp::create(b, loc, boundary, /*else=*/false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(ifOp.thenBlock());

@@ -6,8 +6,9 @@
 // and the Q tile before the loop over the key blocks flashattn.key_blocks
 // gives for rows [m0, m1) (Sk = 130, Sk - Sq = 30); log2(e)/sqrt(64) folded
 // into tile_qk; the causal and sequence-end mask only under scf.if on
-// boundary blocks (past the first row's key end) as a tile_map over the
-// whole tile, each row's keys j < key_end(row).
+// boundary blocks (from block floor(key_end(first row) / block_n) on, a
+// bound above the loop) as a tile_map over the whole tile, each row's keys
+// j < key_end(row).
 // CHECK-LABEL: func.func @causal
 // CHECK: scf.for %[[B:.*]] = %{{.*}} to %{{.*}} step
 // CHECK:   scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step
@@ -18,14 +19,14 @@
 // CHECK:     %[[M1:.*]] = arith.addi %[[M0]], %[[ROWS]]
 // CHECK:     %[[NB0:.*]], %[[NB1:.*]] = flashattn.key_blocks rows[%[[M0]], %[[M1]]) keys %c130 offset %c30 {block_n = 64 : i64, causal = #flashattn.causal<bottom_right>} : index
 // CHECK:     %[[END0:.*]] = flashattn.key_end row %[[M0]] keys %c130 offset %c30 {causal = #flashattn.causal<bottom_right>} : index
+// CHECK:     %[[FROM:.*]] = arith.floordivsi %[[END0]], %c64
 // CHECK:     flashattn.tile_init %[[M:[a-z0-9_]+]], %{{.*}}, %[[ACC:[a-z0-9_]+]] :
 // CHECK:     flashattn.tile_load %[[QV]][%[[M0]]] rows %[[ROWS]] into %[[QT:[a-z0-9_]+]] :
 // CHECK:     scf.for %[[KB:.*]] = %[[NB0]] to %[[NB1]] step
 // CHECK:       %[[N0:.*]] = arith.muli %[[KB]], %c64
 // CHECK:       flashattn.tile_load %{{.*}} rows %{{.*}} into %[[KT:[a-z0-9_]+]] :
 // CHECK:       flashattn.tile_qk %[[QT]], %[[KT]] into %[[ST:[a-z0-9_]+]] {scale = 0.180336878 : f32}
-// CHECK:       %[[NEXT:.*]] = arith.addi %[[N0]], %c64
-// CHECK:       %[[BOUNDARY:.*]] = arith.cmpi sgt, %[[NEXT]], %[[END0]]
+// CHECK:       %[[BOUNDARY:.*]] = arith.cmpi sge, %[[KB]], %[[FROM]]
 // CHECK:       scf.if %[[BOUNDARY]] {
 // CHECK:         flashattn.tile_map %[[ST]] rows %c64 cols %c64 {
 // CHECK-NEXT:    ^bb0(%[[X:.*]]: f32, %[[TI:.*]]: index, %[[TJ:.*]]: index):
@@ -120,15 +121,16 @@ func.func @mask_region(%q: memref<1x100x2x64xf16>, %k: memref<1x100x2x64xf16>, %
 // -----
 
 // Sliding window (L = 20): the key blocks carry the window; a block also
-// needs the mask when it starts before the last row's window start, and a
+// needs the mask when it starts before the last row's window start (blocks
+// below ceil(key_begin(last row) / block_n)), and a
 // row sees key_begin(row) <= j < key_end(row).
 // CHECK-LABEL: func.func @window
 // CHECK: %[[NBLO:.*]], %{{.*}} = flashattn.key_blocks rows[{{.*}}) keys %c200 offset %c0 {block_n = 64 : i64, window_left = 20 : i64, window_right = 0 : i64} : index
 // CHECK: %[[LAST:.*]] = arith.addi %{{.*}}, %c63
 // CHECK: %[[BEGIN0:.*]] = flashattn.key_begin row %[[LAST]] offset %c0 {window_left = 20 : i64} : index
+// CHECK: %[[UNTIL:.*]] = arith.ceildivsi %[[BEGIN0]], %c64
 // CHECK: scf.for %[[KB:.*]] = %[[NBLO]] to
-// CHECK:   %[[N0:.*]] = arith.muli %[[KB]], %c64
-// CHECK:   %[[EARLY:.*]] = arith.cmpi slt, %[[N0]], %[[BEGIN0]]
+// CHECK:   %[[EARLY:.*]] = arith.cmpi slt, %[[KB]], %[[UNTIL]]
 // CHECK:   %[[BOUNDARY:.*]] = arith.ori %{{.*}}, %[[EARLY]]
 // CHECK:   scf.if %[[BOUNDARY]] {
 // CHECK:     flashattn.key_end row %[[I:[a-z0-9_]+]] keys %c200 offset %c0 {window_right = 0 : i64}

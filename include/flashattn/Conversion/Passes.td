@@ -156,7 +156,14 @@ def FlashAttnSm90Warpgroup : Pass<"flashattn-sm90-warpgroup", "::mlir::ModuleOp"
     `tile_softmax`, V wait, `tile_pv` and V release runs its first block
     before the loop and issues each block's P V after the next block's
     Q K^T (wgmma groups: wait_group 1 for Q K^T, 0 before O's rescale),
-    the last after the loop. Index arithmetic in the kernels is 32-bit
+    the last after the loop; where the loop's body masks under a branch on
+    `block >= from` (`from` defined above the loop: flashattn-tile's
+    boundary bound), the blocks before `from` run in a loop without the
+    mask and those from it in one with the mask and no branch. Under a
+    causal mask or a right window without the turns and pack_gqa, a
+    consumer computes only the key blocks its own 64 rows see (the
+    `flashattn.key_blocks` of its rows) and waits for and releases the
+    tile's later blocks without computing. Index arithmetic in the kernels is 32-bit
     (flashattn-sm90-pipeline{tiled}): a score or mask region's index
     arithmetic must stay below 2^31.
     The state (phases, row max and sum, O, S) is carried through `scf.for`

@@ -121,7 +121,8 @@ def FlashAttnTile : Pass<"flashattn-tile"> {
     (tile_load, tile_load_paged, tile_qk, tile_softmax, tile_pv,
     tile_store). Softcap, ALiBi and the score region act on the scores in
     an elementwise loop with in-sequence indices; causal, window and
-    sequence-end masks run only on boundary blocks (scf.if); the mask region
+    sequence-end masks run only on boundary blocks (scf.if on the block index
+    against bounds computed above the loop); the mask region
     runs on every block. log2(e) is folded into the scale of tile_qk when
     nothing acts on the scores. The kv-cache append is a copy loop before
     the attention that never writes past the cache. `flashattn.combine` is

@@ -26,6 +26,7 @@ struct IntArith {
   Value div(Value x, Value y) { return arith::DivSIOp::create(b, loc, x, y); }
   Value rem(Value x, Value y) { return arith::RemSIOp::create(b, loc, x, y); }
   Value ceilDiv(Value x, Value y) { return arith::CeilDivSIOp::create(b, loc, x, y); }
+  Value floorDiv(Value x, Value y) { return arith::FloorDivSIOp::create(b, loc, x, y); }
   Value min(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
   Value max(Value x, Value y) { return arith::MaxSIOp::create(b, loc, x, y); }
   Value cmp(arith::CmpIPredicate p, Value x, Value y) {

@@ -458,23 +458,24 @@ LogicalResult WarpgroupKernel::loop(scf::ForOp src, State &st) {
     return inProducer ? producerWorkLoop(src, st) : consumerWorkLoop(src, st);
   if (overlappable(src))
     return overlappedLoop(src, st);
-  auto next = scf::ForOp::create(b, loc, map.lookup(src.getLowerBound()),
-                                 map.lookup(src.getUpperBound()), map.lookup(src.getStep()),
-                                 carried(st));
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(next.getBody());
-  map.map(src.getInductionVar(), next.getInductionVar());
-  State inner = State::from(next.getRegionIterArgs(), st.producer);
-  if (failed(block(*src.getBody(), inner)))
-    return failure();
-  scf::YieldOp::create(b, loc, carried(inner));
+  Value lb = map.lookup(src.getLowerBound()), ub = ownEnd(src);
+  auto next = scf::ForOp::create(b, loc, lb, ub, map.lookup(src.getStep()), carried(st));
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(next.getBody());
+    map.map(src.getInductionVar(), next.getInductionVar());
+    State inner = State::from(next.getRegionIterArgs(), st.producer);
+    if (failed(block(*src.getBody(), inner)))
+      return failure();
+    scf::YieldOp::create(b, loc, carried(inner));
+  }
   st = State::from(next.getResults(), st.producer);
   // Row copies: the loop's last copies arrive at its exit (the consumers
   // may need them before they release what the producer waits on next).
-  if (st.pend) {
-    b.setInsertionPointAfter(next);
+  if (st.pend)
     arrivePending(st, 0);
-  }
+  if (ub != map.lookup(src.getUpperBound()))
+    return drainLoop(src, w.maxsi(ub, lb), st);
   return success();
 }
 
@@ -669,7 +670,7 @@ Value WarpgroupKernel::flushDeferred(Value o) {
 // in it (each issuing the previous block's P V after its Q K^T), the last
 // P V after it; the deferred P V's slot and packed P are carried values.
 LogicalResult WarpgroupKernel::overlappedLoop(scf::ForOp src, State &st) {
-  Value lb = map.lookup(src.getLowerBound()), ub = map.lookup(src.getUpperBound());
+  Value lb = map.lookup(src.getLowerBound()), ub = ownEnd(src);
   Value step = map.lookup(src.getStep());
   Value any = w.cmpi(CmpI::slt, lb, ub);
   int64_t npk = kKeys / 4;
@@ -703,27 +704,167 @@ LogicalResult WarpgroupKernel::overlappedLoop(scf::ForOp src, State &st) {
   if (failed(ok))
     return failure();
   unsigned n = st.values().size();
-  auto next = scf::ForOp::create(b, loc, w.addi(lb, step), ub, step, first);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(next.getBody());
-    map.map(src.getInductionVar(), next.getInductionVar());
-    State in = State::from(next.getRegionIterArgs().take_front(n), false);
-    setDeferred(next.getRegionIterArgs().drop_front(n));
-    lastBlock = w.cmpi(CmpI::sge, w.addi(next.getInductionVar(), step), ub);
-    overlap = Overlap::steady;
-    ok = block(*src.getBody(), in);
-    overlap = Overlap::none;
-    Values v = carried(in);
-    v.append(deferredValues());
-    scf::YieldOp::create(b, loc, v);
-  }
+  FailureOr<Values> steady = steadyLoops(src, w.addi(lb, step), ub, first);
+  if (failed(steady))
+    return failure();
+  st = State::from(ValueRange(*steady).take_front(n), false);
+  setDeferred(ValueRange(*steady).drop_front(n));
+  st.o = w.ifElse1(any, oT, [&] { return flushDeferred(st.o); }, [&] { return st.o; });
+  if (ub != map.lookup(src.getUpperBound()))
+    return drainLoop(src, w.maxsi(ub, lb), st);
+  return success();
+}
+
+// The overlapped loop's blocks [from, ub): with a boundary branch, the
+// blocks before its bound `from` (no mask) and past it (the causal
+// diagonal, the sequence's end) in loops of their own, the branch known in
+// each; else one loop.
+FailureOr<Values> WarpgroupKernel::steadyLoops(scf::ForOp src, Value from, Value ub,
+                                               Values inits) {
+  std::optional<BlockSplit> split = boundarySplit(src);
+  if (!split)
+    return steadyLoop(src, from, ub, ub, inits);
+  // (Under a left window the blocks before `from` keep the branch: a third
+  // loop made ptxas spill at head_dim 128.)
+  Value masked = w.minsi(w.maxsi(map.lookup(split->from), from), ub);
+  knownBranch = split->until ? scf::IfOp() : split->branch;
+  branchTaken = false;
+  FailureOr<Values> v = steadyLoop(src, from, masked, ub, inits);
+  knownBranch = split->branch;
+  branchTaken = true;
+  if (succeeded(v))
+    v = steadyLoop(src, masked, ub, ub, *v);
+  knownBranch = {};
+  return v;
+}
+
+// Blocks [from, to) of the overlapped loop `src` (whose end is `ub`), each
+// issuing the previous block's P V after its Q K^T; returns the state and
+// the deferred P V after them.
+FailureOr<Values> WarpgroupKernel::steadyLoop(scf::ForOp src, Value from, Value to, Value ub,
+                                              ValueRange inits) {
+  Value step = map.lookup(src.getStep());
+  // (The consumer's state: the phases, m, l, O and S.)
+  unsigned n = State::from(inits, false).values().size();
+  auto next = scf::ForOp::create(b, loc, from, to, step, inits);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(next.getBody());
+  map.map(src.getInductionVar(), next.getInductionVar());
+  State in = State::from(next.getRegionIterArgs().take_front(n), false);
+  setDeferred(next.getRegionIterArgs().drop_front(n));
+  lastBlock = w.cmpi(CmpI::sge, w.addi(next.getInductionVar(), step), ub);
+  overlap = Overlap::steady;
+  LogicalResult ok = block(*src.getBody(), in);
+  overlap = Overlap::none;
+  Values v = carried(in);
+  v.append(deferredValues());
+  scf::YieldOp::create(b, loc, v);
   if (failed(ok))
     return failure();
-  st = State::from(next.getResults().take_front(n), false);
-  setDeferred(next.getResults().drop_front(n));
-  st.o = w.ifElse1(any, oT, [&] { return flushDeferred(st.o); }, [&] { return st.o; });
-  return success();
+  return Values(next.getResults());
+}
+
+// The boundary branch of a key-block loop: an scf.if in its body holding
+// tile_maps only, on `iv >= from` or `iv >= from || iv < until` with the
+// bounds defined above the loop (flashattn-tile's boundary mask).
+std::optional<WarpgroupKernel::BlockSplit>
+WarpgroupKernel::boundarySplit(scf::ForOp src) const {
+  Value iv = src.getInductionVar();
+  auto bound = [&](Value c, CmpI p) -> Value {
+    auto cmp = c.getDefiningOp<arith::CmpIOp>();
+    if (cmp && cmp.getPredicate() == p && cmp.getLhs() == iv &&
+        src.isDefinedOutsideOfLoop(cmp.getRhs()))
+      return cmp.getRhs();
+    return {};
+  };
+  for (Operation &o : src.getBody()->without_terminator()) {
+    auto branch = dyn_cast<scf::IfOp>(o);
+    if (!branch || branch.getNumResults() || !branch.getElseRegion().empty())
+      continue;
+    WalkResult other = branch.getThenRegion().walk<WalkOrder::PreOrder>([](Operation *in) {
+      if (isa<TileMapOp>(in))
+        return WalkResult::skip();
+      return isTileOp(in) ? WalkResult::interrupt() : WalkResult::advance();
+    });
+    if (other.wasInterrupted())
+      continue;
+    Value c = branch.getCondition();
+    if (Value from = bound(c, CmpI::sge))
+      return BlockSplit{branch, from, Value()};
+    if (auto any = c.getDefiningOp<arith::OrIOp>()) {
+      Value from = bound(any.getLhs(), CmpI::sge), until = bound(any.getRhs(), CmpI::slt);
+      if (from && until)
+        return BlockSplit{branch, from, until};
+    }
+  }
+  return std::nullopt;
+}
+
+// Under a causal mask or a right window, a consumer's rows [64 g, 64 g +
+// 64) of a tile see fewer key blocks than the tile's last rows: the end of
+// its own blocks (the key_blocks of its rows; FlashAttention-3's
+// per-warpgroup n_block_max), in a warp-specialized consumer's loop over
+// the tile's key_blocks. Not with the turns (every consumer takes one a
+// block) nor pack_gqa (rows are not positions). Else the loop's end.
+Value WarpgroupKernel::ownEnd(scf::ForOp src) {
+  Value ub = map.lookup(src.getUpperBound());
+  auto range = src.getUpperBound().getDefiningOp<KeyBlocksOp>();
+  bool masked = range && (range.getCausal() != CausalKind::none ||
+                          static_cast<int64_t>(range.getWindowRight()) >= 0);
+  if (!masked || !specialize || inProducer || scheduler || rowsM == kRows || packG > 1 ||
+      src.getLowerBound() != range.getBegin() || !isConstantIntValue(src.getStep(), 1))
+    return ub;
+  Value rowEnd = map.lookup(range.getRowEnd());
+  Value first = w.addi(map.lookup(range.getRowBegin()), index(w.muli(warpgroup, w.i32(kRows))));
+  Value last = w.minsi(w.addi(first, arith::ConstantIndexOp::create(b, loc, kRows)), rowEnd);
+  auto mapped = [&](Value v) { return v ? map.lookup(v) : v; };
+  auto own = KeyBlocksOp::create(b, loc, range->getResultTypes(), first, last,
+                                 mapped(range.getSeqlenK()), mapped(range.getOffset()),
+                                 mapped(range.getSplit()), mapped(range.getNumSplits()),
+                                 range.getBlockNAttr(), range.getCausalAttr(),
+                                 range.getWindowLeftAttr(), range.getWindowRightAttr());
+  // A warpgroup past the tile's last row computes no block.
+  Value end = w.minsi(own.getEnd(), ub);
+  return w.select(w.cmpi(CmpI::slt, first, rowEnd), end, map.lookup(src.getLowerBound()));
+}
+
+// Blocks [from, end) of the key-block loop `src` whose keys this
+// consumer's rows do not see: their waits (V's tail zeroed with the other
+// consumers) and releases only, so that every consumer releases every
+// block and the slots' phases stay in step.
+LogicalResult WarpgroupKernel::drainLoop(scf::ForOp src, Value from, State &st) {
+  auto next = scf::ForOp::create(b, loc, from, map.lookup(src.getUpperBound()),
+                                 map.lookup(src.getStep()), ValueRange(st.phase));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(next.getBody());
+  map.map(src.getInductionVar(), next.getInductionVar());
+  State in = st;
+  llvm::copy(next.getRegionIterArgs(), in.phase);
+  draining = true;
+  LogicalResult ok = block(*src.getBody(), in);
+  draining = false;
+  scf::YieldOp::create(b, loc, ValueRange(in.phase));
+  llvm::copy(next.getResults(), st.phase);
+  return ok;
+}
+
+// In a drain loop: the ops that compute (and branches holding only those).
+bool WarpgroupKernel::drainSkips(Operation &src) const {
+  if (!draining)
+    return false;
+  auto computes = [](Operation *o) {
+    return isa<TileQKOp, TileMapOp, TileSoftmaxOp, TilePVOp>(o);
+  };
+  if (computes(&src))
+    return true;
+  if (!isa<scf::IfOp>(src))
+    return false;
+  WalkResult other = src.walk<WalkOrder::PreOrder>([&](Operation *o) {
+    if (computes(o))
+      return WalkResult::skip();
+    return isTileOp(o) ? WalkResult::interrupt() : WalkResult::advance();
+  });
+  return !other.wasInterrupted();
 }
 
 // In the overlapped loop's last block, Q's release (with the plan's
@@ -783,6 +924,10 @@ LogicalResult WarpgroupKernel::block(Block &src, State &st) {
 }
 
 LogicalResult WarpgroupKernel::op(Operation &src, State &st) {
+  if (drainSkips(src))
+    return success();
+  if (knownBranch && &src == knownBranch.getOperation())
+    return branchTaken ? block(*knownBranch.thenBlock(), st) : success();
   if (auto forOp = dyn_cast<scf::ForOp>(src); forOp && containsTileOps(forOp))
     return loop(forOp, st);
   if (auto ifOp = dyn_cast<scf::IfOp>(src); ifOp && containsTileOps(ifOp))

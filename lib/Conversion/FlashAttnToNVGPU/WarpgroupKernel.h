@@ -132,6 +132,22 @@ private:
   Value flushDeferred(Value o);
   TileReleaseOp qReleaseAfter(scf::ForOp loop) const;
   void releaseQEarly();
+  /// A consumer's own key blocks: the end of the blocks its 64 rows see
+  /// (ownEnd), and the blocks past it waited for and released only
+  /// (drainLoop).
+  Value ownEnd(scf::ForOp loop);
+  /// The steady blocks of an overlapped loop, split at its boundary
+  /// branch's bounds (boundarySplit) into loops where that branch is known.
+  struct BlockSplit {
+    scf::IfOp branch;
+    Value from, until;
+  };
+  std::optional<BlockSplit> boundarySplit(scf::ForOp loop) const;
+  FailureOr<Values> steadyLoops(scf::ForOp loop, Value from, Value ub, Values inits);
+  FailureOr<Values> steadyLoop(scf::ForOp loop, Value from, Value to, Value ub,
+                               ValueRange inits);
+  LogicalResult drainLoop(scf::ForOp loop, Value from, State &st);
+  bool drainSkips(Operation &op) const;
   LogicalResult branch(scf::IfOp branch, State &st);
   LogicalResult tileLoad(TileLoadOp op, State &st);
   LogicalResult tileLoadPaged(TileLoadPagedOp op, State &st);
@@ -280,6 +296,12 @@ private:
   /// block (before the loop) or the loop; the previous block's P V waiting
   /// to issue (its V slot and packed P) there.
   enum class Overlap { none, first, steady } overlap = Overlap::none;
+  /// A drain loop's body being emitted: its waits and releases only.
+  bool draining = false;
+  /// A steady loop's boundary branch and whether it runs there (null:
+  /// the branch stays).
+  scf::IfOp knownBranch;
+  bool branchTaken = false;
   Value deferredSlot;
   Values deferredPk;
   /// With the plan's rescale_under_qk: O's rescale by the deferred block's

@@ -1,0 +1,57 @@
+// RUN: fa-opt %s --flashattn-plan="target=sm90 tiled consumers=3" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup | FileCheck %s
+
+// A warp-specialized consumer's key blocks under a causal mask, 3
+// consumers (no turns): the blocks its own 64 rows see (the key_blocks of
+// rows [m0 + 64 g, min(m0 + 64 g + 64, m1)), g its warpgroup), none for a
+// warpgroup past the tile's rows; the steady blocks in two loops split at
+// flashattn-tile's bound floor(key_end(m0) / block_n): before it no mask
+// (no key_end), from it the boundary mask without its branch; then the
+// tile's blocks past the consumer's own, their K and V waited for and
+// released only (no wgmma), carrying the phases alone.
+// CHECK-LABEL: func.func @causal
+// CHECK: } consumers {
+// CHECK: %[[BEGIN:[a-z0-9_]+]], %[[END:[a-z0-9_]+]] = flashattn.key_blocks rows[%[[M0:.*]], %[[M1:.*]]) keys %c512
+// CHECK: %[[END0:.*]] = flashattn.key_end row %[[M0]] keys %c512
+// CHECK: %[[FROM:.*]] = arith.floordivsi %[[END0]], %c128
+// CHECK: %[[G64:.*]] = arith.muli %{{.*}}, %c64_i32
+// CHECK: %[[G64I:.*]] = arith.index_cast %[[G64]] : i32 to index
+// CHECK: %[[FIRST:.*]] = arith.addi %[[M0]], %[[G64I]]
+// CHECK: %[[LASTP:.*]] = arith.addi %[[FIRST]], %c64
+// CHECK: %[[LAST:.*]] = arith.minsi %[[LASTP]], %[[M1]]
+// CHECK: %{{.*}}, %[[OWN:[a-z0-9_]+]] = flashattn.key_blocks rows[%[[FIRST]], %[[LAST]]) keys %c512
+// CHECK: %[[OWNC:.*]] = arith.minsi %[[OWN]], %[[END]]
+// CHECK: %[[IN:.*]] = arith.cmpi slt, %[[FIRST]], %[[M1]]
+// CHECK: %[[UB:.*]] = arith.select %[[IN]], %[[OWNC]], %[[BEGIN]]
+// CHECK: %[[SPLIT0:.*]] = arith.maxsi %[[FROM]], %[[S0:[a-z0-9_]+]]
+// CHECK: %[[SPLIT:.*]] = arith.minsi %[[SPLIT0]], %[[UB]]
+// CHECK: scf.for %{{.*}} = %[[S0]] to %[[SPLIT]] step %c1
+// CHECK-NOT: flashattn.key_end
+// CHECK: nvvm.wgmma.mma_async
+// CHECK-NOT: flashattn.key_end
+// CHECK: flashattn.wgmma_rs
+// CHECK-NOT: flashattn.key_end
+// CHECK: scf.yield
+// CHECK: scf.for %{{.*}} = %[[SPLIT]] to %[[UB]] step %c1
+// CHECK: nvvm.wgmma.mma_async
+// CHECK-NOT: scf.if
+// CHECK: flashattn.key_end
+// CHECK: flashattn.wgmma_rs
+// CHECK: scf.yield
+// CHECK: %[[DRAIN:.*]] = arith.maxsi %[[UB]], %[[BEGIN]]
+// CHECK: scf.for %{{.*}} = %[[DRAIN]] to %[[END]] step %c1 iter_args({{.*}}) -> (i32, i32, i32) {
+// CHECK-NOT: wgmma
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK-NOT: wgmma
+// CHECK: nvvm.mbarrier.arrive
+// CHECK-NOT: wgmma
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK-NOT: wgmma
+// CHECK: nvvm.mbarrier.arrive
+// CHECK-NOT: wgmma
+// CHECK: scf.yield
+func.func @causal(%q: memref<2x512x32x64xbf16>, %k: memref<2x512x32x64xbf16>,
+                  %v: memref<2x512x32x64xbf16>, %o: memref<2x512x32x64xbf16>) {
+  flashattn.attention ins(%q, %k, %v : memref<2x512x32x64xbf16>, memref<2x512x32x64xbf16>, memref<2x512x32x64xbf16>)
+      outs(%o : memref<2x512x32x64xbf16>) {causal = #flashattn.causal<bottom_right>}
+  return
+}
