@@ -176,14 +176,14 @@ func.func @schedule_tiled(%q: memref<2x512x4x128xbf16>, %k: memref<2x512x4x128xb
 
 // -----
 
-// flashattn-tile's kernel at head_dim 64: 3 consumers over 192-row tiles
-// unmasked (with one split), 2 under a causal mask; Q released in a tile's
-// last block and the conditional rescale, with or without the mask.
+// flashattn-tile's kernel at head_dim 64 (one split): 3 consumers over
+// 192-row tiles, with the turns and the conditional rescale unmasked, with
+// neither under a causal mask; Q released in a tile's last block in both.
 // TILED-LABEL: func.func @consumers_tiled
 // TILED: plan = #flashattn.plan<target = sm90, block_m = 192, block_n = 128, stages = 2, consumers = 3,
-// TILED-SAME: early_q_release = true, conditional_rescale = true
-// TILED: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 128, stages = 2, consumers = 2,
-// TILED-SAME: early_q_release = true, conditional_rescale = true
+// TILED-SAME: scheduler_barrier = true, early_q_release = true, conditional_rescale = true
+// TILED: plan = #flashattn.plan<target = sm90, block_m = 192, block_n = 128, stages = 2, consumers = 3, schedule = lpt
+// TILED-SAME: sm90 = <early_q_release = true, l2_hint_q
 // TILED: return
 func.func @consumers_tiled(%q: memref<2x512x4x64xbf16>, %k: memref<2x512x4x64xbf16>,
                            %o: memref<2x512x4x64xbf16>) {
