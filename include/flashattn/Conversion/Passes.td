@@ -159,7 +159,8 @@ def FlashAttnSm90Warpgroup : Pass<"flashattn-sm90-warpgroup", "::mlir::ModuleOp"
     the last after the loop; where the loop's body masks under a branch on
     `block >= from` (`from` defined above the loop: flashattn-tile's
     boundary bound), the blocks before `from` run in a loop without the
-    mask and those from it in one with the mask and no branch. Under a
+    mask (with a left window the branch stays there) and those from it in
+    one with the mask and no branch. Under a
     causal mask or a right window without the turns and pack_gqa, a
     consumer computes only the key blocks its own 64 rows see (the
     `flashattn.key_blocks` of its rows) and waits for and releases the

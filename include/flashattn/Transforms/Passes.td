@@ -59,7 +59,8 @@ def FlashAttnPlan : Pass<"flashattn-plan"> {
            "K/V pipeline stages on sm90 (0: automatic)">,
     Option<"tiled", "tiled", "bool", /*default=*/"false",
            "sm90: tiles for flashattn-tile's kernel (a warpgroup per 64 rows): 2 "
-           "warpgroups (3 at head_dim 64 without a mask), 128 keys, 64 at head_dim 256">,
+           "warpgroups (3 at head_dim 64 without splits, windows, softcap or regions), 128 "
+           "keys, 64 at head_dim 256">,
     Option<"schedulerBarrier", "scheduler-barrier", "std::string",
            /*default=*/"\"auto\"", "sm90: consumers take turns issuing GEMMs: auto, on, off">,
     Option<"tmaStore", "tma-store", "std::string", /*default=*/"\"auto\"",
