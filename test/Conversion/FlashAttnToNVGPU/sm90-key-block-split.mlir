@@ -1,4 +1,4 @@
-// RUN: fa-opt %s --flashattn-plan="target=sm90 tiled consumers=3" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup | FileCheck %s
+// RUN: fa-opt %s --flashattn-plan="target=sm90 tiled consumers=3" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup --split-input-file | FileCheck %s
 
 // A warp-specialized consumer's key blocks under a causal mask, 3
 // consumers (no turns): the blocks its own 64 rows see (the key_blocks of
@@ -53,5 +53,37 @@ func.func @causal(%q: memref<2x512x32x64xbf16>, %k: memref<2x512x32x64xbf16>,
                   %v: memref<2x512x32x64xbf16>, %o: memref<2x512x32x64xbf16>) {
   flashattn.attention ins(%q, %k, %v : memref<2x512x32x64xbf16>, memref<2x512x32x64xbf16>, memref<2x512x32x64xbf16>)
       outs(%o : memref<2x512x32x64xbf16>) {causal = #flashattn.causal<bottom_right>}
+  return
+}
+
+// -----
+
+// A left window (head_dim 128): the boundary branch is `nb >= from || nb <
+// until`; the steady blocks before `from`
+// keep it (blocks the window starts in come first), those from `from` on
+// take the mask without the branch.
+// CHECK-LABEL: func.func @window
+// CHECK: } consumers {
+// CHECK: flashattn.key_blocks
+// CHECK: %[[E0:.*]] = flashattn.key_end row
+// CHECK: %[[FROM:.*]] = arith.floordivsi %[[E0]], %c128
+// CHECK: %[[B1:.*]] = flashattn.key_begin row
+// CHECK: %[[UNTIL:.*]] = arith.ceildivsi %[[B1]], %c128
+// CHECK: %[[SPLIT0:.*]] = arith.maxsi %[[FROM]], %[[S0:[a-z0-9_]+]]
+// CHECK: %[[SPLIT:.*]] = arith.minsi %[[SPLIT0]], %[[UB:[a-z0-9_]+]]
+// CHECK: scf.for %[[N:.*]] = %[[S0]] to %[[SPLIT]] step %c1
+// CHECK: %[[LATE:.*]] = arith.cmpi sge, %[[N]], %[[FROM]]
+// CHECK: %[[EARLY:.*]] = arith.cmpi slt, %[[N]], %[[UNTIL]]
+// CHECK: %[[BOUNDARY:.*]] = arith.ori %[[LATE]], %[[EARLY]]
+// CHECK-NEXT: scf.if %[[BOUNDARY]]
+// CHECK: flashattn.key_begin
+// CHECK: scf.for %{{.*}} = %[[SPLIT]] to %[[UB]] step %c1
+// CHECK: arith.ori
+// CHECK-NOT: scf.if
+// CHECK: flashattn.key_begin
+func.func @window(%q: memref<1x1024x8x128xbf16>, %k: memref<1x1024x2x128xbf16>,
+                  %v: memref<1x1024x2x128xbf16>, %o: memref<1x1024x8x128xbf16>) {
+  flashattn.attention ins(%q, %k, %v : memref<1x1024x8x128xbf16>, memref<1x1024x2x128xbf16>, memref<1x1024x2x128xbf16>)
+      outs(%o : memref<1x1024x8x128xbf16>) {window_size = array<i64: 255, 0>}
   return
 }
