@@ -396,6 +396,17 @@ static bool isTileOp(Operation *op) {
          !isa<KeyEndOp, KeyBeginOp, KeyBlocksOp>(op);
 }
 
+// Whether every tile op inside `root` is one `allowed` takes (their bodies
+// not looked into).
+static bool holdsOnly(Operation *root, function_ref<bool(Operation *)> allowed) {
+  WalkResult other = root->walk<WalkOrder::PreOrder>([&](Operation *o) {
+    if (o != root && allowed(o))
+      return WalkResult::skip();
+    return o != root && isTileOp(o) ? WalkResult::interrupt() : WalkResult::advance();
+  });
+  return !other.wasInterrupted();
+}
+
 bool WarpgroupKernel::containsTileOps(Operation *root) {
   return root
       ->walk([](Operation *inner) {
@@ -474,9 +485,7 @@ LogicalResult WarpgroupKernel::loop(scf::ForOp src, State &st) {
   // may need them before they release what the producer waits on next).
   if (st.pend)
     arrivePending(st, 0);
-  if (ub != map.lookup(src.getUpperBound()))
-    return drainLoop(src, w.maxsi(ub, lb), st);
-  return success();
+  return drainLoop(src, lb, ub, st);
 }
 
 // The work loop of a warp-specialized kernel (from gpu.block_id by
@@ -710,9 +719,7 @@ LogicalResult WarpgroupKernel::overlappedLoop(scf::ForOp src, State &st) {
   st = State::from(ValueRange(*steady).take_front(n), false);
   setDeferred(ValueRange(*steady).drop_front(n));
   st.o = w.ifElse1(any, oT, [&] { return flushDeferred(st.o); }, [&] { return st.o; });
-  if (ub != map.lookup(src.getUpperBound()))
-    return drainLoop(src, w.maxsi(ub, lb), st);
-  return success();
+  return drainLoop(src, lb, ub, st);
 }
 
 // The overlapped loop's blocks [from, ub): with a boundary branch, the
@@ -727,7 +734,7 @@ FailureOr<Values> WarpgroupKernel::steadyLoops(scf::ForOp src, Value from, Value
   // (Under a left window the blocks before `from` keep the branch: a third
   // loop made ptxas spill at head_dim 128.)
   Value masked = w.minsi(w.maxsi(map.lookup(split->from), from), ub);
-  knownBranch = split->until ? scf::IfOp() : split->branch;
+  knownBranch = split->alsoBefore ? scf::IfOp() : split->branch;
   branchTaken = false;
   FailureOr<Values> v = steadyLoop(src, from, masked, ub, inits);
   knownBranch = split->branch;
@@ -781,20 +788,15 @@ WarpgroupKernel::boundarySplit(scf::ForOp src) const {
     auto branch = dyn_cast<scf::IfOp>(o);
     if (!branch || branch.getNumResults() || !branch.getElseRegion().empty())
       continue;
-    WalkResult other = branch.getThenRegion().walk<WalkOrder::PreOrder>([](Operation *in) {
-      if (isa<TileMapOp>(in))
-        return WalkResult::skip();
-      return isTileOp(in) ? WalkResult::interrupt() : WalkResult::advance();
-    });
-    if (other.wasInterrupted())
+    if (!holdsOnly(branch, [](Operation *in) { return isa<TileMapOp>(in); }))
       continue;
     Value c = branch.getCondition();
     if (Value from = bound(c, CmpI::sge))
-      return BlockSplit{branch, from, Value()};
+      return BlockSplit{branch, from, false};
     if (auto any = c.getDefiningOp<arith::OrIOp>()) {
       Value from = bound(any.getLhs(), CmpI::sge), until = bound(any.getRhs(), CmpI::slt);
       if (from && until)
-        return BlockSplit{branch, from, until};
+        return BlockSplit{branch, from, true};
     }
   }
   return std::nullopt;
@@ -828,13 +830,17 @@ Value WarpgroupKernel::ownEnd(scf::ForOp src) {
   return w.select(w.cmpi(CmpI::slt, first, rowEnd), end, map.lookup(src.getLowerBound()));
 }
 
-// Blocks [from, end) of the key-block loop `src` whose keys this
-// consumer's rows do not see: their waits (V's tail zeroed with the other
-// consumers) and releases only, so that every consumer releases every
-// block and the slots' phases stay in step.
-LogicalResult WarpgroupKernel::drainLoop(scf::ForOp src, Value from, State &st) {
-  auto next = scf::ForOp::create(b, loc, from, map.lookup(src.getUpperBound()),
-                                 map.lookup(src.getStep()), ValueRange(st.phase));
+// Blocks [max(lb, own), end) of the key-block loop `src` past this
+// consumer's own end `own` (ownEnd), whose keys its rows do not see: their
+// waits (V's tail zeroed with the other consumers) and releases only, so
+// that every consumer releases every block and the slots' phases stay in
+// step. Nothing when `own` is the loop's end.
+LogicalResult WarpgroupKernel::drainLoop(scf::ForOp src, Value lb, Value own, State &st) {
+  Value end = map.lookup(src.getUpperBound());
+  if (own == end)
+    return success();
+  auto next = scf::ForOp::create(b, loc, w.maxsi(own, lb), end, map.lookup(src.getStep()),
+                                 ValueRange(st.phase));
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(next.getBody());
   map.map(src.getInductionVar(), next.getInductionVar());
@@ -855,16 +861,7 @@ bool WarpgroupKernel::drainSkips(Operation &src) const {
   auto computes = [](Operation *o) {
     return isa<TileQKOp, TileMapOp, TileSoftmaxOp, TilePVOp>(o);
   };
-  if (computes(&src))
-    return true;
-  if (!isa<scf::IfOp>(src))
-    return false;
-  WalkResult other = src.walk<WalkOrder::PreOrder>([&](Operation *o) {
-    if (computes(o))
-      return WalkResult::skip();
-    return isTileOp(o) ? WalkResult::interrupt() : WalkResult::advance();
-  });
-  return !other.wasInterrupted();
+  return computes(&src) || (isa<scf::IfOp>(src) && holdsOnly(&src, computes));
 }
 
 // In the overlapped loop's last block, Q's release (with the plan's

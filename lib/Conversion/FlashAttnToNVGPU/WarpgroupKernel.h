@@ -140,13 +140,14 @@ private:
   /// branch's bounds (boundarySplit) into loops where that branch is known.
   struct BlockSplit {
     scf::IfOp branch;
-    Value from, until;
+    Value from;
+    bool alsoBefore; ///< the branch also runs below a bound (a left window)
   };
   std::optional<BlockSplit> boundarySplit(scf::ForOp loop) const;
   FailureOr<Values> steadyLoops(scf::ForOp loop, Value from, Value ub, Values inits);
   FailureOr<Values> steadyLoop(scf::ForOp loop, Value from, Value to, Value ub,
                                ValueRange inits);
-  LogicalResult drainLoop(scf::ForOp loop, Value from, State &st);
+  LogicalResult drainLoop(scf::ForOp loop, Value lb, Value own, State &st);
   bool drainSkips(Operation &op) const;
   LogicalResult branch(scf::IfOp branch, State &st);
   LogicalResult tileLoad(TileLoadOp op, State &st);
