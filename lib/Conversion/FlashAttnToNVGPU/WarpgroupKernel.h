@@ -320,6 +320,8 @@ private:
   Value smem, warpgroup, tid, ctid, leader, negInf, zeroF, waitTicks, row[2], col0, lr, table;
   Value args[NumArgs];
   bool varlenQ = false, varlenK = false, partial = false;
+  /// Whether V's rows past a block's keys are zeroed after its wait.
+  bool zeroVRows = true;
 };
 
 } // namespace mlir::flashattn::warpgroup

@@ -283,12 +283,9 @@ Value WarpgroupKernel::l2PolicyFor(Arg role) {
 }
 
 // Every thread's wait on the slot's mbarrier (the phase bit of the slot,
-// flipped); then, with the tile table, V's rows past `rows` (i32: the next
+// flipped); then (zeroVRows) V's rows past `rows` (i32: the next
 // sequence's, a cache's unused rows: maybe NaN, and 0 x NaN is NaN in P V)
-// to zero; K's are left, every score they make being masked. Without the
-// table (the dense layout) those rows are past the tensor's sequence
-// dimension, which TMA fills with zeros (PTX ISA 5.5.6, out-of-bound
-// accesses of the tile mode; the runtime's maps request no NaN fill).
+// to zero; K's are left, every score they make being masked.
 void WarpgroupKernel::waitTile(Arg role, Value slot, Value rows, State &st) {
   Value &phase = st.phase[role];
   w.mbarrierWait(barrierAt(role, slot), w.andi(w.shrui(phase, slot), w.i32(1)), waitTicks);
@@ -296,7 +293,7 @@ void WarpgroupKernel::waitTile(Arg role, Value slot, Value rows, State &st) {
   // (With several kv heads a block, `rows` keys are rows x kvHeads rows.)
   if (role == V && kvHeads > 1)
     rows = w.muli(rows, w.i32(kvHeads));
-  if (role == V && args[Table])
+  if (role == V && zeroVRows)
     zeroTileRows(w, tileAt(V, slot), ctid, 0, w.maxsi(rows, w.i32(0)), kKeys, D,
                  consumerThreads, specialize ? kConsumerBarrier : 0, kvLayout);
 }
