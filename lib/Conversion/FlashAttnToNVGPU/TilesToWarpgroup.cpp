@@ -109,11 +109,12 @@ LogicalResult WarpgroupKernel::shapes() {
   consumerThreads = rowsM / kRows * 128;
   // V's rows past a block's keys: with the tile table they may be the next
   // sequence's or a cache's unused rows, zeroed after V's wait; in the dense
-  // layout they are past the tensor's sequence dimension, which TMA fills
-  // with zeros (PTX ISA 5.5.6; the runtime's maps ask for no NaN fill), so
-  // the zeroing goes, except in the 3-consumer kernels, which measured 1-5%
-  // slower without the (never taken at block-aligned lengths) branch and
-  // 2-4.5% faster with it gone at 2 consumers (ptxas's schedule).
+  // layout they are past the tensor's sequence dimension, which a tiled-mode
+  // TMA load writes as zeros (PTX ISA, "Tensors": out-of-bound elements; the
+  // runtime's maps take CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE), so the zeroing
+  // goes, except in the 3-consumer kernels, which measured 1-5% slower
+  // without its branch (never taken at block-aligned lengths) while the
+  // 2-consumer ones ran 2-4.5% faster (ptxas's schedule).
   zeroVRows = args[Table] || rowsM / kRows == 3;
   // pack_gqa: Q's TMA box is G heads x rowsM / G positions.
   WalkResult packs = tiled.walk([&](TileLoadOp load) {
