@@ -841,9 +841,9 @@ Value WarpgroupKernel::ownEnd(scf::ForOp src) {
 
 // Blocks [max(lb, own), end) of the key-block loop `src` past this
 // consumer's own end `own` (ownEnd), whose keys its rows do not see: their
-// waits (V's tail zeroed with the other consumers) and releases only, so
-// that every consumer releases every block and the slots' phases stay in
-// step. Nothing when `own` is the loop's end.
+// waits (with zeroVRows, V's tail zeroed with the other consumers) and
+// releases only, so that every consumer releases every block and the
+// slots' phases stay in step. Nothing when `own` is the loop's end.
 LogicalResult WarpgroupKernel::drainLoop(scf::ForOp src, Value lb, Value own, State &st) {
   Value end = map.lookup(src.getUpperBound());
   if (own == end)
