@@ -71,6 +71,7 @@ void mlir::flashattn::buildFlashAttnSm90Pipeline(
   plan.kvRowCopies = options.kvRowCopies;
   plan.warpSpecialize = options.warpSpecialize;
   plan.intraWGOverlap = options.intraWGOverlap;
+  plan.fusedMerge = options.fusedMerge;
   plan.kvHeadsPerBlock = options.kvHeadsPerBlock;
   plan.l2HintQ = options.l2HintQ;
   plan.l2HintKV = options.l2HintKV;

@@ -160,6 +160,7 @@ LogicalResult mlir::flashattn::compileSm90Ptx(const fa_attention_config &config,
             options.kvRowCopies = overrides.kvRowCopies;
             options.warpSpecialize = overrides.warpSpecialize;
             options.intraWGOverlap = overrides.intraWGOverlap;
+            options.fusedMerge = overrides.fusedMerge;
             options.kvHeadsPerBlock = overrides.kvHeadsPerBlock;
             options.l2HintQ = overrides.l2HintQ;
             options.l2HintKV = overrides.l2HintKV;

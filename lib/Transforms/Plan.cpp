@@ -143,7 +143,8 @@ struct FlashAttnPlanPass
           std::tuple{"conditional-rescale", &conditionalRescale, &o.conditionalRescale},
           std::tuple{"kv-row-copies", &kvRowCopies, &o.kvRowCopies},
           std::tuple{"warp-specialize", &warpSpecialize, &o.warpSpecialize},
-          std::tuple{"intra-wg-overlap", &intraWGOverlap, &o.intraWGOverlap}})
+          std::tuple{"intra-wg-overlap", &intraWGOverlap, &o.intraWGOverlap},
+          std::tuple{"fused-merge", &fusedMerge, &o.fusedMerge}})
       if (!parseSwitch(*text, *slot)) {
         getOperation()->emitError() << "flashattn-plan: " << name
                                     << " takes auto, on or off, got '" << *text << "'";

@@ -140,6 +140,7 @@ Sm90CodegenOverrides Sm90CodegenOverrides::forced(Sm90CodegenAttr cg) {
   o.l2HintKV = cg.getL2HintKv();
   o.warpSpecialize = cg.getWarpSpecialize();
   o.intraWGOverlap = cg.getIntraWgOverlap();
+  o.fusedMerge = cg.getFusedMerge();
   return o;
 }
 
@@ -183,5 +184,6 @@ FailureOr<Sm90CodegenAttr> mlir::flashattn::chooseSm90Codegen(AttentionOp op, Pl
       o.conditionalRescale.value_or(f.d >= 128), o.rescaleUnderQK.value_or(f.d == 128),
       o.reduceChains.value_or(reduceChains(f)), rowCopies, *hp,
       o.l2HintQ.value_or(L2Priority::evict_first), o.l2HintKV.value_or(L2Priority::normal),
-      o.warpSpecialize.value_or(false), o.intraWGOverlap.value_or(false));
+      o.warpSpecialize.value_or(false), o.intraWGOverlap.value_or(false),
+      f.partial && o.fusedMerge.value_or(true));
 }

@@ -87,11 +87,12 @@ func.func @decode(%q: memref<1x1x32x128xbf16>, %k: memref<1x32768x8x128xbf16>,
 
 // Explicit num_splits and pack_gqa are kept. head_dim 256 on sm90: key
 // blocks of 80 (Q 64 KB + 2 stages x (K + V) 40 KB each fits 227 KB; O is
-// 128 registers per consumer thread).
+// 128 registers per consumer thread). Split-KV partials are merged by the
+// partial kernels themselves (fused_merge).
 // HOST-LABEL: func.func @explicit
 // HOST: plan = #flashattn.plan<target = host, block_m = 16, block_n = 64, stages = 1, consumers = 1, schedule = static, num_splits = 3, pack_gqa = true>
 // SM90-LABEL: func.func @explicit
-// SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 80, stages = 2, consumers = 2, schedule = static, num_splits = 3, pack_gqa = true, sm90 = <scheduler_barrier = true, early_q_release = true, conditional_rescale = true, reduce_chains = 4, l2_hint_q = evict_first>>
+// SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 80, stages = 2, consumers = 2, schedule = static, num_splits = 3, pack_gqa = true, sm90 = <scheduler_barrier = true, early_q_release = true, conditional_rescale = true, reduce_chains = 4, l2_hint_q = evict_first, fused_merge = true>>
 func.func @explicit(%q: memref<1x16x4x256xf16>, %k: memref<1x900x4x256xf16>,
                     %v: memref<1x900x4x256xf16>, %o: memref<1x16x4x256xf16>) {
   flashattn.attention ins(%q, %k, %v : memref<1x16x4x256xf16>, memref<1x900x4x256xf16>, memref<1x900x4x256xf16>)

@@ -94,6 +94,10 @@ static cl::opt<std::string> warpSpecialize(
 static cl::opt<std::string> intraWGOverlap(
     "intra-wg-overlap", llvm::cl::cat(faCompileCategory), cl::init("auto"),
     cl::desc("sm90 tuning, --tiled: P V under the next block's softmax (auto, on, off)"));
+static cl::opt<std::string> fusedMerge(
+    "fused-merge", llvm::cl::cat(faCompileCategory), cl::init("auto"),
+    cl::desc("sm90 tuning, --tiled: split-KV partial kernels merge the splits (auto, on, "
+             "off)"));
 static cl::opt<int> kvHeadsPerBlock(
     "kv-heads-per-block", llvm::cl::cat(faCompileCategory), cl::init(0),
     cl::desc("sm90 tuning: pack_gqa over small pages, kv heads per key block (0: auto, "
@@ -153,7 +157,7 @@ int main(int argc, char **argv) {
       (blockM || blockN || consumers || stages || kvHeadsPerBlock || unpipelined || tiled ||
        schedulerBarrier != "auto" || tmaStore != "auto" || earlyQRelease != "auto" ||
        conditionalRescale != "auto" || kvRowCopies != "auto" || l2HintQ != "auto" || l2HintKV != "auto" ||
-       warpSpecialize != "auto" || intraWGOverlap != "auto")) {
+       warpSpecialize != "auto" || intraWGOverlap != "auto" || fusedMerge != "auto")) {
     errs() << "fa-compile: the sm90 tuning options (--block-m ... --l2-hint-kv) "
               "need --target sm90\n";
     return 2;
@@ -213,6 +217,7 @@ int main(int argc, char **argv) {
   overrides.kvRowCopies = kvRowCopies;
   overrides.warpSpecialize = warpSpecialize;
   overrides.intraWGOverlap = intraWGOverlap;
+  overrides.fusedMerge = fusedMerge;
   overrides.kvHeadsPerBlock = kvHeadsPerBlock;
   overrides.l2HintQ = l2HintQ;
   overrides.l2HintKV = l2HintKV;

@@ -76,6 +76,10 @@ struct Sm90PipelineOptions : public PassPipelineOptions<Sm90PipelineOptions> {
       *this, "intra-wg-overlap",
       llvm::cl::desc("tiled: P V under the next block's softmax (auto), on, off"),
       llvm::cl::init("auto")};
+  Option<std::string> fusedMerge{
+      *this, "fused-merge",
+      llvm::cl::desc("tiled: split-KV partial kernels merge the splits (auto), on, off"),
+      llvm::cl::init("auto")};
   Option<int64_t> kvHeadsPerBlock{
       *this, "kv-heads-per-block",
       llvm::cl::desc("pack_gqa over small pages: kv heads per key block (0: auto, 1: off)"),

@@ -78,7 +78,8 @@ struct Sm90PlanOverrides {
   int64_t blockM = 0, blockN = 0, consumers = 0, stages = 0;
   std::string schedulerBarrier = "auto", tmaStore = "auto", earlyQRelease = "auto",
               conditionalRescale = "auto", kvRowCopies = "auto", l2HintQ = "auto", l2HintKV = "auto",
-              warpSpecialize = "auto", intraWGOverlap = "auto";
+              warpSpecialize = "auto", intraWGOverlap = "auto",
+              fusedMerge = "auto";
   int64_t kvHeadsPerBlock = 0;
   /// The unpipelined reference kernel (flashattn-sm90-pipeline's
   /// `unpipelined`).

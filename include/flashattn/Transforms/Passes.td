@@ -81,6 +81,9 @@ def FlashAttnPlan : Pass<"flashattn-plan"> {
     Option<"intraWGOverlap", "intra-wg-overlap", "std::string", /*default=*/"\"auto\"",
            "sm90: in flashattn-tile's warp-specialized kernel, P V under the next "
            "block's softmax: auto (with tiled, but softcap at head_dim 128), on, off">,
+    Option<"fusedMerge", "fused-merge", "std::string", /*default=*/"\"auto\"",
+           "sm90: flashattn-tile's split-KV partial kernels merge the splits themselves "
+           "(the last split of a tile): auto (on), on, off">,
     Option<"kvHeadsPerBlock", "kv-heads-per-block", "int64_t", /*default=*/"0",
            "sm90: pack_gqa with pages smaller than a key block: kv heads per key "
            "block, so that a TMA box holds as many heads of a page (0: "

@@ -217,6 +217,11 @@ LogicalResult WarpgroupKernel::shapes() {
     dynamic = false; // the static stride then (the index needs 8 bytes)
     topQWait = nullptr;
   }
+  // The fused merge's flag after the tile index; without room for it the
+  // runtime's combine kernel merges.
+  mergeOff = tileOff + (dynamic ? 8 : 0);
+  fused = planFusedMerge && partial && lse && mergeT && (mergeT.isBF16() || mergeT.isF16()) &&
+          mergeOff + 8 <= kSm90MaxSharedMemory;
   nO = D / 2;
   sT = w.structOf(nS, w.f32T);
   oT = w.structOf(nO, w.f32T);
@@ -337,6 +342,13 @@ std::vector<AbiParam> WarpgroupKernel::params() {
     abi.scalar(ParamKind::page_table, "page_table");
   if (dynamic)
     abi.scalar(ParamKind::tile_counter, "tile_counter");
+  // The fused merge: the final out and lse (null: none), and a counter
+  // per tile (null: no merge, the combine kernel runs).
+  if (fused) {
+    abi.scalar(ParamKind::merge_out, "merge_out");
+    abi.scalar(ParamKind::merge_lse, "merge_lse");
+    abi.scalar(ParamKind::merge_counters, "merge_counters");
+  }
   return abi.params;
 }
 
@@ -1102,7 +1114,7 @@ LogicalResult WarpgroupKernel::build() {
   declareKernelGlobals(w, name, false, false);
   OpBuilder::InsertionGuard guard(b);
   // Warp-specialized: one CTA an SM, whose registers setmaxnreg shares out.
-  P = buildKernelFunc(w, name + "_wg", params(), threads, tileOff + (dynamic ? 8 : 0),
+  P = buildKernelFunc(w, name + "_wg", params(), threads, mergeOff + (fused ? 8 : 0),
                       /*minCtas=*/specialize);
   prologue();
   State st{{w.i32(0), w.i32(0), w.i32(0)}, {negInf, negInf}, {zeroF, zeroF}, w.undef(oT),
@@ -1133,7 +1145,9 @@ struct FlashAttnSm90WarpgroupPass
       if (failed(checkOps(module, tiled)))
         return signalPassFailure();
       OpBuilder b(tiled);
-      if (failed(WarpgroupKernel(tiled, b, plannedPlan(module, tiled)).build()))
+      if (failed(
+              WarpgroupKernel(tiled, b, plannedPlan(module, tiled), mergedType(module, tiled))
+                  .build()))
         return signalPassFailure();
       auto kernels = tiled->getParentOfType<gpu::GPUModuleOp>();
       std::string name = tiled.getName().str();
@@ -1156,6 +1170,21 @@ struct FlashAttnSm90WarpgroupPass
   static PlanAttr plannedPlan(ModuleOp module, gpu::GPUFuncOp tiled) {
     auto kernels = tiled->getParentOfType<gpu::GPUModuleOp>();
     return planOfSm90Kernel(module, kernels.getSymNameAttr(), tiled.getNameAttr());
+  }
+
+  /// The element type of the final out that the flashattn.combine of the
+  /// split-KV op naming `tiled` writes; null without one.
+  static Type mergedType(ModuleOp module, gpu::GPUFuncOp tiled) {
+    auto kernels = tiled->getParentOfType<gpu::GPUModuleOp>();
+    Type merged;
+    module.walk([&](AttentionOp op) {
+      CombineOp combine = op.namesSm90Attention(kernels.getSymNameAttr(), tiled.getNameAttr())
+                              ? op.getPartialCombine()
+                              : CombineOp();
+      if (combine)
+        merged = cast<ShapedType>(combine.getOut().getType()).getElementType();
+    });
+    return merged;
   }
 
   /// The ops naming `tiled`'s kernel; an error on the first the sm90

@@ -87,9 +87,15 @@ public:
   /// `cg`: the plan's code-generation choices (the scheduler barrier,
   /// taken with a producer and 2 or 3 consumers; the intra-warpgroup
   /// overlap, the TMA store and the early Q release, with a producer).
-  WarpgroupKernel(gpu::GPUFuncOp tiled, OpBuilder &b, PlanAttr plan)
+  /// `merged`: the element type of the final out a split-KV partial
+  /// kernel's fused merge writes (the op's flashattn.combine's; null:
+  /// none).
+  WarpgroupKernel(gpu::GPUFuncOp tiled, OpBuilder &b, PlanAttr plan, Type merged = {})
       : WarpgroupKernel(tiled, b, plan ? plan.getSm90() : Sm90CodegenAttr(),
-                        plan && plan.getSchedule() == Schedule::lpt) {}
+                        plan && plan.getSchedule() == Schedule::lpt) {
+    planFusedMerge = plan && plan.getSm90() && plan.getSm90().getFusedMerge();
+    mergeT = merged;
+  }
   /// `longestFirst`: the plan's lpt schedule (the work loop of a
   /// warp-specialized kernel without a tile table then takes its tiles
   /// from a counter).
@@ -195,6 +201,18 @@ private:
   LogicalResult tileStore(TileStoreOp op, State &st);
   /// O (times each row's `inv`) through shared memory and a TMA store.
   void storeThroughTma(const View &out, State &st, Value inv[2]);
+  /// Packed row `i` (i32) of a tile's view of out as its local
+  /// coordinates (i64) in out's view and in lse's.
+  std::pair<Values, Values> rowCoords(const View &out, Value i);
+  /// The fused split-KV merge after tile_store `op` wrote the tile's
+  /// partial results (WarpgroupStore.cpp).
+  LogicalResult fusedMerge(TileStoreOp op, const View &out, const View &lse, Value rows);
+  void countMergeUnit(Value unit, Value flag);
+  void mergeRows(const View &out, const View &lse, Value rows);
+  void mergeUnit(const View &out, const View &lse, Value mu);
+  /// The elements of one split's slice of a partial result (`a`: Out or
+  /// Lse; i64).
+  Value splitSlice(Arg a);
   /// O's registers r, r + 1 times `inv` (vector<2xf32>).
   Value normalizedPair(const State &st, int64_t r, Value inv);
   /// Whether this consumer thread is its warpgroup's first.
@@ -283,6 +301,12 @@ private:
   /// emitted is the loop's last; `blocksRan`: the loop has a block (both
   /// valid while `earlyQ` is set).
   bool planEarlyQ = false, planRowCopies = false;
+  /// The plan's fused_merge; taken in a split-KV partial kernel whose op
+  /// merges into bf16 or f16 (`mergeT`): the merge's flag (i32) in shared
+  /// memory at `mergeOff`.
+  bool planFusedMerge = false, fused = false;
+  Type mergeT;
+  int64_t mergeOff = 0;
   TileReleaseOp earlyQ;
   Value lastBlock, blocksRan;
   /// The plan's lpt schedule; taken by the work loop (dynamic): the tile

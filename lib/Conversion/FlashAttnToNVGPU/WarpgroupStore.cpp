@@ -1,11 +1,14 @@
 //===- WarpgroupStore.cpp - the warpgroup form's epilogue -------------------===//
 //
 // flashattn-sm90-warpgroup's tile_store: O / l and lse from the fragments,
-// directly or through shared memory and a TMA store.
+// directly or through shared memory and a TMA store; in a split-KV partial
+// kernel, the fused merge of a tile's splits after its last one.
 //
 //===----------------------------------------------------------------------===//
 
 #include "WarpgroupKernel.h"
+
+#include "Sm90Merge.h"
 
 #include "flashattn/Conversion/FlashAttnToNVGPU/Sm90Kernel.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -46,14 +49,7 @@ LogicalResult WarpgroupKernel::tileStore(TileStoreOp op, State &st) {
       break;
     Value i = row[half];
     w.ifThen(w.cmpi(CmpI::slt, i, rows), [&] {
-      // Packed row i: position i / G of head i % G.
-      Values outRow{w.extui(i, w.i64T)}, lseRow = outRow;
-      if (out->second.kept.size() == 3) {
-        Value pos = w.extui(w.divui(i, w.i32(packG)), w.i64T);
-        Value head = w.extui(w.remui(i, w.i32(packG)), w.i64T);
-        outRow = {pos, head};
-        lseRow = {head, pos};
-      }
+      auto [outRow, lseRow] = rowCoords(out->second, i);
       for (int64_t r = 0; r < nO && !tmaStore; r += 2) {
         if ((r / 2) % 2 != half)
           continue;
@@ -72,7 +68,124 @@ LogicalResult WarpgroupKernel::tileStore(TileStoreOp op, State &st) {
         });
     });
   }
+  return fused ? fusedMerge(op, out->second, *lv, rows) : success();
+}
+
+// Packed row i: position i / G of head i % G.
+std::pair<Values, Values> WarpgroupKernel::rowCoords(const View &out, Value i) {
+  Values outRow{w.extui(i, w.i64T)}, lseRow = outRow;
+  if (out.kept.size() == 3) {
+    Value pos = w.extui(w.divui(i, w.i32(packG)), w.i64T);
+    Value head = w.extui(w.remui(i, w.i32(packG)), w.i64T);
+    outRow = {pos, head};
+    lseRow = {head, pos};
+  }
+  return {outRow, lseRow};
+}
+
+// The fused split-KV merge (the plan's fused_merge), after a tile's partial
+// results are written: the consumers meet at their named barrier, then one
+// thread counts the work unit on its tile's counter with a gpu-scope
+// acq_rel atomic (atom.acq_rel.gpu.add, PTX ISA 9.7.13.5; with the
+// barrier's cumulativity it releases every consumer's stores, PTX ISA 8,
+// "Memory Consistency Model", as CUTLASS's split-K semaphore arrives); the
+// unit that brings the count to S sets it back to 0 and, after a second
+// barrier (its acquire passed on the same way), its consumers merge the
+// tile's rows from every split's partial results (volatile loads: no line
+// of L1 filled before the other splits wrote it) into the final out and
+// lse. flashattn-tile orders the work split fastest: work unit t is split
+// t % S of tile t / S. A null counter pointer: no merge (the runtime's
+// combine kernel runs).
+LogicalResult WarpgroupKernel::fusedMerge(TileStoreOp op, const View &out, const View &lse,
+                                          Value rows) {
+  Value work;
+  for (auto loop = op->getParentOfType<scf::ForOp>(); loop && !work;
+       loop = loop->getParentOfType<scf::ForOp>())
+    if (loop.getLowerBound().getDefiningOp<gpu::BlockIdOp>())
+      work = map.lookupOrNull(loop.getInductionVar());
+  if (!work)
+    return op.emitOpError("flashattn-sm90-warpgroup: the fused split-KV merge needs the "
+                          "store inside the work loop (from gpu.block_id)");
+  Value unit = w.divui(i32(work), w.trunci(P["od0"], w.i32T));
+  Value mc = P["merge_counters"];
+  w.ifThen(w.icmp(LLVM::ICmpPredicate::ne, mc, w.zero(w.gptrT)), [&] {
+    auto sync = [&] { w.barrier(w.i32(kConsumerBarrier), w.i32(consumerThreads)); };
+    sync();
+    Value flag = at(mergeOff);
+    w.ifThen(w.cmpi(CmpI::eq, ctid, w.i32(0)), [&] { countMergeUnit(unit, flag); });
+    sync();
+    Value last = w.cmpi(CmpI::ne, w.load(w.i32T, flag), w.i32(0));
+    w.ifThen(last, [&] { mergeRows(out, lse, rows); });
+  });
   return success();
+}
+
+// Counts work unit `unit`'s split on its tile's counter; `flag`: whether
+// it was the tile's last.
+void WarpgroupKernel::countMergeUnit(Value unit, Value flag) {
+  Value cp = w.gep(P["merge_counters"], w.gptrT, w.i32T, w.extui(unit, w.i64T));
+  // Acquire-release at GPU scope (flashattn.atomic_add_acq_rel: LLVM 22's
+  // NVPTX back end drops an atomicrmw's ordering).
+  Value old = AtomicAddAcqRelOp::create(b, loc, w.i32T, cp, 1);
+  Value splits = w.trunci(P["od0"], w.i32T);
+  Value lastSplit = w.cmpi(CmpI::eq, old, w.subi(splits, w.i32(1)));
+  w.ifThen(lastSplit, [&] { w.store(w.i32(0), cp); });
+  w.store(w.extui(lastSplit, w.i32T), flag);
+}
+
+// The tile's rows below `rows`, D / 4 units of 4 columns each, strided over
+// the consumer threads.
+void WarpgroupKernel::mergeRows(const View &out, const View &lse, Value rows) {
+  Value here = w.maxsi(w.minsi(rows, w.i32(rowsM)), w.i32(0));
+  Value units = w.muli(here, w.i32(D / 4));
+  w.forLoop(ctid, units, w.i32(consumerThreads),
+            [&](Value mu) { mergeUnit(out, lse, mu); });
+}
+
+// Unit `mu` of the tile: 4 columns of one row, merged over the splits
+// (emitMerge). Split 0's element of the partial results [S, B, Sq, H, D]
+// and [S, B, H, Sq] is the final out's [B, Sq, H, D] and lse's [B, H, Sq].
+void WarpgroupKernel::mergeUnit(const View &out, const View &lse, Value mu) {
+  Value r = w.divui(mu, w.i32(D / 4));
+  Value col = w.muli(w.remui(mu, w.i32(D / 4)), w.i32(4));
+  auto [outRow, lseRow] = rowCoords(out, r);
+  Value split0 = arith::ConstantIndexOp::create(b, loc, 0);
+  View out0 = out, lse0 = lse;
+  out0.offsets[0] = lse0.offsets[0] = split0;
+  outRow.push_back(w.extui(col, w.i64T));
+  Value el = linear(out0, outRow), lrow = linear(lse0, lseRow);
+  Value sliceO = splitSlice(Out), sliceL = splitSlice(Lse);
+  VectorType v4 = VectorType::get({4}, w.f32T);
+  auto lseAt = [&](Value s) {
+    Value p = splitElement(w, P["lse"], s, sliceL, lrow, w.f32T);
+    return w.load(w.f32T, p, false, /*isVolatile=*/true);
+  };
+  auto outAt = [&](Value s) {
+    Value p = splitElement(w, P["o"], s, sliceO, el, w.f32T);
+    Value vec = w.load(v4, p, false, /*isVolatile=*/true, 16);
+    Values vals;
+    for (int c = 0; c < 4; ++c)
+      vals.push_back(w.extractelement(vec, w.i32(c)));
+    return vals;
+  };
+  Values vals;
+  Value merged = emitMerge(w, P["od0"], 4, lseAt, outAt, vals).second;
+  Value vec = w.undef(v4);
+  for (int c = 0; c < 4; ++c)
+    vec = w.insertelement(vals[c], vec, w.i32(c));
+  Value narrow = w.truncf(vec, VectorType::get({4}, mergeT));
+  w.store(narrow, w.gep(P["merge_out"], w.gptrT, mergeT, el), 8);
+  Value lseOn = w.icmp(LLVM::ICmpPredicate::ne, P["merge_lse"], w.zero(w.gptrT));
+  w.ifThen(w.andi(lseOn, w.cmpi(CmpI::eq, col, w.i32(0))),
+           [&] { w.store(merged, w.gep(P["merge_lse"], w.gptrT, w.f32T, lrow)); });
+}
+
+Value WarpgroupKernel::splitSlice(Arg a) {
+  int64_t dims = cast<MemRefType>(args[a].getType()).getRank() + (unitBatch(a) ? 1 : 0);
+  Value n = w.i64(1);
+  for (int64_t d = 1; d < dims; ++d)
+    n = w.muli(n, P[std::string(kDims[a]) + "d" + std::to_string(d)]);
+  return n;
 }
 
 // FlashAttention-3's epilogue: each consumer warpgroup writes its 64 rows

@@ -117,7 +117,11 @@ def FlashAttn_Sm90CodegenAttr : AttrDef<FlashAttn_Dialect, "Sm90Codegen"> {
     - `intra_wg_overlap`: in flashattn-tile's warp-specialized kernel, key
       block n - 1's P V is issued after block n's Q K^T and runs under
       block n's softmax (FlashAttention-3's intra-warpgroup overlap,
-      arXiv 2407.08608 section 3.2; the builder's kernel always does it).
+      arXiv 2407.08608 section 3.2; the builder's kernel always does it);
+    - `fused_merge`: in flashattn-tile's split-KV partial kernels, the
+      work unit that finishes a tile's last split merges the tile's rows
+      from every split's partial results into the final out and lse (a
+      counter per tile; the combine kernel is not launched).
 
     Example:
 
@@ -141,7 +145,8 @@ def FlashAttn_Sm90CodegenAttr : AttrDef<FlashAttn_Dialect, "Sm90Codegen"> {
     DefaultValuedParameter<"::mlir::flashattn::L2Priority",
                            "::mlir::flashattn::L2Priority::normal">:$l2_hint_kv,
     DefaultValuedParameter<"bool", "false">:$warp_specialize,
-    DefaultValuedParameter<"bool", "false">:$intra_wg_overlap
+    DefaultValuedParameter<"bool", "false">:$intra_wg_overlap,
+    DefaultValuedParameter<"bool", "false">:$fused_merge
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
