@@ -281,8 +281,10 @@ static std::vector<std::string> secondaryEntries(const Sm90Ptx &compiled) {
 /// zero-fills), may spill a few bytes (some do, 4-16 bytes at head_dim
 /// 128): recorded in `entrySpills` (bytes stored) rather than failing the
 /// config.
+/// `spilled`: the failure is a main kernel's spill.
 static LogicalResult checkPtxasLog(const Sm90Ptx &compiled, const std::string &info,
-                                   json::Object &entrySpills, std::string &error) {
+                                   json::Object &entrySpills, std::string &error,
+                                   bool &spilled) {
   // ptxas warnings C7510-C7520 mean it serialized wgmma (an accumulator or
   // A register touched while a wgmma may read it, or a wait between fence
   // and wgmma): slower, and a sign the generated order broke an invariant.
@@ -306,6 +308,7 @@ static LogicalResult checkPtxasLog(const Sm90Ptx &compiled, const std::string &i
       int bytes = std::atoi(entry.c_str() + num + 1);
       if (bytes > 0 && !compiled.kvRowCopies && !isSecondary(name)) {
         error = "the sm90 kernel " + name + " spills registers: " + info;
+        spilled = true;
         return failure();
       }
       if (bytes > 0)
@@ -428,9 +431,20 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
   }
   std::string cubin, info;
   json::Object entrySpills;
-  if (failed(runPtxas(compiled.ptx, cubin, info, error)) ||
-      failed(checkPtxasLog(compiled, info, entrySpills, error)))
+  if (failed(runPtxas(compiled.ptx, cubin, info, error)))
     return failure();
+  bool spilled = false;
+  if (failed(checkPtxasLog(compiled, info, entrySpills, error, spilled))) {
+    // The tiled kernels' automatic fused_merge: on, unless the partial
+    // kernel then spills (the merge's code tips a kernel at the consumers'
+    // register limit over it); then the combine kernel merges.
+    if (!spilled || !compiled.fusedCombine || !overrides.tiled ||
+        overrides.fusedMerge != "auto")
+      return failure();
+    Sm90PlanOverrides unfused = overrides;
+    unfused.fusedMerge = "off";
+    return compileSm90Artifact(config, artifact, error, unfused);
+  }
   json::Object meta = sm90Metadata(config, compiled, std::move(entrySpills));
   return packageArtifact(config, FA_ARTIFACT_CUBIN, meta, cubin, artifact, error);
 }

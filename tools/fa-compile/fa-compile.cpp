@@ -96,8 +96,8 @@ static cl::opt<std::string> intraWGOverlap(
     cl::desc("sm90 tuning, --tiled: P V under the next block's softmax (auto, on, off)"));
 static cl::opt<std::string> fusedMerge(
     "fused-merge", llvm::cl::cat(faCompileCategory), cl::init("auto"),
-    cl::desc("sm90 tuning, --tiled: split-KV partial kernels merge the splits (auto, on, "
-             "off)"));
+    cl::desc("sm90 tuning, --tiled: split-KV partial kernels merge the splits (auto: on, "
+             "but off where the partial kernel would spill registers; on; off)"));
 static cl::opt<int> kvHeadsPerBlock(
     "kv-heads-per-block", llvm::cl::cat(faCompileCategory), cl::init(0),
     cl::desc("sm90 tuning: pack_gqa over small pages, kv heads per key block (0: auto, "
