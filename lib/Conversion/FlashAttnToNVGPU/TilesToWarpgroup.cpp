@@ -705,7 +705,7 @@ LogicalResult WarpgroupKernel::overlappedLoop(scf::ForOp src, State &st) {
   Value any = w.cmpi(CmpI::slt, lb, ub);
   int64_t npk = kKeys / 4;
   applyScale(st);
-  earlyQ = planEarlyQ ? qReleaseAfter(src) : TileReleaseOp();
+  earlyQ = qReleaseAfter(src);
   blocksRan = any;
   // Without a block: the state and an idle deferred P V (slot 0, alpha 1,
   // P 0), whose types the carried values take.
@@ -739,6 +739,11 @@ LogicalResult WarpgroupKernel::overlappedLoop(scf::ForOp src, State &st) {
     return failure();
   st = State::from(ValueRange(*steady).take_front(n), false);
   setDeferred(ValueRange(*steady).drop_front(n));
+  // Without early_q_release, Q is released after the last block's Q K^T
+  // (waited in the loop), before the last P V: the producer loads the
+  // next tile's Q under it and the epilogue.
+  if (earlyQ && !planEarlyQ)
+    w.ifThen(any, [&] { releaseQ(earlyQ.getTile()); });
   st.o = w.ifElse1(any, oT, [&] { return flushDeferred(st.o); }, [&] { return st.o; });
   return drainLoop(src, lb, ub, st);
 }
@@ -889,7 +894,7 @@ bool WarpgroupKernel::drainSkips(Operation &src) const {
 // early_q_release): after the first block's Q K^T, or after a later
 // block's wait for the P V before it.
 void WarpgroupKernel::releaseQEarly() {
-  if (earlyQ)
+  if (earlyQ && planEarlyQ)
     w.ifThen(lastBlock, [&] { releaseQ(earlyQ.getTile()); });
 }
 

@@ -294,12 +294,13 @@ private:
   /// staging tile in shared memory.
   bool planTmaStore = false, tmaStore = false;
   int64_t oOff = 0;
-  /// The plan's early_q_release: the release of Q right after an
-  /// overlapped key-block loop (`earlyQ`) moves into the loop's last block
-  /// (releaseQEarly), so the producer loads the next tile's Q under the
-  /// last softmax, P V and epilogue; `lastBlock` (i1): the block being
-  /// emitted is the loop's last; `blocksRan`: the loop has a block (both
-  /// valid while `earlyQ` is set).
+  /// The release of Q right after an overlapped key-block loop
+  /// (`earlyQ`): with the plan's early_q_release it moves into the loop's
+  /// last block (releaseQEarly), so the producer loads the next tile's Q
+  /// under the last softmax, P V and epilogue; without it, to right after
+  /// the last block's Q K^T (under the last P V and the epilogue);
+  /// `lastBlock` (i1): the block being emitted is the loop's last;
+  /// `blocksRan`: the loop has a block (both valid while `earlyQ` is set).
   bool planEarlyQ = false, planRowCopies = false;
   /// The plan's fused_merge; taken in a split-KV partial kernel whose op
   /// merges into bf16 or f16 (`mergeT`): the merge's flag (i32) in shared

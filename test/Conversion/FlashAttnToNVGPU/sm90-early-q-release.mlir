@@ -1,4 +1,5 @@
 // RUN: fa-opt %s --flashattn-plan="target=sm90 tiled" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup | FileCheck %s
+// RUN: fa-opt %s --flashattn-plan="target=sm90 tiled early-q-release=off" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup | FileCheck %s --check-prefix=OFF
 
 // The plan's early_q_release (flashattn-plan{tiled} without a causal
 // mask): the consumers' release of Q after the overlapped key-block loop
@@ -29,6 +30,20 @@
 // CHECK: %[[NONE:.*]] = arith.xori %[[ANY]], %true
 // CHECK-NEXT: scf.if %[[NONE]] {
 // CHECK: nvvm.mbarrier.arrive
+
+// Without it, Q goes back right after the last block's Q K^T: after the
+// key-block loops, before the last P V (issued under the same condition).
+// OFF-LABEL: func.func @hd128
+// OFF-NOT: early_q_release = true
+// OFF: } consumers {
+// OFF: %[[ANY:.*]] = arith.cmpi slt, %{{.*}}, %[[END:.*]] : index
+// OFF: scf.for %{{.*}} = %{{.*}} to %[[END]] step
+// OFF: scf.if %[[ANY]] {
+// OFF-NOT: wgmma
+// OFF: nvvm.mbarrier.arrive
+// OFF-NEXT: }
+// OFF-NEXT: scf.if %[[ANY]] -> (!llvm.struct
+// OFF: flashattn.wgmma_rs
 func.func @hd128(%q: memref<1x200x2x128xbf16>, %k: memref<1x200x2x128xbf16>, %v: memref<1x200x2x128xbf16>,
                  %o: memref<1x200x2x128xbf16>) {
   flashattn.attention ins(%q, %k, %v : memref<1x200x2x128xbf16>, memref<1x200x2x128xbf16>, memref<1x200x2x128xbf16>)

@@ -98,7 +98,9 @@ def FlashAttn_Sm90CodegenAttr : AttrDef<FlashAttn_Dialect, "Sm90Codegen"> {
       GEMMs (FlashAttention-3's ping-pong, arXiv 2407.08608 section 3.1);
     - `tma_store`: O leaves through shared memory and a TMA store;
     - `early_q_release`: Q's buffer is released after a tile's last S, not
-      its last P V;
+      its last P V (in flashattn-tile's kernel: within the last key block,
+      before its softmax; without it, after the key-block loop, before the
+      last P V);
     - `conditional_rescale`: the running max moves only when it grows by
       more than 8 (exp2 units), and O is rescaled only in warps where a row
       moved it (FlashAttention-4);
