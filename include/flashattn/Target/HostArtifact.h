@@ -97,6 +97,9 @@ LogicalResult compileSm90Ptx(const fa_attention_config &config, Sm90Ptx &result,
 /// Compiles an sm90 `config` into a cubin artifact through
 /// flashattn-sm90-pipeline and ptxas (found on the PATH, in $CUDA_HOME/bin or
 /// /usr/local/cuda/bin, or named by $FLASHATTN_PTXAS).
+/// With `tiled` and an automatic fusedMerge, an artifact whose split-KV
+/// partial kernel spills registers with the fused merge is compiled again
+/// without it (its combine kernel merges).
 LogicalResult compileSm90Artifact(const fa_attention_config &config,
                                   std::vector<char> &artifact,
                                   std::string &error,
