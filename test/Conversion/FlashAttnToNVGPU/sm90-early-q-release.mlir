@@ -44,6 +44,9 @@
 // OFF-NEXT: }
 // OFF-NEXT: scf.if %[[ANY]] -> (!llvm.struct
 // OFF: flashattn.wgmma_rs
+// And after the loop only when it had no block.
+// OFF: %[[NONE:.*]] = arith.xori %[[ANY]], %true
+// OFF-NEXT: scf.if %[[NONE]] {
 func.func @hd128(%q: memref<1x200x2x128xbf16>, %k: memref<1x200x2x128xbf16>, %v: memref<1x200x2x128xbf16>,
                  %o: memref<1x200x2x128xbf16>) {
   flashattn.attention ins(%q, %k, %v : memref<1x200x2x128xbf16>, memref<1x200x2x128xbf16>, memref<1x200x2x128xbf16>)

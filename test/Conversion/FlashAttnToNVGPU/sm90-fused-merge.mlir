@@ -21,15 +21,22 @@
 // CHECK: %[[ON:.*]] = llvm.icmp "ne" %[[CTR]], %{{.*}} : !llvm.ptr<1>
 // CHECK-NEXT: scf.if %[[ON]] {
 // CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %c256_i32
-// CHECK: %[[FLAG:.*]] = llvm.getelementptr
-// CHECK: %[[UNIT64:.*]] = arith.extui %[[UNIT]] : i32 to i64
+// CHECK-NEXT: %[[FLAG:.*]] = llvm.getelementptr
+// CHECK-NEXT: %[[ZERO:.*]] = arith.constant 0 : i32
+// CHECK-NEXT: %[[T0:.*]] = arith.cmpi eq, %{{.*}}, %[[ZERO]] : i32
+// CHECK-NEXT: scf.if %[[T0]] {
+// CHECK-NEXT: %[[UNIT64:.*]] = arith.extui %[[UNIT]] : i32 to i64
 // CHECK-NEXT: %[[PTR:.*]] = llvm.getelementptr %[[CTR]][%[[UNIT64]]]
 // CHECK-NEXT: %[[OLD:.*]] = flashattn.atomic_add_acq_rel %[[PTR]], 1
 // CHECK: %[[LAST:.*]] = arith.cmpi eq, %[[OLD]]
 // CHECK-NEXT: scf.if %[[LAST]] {
 // CHECK: llvm.store %{{.*}}, %[[PTR]] : i32
-// CHECK: llvm.store %{{.*}}, %[[FLAG]] : i32, !llvm.ptr<3>
-// CHECK: nvvm.barrier id
+// CHECK-NEXT: }
+// Every unit writes the flag (0 unless last), so no earlier tile's 1 stays.
+// CHECK-NEXT: %[[IS:.*]] = arith.extui %[[LAST]] : i1 to i32
+// CHECK-NEXT: llvm.store %[[IS]], %[[FLAG]] : i32, !llvm.ptr<3>
+// CHECK-NEXT: }
+// CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %{{.*}}
 // CHECK: llvm.load %[[FLAG]] : !llvm.ptr<3> -> i32
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c256_i32{{.*}} : i32
 // CHECK: scf.for %{{.*}} = %{{.*}} to %[[S64]] step %c16_i64
