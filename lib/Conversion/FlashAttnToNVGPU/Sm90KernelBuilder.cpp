@@ -273,9 +273,9 @@ private:
   void storeLse(const Epilogue &e, int half, Value i64v);
   void fusedMerge(const ConsumerTile &ct, const Epilogue &e);
   void countMergeUnit(const ConsumerTile &ct, Value mc, Value flag);
-  void mergeTile(const ConsumerTile &ct, const Epilogue &e, Value nul, Value consumerThreads);
-  void mergeUnit(const ConsumerTile &ct, const Epilogue &e, Value nul, Value mu,
-                 Value rowsL, Value totalO);
+  void mergeTile(const ConsumerTile &ct, const Epilogue &e, Value consumerThreads);
+  void mergeUnit(const ConsumerTile &ct, const Epilogue &e, Value mu, Value rowsL,
+                 Value totalO);
 
   const Sm90KernelSpec &k;
   OpBuilder &builder;
@@ -2056,7 +2056,7 @@ void AttentionKernelBuilder::fusedMerge(const ConsumerTile &ct, const Epilogue &
     w.ifThen(first, [&] { countMergeUnit(ct, mc, flag); });
     sync();
     Value isLast = w.cmpi(CmpI::ne, w.load(w.i32T, flag), c0);
-    w.ifThen(isLast, [&] { mergeTile(ct, e, nul, consumerThreads); });
+    w.ifThen(isLast, [&] { mergeTile(ct, e, consumerThreads); });
   });
 }
 
@@ -2074,7 +2074,7 @@ void AttentionKernelBuilder::countMergeUnit(const ConsumerTile &ct, Value mc, Va
 
 // The tile's rows: packed rows m0 .. m0 + rows of its sequence, D / 4
 // units of 4 columns each, strided over the consumer threads.
-void AttentionKernelBuilder::mergeTile(const ConsumerTile &ct, const Epilogue &e, Value nul,
+void AttentionKernelBuilder::mergeTile(const ConsumerTile &ct, const Epilogue &e,
                                        Value consumerThreads) {
   const Tile &t = ct.t;
   Value rowsTot = packed ? w.muli(t.sq, cG) : t.sq;
@@ -2086,11 +2086,11 @@ void AttentionKernelBuilder::mergeTile(const ConsumerTile &ct, const Epilogue &e
   Value rowsL = w.muli(w.muli(P["od1"], P["od2"]), P["od3"]);
   Value totalO = w.muli(rowsL, w.i64(D));
   w.forLoop(ctid, units, consumerThreads,
-            [&](Value mu) { mergeUnit(ct, e, nul, mu, rowsL, totalO); });
+            [&](Value mu) { mergeUnit(ct, e, mu, rowsL, totalO); });
 }
 
-void AttentionKernelBuilder::mergeUnit(const ConsumerTile &ct, const Epilogue &e, Value nul,
-                                       Value mu, Value rowsL, Value totalO) {
+void AttentionKernelBuilder::mergeUnit(const ConsumerTile &ct, const Epilogue &e, Value mu,
+                                       Value rowsL, Value totalO) {
   const Tile &t = ct.t;
   const int64_t Q4 = D / 4;
   Value S64 = P["od0"];
@@ -2105,33 +2105,9 @@ void AttentionKernelBuilder::mergeUnit(const ConsumerTile &ct, const Epilogue &e
   Value lrow = lseIndex(w, e.b64, h64, i64v, e.hq64, e.sq64);
   Value el = outRowOffset(w, e.b64, i64v, h64, e.sq64, e.hq64, D);
   el = w.addi(el, w.extui(col, w.i64T));
-  auto lseAt = [&](Value sj) {
-    Value p = splitElement(w, P["lse"], sj, rowsL, lrow, w.f32T);
-    return w.load(w.f32T, p, false, /*isVolatile=*/true);
-  };
-  auto outAt = [&](Value sj) {
-    Value p = splitElement(w, P["o"], sj, totalO, el, w.f32T);
-    Value v4 = w.load(vecOf(4, w.f32T), p, false, /*isVolatile=*/true, 16);
-    Values vals;
-    for (int c = 0; c < 4; ++c)
-      vals.push_back(w.extractelement(v4, w.i32(c)));
-    return vals;
-  };
-  Values vals;
-  Value lv = emitMerge(w, S64, 4, lseAt, outAt, vals).second;
-  Value vec = w.undef(vecOf(4, w.f32T));
-  for (int c = 0; c < 4; ++c)
-    vec = w.insertelement(vals[c], vec, w.i32(c));
   Type fet = k.mergeF16 ? Type(builder.getF16Type()) : Type(builder.getBF16Type());
-  Value tv = w.truncf(vec, vecOf(4, fet));
-  Value op = w.gep(P["merge_out"], w.gptrT, fet, el);
-  w.store(tv, op, 8);
-  Value lOn = w.icmp(LLVM::ICmpPredicate::ne, P["merge_lse"], nul);
-  Value col0m = w.cmpi(CmpI::eq, col, c0);
-  w.ifThen(w.andi(lOn, col0m), [&] {
-    Value lp = w.gep(P["merge_lse"], w.gptrT, w.f32T, lrow);
-    w.store(lv, lp);
-  });
+  emitMergeUnit(w, {S64, P["o"], totalO, el, P["lse"], rowsL, lrow, P["merge_out"],
+                    P["merge_lse"], col, fet});
 }
 
 } // namespace

@@ -1,6 +1,7 @@
 //===- Sm90Merge.cpp - the split-KV merge, the combine and append kernels -===//
 //
-// The split-KV merge (emitMerge), the combine kernel that applies it to a
+// The split-KV merge (emitMerge; emitMergeUnit, the partial kernels'
+// fused merge of 4 columns), the combine kernel that applies it to a
 // split-KV op's partial results, and the kv-cache append's copy kernel:
 // grid-stride loops of one thread per output element / 16-byte chunk,
 // built with KernelEmitter beside the attention kernels.
@@ -103,6 +104,32 @@ mlir::flashattn::emitMerge(KernelEmitter &w, Value S, int V,
   Value lg = w.intrinsic("llvm.nvvm.lg2.approx.f", mg[1]);
   Value lv = w.addf(mSafe, w.mulf(lg, ln2));
   return {empty, w.select(empty, negInf, lv)};
+}
+
+void mlir::flashattn::emitMergeUnit(KernelEmitter &w, const MergeUnit &u) {
+  VectorType v4 = VectorType::get({4}, w.f32T);
+  auto lseAt = [&](Value s) {
+    Value p = splitElement(w, u.partLse, s, u.lseSlice, u.lrow, w.f32T);
+    return w.load(w.f32T, p, false, /*isVolatile=*/true);
+  };
+  auto outAt = [&](Value s) {
+    Value p = splitElement(w, u.partOut, s, u.outSlice, u.el, w.f32T);
+    Value vec = w.load(v4, p, false, /*isVolatile=*/true, 16);
+    Values vals;
+    for (int c = 0; c < 4; ++c)
+      vals.push_back(w.extractelement(vec, w.i32(c)));
+    return vals;
+  };
+  Values vals;
+  Value lse = emitMerge(w, u.S, 4, lseAt, outAt, vals).second;
+  Value vec = w.undef(v4);
+  for (int c = 0; c < 4; ++c)
+    vec = w.insertelement(vals[c], vec, w.i32(c));
+  Value narrow = w.truncf(vec, VectorType::get({4}, u.outType));
+  w.store(narrow, w.gep(u.out, w.gptrT, u.outType, u.el), 8);
+  Value lseOn = w.icmp(LLVM::ICmpPredicate::ne, u.lse, w.zero(w.gptrT));
+  w.ifThen(w.andi(lseOn, w.cmpi(CmpI::eq, u.col, w.i32(0))),
+           [&] { w.store(lse, w.gep(u.lse, w.gptrT, w.f32T, u.lrow)); });
 }
 
 //===----------------------------------------------------------------------===//

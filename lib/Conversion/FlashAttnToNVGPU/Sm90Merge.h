@@ -30,6 +30,19 @@ std::pair<Value, Value> emitMerge(KernelEmitter &w, Value S, int V,
                                   const std::function<KernelEmitter::Values(Value)> &loadO,
                                   KernelEmitter::Values &out);
 
+/// One unit of the partial kernels' fused merge: 4 columns of one row,
+/// from split s's partial out (f32, 16-byte aligned, element
+/// s * outSlice + el of `partOut`) and lse (element s * lseSlice + lrow of
+/// `partLse`), both loaded volatile (no L1 line filled before the other
+/// splits wrote it), merged over the S (i64) splits into `out` (4 values of
+/// `outType` at element el, one 8-byte store) and, at column `col` (i32)
+/// 0, into `lse` (f32 at lrow; a null pointer: none).
+struct MergeUnit {
+  Value S, partOut, outSlice, el, partLse, lseSlice, lrow, out, lse, col;
+  Type outType;
+};
+void emitMergeUnit(KernelEmitter &w, const MergeUnit &u);
+
 } // namespace mlir::flashattn
 
 #endif

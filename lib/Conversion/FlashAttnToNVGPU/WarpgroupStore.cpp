@@ -143,8 +143,9 @@ void WarpgroupKernel::mergeRows(const View &out, const View &lse, Value rows) {
 }
 
 // Unit `mu` of the tile: 4 columns of one row, merged over the splits
-// (emitMerge). Split 0's element of the partial results [S, B, Sq, H, D]
-// and [S, B, H, Sq] is the final out's [B, Sq, H, D] and lse's [B, H, Sq].
+// (emitMergeUnit). Split 0's element of the partial results [S, B, Sq, H,
+// D] and [S, B, H, Sq] is the final out's [B, Sq, H, D] and lse's [B, H,
+// Sq].
 void WarpgroupKernel::mergeUnit(const View &out, const View &lse, Value mu) {
   Value r = w.divui(mu, w.i32(D / 4));
   Value col = w.muli(w.remui(mu, w.i32(D / 4)), w.i32(4));
@@ -154,30 +155,8 @@ void WarpgroupKernel::mergeUnit(const View &out, const View &lse, Value mu) {
   out0.offsets[0] = lse0.offsets[0] = split0;
   outRow.push_back(w.extui(col, w.i64T));
   Value el = linear(out0, outRow), lrow = linear(lse0, lseRow);
-  Value sliceO = splitSlice(Out), sliceL = splitSlice(Lse);
-  VectorType v4 = VectorType::get({4}, w.f32T);
-  auto lseAt = [&](Value s) {
-    Value p = splitElement(w, P["lse"], s, sliceL, lrow, w.f32T);
-    return w.load(w.f32T, p, false, /*isVolatile=*/true);
-  };
-  auto outAt = [&](Value s) {
-    Value p = splitElement(w, P["o"], s, sliceO, el, w.f32T);
-    Value vec = w.load(v4, p, false, /*isVolatile=*/true, 16);
-    Values vals;
-    for (int c = 0; c < 4; ++c)
-      vals.push_back(w.extractelement(vec, w.i32(c)));
-    return vals;
-  };
-  Values vals;
-  Value merged = emitMerge(w, P["od0"], 4, lseAt, outAt, vals).second;
-  Value vec = w.undef(v4);
-  for (int c = 0; c < 4; ++c)
-    vec = w.insertelement(vals[c], vec, w.i32(c));
-  Value narrow = w.truncf(vec, VectorType::get({4}, mergeT));
-  w.store(narrow, w.gep(P["merge_out"], w.gptrT, mergeT, el), 8);
-  Value lseOn = w.icmp(LLVM::ICmpPredicate::ne, P["merge_lse"], w.zero(w.gptrT));
-  w.ifThen(w.andi(lseOn, w.cmpi(CmpI::eq, col, w.i32(0))),
-           [&] { w.store(merged, w.gep(P["merge_lse"], w.gptrT, w.f32T, lrow)); });
+  emitMergeUnit(w, {P["od0"], P["o"], splitSlice(Out), el, P["lse"], splitSlice(Lse), lrow,
+                    P["merge_out"], P["merge_lse"], col, mergeT});
 }
 
 Value WarpgroupKernel::splitSlice(Arg a) {
