@@ -140,6 +140,7 @@ struct FlashAttnPlanPass
          {std::tuple{"scheduler-barrier", &schedulerBarrier, &o.schedulerBarrier},
           std::tuple{"tma-store", &tmaStore, &o.tmaStore},
           std::tuple{"early-q-release", &earlyQRelease, &o.earlyQRelease},
+          std::tuple{"predicated-q-release", &predicatedQRelease, &o.predicatedQRelease},
           std::tuple{"conditional-rescale", &conditionalRescale, &o.conditionalRescale},
           std::tuple{"kv-row-copies", &kvRowCopies, &o.kvRowCopies},
           std::tuple{"warp-specialize", &warpSpecialize, &o.warpSpecialize},
@@ -228,11 +229,20 @@ struct FlashAttnPlanPass
   /// Whether that kernel releases Q in a tile's last block (after its Q
   /// K^T): 1.02-1.10x at 512 and 1k keys unmasked at head_dim 64 and 128,
   /// and under a causal mask at head_dim 64 1.05-1.13x to 2k keys (1.00x
-  /// at 8k); not under a causal mask at 128 (ptxas spills) nor at head_dim
-  /// 256 (0.96-0.97x causal, 0.97-0.99x unmasked from 2k keys).
-  static bool tiledEarlyQRelease(AttentionOp op) {
-    int64_t d = op.getHeadDim();
-    return d == 64 || (op.getCausal() == CausalKind::none && d < 256);
+  /// at 8k); not at head_dim 256 (0.96-0.97x causal, 0.97-0.99x unmasked
+  /// from 2k keys).
+  static bool tiledEarlyQRelease(AttentionOp op) { return op.getHeadDim() < 256; }
+
+  /// Whether that release, where the key-block loop is split at the mask's
+  /// boundary, is a predicated arrive in the masked loop only: at head_dim
+  /// 128 under a causal mask or a right window, where a branch around the
+  /// arrive in either loop made ptxas spill 32-40 bytes (1.02-1.07x at 512
+  /// to 2k keys causal against the release after the loop); elsewhere the
+  /// branch in both loops (the predicated arrive was 5-17% slower at
+  /// head_dim 64, with 3 consumers).
+  static bool tiledPredicatedQRelease(AttentionOp op) {
+    return op.getHeadDim() == 128 &&
+           (op.getCausal() != CausalKind::none || op.getWindow().second >= 0);
   }
 
   /// `op`'s plan: the computed one with the tile overrides, and on sm90 its
@@ -271,6 +281,8 @@ struct FlashAttnPlanPass
       chosen.conditionalRescale = tiledConditionalRescale(op, p);
     if (tiledSm90 && !chosen.earlyQRelease)
       chosen.earlyQRelease = tiledEarlyQRelease(op);
+    if (tiledSm90 && !chosen.predicatedQRelease)
+      chosen.predicatedQRelease = tiledPredicatedQRelease(op);
     // O's TMA store: not with a score region, where ptxas spilled 116 bytes
     // (head_dim 128, causal).
     if (tiledSm90 && !chosen.tmaStore.has_value() && !op.getScore().empty())

@@ -68,6 +68,12 @@ def FlashAttnPlan : Pass<"flashattn-plan"> {
     Option<"earlyQRelease", "early-q-release", "std::string",
            /*default=*/"\"auto\"",
            "sm90: release Q after the tile's last S, not its last P V: auto, on, off">,
+    Option<"predicatedQRelease", "predicated-q-release", "std::string",
+           /*default=*/"\"auto\"",
+           "sm90: in flashattn-tile's kernel with early_q_release and a key-block loop "
+           "split at the mask's boundary, Q released in the masked loop only, by a "
+           "predicated arrive: auto (at head_dim 128 under a causal mask or a right "
+           "window), on, off">,
     Option<"conditionalRescale", "conditional-rescale", "std::string",
            /*default=*/"\"auto\"",
            "sm90: rescale O only where a row's max grew by more than 8 (exp2 units): "

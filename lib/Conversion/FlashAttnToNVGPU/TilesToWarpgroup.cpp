@@ -744,6 +744,9 @@ LogicalResult WarpgroupKernel::overlappedLoop(scf::ForOp src, State &st) {
   // next tile's Q under it and the epilogue.
   if (earlyQ && !planEarlyQ)
     w.ifThen(any, [&] { releaseQ(earlyQ.getTile()); });
+  if (qHeld)
+    w.ifThen(qHeld, [&] { releaseQ(earlyQ.getTile()); });
+  qHeld = Value();
   st.o = w.ifElse1(any, oT, [&] { return flushDeferred(st.o); }, [&] { return st.o; });
   return drainLoop(src, lb, ub, st);
 }
@@ -762,12 +765,21 @@ FailureOr<Values> WarpgroupKernel::steadyLoops(scf::ForOp src, Value from, Value
   Value masked = w.minsi(w.maxsi(map.lookup(split->from), from), ub);
   knownBranch = split->alsoBefore ? scf::IfOp() : split->branch;
   branchTaken = false;
+  // With the plan's predicated_q_release, Q's early release is in the
+  // second loop only, as a predicated arrive, and after both loops when the
+  // first had the last block (the second none).
+  qInLoop = !planPredicatedQ;
   FailureOr<Values> v = steadyLoop(src, from, masked, ub, inits);
+  qInLoop = true;
+  qPredicated = planPredicatedQ;
   knownBranch = split->branch;
   branchTaken = true;
   if (succeeded(v))
     v = steadyLoop(src, masked, ub, ub, *v);
   knownBranch = {};
+  qPredicated = false;
+  if (earlyQ && planEarlyQ && planPredicatedQ)
+    qHeld = w.andi(w.cmpi(CmpI::slt, from, ub), w.cmpi(CmpI::sge, masked, ub));
   return v;
 }
 
@@ -894,7 +906,11 @@ bool WarpgroupKernel::drainSkips(Operation &src) const {
 // early_q_release): after the first block's Q K^T, or after a later
 // block's wait for the P V before it.
 void WarpgroupKernel::releaseQEarly() {
-  if (earlyQ && planEarlyQ)
+  if (!earlyQ || !planEarlyQ || !(overlap == Overlap::first || qInLoop))
+    return;
+  if (qPredicated && overlap == Overlap::steady)
+    MBarrierArriveIfOp::create(b, loc, lastBlock, barrierAt(Q, slotOf(earlyQ.getTile()), true));
+  else
     w.ifThen(lastBlock, [&] { releaseQ(earlyQ.getTile()); });
 }
 

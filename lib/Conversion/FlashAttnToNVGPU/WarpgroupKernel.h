@@ -106,6 +106,7 @@ public:
         conditionalRescale(cg && cg.getConditionalRescale()),
         reduceChains(cg ? cg.getReduceChains() : 1),
         planTmaStore(cg && cg.getTmaStore()), planEarlyQ(cg && cg.getEarlyQRelease()),
+        planPredicatedQ(cg && cg.getPredicatedQRelease()),
         planRowCopies(cg && cg.getKvRowCopies()),
         planLongestFirst(longestFirst),
         rescaleUnderQK(cg && cg.getRescaleUnderQk()),
@@ -301,7 +302,7 @@ private:
   /// the last block's Q K^T (under the last P V and the epilogue);
   /// `lastBlock` (i1): the block being emitted is the loop's last;
   /// `blocksRan`: the loop has a block (both valid while `earlyQ` is set).
-  bool planEarlyQ = false, planRowCopies = false;
+  bool planEarlyQ = false, planPredicatedQ = false, planRowCopies = false;
   /// The plan's fused_merge; taken in a split-KV partial kernel whose op
   /// merges into bf16 or f16 (`mergeT`): the merge's flag (i32) in shared
   /// memory at `mergeOff`.
@@ -310,6 +311,12 @@ private:
   int64_t mergeOff = 0;
   TileReleaseOp earlyQ;
   Value lastBlock, blocksRan;
+  /// With the boundary split and the plan's predicated_q_release
+  /// (steadyLoops): whether the steady loop being emitted releases Q in its
+  /// last block (the second loop only), as a predicated arrive; (i1) Q still
+  /// held after both loops (the first had the last block).
+  bool qInLoop = true, qPredicated = false;
+  Value qHeld;
   /// The plan's lpt schedule; taken by the work loop (dynamic): the tile
   /// index's place in shared memory; the producer's tile (i32, inside its
   /// work loop); the consumers' wait for Q that the work loop's top does

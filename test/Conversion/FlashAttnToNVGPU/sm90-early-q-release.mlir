@@ -1,15 +1,14 @@
-// RUN: fa-opt %s --flashattn-plan="target=sm90 tiled" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup | FileCheck %s
-// RUN: fa-opt %s --flashattn-plan="target=sm90 tiled early-q-release=off" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup | FileCheck %s --check-prefix=OFF
+// RUN: fa-opt %s --split-input-file --flashattn-plan="target=sm90 tiled" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup | FileCheck %s --check-prefixes=CHECK,CAUSAL
+// RUN: fa-opt %s --split-input-file --flashattn-plan="target=sm90 tiled early-q-release=off" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup | FileCheck %s --check-prefix=OFF
 
-// The plan's early_q_release (flashattn-plan{tiled} without a causal
-// mask): the consumers' release of Q after the overlapped key-block loop
+// The plan's early_q_release (flashattn-plan{tiled} below head_dim 256): the consumers' release of Q after the overlapped key-block loop
 // moves into the loop's last block. The first block (before the loop)
 // releases it after its Q K^T when it is the last one (begin + 1 >= end);
 // a later block after its wait for the previous P V (nothing in flight),
 // with V's release; after the loop, Q goes back only when the loop had no
 // block.
-// CHECK-LABEL: func.func @hd128
-// CHECK: early_q_release = true
+// CHECK-LABEL: func.func @hd128(
+// CHECK: early_q_release = true{{.*}}intra_wg_overlap = true>>
 // CHECK: } consumers {
 // CHECK: %[[ANY:.*]] = arith.cmpi slt, %[[BEGIN:.*]], %[[END:.*]] : index
 // CHECK: scf.if %[[ANY]]
@@ -33,7 +32,7 @@
 
 // Without it, Q goes back right after the last block's Q K^T: after the
 // key-block loops, before the last P V (issued under the same condition).
-// OFF-LABEL: func.func @hd128
+// OFF-LABEL: func.func @hd128(
 // OFF-NOT: early_q_release = true
 // OFF: } consumers {
 // OFF: %[[ANY:.*]] = arith.cmpi slt, %{{.*}}, %[[END:.*]] : index
@@ -51,5 +50,36 @@ func.func @hd128(%q: memref<1x200x2x128xbf16>, %k: memref<1x200x2x128xbf16>, %v:
                  %o: memref<1x200x2x128xbf16>) {
   flashattn.attention ins(%q, %k, %v : memref<1x200x2x128xbf16>, memref<1x200x2x128xbf16>, memref<1x200x2x128xbf16>)
       outs(%o : memref<1x200x2x128xbf16>)
+  return
+}
+
+// -----
+
+// With the plan's predicated_q_release (head_dim 128 under a causal mask)
+// and the boundary split (dynamic lengths: blocks before the diagonal
+// without the mask, the rest with it), Q's release sits in the second loop
+// only, as a predicated arrive, and after both loops when the first one had
+// the last block (the second none).
+// CAUSAL-LABEL: func.func @hd128_causal(
+// CAUSAL: early_q_release = true{{.*}}predicated_q_release = true
+// CAUSAL: } consumers {
+// CAUSAL: %[[BOUND:.*]] = arith.maxsi %{{.*}}, %[[FROM:[0-9]+]] : index
+// CAUSAL-NEXT: %[[MASKED:.*]] = arith.minsi %[[BOUND]], %[[END:.*]] : index
+// CAUSAL: scf.for %{{.*}} = %[[FROM]] to %[[MASKED]] step
+// CAUSAL-NOT: flashattn.mbarrier_arrive_if
+// CAUSAL: scf.for %[[N:.*]] = %[[MASKED]] to %[[END]] step
+// CAUSAL-NEXT: %[[NEXT:.*]] = arith.addi %[[N]], %c1
+// CAUSAL-NEXT: %[[LAST:.*]] = arith.cmpi sge, %[[NEXT]], %[[END]] : index
+// CAUSAL: flashattn.mbarrier_arrive_if %[[LAST]], %[[QEMPTY:.*]] : !llvm.ptr<3>
+// CAUSAL: scf.yield
+// CAUSAL: %[[NOMASKED:.*]] = arith.cmpi sge, %[[MASKED]], %[[END]] : index
+// CAUSAL: %[[STEADY:.*]] = arith.cmpi slt, %[[FROM]], %[[END]] : index
+// CAUSAL: %[[HELD:.*]] = arith.andi %[[STEADY]], %[[NOMASKED]] : i1
+// CAUSAL: scf.if %[[HELD]] {
+// CAUSAL: nvvm.mbarrier.arrive
+func.func @hd128_causal(%q: memref<?x?x2x128xbf16>, %k: memref<?x?x2x128xbf16>,
+                        %v: memref<?x?x2x128xbf16>, %o: memref<?x?x2x128xbf16>) {
+  flashattn.attention ins(%q, %k, %v : memref<?x?x2x128xbf16>, memref<?x?x2x128xbf16>, memref<?x?x2x128xbf16>)
+      outs(%o : memref<?x?x2x128xbf16>) {causal = #flashattn.causal<bottom_right>}
   return
 }

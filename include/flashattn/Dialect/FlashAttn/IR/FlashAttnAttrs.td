@@ -123,7 +123,13 @@ def FlashAttn_Sm90CodegenAttr : AttrDef<FlashAttn_Dialect, "Sm90Codegen"> {
     - `fused_merge`: in flashattn-tile's split-KV partial kernels, the
       work unit that finishes a tile's last split merges the tile's rows
       from every split's partial results into the final out and lse (a
-      counter per tile; the combine kernel is not launched).
+      counter per tile; the combine kernel is not launched);
+    - `predicated_q_release`: with `early_q_release`, in flashattn-tile's
+      kernel whose key-block loop is split at the mask's boundary (blocks
+      without the mask, then blocks with it), Q's release is in the masked
+      loop's last block only, as a predicated arrive (`@p mbarrier.arrive`)
+      instead of a branch around one, and after both loops when the
+      unmasked one had the tile's last block.
 
     Example:
 
@@ -148,7 +154,8 @@ def FlashAttn_Sm90CodegenAttr : AttrDef<FlashAttn_Dialect, "Sm90Codegen"> {
                            "::mlir::flashattn::L2Priority::normal">:$l2_hint_kv,
     DefaultValuedParameter<"bool", "false">:$warp_specialize,
     DefaultValuedParameter<"bool", "false">:$intra_wg_overlap,
-    DefaultValuedParameter<"bool", "false">:$fused_merge
+    DefaultValuedParameter<"bool", "false">:$fused_merge,
+    DefaultValuedParameter<"bool", "false">:$predicated_q_release
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
