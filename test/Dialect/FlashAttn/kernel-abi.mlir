@@ -101,6 +101,18 @@ func.func @entries_abi(%q: memref<1x64x8x64xbf16>, %k: memref<1x64x2x64xbf16>, %
 
 // -----
 
+func.func @entries_merge_disagree(%q: memref<1x64x8x64xbf16>, %k: memref<1x64x2x64xbf16>, %v: memref<1x64x2x64xbf16>, %o: memref<1x64x8x64xbf16>) {
+  // expected-error @+3 {{sm90_entries: 'k' merges split-KV partials (merge_out) but 'k_kv1' does not; the kernel and its twins merge alike}}
+  flashattn.attention ins(%q, %k, %v : memref<1x64x8x64xbf16>, memref<1x64x2x64xbf16>, memref<1x64x2x64xbf16>)
+      outs(%o : memref<1x64x8x64xbf16>)
+      {flashattn.sm90 = #flashattn.sm90_entries<kernel = @m::@k, kv_heads_per_block = 4, abi = {
+          k = #flashattn.kernel_abi<threads = 384, smem = 1024, params = [#flashattn.param<kind = merge_out>]>,
+          k_kv1 = #flashattn.kernel_abi<threads = 384, smem = 1024, params = []>}>}
+  return
+}
+
+// -----
+
 // expected-error @+1 {{flashattn.sm90 must be a #flashattn.sm90_entries on flashattn.attention or flashattn.combine}}
 func.func @entries_elsewhere() attributes {flashattn.sm90 = #flashattn.sm90_entries<kernel = @m::@k>} {
   return

@@ -150,6 +150,31 @@ LogicalResult KernelAbiAttr::verify(function_ref<InFlightDiagnostic()> emitError
   return success();
 }
 
+/// The fused split-KV merge is the artifact's (the runtime launches the
+/// combine kernel or not for all of its calls): the kernel and its packed
+/// and one-head twins all merge or none does.
+static LogicalResult verifyFusedMerge(function_ref<InFlightDiagnostic()> emitError,
+                                      SymbolRefAttr kernel, int64_t packedGroups,
+                                      int64_t kvHeadsPerBlock, DictionaryAttr abi) {
+  auto merges = [&](StringRef name) {
+    return llvm::any_of(cast<KernelAbiAttr>(abi.get(name)).getParams(), [](Attribute a) {
+      return cast<KernelParamAttr>(a).getKind() == ParamKind::merge_out;
+    });
+  };
+  StringRef main = kernel.getLeafReference().getValue();
+  for (const std::string &name :
+       Sm90EntriesAttr::entryNames(kernel, {}, {}, {}, packedGroups, kvHeadsPerBlock)) {
+    if (merges(name) == merges(main))
+      continue;
+    StringRef with = merges(main) ? main : StringRef(name);
+    StringRef without = merges(main) ? StringRef(name) : main;
+    return emitError() << "sm90_entries: '" << with
+                       << "' merges split-KV partials (merge_out) but '" << without
+                       << "' does not; the kernel and its twins merge alike";
+  }
+  return success();
+}
+
 LogicalResult Sm90EntriesAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                       SymbolRefAttr kernel, SymbolRefAttr dense,
                                       SymbolRefAttr append, SymbolRefAttr combine,
@@ -178,7 +203,7 @@ LogicalResult Sm90EntriesAttr::verify(function_ref<InFlightDiagnostic()> emitErr
     if (!llvm::is_contained(names, entry.getName().str()))
       return emitError() << "sm90_entries abi has '" << entry.getName().getValue()
                          << "', which is not one of its entries";
-  return success();
+  return verifyFusedMerge(emitError, kernel, packedGroups, kvHeadsPerBlock, abi);
 }
 
 SmallVector<std::string> Sm90EntriesAttr::entryNames(SymbolRefAttr kernel, SymbolRefAttr dense,
