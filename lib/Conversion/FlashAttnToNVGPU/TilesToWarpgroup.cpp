@@ -768,16 +768,15 @@ FailureOr<Values> WarpgroupKernel::steadyLoops(scf::ForOp src, Value from, Value
   // With the plan's predicated_q_release, Q's early release is in the
   // second loop only, as a predicated arrive, and after both loops when the
   // first had the last block (the second none).
-  qInLoop = !planPredicatedQ;
+  qInLoop = planPredicatedQ ? QInLoop::none : QInLoop::branch;
   FailureOr<Values> v = steadyLoop(src, from, masked, ub, inits);
-  qInLoop = true;
-  qPredicated = planPredicatedQ;
+  qInLoop = planPredicatedQ ? QInLoop::predicated : QInLoop::branch;
   knownBranch = split->branch;
   branchTaken = true;
   if (succeeded(v))
     v = steadyLoop(src, masked, ub, ub, *v);
   knownBranch = {};
-  qPredicated = false;
+  qInLoop = QInLoop::branch;
   if (earlyQ && planEarlyQ && planPredicatedQ)
     qHeld = w.andi(w.cmpi(CmpI::slt, from, ub), w.cmpi(CmpI::sge, masked, ub));
   return v;
@@ -906,9 +905,9 @@ bool WarpgroupKernel::drainSkips(Operation &src) const {
 // early_q_release): after the first block's Q K^T, or after a later
 // block's wait for the P V before it.
 void WarpgroupKernel::releaseQEarly() {
-  if (!earlyQ || !planEarlyQ || !(overlap == Overlap::first || qInLoop))
+  if (!earlyQ || !planEarlyQ || qInLoop == QInLoop::none)
     return;
-  if (qPredicated && overlap == Overlap::steady)
+  if (qInLoop == QInLoop::predicated)
     MBarrierArriveIfOp::create(b, loc, lastBlock, barrierAt(Q, slotOf(earlyQ.getTile()), true));
   else
     w.ifThen(lastBlock, [&] { releaseQ(earlyQ.getTile()); });

@@ -311,11 +311,12 @@ private:
   int64_t mergeOff = 0;
   TileReleaseOp earlyQ;
   Value lastBlock, blocksRan;
-  /// With the boundary split and the plan's predicated_q_release
-  /// (steadyLoops): whether the steady loop being emitted releases Q in its
-  /// last block (the second loop only), as a predicated arrive; (i1) Q still
-  /// held after both loops (the first had the last block).
-  bool qInLoop = true, qPredicated = false;
+  /// How the block being emitted releases Q when it is the last (with
+  /// early_q_release): a branch around the arrive; with the boundary split
+  /// and the plan's predicated_q_release (steadyLoops), not at all in the
+  /// first loop and a predicated arrive in the second; `qHeld` (i1): Q
+  /// still held after both loops (the first had the last block).
+  enum class QInLoop { branch, predicated, none } qInLoop = QInLoop::branch;
   Value qHeld;
   /// The plan's lpt schedule; taken by the work loop (dynamic): the tile
   /// index's place in shared memory; the producer's tile (i32, inside its
