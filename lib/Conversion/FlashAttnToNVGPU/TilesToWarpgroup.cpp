@@ -64,7 +64,17 @@ using namespace mlir::flashattn;
 
 namespace mlir::flashattn::warpgroup {
 
+// The kernel's shapes and the choices they decide: its arguments, tiles,
+// pages and element types, then where each buffer sits in shared memory.
 LogicalResult WarpgroupKernel::shapes() {
+  if (failed(arguments()) || failed(tileShapes()) || (args[Pages] && failed(pageShapes())) ||
+      failed(elementTypes()) || failed(ringRoles()))
+    return failure();
+  return sharedMemory();
+}
+
+// The arguments by their flashattn.arg names, and the layouts they say.
+LogicalResult WarpgroupKernel::arguments() {
   for (unsigned i = 0; i < tiled.getNumArguments(); ++i) {
     auto name = tiled.getArgAttrOfType<StringAttr>(i, "flashattn.arg");
     const char *const *it =
@@ -89,6 +99,12 @@ LogicalResult WarpgroupKernel::shapes() {
   if (!args[Table] && (varlenQ || varlenK || args[Pages]))
     return tiled.emitError("flashattn-sm90-warpgroup: packed and paged layouts need the tile "
                            "table");
+  return success();
+}
+
+// The score tiles' rows and keys, pack_gqa's groups, the warpgroups and
+// whether the consumers take turns.
+LogicalResult WarpgroupKernel::tileShapes() {
   // 64-row score tiles of one key block size, a multiple of 16 up to 256
   // (wgmma m64nNk16; P V takes the keys in k16 steps).
   WalkResult tiles = tiled.walk([&](TileQKOp qk) {
@@ -143,33 +159,43 @@ LogicalResult WarpgroupKernel::shapes() {
   });
   int64_t consumers = rowsM / kRows;
   scheduler = planSchedulerBarrier && specialize && (consumers == 2 || consumers == 3) && oneLoop;
-  if (args[Pages]) {
-    // A key block inside one page, or a key block of whole pages of a
-    // multiple of 8 keys, one TMA box each (8-row atoms keep the swizzle);
-    // other pages by the plan's row copies, in a producer warpgroup.
-    pageSize = type(K).getDimSize(1);
-    rowCopies = planRowCopies && specialize;
-    tiled.walk([&](TileLoadPagedOp load) { kvHeads = std::max<int64_t>(kvHeads, load.getHeads()); });
-    int64_t boxRows = kvHeads * pageSize;
-    // (Lanes for more than 2 boxes a block: 1.10-1.48x with 8 or 16 a
-    // block; with 2, thread 0 alone was 0-5% faster.)
-    laneBoxes = specialize && !rowCopies && pageSize < kKeys && kKeys / boxRows > 2;
-    // (Page panels: 1.13-1.30x in decode over pages of 8 against a box of
-    // 64 columns a page.)
-    panels = sm90PagePanels(pageSize, kKeys, kvHeads, rowCopies);
-    if (kvHeads > 1 && (rowCopies || pageSize >= kKeys || kKeys % boxRows || boxRows % 8))
-      return tiled.emitError("flashattn-sm90-warpgroup: ")
-             << kvHeads << " kv heads a key block need TMA boxes of " << kvHeads
-             << " heads x a page's keys, a multiple of 8 rows dividing the key block (" << kKeys
-             << "), got " << type(K);
-    if (ShapedType::isDynamic(pageSize) ||
-        (!rowCopies && pageSize % kKeys && (kKeys % boxRows || boxRows % 8))) {
-      InFlightDiagnostic diag =
-          tiled.emitError("flashattn-sm90-warpgroup: pages of a multiple of the key block (")
-          << kKeys << ") or of 8 keys dividing it";
-      return diag << ", or the plan's kv_row_copies with a producer warpgroup, got " << type(K);
-    }
+  return success();
+}
+
+// Paged K / V: how a key block's pages are loaded.
+LogicalResult WarpgroupKernel::pageShapes() {
+  auto type = [&](Arg a) { return cast<MemRefType>(args[a].getType()); };
+  // A key block inside one page, or a key block of whole pages of a
+  // multiple of 8 keys, one TMA box each (8-row atoms keep the swizzle);
+  // other pages by the plan's row copies, in a producer warpgroup.
+  pageSize = type(K).getDimSize(1);
+  rowCopies = planRowCopies && specialize;
+  tiled.walk([&](TileLoadPagedOp load) { kvHeads = std::max<int64_t>(kvHeads, load.getHeads()); });
+  int64_t boxRows = kvHeads * pageSize;
+  // (Lanes for more than 2 boxes a block: 1.10-1.48x with 8 or 16 a
+  // block; with 2, thread 0 alone was 0-5% faster.)
+  laneBoxes = specialize && !rowCopies && pageSize < kKeys && kKeys / boxRows > 2;
+  // (Page panels: 1.13-1.30x in decode over pages of 8 against a box of
+  // 64 columns a page.)
+  panels = sm90PagePanels(pageSize, kKeys, kvHeads, rowCopies);
+  if (kvHeads > 1 && (rowCopies || pageSize >= kKeys || kKeys % boxRows || boxRows % 8))
+    return tiled.emitError("flashattn-sm90-warpgroup: ")
+           << kvHeads << " kv heads a key block need TMA boxes of " << kvHeads
+           << " heads x a page's keys, a multiple of 8 rows dividing the key block (" << kKeys
+           << "), got " << type(K);
+  if (ShapedType::isDynamic(pageSize) ||
+      (!rowCopies && pageSize % kKeys && (kKeys % boxRows || boxRows % 8))) {
+    InFlightDiagnostic diag =
+        tiled.emitError("flashattn-sm90-warpgroup: pages of a multiple of the key block (")
+        << kKeys << ") or of 8 keys dividing it";
+    return diag << ", or the plan's kv_row_copies with a producer warpgroup, got " << type(K);
   }
+  return success();
+}
+
+// The element types and the head dim.
+LogicalResult WarpgroupKernel::elementTypes() {
+  auto type = [&](Arg a) { return cast<MemRefType>(args[a].getType()); };
   Type et = type(Q).getElementType();
   if (!et.isBF16() && !et.isF16())
     return tiled.emitError("flashattn-sm90-warpgroup: q must be bf16 or f16, got ") << et;
@@ -187,8 +213,13 @@ LogicalResult WarpgroupKernel::shapes() {
     return tiled.emitError("flashattn-sm90-warpgroup: out in q's element type (f32 in the "
                            "split-KV partial form), got ")
            << outT;
-  if (failed(ringRoles()))
-    return failure();
+  return success();
+}
+
+// Where Q, the K / V rings, O's staging tile, the mbarriers, the tile
+// index and the merge flag sit in shared memory, and the choices that take
+// room there (the TMA store, the counter's tiles, the fused merge).
+LogicalResult WarpgroupKernel::sharedMemory() {
   kvLayout = panels ? KVTileLayout::pagePanels(D) : KVTileLayout::dense(kKeys);
   int64_t boxes = D / 64;
   qBytes = boxes * rowsM * 128;

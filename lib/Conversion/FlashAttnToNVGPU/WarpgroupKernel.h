@@ -117,6 +117,11 @@ public:
 
 private:
   LogicalResult shapes();
+  LogicalResult arguments();
+  LogicalResult tileShapes();
+  LogicalResult pageShapes();
+  LogicalResult elementTypes();
+  LogicalResult sharedMemory();
   std::vector<AbiParam> params();
   void prologue();
   LogicalResult block(Block &src, State &st);
