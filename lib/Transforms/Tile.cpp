@@ -23,6 +23,8 @@
 
 #include "flashattn/Transforms/Passes.h"
 
+#include "TileGridKernels.h"
+
 #include "flashattn/Conversion/FlashAttnToNVGPU/Sm90Kernel.h"
 
 #include "flashattn/Utils/IntArith.h"
@@ -33,6 +35,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -931,10 +934,26 @@ static void tileIntoKernel(AttentionOp op, PatternRewriter &rewriter, bool dense
   auto ref = [&](StringRef entry) {
     return SymbolRefAttr::get(ctx, name + "_module", {FlatSymbolRefAttr::get(ctx, entry)});
   };
+  // Split-KV: the combine's merge kernel, which the combine names; the
+  // kv-cache append: its copy kernel, launched first.
+  SymbolRefAttr combineRef, appendRef;
+  if (CombineOp combine = op.isSplitPartial() ? op.getPartialCombine() : CombineOp()) {
+    buildCombineKernel(combine, rewriter, kernels, name + "_combine");
+    combineRef = ref(name + "_combine");
+    rewriter.modifyOpInPlace(combine, [&] {
+      combine->setAttr("flashattn.sm90", Sm90EntriesAttr::get(ctx, combineRef, nullptr, nullptr,
+                                                              nullptr, 0, 1, false, nullptr));
+    });
+  }
+  if (op.hasAppend()) {
+    buildAppendKernel(op, rewriter, kernels, name + "_append");
+    appendRef = ref(name + "_append");
+  }
   rewriter.modifyOpInPlace(op, [&] {
     op->setAttr("flashattn.sm90",
                 Sm90EntriesAttr::get(ctx, ref(name), dense ? ref(name + "_dense") : nullptr,
-                                     nullptr, nullptr, groups, kvHeads, rowCopies, nullptr));
+                                     appendRef, combineRef, groups, kvHeads, rowCopies,
+                                     nullptr));
   });
 }
 

@@ -131,12 +131,34 @@ func.func @paged(%q: memref<2x1x4x64xf16>, %kc: memref<16x64x2x64xf16>, %vc: mem
 // -----
 
 // kv-cache append: the kernel attends over the cache after the append
-// (each tile's key length from the table); it writes no cache row itself
-// (flashattn-sm90-warpgroup adds the copy kernel launched before it).
+// (each tile's key length from the table); it writes no cache row itself.
+// The copy kernel, launched before it, writes one 16-byte chunk of k_new
+// and of v_new a thread (B * S_new * Hkv * D / 8 = 2 * 1 * 2 * 8 chunks:
+// chunk c, kv head g, batch b; S_new = 1 folds r to 0) at position
+// cache_seqlens[b] + r: the table's word 1 says where the sequences'
+// (cache_seqlens, page list) pairs start.
 // CHECK-LABEL: func.func @append
+// CHECK: flashattn.sm90 = #flashattn.sm90_entries<kernel = @fa_sm90_0_module::@fa_sm90_0, append = @fa_sm90_0_module::@fa_sm90_0_append>
 // CHECK: gpu.func @fa_sm90_0({{.*}}memref<?xi32> {flashattn.arg = "tile_table"}) kernel {
 // CHECK-NOT: memref.store
 // CHECK: gpu.return
+// CHECK: gpu.func @fa_sm90_0_append(%[[KN:.*]]: memref<2x1x2x64xf16> {flashattn.arg = "k_new"}, %[[VN:.*]]: memref<2x1x2x64xf16> {flashattn.arg = "v_new"}, %[[KC:.*]]: memref<2x256x2x64xf16> {flashattn.arg = "k"}, %[[VC:.*]]: memref<2x256x2x64xf16> {flashattn.arg = "v"}, %[[TABLE:.*]]: memref<?xi32> {flashattn.arg = "tile_table"}) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
+// CHECK:   %[[W1:.*]] = memref.load %[[TABLE]][%c1]
+// CHECK:   %[[PAIRS:.*]] = arith.index_cast %[[W1]] : i32 to index
+// CHECK:   scf.for %[[E:.*]] = %{{.*}} to %c32 step
+// CHECK:     %[[C:.*]] = arith.remui %[[E]], %c8
+// CHECK:     %[[REST:.*]] = arith.divui %[[E]], %c8
+// CHECK:     %[[G:.*]] = arith.remui %[[REST]], %c2
+// CHECK:     %[[B:.*]] = arith.divui %[[REST]], %c2
+// CHECK:     %[[COL:.*]] = arith.muli %[[C]], %c8
+// CHECK:     %[[TWOB:.*]] = arith.muli %[[B]], %c2
+// CHECK:     %[[PAIR:.*]] = arith.addi %[[PAIRS]], %[[TWOB]]
+// CHECK:     %[[START:.*]] = memref.load %[[TABLE]][%[[PAIR]]]
+// CHECK:     %[[POS:.*]] = arith.index_cast %[[START]] : i32 to index
+// CHECK:     %[[X:.*]] = vector.load %[[KN]][%[[B]], %c0, %[[G]], %[[COL]]] {alignment = 16 : i64} : memref<2x1x2x64xf16>, vector<8xf16>
+// CHECK:     vector.store %[[X]], %[[KC]][%[[B]], %[[POS]], %[[G]], %[[COL]]] {alignment = 16 : i64}
+// CHECK:     %[[Y:.*]] = vector.load %[[VN]][%[[B]], %c0, %[[G]], %[[COL]]]
+// CHECK:     vector.store %[[Y]], %[[VC]][%[[B]], %[[POS]], %[[G]], %[[COL]]]
 func.func @append(%q: memref<2x1x4x64xf16>, %kc: memref<2x256x2x64xf16>, %vc: memref<2x256x2x64xf16>,
                   %kn: memref<2x1x2x64xf16>, %vn: memref<2x1x2x64xf16>, %cs: memref<2xi32>,
                   %o: memref<2x1x4x64xf16>) {
@@ -217,7 +239,7 @@ func.func @packed_region(%q: memref<1x64x8x64xf16>, %k: memref<1x64x2x64xf16>, %
 // its packed twin; the op names the kernel, the dense entry and 2 heads a
 // packed group.
 // TWINS-LABEL: func.func @twins
-// TWINS: flashattn.sm90 = #flashattn.sm90_entries<kernel = @fa_sm90_0_module::@fa_sm90_0, dense = @fa_sm90_0_module::@fa_sm90_0_dense, packed_groups = 2>
+// TWINS: flashattn.sm90 = #flashattn.sm90_entries<kernel = @fa_sm90_0_module::@fa_sm90_0, dense = @fa_sm90_0_module::@fa_sm90_0_dense, combine = @fa_sm90_0_module::@fa_sm90_0_combine, packed_groups = 2>
 // TWINS: gpu.func @fa_sm90_0({{.*}}%{{.*}}: memref<?x2x100x4x64xf32> {flashattn.arg = "out"}
 // TWINS:   flashattn.key_blocks {{.*}} split
 // TWINS:   flashattn.tile_store {{.*}} into memref<?x64xf32, {{.*}}>, memref<?xf32, {{.*}}>
@@ -283,5 +305,63 @@ func.func @kv_heads_unpacked(%q: memref<2x1x4x64xf16>, %kc: memref<16x16x2x64xf1
   flashattn.attention ins(%q, %kc, %vc : memref<2x1x4x64xf16>, memref<16x16x2x64xf16>, memref<16x16x2x64xf16>)
       seqused_k(%used : memref<2xi32>) block_table(%bt : memref<2x8xi32>)
       outs(%o : memref<2x1x4x64xf16>) {plan = #flashattn.plan<target = sm90, block_m = 64, block_n = 64, stages = 2, consumers = 1, schedule = static, num_splits = 1, pack_gqa = false, sm90 = <kv_heads_per_block = 2>>}
+  return
+}
+
+// -----
+
+// Split-KV: the flashattn.combine reading the partial results gets the
+// merge kernel, which it names: one thread per element e = ((b * Sq + i) *
+// H + h) * D + d of out, over the views the runtime launches it with
+// (partial_out [S, B, Sq, H, D], partial_lse [S, B, H, Sq]); each merges
+// the splits' element (flashattn.merge_splits), writes it in out's type
+// and, at column 0, the row's lse.
+// CHECK-LABEL: func.func @combine
+// CHECK: flashattn.attention {{.*}}combine = @fa_sm90_0_module::@fa_sm90_0_combine
+// CHECK: flashattn.combine
+// CHECK-SAME: flashattn.sm90 = #flashattn.sm90_entries<kernel = @fa_sm90_0_module::@fa_sm90_0_combine>
+// CHECK: gpu.func @fa_sm90_0_combine(%[[PO:.*]]: memref<?x?x?x4x64xf32> {flashattn.arg = "partial_out"}, %[[PL:.*]]: memref<?x?x4x?xf32> {flashattn.arg = "partial_lse"}, %[[OUT:.*]]: memref<?x?x4x64xbf16> {flashattn.arg = "out"}, %[[LSE:.*]]: memref<?x4x?xf32> {flashattn.arg = "lse"}) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
+// CHECK:   %[[B:.*]] = memref.dim %[[OUT]], %c0
+// CHECK:   %[[SQ:.*]] = memref.dim %[[OUT]], %c1
+// CHECK:   %[[BS:.*]] = arith.muli %[[B]], %[[SQ]]
+// CHECK:   %[[BSH:.*]] = arith.muli %[[BS]], %c4
+// CHECK:   %[[TOTAL:.*]] = arith.muli %[[BSH]], %c64
+// CHECK:   %[[BID:.*]] = gpu.block_id x
+// CHECK:   %[[FIRST0:.*]] = arith.muli %[[BID]], %c128
+// CHECK:   %[[FIRST:.*]] = arith.addi %[[FIRST0]], %{{.*}}
+// CHECK:   %[[GRID:.*]] = gpu.grid_dim x
+// CHECK:   %[[STRIDE:.*]] = arith.muli %[[GRID]], %c128
+// CHECK:   scf.for %[[E:.*]] = %[[FIRST]] to %[[TOTAL]] step %[[STRIDE]] {
+// CHECK:     %[[D:.*]] = arith.remui %[[E]], %c64
+// CHECK:     %[[R:.*]] = arith.divui %[[E]], %c64
+// CHECK:     %[[H:.*]] = arith.remui %[[R]], %c4
+// CHECK:     %[[BI:.*]] = arith.divui %[[R]], %c4
+// CHECK:     %[[I:.*]] = arith.remui %[[BI]], %[[SQ]]
+// CHECK:     %[[BB:.*]] = arith.divui %[[BI]], %[[SQ]]
+// CHECK:     %[[V:.*]], %[[L:.*]] = flashattn.merge_splits %[[PO]][%[[BB]], %[[I]], %[[H]], %[[D]]], %[[PL]][%[[BB]], %[[H]], %[[I]]]
+// CHECK:     %[[T:.*]] = arith.truncf %[[V]] : f32 to bf16
+// CHECK:     memref.store %[[T]], %[[OUT]][%[[BB]], %[[I]], %[[H]], %[[D]]]
+// CHECK:     %[[COL0:.*]] = arith.cmpi eq, %[[D]], %c0
+// CHECK:     scf.if %[[COL0]] {
+// CHECK:       memref.store %[[L]], %[[LSE]][%[[BB]], %[[H]], %[[I]]]
+func.func @combine(%q: memref<?x?x4x64xbf16>, %k: memref<?x?x2x64xbf16>, %v: memref<?x?x2x64xbf16>,
+                   %o: memref<?x?x4x64xbf16>, %l: memref<?x4x?xf32>) {
+  flashattn.attention ins(%q, %k, %v : memref<?x?x4x64xbf16>, memref<?x?x2x64xbf16>, memref<?x?x2x64xbf16>)
+      outs(%o, %l : memref<?x?x4x64xbf16>, memref<?x4x?xf32>) {num_splits = 3 : i64}
+  return
+}
+
+// -----
+
+// Varlen split-KV: the combine kernel sees out [Tq, H, D] as a batch of
+// one, [1, Tq, H, D], as the runtime launches it (lse [1, H, Tq]).
+// CHECK-LABEL: func.func @combine_varlen
+// CHECK: gpu.func @fa_sm90_0_combine(%{{.*}}: memref<?x1x?x4x64xf32> {flashattn.arg = "partial_out"}, %{{.*}}: memref<?x1x4x?xf32> {flashattn.arg = "partial_lse"}, %{{.*}}: memref<1x?x4x64xbf16> {flashattn.arg = "out"}, %{{.*}}: memref<1x4x?xf32> {flashattn.arg = "lse"})
+func.func @combine_varlen(%q: memref<?x4x64xbf16>, %k: memref<?x2x64xbf16>, %v: memref<?x2x64xbf16>,
+                          %cq: memref<3xi32>, %ck: memref<3xi32>,
+                          %o: memref<?x4x64xbf16>, %l: memref<4x?xf32>) {
+  flashattn.attention ins(%q, %k, %v : memref<?x4x64xbf16>, memref<?x2x64xbf16>, memref<?x2x64xbf16>)
+      cu_seqlens_q(%cq : memref<3xi32>) cu_seqlens_k(%ck : memref<3xi32>)
+      outs(%o, %l : memref<?x4x64xbf16>, memref<4x?xf32>) {num_splits = 3 : i64}
   return
 }

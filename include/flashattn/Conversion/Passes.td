@@ -171,8 +171,15 @@ def FlashAttnSm90Warpgroup : Pass<"flashattn-sm90-warpgroup", "::mlir::ModuleOp"
     and `scf.if` as values. The function gets the kernel ABI
     (`flashattn.abi`: q, k, v, out[, lse], their dims, the tensor maps of
     q, k and v[, out][, the tile counter]) and the ops naming the kernel get it in their
-    `flashattn.sm90`; a split-KV op's `flashattn.combine` gets the merge
-    kernel and an appending op the copy kernel, in the same module. Takes
+    `flashattn.sm90`, as do its combine and append kernels. Those
+    (`flashattn-tile`'s grid-stride kernels, whose first argument is
+    `partial_out` or `k_new`) become `llvm.func`s too: each memref argument
+    a pointer and its dims in the ABI (pointers first, then dims, then the
+    tile and page tables), index as i64 (element offsets past 2^31), memref
+    and vector loads and stores as address arithmetic on the identity
+    layouts (the tables' loads invariant, the alignment the ops give), the
+    x ids NVVM's, `flashattn.merge_splits` the online merge of the splits,
+    16 loads a step; their arith, math and scf ops stay. Takes
     what the sm90 kernels take (bf16 / f16, head_dim 64, 128 or 256 =
     head_dim_v, regions of arith ops), score tiles of a multiple of 64 rows
     and of 16 keys (up to 256 each), dense or packed layouts with the tile

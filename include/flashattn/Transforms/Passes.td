@@ -148,7 +148,15 @@ def FlashAttnTile : Pass<"flashattn-tile"> {
     group), with the same tile bodies (scratch tiles as allocas, constants
     hoisted out of the regions cloned in). Paged: the page lists are an
     argument; split-KV: the partial out's leading dimension is dynamic (the
-    launch's count); append: the copy is a kernel of its own. The op stays,
+    launch's count), and the op's `flashattn.combine` gets its merge kernel,
+    `@fa_sm90_N_combine(partial_out, partial_lse, out[, lse])`, one element
+    of out a thread (`flashattn.merge_splits`) in a grid-stride loop, which
+    the combine's `flashattn.sm90` names; append: the copy is a kernel of
+    its own, `@fa_sm90_N_append(k_new, v_new, k, v, tile_table[,
+    page_table])`, one 16-byte chunk of k_new and of v_new a thread. The
+    combine and append kernels take the views the runtime launches them
+    with (partial_out [S, B, Sq, H, D], partial_lse [S, B, H, Sq], out [B,
+    Sq, H, D], lse [B, H, Sq]; varlen as a batch of one). The op stays,
     with `flashattn.sm90` naming the kernel (no ABI yet:
     `flashattn-sm90-warpgroup` distributes the kernel over a warpgroup and
     describes it). pack_gqa (the plan's): the tiles go over kv heads, their
@@ -176,7 +184,8 @@ def FlashAttnTile : Pass<"flashattn-tile"> {
                            "::mlir::memref::MemRefDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::arith::ArithDialect",
-                           "::mlir::math::MathDialect"];
+                           "::mlir::math::MathDialect",
+                           "::mlir::vector::VectorDialect"];
 }
 
 def FlashAttnSm90PipelineKV : Pass<"flashattn-sm90-pipeline-kv", "::mlir::ModuleOp"> {

@@ -44,6 +44,7 @@
 
 #include "flashattn/Conversion/Passes.h"
 
+#include "GridKernels.h"
 #include "WarpgroupKernel.h"
 
 #include "flashattn/Conversion/FlashAttnToNVGPU/Sm90Kernel.h"
@@ -1193,13 +1194,16 @@ struct FlashAttnSm90WarpgroupPass
         kernels.push_back(f);
     });
     for (gpu::GPUFuncOp tiled : kernels) {
-      if (failed(checkOps(module, tiled)))
-        return signalPassFailure();
       OpBuilder b(tiled);
-      if (failed(
-              WarpgroupKernel(tiled, b, plannedPlan(module, tiled), mergedType(module, tiled))
-                  .build()))
+      if (isGridKernel(tiled)) {
+        if (failed(lowerGridKernel(tiled, b)))
+          return signalPassFailure();
+      } else if (failed(checkOps(module, tiled)) ||
+                 failed(WarpgroupKernel(tiled, b, plannedPlan(module, tiled),
+                                        mergedType(module, tiled))
+                            .build())) {
         return signalPassFailure();
+      }
       auto kernels = tiled->getParentOfType<gpu::GPUModuleOp>();
       std::string name = tiled.getName().str();
       tiled.erase();
@@ -1254,66 +1258,36 @@ struct FlashAttnSm90WarpgroupPass
     return failure(r.wasInterrupted());
   }
 
-  /// The op gets the ABIs of its attention kernels (the kernel, the dense
-  /// entry, the twins); a split-KV partial op's flashattn.combine gets its
-  /// merge kernel, `<kernel>_combine`, and an appending op its copy kernel,
-  /// `<kernel>_append`, in the same module.
+  /// The op gets the ABIs of its kernels (the kernel, the dense entry, the
+  /// twins, the combine and append kernels flashattn-tile made beside them).
   LogicalResult describe(AttentionOp op) {
     MLIRContext *ctx = op.getContext();
     auto e = op->getAttrOfType<Sm90EntriesAttr>("flashattn.sm90");
     auto kernels = SymbolTable::lookupNearestSymbolFrom<gpu::GPUModuleOp>(
         op, FlatSymbolRefAttr::get(e.getKernel().getRootReference()));
-    SmallVector<NamedAttribute> abis;
-    auto abiOf = [&](StringRef name) {
-      auto fn = kernels.lookupSymbol<LLVM::LLVMFuncOp>(name);
-      abis.push_back(NamedAttribute(fn.getSymNameAttr(), fn->getAttr("flashattn.abi")));
-    };
-    for (const std::string &name : Sm90EntriesAttr::entryNames(
-             e.getKernel(), e.getDense(), nullptr, nullptr, e.getPackedGroups(),
-             e.getKvHeadsPerBlock()))
-      abiOf(name);
-    StringRef kernel = e.getKernel().getLeafReference();
-    // An entry beside the kernels: `<kernel><suffix>`, built at the end of
-    // the module; its ABI joins the op's.
-    auto entry = [&](StringRef suffix, function_ref<void(OpBuilder &, StringRef)> build) {
-      std::string name = (kernel + suffix).str();
-      OpBuilder b = OpBuilder::atBlockEnd(kernels.getBody());
-      build(b, name);
-      abiOf(name);
-      return SymbolRefAttr::get(kernels.getSymNameAttr(), {FlatSymbolRefAttr::get(ctx, name)});
-    };
-    SymbolRefAttr combineRef;
     CombineOp combine = op.getPartialCombine();
-    if (op.isSplitPartial() && !combine)
+    if (op.isSplitPartial() && !e.getCombine())
       return op.emitError("flashattn-sm90-warpgroup: the split-KV partial results need a "
                           "flashattn.combine (memref form) reading them");
-    if (combine) {
+    if (e.getCombine()) {
       Type merged = cast<ShapedType>(combine.getOut().getType()).getElementType();
       if (!merged.isBF16() && !merged.isF16())
         return combine.emitError("flashattn-sm90-warpgroup: the sm90 combine writes bf16 or "
                                  "f16, got ")
                << merged;
-      combineRef = entry("_combine", [&](OpBuilder &b, StringRef name) {
-        Sm90CombineSpec spec;
-        spec.name = name.str();
-        spec.f16 = merged.isF16();
-        spec.lse = static_cast<bool>(combine.getLse());
-        buildSm90CombineKernel(b, combine.getLoc(), spec);
-      });
-      combine->setAttr("flashattn.sm90", Sm90EntriesAttr::get(ctx, combineRef, nullptr, nullptr,
-                                                              nullptr, 0, 1, false, nullptr));
     }
-    // kv-cache append: the copy kernel, launched first.
-    SymbolRefAttr appendRef;
-    if (op.hasAppend())
-      appendRef = entry("_append", [&](OpBuilder &b, StringRef name) {
-        Sm90AppendSpec spec;
-        spec.name = name.str();
-        spec.paged = op.isPaged();
-        buildSm90AppendKernel(b, op.getLoc(), spec);
-      });
+    SmallVector<NamedAttribute> abis;
+    for (const std::string &name : Sm90EntriesAttr::entryNames(
+             e.getKernel(), e.getDense(), e.getAppend(), e.getCombine(), e.getPackedGroups(),
+             e.getKvHeadsPerBlock())) {
+      auto fn = kernels.lookupSymbol<LLVM::LLVMFuncOp>(name);
+      if (!fn)
+        return op.emitError("flashattn-sm90-warpgroup: the op names kernel @")
+               << name << ", which its gpu.module does not hold";
+      abis.push_back(NamedAttribute(fn.getSymNameAttr(), fn->getAttr("flashattn.abi")));
+    }
     op->setAttr("flashattn.sm90",
-                Sm90EntriesAttr::get(ctx, e.getKernel(), e.getDense(), appendRef, combineRef,
+                Sm90EntriesAttr::get(ctx, e.getKernel(), e.getDense(), e.getAppend(), e.getCombine(),
                                      e.getPackedGroups(), e.getKvHeadsPerBlock(),
                                      e.getKvRowCopies(), DictionaryAttr::get(ctx, abis)));
     return success();

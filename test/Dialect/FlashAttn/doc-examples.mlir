@@ -152,3 +152,12 @@ func.func @tile_release(%qt: memref<64x128xf32>, %st: memref<64x64xf32>,
     flashattn.tile_release %kslot : memref<64x128xf32, strided<[128, 1], offset: ?>>
   return
 }
+
+// CHECK-LABEL: func.func @merge_splits
+// CHECK: flashattn.merge_splits
+func.func @merge_splits(%partial_out: memref<?x?x?x8x64xf32>, %partial_lse: memref<?x?x8x?xf32>,
+    %b: index, %i: index, %h: index, %d: index) -> (f32, f32) {
+    %value, %lse = flashattn.merge_splits %partial_out[%b, %i, %h, %d],
+        %partial_lse[%b, %h, %i] : memref<?x?x?x8x64xf32>, memref<?x?x8x?xf32>
+  return %value, %lse : f32, f32
+}

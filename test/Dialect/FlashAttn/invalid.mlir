@@ -869,3 +869,35 @@ func.func @tile_wait_rows(%t: memref<64x64xf32>) {
   flashattn.tile_wait %t rows %c65 : memref<64x64xf32>
   return
 }
+
+// -----
+
+func.func @merge_splits_indices(%po: memref<4x2x8x64xf32>, %pl: memref<4x2x8xf32>, %i: index) {
+  // expected-error @+1 {{takes an index per dimension of 'partial_out' after the split (3), got 2}}
+  %v, %l = flashattn.merge_splits %po[%i, %i], %pl[%i, %i] : memref<4x2x8x64xf32>, memref<4x2x8xf32>
+  return
+}
+
+// -----
+
+func.func @merge_splits_count(%po: memref<4x8x64xf32>, %pl: memref<3x8xf32>, %i: index) {
+  // expected-error @+1 {{'partial_out' and 'partial_lse' must hold the same number of splits, got 4 and 3}}
+  %v, %l = flashattn.merge_splits %po[%i, %i], %pl[%i] : memref<4x8x64xf32>, memref<3x8xf32>
+  return
+}
+
+// -----
+
+func.func @merge_splits_layout(%po: memref<4x8x64xf32, strided<[1024, 128, 1]>>, %pl: memref<4x8xf32>, %i: index) {
+  // expected-error @+1 {{needs identity layouts (contiguous partial results)}}
+  %v, %l = flashattn.merge_splits %po[%i, %i], %pl[%i] : memref<4x8x64xf32, strided<[1024, 128, 1]>>, memref<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @merge_splits_empty(%po: memref<0x8x64xf32>, %pl: memref<0x8xf32>, %i: index) {
+  // expected-error @+1 {{needs at least one split, got 'memref<0x8xf32>'}}
+  %v, %l = flashattn.merge_splits %po[%i, %i], %pl[%i] : memref<0x8x64xf32>, memref<0x8xf32>
+  return
+}

@@ -379,3 +379,15 @@ func.func @tile_load_async(%kv: memref<?x64xbf16>, %pool: memref<8x16x2x64xbf16>
   flashattn.tile_release %s0 : memref<64x64xf32, strided<[64, 1], offset: ?>>
   return
 }
+
+// -----
+
+// The split-KV merge of one element (the sm90 combine kernel's body).
+// CHECK-LABEL: func.func @merge_splits
+// CHECK: %[[V:.*]], %[[L:.*]] = flashattn.merge_splits %arg0[%arg2, %arg3, %arg4, %arg5], %arg1[%arg2, %arg4, %arg3] : memref<?x?x?x8x64xf32>, memref<?x?x8x?xf32>
+// CHECK: return %[[V]], %[[L]]
+func.func @merge_splits(%po: memref<?x?x?x8x64xf32>, %pl: memref<?x?x8x?xf32>, %b: index,
+                        %i: index, %h: index, %d: index) -> (f32, f32) {
+  %v, %l = flashattn.merge_splits %po[%b, %i, %h, %d], %pl[%b, %h, %i] : memref<?x?x?x8x64xf32>, memref<?x?x8x?xf32>
+  return %v, %l : f32, f32
+}

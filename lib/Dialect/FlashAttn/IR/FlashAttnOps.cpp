@@ -851,5 +851,28 @@ LogicalResult CombineOp::verify() {
   return success();
 }
 
+// merge_splits: one index per dimension after the split, identity layouts,
+// the same split count in both (where known) and at least one split.
+LogicalResult MergeSplitsOp::verify() {
+  auto po = cast<MemRefType>(getPartialOut().getType());
+  auto pl = cast<MemRefType>(getPartialLse().getType());
+  if (getOutIndices().size() + 1 != static_cast<size_t>(po.getRank()))
+    return emitOpError() << "takes an index per dimension of 'partial_out' after the split ("
+                         << po.getRank() - 1 << "), got " << getOutIndices().size();
+  if (getLseIndices().size() + 1 != static_cast<size_t>(pl.getRank()))
+    return emitOpError() << "takes an index per dimension of 'partial_lse' after the split ("
+                         << pl.getRank() - 1 << "), got " << getLseIndices().size();
+  if (!po.getLayout().isIdentity() || !pl.getLayout().isIdentity())
+    return emitOpError() << "needs identity layouts (contiguous partial results), got " << po
+                         << " and " << pl;
+  if (staticMismatch(po.getDimSize(0), pl.getDimSize(0)))
+    return emitOpError() << "'partial_out' and 'partial_lse' must hold the same number of "
+                            "splits, got "
+                         << po.getDimSize(0) << " and " << pl.getDimSize(0);
+  if (pl.getDimSize(0) == 0)
+    return emitOpError() << "needs at least one split, got " << pl;
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "flashattn/Dialect/FlashAttn/IR/FlashAttnOps.cpp.inc"

@@ -909,4 +909,48 @@ def FlashAttn_AtomicAddAcqRelOp : FlashAttn_Op<"atomic_add_acq_rel"> {
   let assemblyFormat = "$address `,` $value attr-dict `:` qualified(type($address))";
 }
 
+def FlashAttn_MergeSplitsOp : FlashAttn_Op<"merge_splits", [AttrSizedOperandSegments]> {
+  let summary = "The split-KV merge of one output element";
+  let description = [{
+    Merges element `partial_out[s, out_indices...]` of the `S` splits (`S` =
+    dimension 0 of `partial_lse`, at least 1), weighted by their
+    `partial_lse[s, lse_indices...]`, into one element of the final out
+    and its row's lse (the formula of `flashattn.combine`):
+
+    ```
+    m = max_s lse_s,  w_s = exp(lse_s - m)
+    value = sum_s w_s out_s / sum_s w_s,  lse = m + log(sum_s w_s)
+    ```
+
+    A split with `lse_s = -inf` weighs 0; when every split is empty, value
+    is 0 and lse is -inf, never NaN. The sm_90a lowering
+    (`flashattn-sm90-warpgroup`) reads the splits 16 at a time and merges
+    them online, rescaling the running sums by `exp(m_old - m_new)` when
+    the maximum grows (Milakov & Gimelshein 2018, "Online normalizer
+    calculation for softmax"), so that a merge waits one memory round trip
+    per 16 splits. Both memrefs are f32 with identity layouts; the
+    partial results' first dimension is the split.
+
+    `flashattn-tile` builds the sm90 combine kernel from it, one element a
+    thread:
+
+    ```mlir
+    %value, %lse = flashattn.merge_splits %partial_out[%b, %i, %h, %d],
+        %partial_lse[%b, %h, %i] : memref<?x?x?x8x64xf32>, memref<?x?x8x?xf32>
+    ```
+  }];
+  let arguments = (ins
+    Arg<MemRefRankOf<[F32], [2, 3, 4, 5]>, "", [MemRead]>:$partial_out,
+    Variadic<Index>:$out_indices,
+    Arg<MemRefRankOf<[F32], [2, 3, 4, 5]>, "", [MemRead]>:$partial_lse,
+    Variadic<Index>:$lse_indices
+  );
+  let results = (outs F32:$value, F32:$lse);
+  let assemblyFormat = [{
+    $partial_out `[` $out_indices `]` `,` $partial_lse `[` $lse_indices `]` attr-dict `:`
+    type($partial_out) `,` type($partial_lse)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // FLASHATTN_OPS
