@@ -386,40 +386,16 @@ LogicalResult AttentionOp::verifyRowTile(bool varlenQ) {
   return success();
 }
 
-LogicalResult AttentionOp::verify() {
-  Operation *op = getOperation();
-  SmallVector<std::pair<StringRef, Value>> named = {
-      {"q", getQ()},
-      {"k", getK()},
-      {"v", getV()},
-      {"cu_seqlens_q", getCuSeqlensQ()},
-      {"cu_seqlens_k", getCuSeqlensK()},
-      {"seqused_k", getSequsedK()},
-      {"block_table", getBlockTable()},
-      {"alibi_slopes", getAlibiSlopes()},
-      {"k_new", getKNew()},
-      {"v_new", getVNew()},
-      {"cache_seqlens", getCacheSeqlens()}};
-  if (getOuts().empty() || getOuts().size() > 2)
-    return emitOpError() << "'outs' must hold out and optionally lse, got "
-                         << getOuts().size() << " values";
-  named.push_back({"out", getOut()});
-  if (getLse())
-    named.push_back({"lse", getLse()});
-  if (failed(verifyOneKind(op, named)))
-    return failure();
-
-  // Element types.
+// q, k, v in one of f16, bf16, f32; out in q's type or f32.
+LogicalResult AttentionOp::verifyElementTypes() {
   auto qType = cast<ShapedType>(getQ().getType());
-  auto kType = cast<ShapedType>(getK().getType());
-  auto vType = cast<ShapedType>(getV().getType());
   auto outType = cast<ShapedType>(getOut().getType());
   Type elemType = qType.getElementType();
   if (!elemType.isF16() && !elemType.isBF16() && !elemType.isF32())
     return emitOpError() << "'q' element type must be f16, bf16 or f32, got "
                          << elemType;
   for (auto [name, value] :
-       ArrayRef<std::pair<StringRef, Value>>(named).slice(1, 2))
+       {std::pair(StringRef("k"), getK()), std::pair(StringRef("v"), getV())})
     if (cast<ShapedType>(value.getType()).getElementType() != elemType)
       return emitOpError() << "'" << name << "' element type "
                            << cast<ShapedType>(value.getType()).getElementType()
@@ -428,9 +404,14 @@ LogicalResult AttentionOp::verify() {
     return emitOpError() << "'out' element type must be " << elemType
                          << " (as 'q') or f32, got "
                          << outType.getElementType();
+  return success();
+}
 
-  // Ranks and the layout they imply.
-  bool varlenQ = qType.getRank() == 3;
+// The ranks of q, k, v and the layouts they imply (dense, varlen, paged).
+LogicalResult AttentionOp::verifyLayouts(bool varlenQ, bool paged) {
+  auto qType = cast<ShapedType>(getQ().getType());
+  auto kType = cast<ShapedType>(getK().getType());
+  auto vType = cast<ShapedType>(getV().getType());
   if (qType.getRank() != 3 && qType.getRank() != 4)
     return emitOpError() << "'q' must have rank 4 [batch, seqlen_q, heads, "
                             "head_dim] or rank 3 [total_q, heads, head_dim] "
@@ -444,7 +425,6 @@ LogicalResult AttentionOp::verify() {
                             "(dense); packed q is [total_q, heads, head_dim]";
   if (failed(verifyRowTile(varlenQ)))
     return failure();
-  bool paged = static_cast<bool>(getBlockTable());
   if (paged) {
     if (kType.getRank() != 4)
       return emitOpError() << "paged 'k' must be [num_pages, page_size, "
@@ -481,8 +461,12 @@ LogicalResult AttentionOp::verify() {
                            << shapeStr(kType.getShape())
                            << " in every dimension but head_dim (dim " << i
                            << " differs)";
+  return success();
+}
 
-  // Heads and head dims.
+// Head counts (Hq a multiple of Hkv) and head dims.
+LogicalResult AttentionOp::verifyHeads() {
+  auto kType = cast<ShapedType>(getK().getType());
   int64_t hq = getNumQHeads(), hkv = getNumKVHeads();
   int64_t d = getHeadDim(), dv = getHeadDimV();
   if (staticMismatch(kType.getDimSize(kType.getRank() - 1), d))
@@ -502,10 +486,15 @@ LogicalResult AttentionOp::verify() {
   if (isDyn(d) && !getScale())
     return emitOpError() << "needs an explicit 'scale' when head_dim is "
                             "dynamic (the default is 1/sqrt(head_dim))";
+  return success();
+}
 
-  // out: q's shape with head_dim_v; in the split-KV partial form (out of
-  // rank q + 1) [num_splits] followed by that, f32, with lse required.
-  bool partial = outType.getRank() == qType.getRank() + 1;
+// out: q's shape with head_dim_v; in the split-KV partial form (out of
+// rank q + 1) [num_splits] followed by that, f32, with lse required.
+LogicalResult AttentionOp::verifyOut(bool partial) {
+  auto qType = cast<ShapedType>(getQ().getType());
+  auto outType = cast<ShapedType>(getOut().getType());
+  int64_t dv = getHeadDimV();
   int64_t splitDim = partial ? outType.getDimSize(0) : 0;
   SmallVector<int64_t> expectedOut;
   if (partial)
@@ -532,8 +521,15 @@ LogicalResult AttentionOp::verify() {
                          << (partial ? "[num_splits] followed by " : "")
                          << "'q' shape with head_dim_v, i.e. "
                          << shapeStr(expectedOut);
+  return success();
+}
 
-  // Batch size, seen through every operand that carries it.
+// The batch size, seen through every operand that carries it, and the
+// sequence metadata of that batch; the size (or dynamic).
+FailureOr<int64_t> AttentionOp::verifyBatch(bool varlenQ, bool paged) {
+  Operation *op = getOperation();
+  auto qType = cast<ShapedType>(getQ().getType());
+  auto kType = cast<ShapedType>(getK().getType());
   DimTracker batch{"batch size"};
   if (!varlenQ && failed(batch.see(op, qType.getDimSize(0), "'q' (dim 0)")))
     return failure();
@@ -562,8 +558,8 @@ LogicalResult AttentionOp::verify() {
       cast<ShapedType>(getAlibiSlopes().getType()).getRank() == 2 &&
       failed(seeLen(getAlibiSlopes(), "alibi_slopes", 0)))
     return failure();
-  int64_t b = batch.size;
 
+  int64_t b = batch.size;
   // Sequence metadata.
   if (getCuSeqlensQ() &&
       failed(verifyI32Vector(op, "cu_seqlens_q", getCuSeqlensQ(),
@@ -584,8 +580,16 @@ LogicalResult AttentionOp::verify() {
                               "max_pages] page index table, got "
                            << btType;
   }
+  return b;
+}
 
-  // lse.
+// lse: f32 [batch, heads, seqlen_q] or [heads, total_q], after
+// [num_splits] in the partial form.
+LogicalResult AttentionOp::verifyLse(bool partial, bool varlenQ) {
+  auto qType = cast<ShapedType>(getQ().getType());
+  auto outType = cast<ShapedType>(getOut().getType());
+  int64_t hq = getNumQHeads();
+  int64_t splitDim = partial ? outType.getDimSize(0) : 0;
   if (Value lse = getLse()) {
     auto lseType = cast<ShapedType>(lse.getType());
     SmallVector<int64_t> expected;
@@ -608,8 +612,12 @@ LogicalResult AttentionOp::verify() {
                                        : "[batch, heads, seqlen_q] = ")
                            << shapeStr(expected);
   }
+  return success();
+}
 
-  // ALiBi.
+// alibi_slopes: f32 [heads] or [batch, heads].
+LogicalResult AttentionOp::verifyAlibi() {
+  int64_t hq = getNumQHeads();
   if (Value alibi = getAlibiSlopes()) {
     auto t = cast<ShapedType>(alibi.getType());
     if (!t.getElementType().isF32() || t.getRank() < 1 || t.getRank() > 2)
@@ -621,8 +629,16 @@ LogicalResult AttentionOp::verify() {
                            << t.getDimSize(t.getRank() - 1)
                            << " slopes per row but 'q' has " << hq << " heads";
   }
+  return success();
+}
 
-  // kv-cache append.
+// The kv-cache append: k_new, v_new and cache_seqlens together, on a
+// dense or paged cache in the memref form, within its capacity.
+LogicalResult AttentionOp::verifyAppend(int64_t b, bool paged) {
+  Operation *op = getOperation();
+  auto kType = cast<ShapedType>(getK().getType());
+  Type elemType = cast<ShapedType>(getQ().getType()).getElementType();
+  int64_t hkv = getNumKVHeads(), d = getHeadDim(), dv = getHeadDimV();
   Value kNew = getKNew(), vNew = getVNew(), cacheSeqlens = getCacheSeqlens();
   if (kNew || vNew || cacheSeqlens) {
     if (!kNew || !vNew || !cacheSeqlens)
@@ -675,8 +691,11 @@ LogicalResult AttentionOp::verify() {
                            << " rows per sequence but the cache holds at most "
                            << capacity << " keys per sequence";
   }
+  return success();
+}
 
-  // Scalar attributes.
+// scale, softcap, window_size, num_splits and the plan's agreement.
+LogicalResult AttentionOp::verifyAttributes() {
   if (std::optional<APFloat> s = getScale())
     if (!s->isFinite())
       return emitOpError() << "'scale' must be finite, got "
@@ -712,6 +731,43 @@ LogicalResult AttentionOp::verify() {
                              << (*pack ? "true" : "false") << ")";
   }
   return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  Operation *op = getOperation();
+  SmallVector<std::pair<StringRef, Value>> named = {
+      {"q", getQ()},
+      {"k", getK()},
+      {"v", getV()},
+      {"cu_seqlens_q", getCuSeqlensQ()},
+      {"cu_seqlens_k", getCuSeqlensK()},
+      {"seqused_k", getSequsedK()},
+      {"block_table", getBlockTable()},
+      {"alibi_slopes", getAlibiSlopes()},
+      {"k_new", getKNew()},
+      {"v_new", getVNew()},
+      {"cache_seqlens", getCacheSeqlens()}};
+  if (getOuts().empty() || getOuts().size() > 2)
+    return emitOpError() << "'outs' must hold out and optionally lse, got "
+                         << getOuts().size() << " values";
+  named.push_back({"out", getOut()});
+  if (getLse())
+    named.push_back({"lse", getLse()});
+  if (failed(verifyOneKind(op, named)))
+    return failure();
+
+  bool varlenQ = cast<ShapedType>(getQ().getType()).getRank() == 3;
+  bool paged = static_cast<bool>(getBlockTable());
+  bool partial = cast<ShapedType>(getOut().getType()).getRank() ==
+                 cast<ShapedType>(getQ().getType()).getRank() + 1;
+  if (failed(verifyElementTypes()) || failed(verifyLayouts(varlenQ, paged)) ||
+      failed(verifyHeads()) || failed(verifyOut(partial)))
+    return failure();
+  FailureOr<int64_t> batch = verifyBatch(varlenQ, paged);
+  if (failed(batch) || failed(verifyLse(partial, varlenQ)) || failed(verifyAlibi()) ||
+      failed(verifyAppend(*batch, paged)))
+    return failure();
+  return verifyAttributes();
 }
 
 /// Checks a region's single block: argument types and the yielded type.

@@ -229,6 +229,17 @@ def FlashAttn_AttentionOp : FlashAttn_Op<"attention", [
     ::llvm::StringRef getNonDenseFeature();
     /// q_start / seqlen_q's rules (part of the verifier).
     ::llvm::LogicalResult verifyRowTile(bool varlenQ);
+    /// The verifier's parts (FlashAttnOps.cpp), each over the operands it
+    /// names.
+    ::llvm::LogicalResult verifyElementTypes();
+    ::llvm::LogicalResult verifyLayouts(bool varlenQ, bool paged);
+    ::llvm::LogicalResult verifyHeads();
+    ::llvm::LogicalResult verifyOut(bool partial);
+    ::llvm::FailureOr<int64_t> verifyBatch(bool varlenQ, bool paged);
+    ::llvm::LogicalResult verifyLse(bool partial, bool varlenQ);
+    ::llvm::LogicalResult verifyAlibi();
+    ::llvm::LogicalResult verifyAppend(int64_t batch, bool paged);
+    ::llvm::LogicalResult verifyAttributes();
     /// Dimension sizes (ShapedType::kDynamic when not static).
     int64_t getNumQHeads();
     int64_t getNumKVHeads();
