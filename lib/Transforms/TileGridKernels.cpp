@@ -146,7 +146,6 @@ void mlir::flashattn::buildAppendKernel(AttentionOp op, OpBuilder &b, gpu::GPUMo
   // k_new / v_new [B, S_new, Hkv, D]; the cache [B, capacity, Hkv, D], or
   // paged [pages, page_size, Hkv, D] (sm90: head_dim_v = head_dim).
   auto newType = cast<MemRefType>(op.getKNew().getType());
-  int64_t H = newType.getDimSize(2), D = newType.getDimSize(3);
   Type et = newType.getElementType();
   auto words = MemRefType::get({ShapedType::kDynamic}, b.getI32Type());
   SmallVector<Type> types = {op.getKNew().getType(), op.getVNew().getType(), op.getK().getType(),
@@ -161,7 +160,8 @@ void mlir::flashattn::buildAppendKernel(AttentionOp op, OpBuilder &b, gpu::GPUMo
   Index x{b, loc};
   // 16-byte chunks of 16-bit elements.
   int64_t perChunk = 16 / (et.getIntOrFloatBitWidth() / 8);
-  SmallVector<Value> sizes = {x.dim(args[0], 0), x.dim(args[0], 1), x.c(H), x.c(D / perChunk)};
+  SmallVector<Value> sizes = {x.dim(args[0], 0), x.dim(args[0], 1), x.dim(args[0], 2),
+                             x.div(x.dim(args[0], 3), x.c(perChunk))};
   Value total = x.mul(x.mul(x.mul(sizes[0], sizes[1]), sizes[2]), sizes[3]);
   // Word 1 of the tile table: where the sequences' (cache_seqlens[b], page
   // list) pairs start.

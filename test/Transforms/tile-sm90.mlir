@@ -365,3 +365,41 @@ func.func @combine_varlen(%q: memref<?x4x64xbf16>, %k: memref<?x2x64xbf16>, %v: 
       outs(%o, %l : memref<?x4x64xbf16>, memref<4x?xf32>) {num_splits = 3 : i64}
   return
 }
+
+// -----
+
+// Paged append (k_new's kv heads and head dim left to the launch): the
+// chunk count comes from k_new's dims, a chunk's page from the sequence's
+// page list (the table's second word of its pair, then pos / page_size),
+// and a page outside the pool (16 pages) is not written.
+// CHECK-LABEL: func.func @paged_append
+// CHECK: gpu.func @fa_sm90_0_append(%[[KN:.*]]: memref<2x1x?x?xf16> {flashattn.arg = "k_new"}, %{{.*}}: memref<2x1x?x?xf16> {flashattn.arg = "v_new"}, %[[KC:.*]]: memref<16x16x2x64xf16> {flashattn.arg = "k"}, %{{.*}}: memref<16x16x2x64xf16> {flashattn.arg = "v"}, %[[TABLE:.*]]: memref<?xi32> {flashattn.arg = "tile_table"}, %[[PAGES:.*]]: memref<?xi32> {flashattn.arg = "page_table"})
+// CHECK:   %[[H:.*]] = memref.dim %[[KN]], %c2
+// CHECK:   %[[D:.*]] = memref.dim %[[KN]], %c3
+// CHECK:   %[[CHUNKS:.*]] = arith.divui %[[D]], %c8
+// CHECK:   scf.for %[[E:.*]] =
+// CHECK:     %[[PAIR:.*]] = arith.addi
+// CHECK:     %[[START:.*]] = memref.load %[[TABLE]][%[[PAIR]]]
+// CHECK:     %[[POS:.*]] = arith.index_cast %[[START]]
+// CHECK:     %[[AT:.*]] = arith.addi %[[PAIR]], %c1
+// CHECK:     %[[LW:.*]] = memref.load %[[TABLE]][%[[AT]]]
+// CHECK:     %[[LIST:.*]] = arith.index_cast %[[LW]]
+// CHECK:     %[[SLOT:.*]] = arith.divui %[[POS]], %c16
+// CHECK:     %[[ENTRY:.*]] = arith.addi %[[LIST]], %[[SLOT]]
+// CHECK:     %[[PW:.*]] = memref.load %[[PAGES]][%[[ENTRY]]]
+// CHECK:     %[[PAGE:.*]] = arith.index_cast %[[PW]]
+// CHECK:     %[[IN:.*]] = arith.cmpi ult, %[[PAGE]], %c16
+// CHECK:     scf.if %[[IN]] {
+// CHECK:       %[[ROW:.*]] = arith.remui %[[POS]], %c16
+// CHECK:       %[[X:.*]] = vector.load %[[KN]]
+// CHECK:       vector.store %[[X]], %[[KC]][%[[PAGE]], %[[ROW]],
+func.func @paged_append(%q: memref<2x1x4x64xf16>, %kc: memref<16x16x2x64xf16>, %vc: memref<16x16x2x64xf16>,
+                        %bt: memref<2x8xi32>, %used: memref<2xi32>,
+                        %kn: memref<2x1x?x?xf16>, %vn: memref<2x1x?x?xf16>, %cs: memref<2xi32>,
+                        %o: memref<2x1x4x64xf16>) {
+  flashattn.attention ins(%q, %kc, %vc : memref<2x1x4x64xf16>, memref<16x16x2x64xf16>, memref<16x16x2x64xf16>)
+      seqused_k(%used : memref<2xi32>) block_table(%bt : memref<2x8xi32>)
+      k_new(%kn : memref<2x1x?x?xf16>) v_new(%vn : memref<2x1x?x?xf16>) cache_seqlens(%cs : memref<2xi32>)
+      outs(%o : memref<2x1x4x64xf16>)
+  return
+}

@@ -179,7 +179,7 @@ def FlashAttnSm90Warpgroup : Pass<"flashattn-sm90-warpgroup", "::mlir::ModuleOp"
     and vector loads and stores as address arithmetic on the identity
     layouts (the tables' loads invariant, the alignment the ops give), the
     x ids NVVM's, `flashattn.merge_splits` the online merge of the splits,
-    16 loads a step; their arith, math and scf ops stay. Takes
+    16 a step (32 loads); their arith, math and scf ops stay. Takes
     what the sm90 kernels take (bf16 / f16, head_dim 64, 128 or 256 =
     head_dim_v, regions of arith ops), score tiles of a multiple of 64 rows
     and of 16 keys (up to 256 each), dense or packed layouts with the tile

@@ -6,7 +6,8 @@
 // ptr / dims; the tile and page tables are the runtime's own parameters),
 // index is i64 (element offsets past 2^31), memref and vector accesses are
 // address arithmetic on the identity layouts, the gpu ids are NVVM's, and
-// flashattn.merge_splits is the online merge of Sm90Merge.cpp. Other
+// flashattn.merge_splits is the online merge of Sm90Merge.cpp (16 splits,
+// 32 loads, a step). Other
 // arith, math and scf ops are kept (the pipeline lowers them later).
 //
 //===----------------------------------------------------------------------===//
@@ -86,7 +87,8 @@ LogicalResult GridKernel::build() {
     std::string stem = "t" + std::to_string(i);
     Tensor t{P[stem], {}, name == "tile_table" || name == "page_table"};
     auto type = cast<MemRefType>(arg.getType());
-    for (int64_t d = 0; d < type.getRank(); ++d)
+    // (The tables' extents are the runtime's: no dims.)
+    for (int64_t d = 0; !t.readOnly && d < type.getRank(); ++d)
       t.dims.push_back(type.isDynamicDim(d) ? P[stem + "d" + std::to_string(d)]
                                             : w.i64(type.getDimSize(d)));
     tensors[arg] = t;
@@ -139,15 +141,17 @@ LogicalResult GridKernel::op(Operation &src) {
   }
   if (auto dim = dyn_cast<memref::DimOp>(src)) {
     std::optional<int64_t> d = dim.getConstantIndex();
-    if (!d || !tensors.count(dim.getSource()))
+    if (!d || !tensors.count(dim.getSource()) || tensors[dim.getSource()].readOnly)
       return dim.emitOpError("flashattn-sm90-warpgroup: constant dims of the kernel's "
-                             "arguments only");
+                             "tensors only (not of the tables)");
     map.map(dim.getResult(), tensors[dim.getSource()].dims[*d]);
     return success();
   }
   if (isa<memref::LoadOp, memref::StoreOp, vector::LoadOp, vector::StoreOp>(src))
     return access(src);
   if (auto merged = dyn_cast<MergeSplitsOp>(src)) {
+    if (!tensors.count(merged.getPartialOut()) || !tensors.count(merged.getPartialLse()))
+      return merged.emitOpError("flashattn-sm90-warpgroup: merges the kernel's arguments only");
     merge(merged);
     return success();
   }
@@ -285,5 +289,11 @@ LogicalResult mlir::flashattn::lowerGridKernel(gpu::GPUFuncOp tiled, OpBuilder &
   }
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(tiled);
-  return GridKernel(tiled, b).build();
+  if (succeeded(GridKernel(tiled, b).build()))
+    return success();
+  // (No half-built function left behind.)
+  auto kernels = tiled->getParentOfType<gpu::GPUModuleOp>();
+  if (auto built = kernels.lookupSymbol<LLVM::LLVMFuncOp>(tiled.getName().str() + "_wg"))
+    built.erase();
+  return failure();
 }

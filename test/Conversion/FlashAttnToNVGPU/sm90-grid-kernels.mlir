@@ -130,3 +130,24 @@ gpu.module @unknown_op {
     gpu.return
   }
 }
+
+// -----
+
+// The tables' extents are the runtime's: no dims to read.
+gpu.module @table_dim {
+  gpu.func @append(%kn: memref<?x?x2x64xf16> {flashattn.arg = "k_new"}, %table: memref<?xi32> {flashattn.arg = "tile_table"}) kernel {
+    %c0 = arith.constant 0 : index
+    // expected-error @+1 {{flashattn-sm90-warpgroup: constant dims of the kernel's tensors only (not of the tables)}}
+    %n = memref.dim %table, %c0 : memref<?xi32>
+    gpu.return
+  }
+}
+
+// -----
+
+// expected-error @+2 {{flashattn-sm90-warpgroup: argument 0 of a combine or append kernel is a named memref with an identity layout}}
+gpu.module @strided {
+  gpu.func @combine(%po: memref<4x8x64xf32, strided<[1024, 128, 1]>> {flashattn.arg = "partial_out"}) kernel {
+    gpu.return
+  }
+}

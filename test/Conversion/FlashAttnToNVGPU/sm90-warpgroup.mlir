@@ -234,6 +234,7 @@ func.func @paged4(%q: memref<2x1x4x64xf16>, %kc: memref<16x4x2x64xf16>, %vc: mem
 // CHECK-LABEL: func.func @split
 // CHECK: flashattn.attention
 // CHECK-SAME: combine = @fa_sm90_0_module::@fa_sm90_0_combine
+// CHECK-SAME: fa_sm90_0_combine = #flashattn.kernel_abi<threads = 128, smem = 0, params = [#flashattn.param<kind = ptr, arg = "partial_out">, #flashattn.param<kind = ptr, arg = "partial_lse">, #flashattn.param<kind = ptr, arg = "out">, #flashattn.param<kind = ptr, arg = "lse">, #flashattn.param<kind = dims, arg = "partial_out", rank = 5>, #flashattn.param<kind = dims, arg = "partial_lse", rank = 4>, #flashattn.param<kind = dims, arg = "out", rank = 4>, #flashattn.param<kind = dims, arg = "lse", rank = 3>]>
 // CHECK: flashattn.combine
 // CHECK-SAME: flashattn.sm90 = #flashattn.sm90_entries<kernel = @fa_sm90_0_module::@fa_sm90_0_combine>
 // CHECK: llvm.func @fa_sm90_0(

@@ -897,7 +897,7 @@ func.func @merge_splits_layout(%po: memref<4x8x64xf32, strided<[1024, 128, 1]>>,
 // -----
 
 func.func @merge_splits_empty(%po: memref<0x8x64xf32>, %pl: memref<0x8xf32>, %i: index) {
-  // expected-error @+1 {{needs at least one split, got 'memref<0x8xf32>'}}
+  // expected-error @+1 {{needs at least one split, got 'memref<0x8x64xf32>' and 'memref<0x8xf32>'}}
   %v, %l = flashattn.merge_splits %po[%i, %i], %pl[%i] : memref<0x8x64xf32>, memref<0x8xf32>
   return
 }

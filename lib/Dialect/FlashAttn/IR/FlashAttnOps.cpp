@@ -925,8 +925,8 @@ LogicalResult MergeSplitsOp::verify() {
     return emitOpError() << "'partial_out' and 'partial_lse' must hold the same number of "
                             "splits, got "
                          << po.getDimSize(0) << " and " << pl.getDimSize(0);
-  if (pl.getDimSize(0) == 0)
-    return emitOpError() << "needs at least one split, got " << pl;
+  if (pl.getDimSize(0) == 0 || po.getDimSize(0) == 0)
+    return emitOpError() << "needs at least one split, got " << po << " and " << pl;
   return success();
 }
 

@@ -924,7 +924,8 @@ def FlashAttn_MergeSplitsOp : FlashAttn_Op<"merge_splits", [AttrSizedOperandSegm
   let summary = "The split-KV merge of one output element";
   let description = [{
     Merges element `partial_out[s, out_indices...]` of the `S` splits (`S` =
-    dimension 0 of `partial_lse`, at least 1), weighted by their
+    dimension 0 of `partial_lse`: at least 1 where static, and with none
+    at run time the element is empty, as below), weighted by their
     `partial_lse[s, lse_indices...]`, into one element of the final out
     and its row's lse (the formula of `flashattn.combine`):
 
