@@ -13,6 +13,8 @@
 
 #include "TileGridKernels.h"
 
+#include "TileEmit.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -23,25 +25,12 @@ using namespace mlir::flashattn;
 
 namespace {
 
-/// Unsigned index arithmetic (every value is a size or an index).
-struct Index {
-  OpBuilder &b;
-  Location loc;
-  Value c(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
-  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
+/// flashattn-tile's index arithmetic, with unsigned division (every value
+/// is a size or an index).
+struct Index : Emit {
+  Index(OpBuilder &b, Location loc) : Emit(b, loc) {}
   Value div(Value x, Value y) { return arith::DivUIOp::create(b, loc, x, y); }
   Value rem(Value x, Value y) { return arith::RemUIOp::create(b, loc, x, y); }
-  /// Dimension `d` of `m`: a constant where its type knows it.
-  Value dim(Value m, int64_t d) {
-    int64_t size = cast<MemRefType>(m.getType()).getDimSize(d);
-    return ShapedType::isDynamic(size) ? Value(memref::DimOp::create(b, loc, m, d)) : c(size);
-  }
-  /// Word `at` of an i32 table, as an index.
-  Value word(Value table, Value at) {
-    Value w = memref::LoadOp::create(b, loc, table, at);
-    return arith::IndexCastOp::create(b, loc, b.getIndexType(), w);
-  }
   /// `e` split into its coordinates over `sizes` (outermost first).
   SmallVector<Value> delinearize(Value e, ArrayRef<Value> sizes) {
     SmallVector<Value> coords(sizes.size());
@@ -72,7 +61,7 @@ gpu::GPUFuncOp kernelFunc(OpBuilder &b, Location loc, gpu::GPUModuleOp kernels, 
 /// threads, `body` given the element; then gpu.return.
 void gridStrideLoop(OpBuilder &b, Location loc, int64_t threads, Value total,
                     function_ref<void(Value)> body) {
-  Index x{b, loc};
+  Index x(b, loc);
   Value t = x.c(threads);
   Value first = x.add(x.mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::x), t),
                       gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x));
@@ -116,8 +105,8 @@ void mlir::flashattn::buildCombineKernel(CombineOp combine, OpBuilder &b,
   gpu::GPUFuncOp func = kernelFunc(b, loc, kernels, name, types, names, kCombineThreads);
   Value po = func.getArgument(0), pl = func.getArgument(1), out = func.getArgument(2);
   Value lse = combine.getLse() ? func.getArgument(3) : Value();
-  Index x{b, loc};
-  SmallVector<Value> sizes = {x.dim(out, 0), x.dim(out, 1), x.dim(out, 2), x.dim(out, 3)};
+  Index x(b, loc);
+  SmallVector<Value> sizes = {x.size(out, 0), x.size(out, 1), x.size(out, 2), x.size(out, 3)};
   Value total = x.mul(x.mul(x.mul(sizes[0], sizes[1]), sizes[2]), sizes[3]);
   // Element e = ((b * Sq + i) * H + h) * D + d of out.
   gridStrideLoop(b, loc, kCombineThreads, total, [&](Value e) {
@@ -157,21 +146,21 @@ void mlir::flashattn::buildAppendKernel(AttentionOp op, OpBuilder &b, gpu::GPUMo
   }
   gpu::GPUFuncOp func = kernelFunc(b, loc, kernels, name, types, names, kAppendThreads);
   ValueRange args = func.getArguments();
-  Index x{b, loc};
+  Index x(b, loc);
   // 16-byte chunks of 16-bit elements.
   int64_t perChunk = 16 / (et.getIntOrFloatBitWidth() / 8);
-  SmallVector<Value> sizes = {x.dim(args[0], 0), x.dim(args[0], 1), x.dim(args[0], 2),
-                             x.div(x.dim(args[0], 3), x.c(perChunk))};
+  SmallVector<Value> sizes = {x.size(args[0], 0), x.size(args[0], 1), x.size(args[0], 2),
+                             x.div(x.size(args[0], 3), x.c(perChunk))};
   Value total = x.mul(x.mul(x.mul(sizes[0], sizes[1]), sizes[2]), sizes[3]);
   // Word 1 of the tile table: where the sequences' (cache_seqlens[b], page
   // list) pairs start.
-  Value pairs = x.word(args[4], x.c(1));
+  Value pairs = x.loadIndex(args[4], x.c(1));
   gridStrideLoop(b, loc, kAppendThreads, total, [&](Value e) {
     SmallVector<Value> at = x.delinearize(e, sizes);
     Value bi = at[0], r = at[1], g = at[2], col = x.mul(at[3], x.c(perChunk));
     Value pair = x.add(pairs, x.mul(bi, x.c(2)));
     // Position cache_seqlens[b] + r, inside the cache (the runtime checked).
-    Value pos = x.add(x.word(args[4], pair), r);
+    Value pos = x.add(x.loadIndex(args[4], pair), r);
     auto vec = VectorType::get({perChunk}, et);
     auto copy = [&](ValueRange to) {
       for (int t = 0; t < 2; ++t) {
@@ -184,10 +173,10 @@ void mlir::flashattn::buildAppendKernel(AttentionOp op, OpBuilder &b, gpu::GPUMo
       return copy({bi, pos, g, col});
     // The sequence's page list [pos / page_size]; a page outside the pool
     // (an unchecked device block_table) is not written.
-    Value ps = x.dim(args[2], 1);
-    Value list = x.word(args[4], x.add(pair, x.c(1)));
-    Value page = x.word(args[5], x.add(list, x.div(pos, ps)));
-    Value inPool = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, page, x.dim(args[2], 0));
+    Value ps = x.size(args[2], 1);
+    Value list = x.loadIndex(args[4], x.add(pair, x.c(1)));
+    Value page = x.loadIndex(args[5], x.add(list, x.div(pos, ps)));
+    Value inPool = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, page, x.size(args[2], 0));
     auto ifOp = scf::IfOp::create(b, loc, inPool, /*withElseRegion=*/false);
     OpBuilder::InsertionGuard inner(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
