@@ -67,6 +67,7 @@ void mlir::flashattn::buildFlashAttnSm90Pipeline(
   plan.schedulerBarrier = options.schedulerBarrier;
   plan.tmaStore = options.tmaStore;
   plan.earlyQRelease = options.earlyQRelease;
+  plan.predicatedQRelease = options.predicatedQRelease;
   plan.conditionalRescale = options.conditionalRescale;
   plan.kvRowCopies = options.kvRowCopies;
   plan.warpSpecialize = options.warpSpecialize;

@@ -156,6 +156,7 @@ LogicalResult mlir::flashattn::compileSm90Ptx(const fa_attention_config &config,
             options.schedulerBarrier = overrides.schedulerBarrier;
             options.tmaStore = overrides.tmaStore;
             options.earlyQRelease = overrides.earlyQRelease;
+            options.predicatedQRelease = overrides.predicatedQRelease;
             options.conditionalRescale = overrides.conditionalRescale;
             options.kvRowCopies = overrides.kvRowCopies;
             options.warpSpecialize = overrides.warpSpecialize;

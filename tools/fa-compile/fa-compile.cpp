@@ -81,6 +81,10 @@ static cl::opt<std::string> tmaStore(
 static cl::opt<std::string> earlyQRelease(
     "early-q-release", llvm::cl::cat(faCompileCategory), cl::init("auto"),
     cl::desc("sm90 tuning: release Q after a tile's last S (auto, on, off)"));
+static cl::opt<std::string> predicatedQRelease(
+    "predicated-q-release", llvm::cl::cat(faCompileCategory), cl::init("auto"),
+    cl::desc("sm90 tuning, --tiled: with the early Q release, a predicated arrive in the "
+             "masked key-block loop only (auto, on, off)"));
 static cl::opt<std::string> conditionalRescale(
     "conditional-rescale", llvm::cl::cat(faCompileCategory), cl::init("auto"),
     cl::desc("sm90 tuning: rescale O only where a row's max grew by more than 8 (auto, on, "
@@ -156,6 +160,7 @@ int main(int argc, char **argv) {
   if (target == "host" &&
       (blockM || blockN || consumers || stages || kvHeadsPerBlock || unpipelined || tiled ||
        schedulerBarrier != "auto" || tmaStore != "auto" || earlyQRelease != "auto" ||
+       predicatedQRelease != "auto" ||
        conditionalRescale != "auto" || kvRowCopies != "auto" || l2HintQ != "auto" || l2HintKV != "auto" ||
        warpSpecialize != "auto" || intraWGOverlap != "auto" || fusedMerge != "auto")) {
     errs() << "fa-compile: the sm90 tuning options (--block-m ... --l2-hint-kv) "
@@ -213,6 +218,7 @@ int main(int argc, char **argv) {
   overrides.schedulerBarrier = schedulerBarrier;
   overrides.tmaStore = tmaStore;
   overrides.earlyQRelease = earlyQRelease;
+  overrides.predicatedQRelease = predicatedQRelease;
   overrides.conditionalRescale = conditionalRescale;
   overrides.kvRowCopies = kvRowCopies;
   overrides.warpSpecialize = warpSpecialize;

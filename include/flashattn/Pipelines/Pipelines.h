@@ -60,6 +60,11 @@ struct Sm90PipelineOptions : public PassPipelineOptions<Sm90PipelineOptions> {
       *this, "early-q-release",
       llvm::cl::desc("release Q after a tile's last S: auto, on, off"),
       llvm::cl::init("auto")};
+  Option<std::string> predicatedQRelease{
+      *this, "predicated-q-release",
+      llvm::cl::desc("with early-q-release, a predicated arrive in the masked key-block loop "
+                     "only (tiled): auto, on, off"),
+      llvm::cl::init("auto")};
   Option<std::string> conditionalRescale{
       *this, "conditional-rescale",
       llvm::cl::desc("rescale O only where a row's max grew by more than 8: auto, on, off"),
