@@ -233,7 +233,11 @@ static LogicalResult runPtxas(const std::string &ptx, std::string &cubin, std::s
     os << ptx;
   }
   std::string execError;
+  // --split-compile: the entries compiled on up to 8 threads (the
+  // artifact's several entries; the same SASS as one thread, and a fixed
+  // count, not the machine's, keeps the cubin the same on every machine).
   llvm::SmallVector<llvm::StringRef> args = {ptxas, "-arch=sm_90a", "-O3", "-v",
+                                             "--split-compile", "8",
                                              ptxPath, "-o", cubinPath};
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, logPath.str(),
                                                 logPath.str()};
