@@ -232,23 +232,32 @@ static LogicalResult runPtxas(const std::string &ptx, std::string &cubin, std::s
     llvm::raw_fd_ostream os(ptxPath, ec);
     os << ptx;
   }
-  std::string execError;
   // --split-compile: the entries compiled on up to 8 threads (the
   // artifact's several entries; the same SASS as one thread, and a fixed
   // count, not the machine's, keeps the cubin the same on every machine).
-  llvm::SmallVector<llvm::StringRef> args = {ptxas, "-arch=sm_90a", "-O3", "-v",
-                                             "--split-compile", "8",
-                                             ptxPath, "-o", cubinPath};
-  std::optional<llvm::StringRef> redirects[] = {std::nullopt, logPath.str(),
-                                                logPath.str()};
-  if (llvm::sys::ExecuteAndWait(ptxas, args, std::nullopt, redirects, 0, 0,
-                                &execError) != 0) {
+  // A ptxas that does not know the option (it says so, naming it) runs
+  // again without it.
+  std::string execError;
+  auto assemble = [&](bool split) {
+    llvm::SmallVector<llvm::StringRef> args = {ptxas, "-arch=sm_90a", "-O3", "-v"};
+    if (split)
+      args.append({"--split-compile", "8"});
+    args.append({ptxPath, "-o", cubinPath});
+    std::optional<llvm::StringRef> redirects[] = {std::nullopt, logPath.str(), logPath.str()};
+    return llvm::sys::ExecuteAndWait(ptxas, args, std::nullopt, redirects, 0, 0, &execError);
+  };
+  auto readLog = [&] {
     auto log = llvm::MemoryBuffer::getFile(logPath);
-    error = "ptxas failed: " + (log ? (*log)->getBuffer().str() : execError);
+    return log ? (*log)->getBuffer().str() : execError;
+  };
+  int rc = assemble(true);
+  if (rc != 0 && llvm::StringRef(readLog()).contains("split-compile"))
+    rc = assemble(false);
+  if (rc != 0) {
+    error = "ptxas failed: " + readLog();
     return failure();
   }
-  auto log = llvm::MemoryBuffer::getFile(logPath);
-  info = log ? (*log)->getBuffer().str() : "";
+  info = readLog();
   auto bytes = llvm::MemoryBuffer::getFile(cubinPath);
   if (!bytes) {
     error = "cannot read the cubin";
