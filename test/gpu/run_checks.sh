@@ -1,0 +1,63 @@
+#!/bin/sh
+# One GPU-machine call over a directory of sm90 artifacts: every single-GPU
+# test/gpu script (test_sm90_attention.py with the host twins,
+# test_fused_combine, test_graph_capture, test_block_table_mirror), then,
+# while time is left, the decode and prefill benchmarks against the
+# variants given, each as bench/sm90_bench.py's --variant NAME=DIR[@LIB].
+# Each step runs under a watchdog (timeout) cut to the time left of
+# FA_BUDGET seconds (default 570: the device tool's 10-minute call); a step
+# that no longer fits is skipped and said so. Writes OUT/<step>.log,
+# OUT/summary.txt (one line a step: exit status, seconds since the start)
+# and, after every step, OUT/checks.tar.gz with all of them (one file to
+# bring back). Exits 1 when a test step fails or hangs.
+# Usage, after test/gpu/prepare.sh and build_sm90_artifacts.sh here:
+#   OUT=DIR sh test/gpu/run_checks.sh ARTIFACTS [NAME=DIR ...]
+# e.g. OUT=$OUT sh test/gpu/run_checks.sh build/gpu-carry/new builder=build/gpu-carry/sm90
+set -u
+[ $# -ge 1 ] || { echo "usage: OUT=DIR sh test/gpu/run_checks.sh ARTIFACTS [NAME=DIR ...]" >&2; exit 2; }
+: "${OUT:?OUT: the directory to write the logs into}"
+G=${FA_CARRY:-build/gpu-carry}
+L=$G/libflashattn_rt.so.1
+A=$1
+shift
+variants=""
+for v in "$@"; do variants="$variants --variant $v"; done
+export LD_LIBRARY_PATH="$PWD/$G"
+mkdir -p "$OUT/logs"
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader > "$OUT/logs/gpu.txt" 2>&1
+t0=$(date +%s)
+status=0
+elapsed() { echo $(($(date +%s) - t0)); }
+collect() { (cd "$OUT" && tar czf checks.tar.gz logs && cp logs/summary.txt .); }
+# step NAME LIMIT KIND CMD...: KIND test (a failure fails the call) or bench.
+step() {
+  name=$1 limit=$2 kind=$3
+  shift 3
+  left=$((${FA_BUDGET:-570} - $(elapsed)))
+  if [ "$left" -lt 30 ]; then
+    echo "$name skipped (at $(elapsed) s)" >> "$OUT/logs/summary.txt"
+    collect
+    return
+  fi
+  [ "$limit" -gt "$left" ] && limit=$left
+  timeout "$limit" "$@" > "$OUT/logs/$name.log" 2>&1
+  rc=$?
+  [ "$kind" = test ] && [ $rc != 0 ] && status=1
+  echo "$name rc=$rc (at $(elapsed) s)" >> "$OUT/logs/summary.txt"
+  collect
+}
+host=""
+[ -d "$G/host" ] && host="--host $G/host"
+# shellcheck disable=SC2086 # $host and $variants are lists of words
+step attention 240 test python3 test/gpu/test_sm90_attention.py --lib "$L" --artifacts "$A" \
+  --out "$OUT/logs" --no-bench $host
+for s in test_fused_combine test_graph_capture test_block_table_mirror; do
+  step "$s" 90 test python3 "test/gpu/$s.py" --lib "$L" --artifacts "$A" --out "$OUT/logs"
+done
+# shellcheck disable=SC2086
+step decode 150 bench python3 bench/sm90_bench.py --lib "$L" --artifacts "$A" $variants \
+  --decode --pages 8,16,64 --repeats 3 --out "$OUT/logs/decode"
+# shellcheck disable=SC2086
+step prefill 240 bench python3 bench/sm90_bench.py --lib "$L" --artifacts "$A" $variants \
+  --repeats 3 --out "$OUT/logs/prefill"
+exit $status
