@@ -6,10 +6,11 @@
 # variants given, each as bench/sm90_bench.py's --variant NAME=DIR[@LIB].
 # Each step runs under a watchdog (timeout) cut to the time left of
 # FA_BUDGET seconds (default 570: the device tool's 10-minute call); a step
-# that no longer fits is skipped and said so. Writes OUT/<step>.log,
-# OUT/summary.txt (one line a step: exit status, seconds since the start)
-# and, after every step, OUT/checks.tar.gz with all of them (one file to
-# bring back). Exits 1 when a test step fails or hangs.
+# that no longer fits is skipped and said so. Writes OUT/logs/<step>.log,
+# OUT/logs/gpu.txt, OUT/logs/summary.txt (one line a step: exit status,
+# seconds since the start; copied to OUT/summary.txt) and, after every
+# step, OUT/checks.tar.gz with all of them (one file to bring back).
+# Exits 1 when a test step fails or hangs.
 # Usage, after test/gpu/prepare.sh and build_sm90_artifacts.sh here:
 #   OUT=DIR sh test/gpu/run_checks.sh ARTIFACTS [NAME=DIR ...]
 # e.g. OUT=$OUT sh test/gpu/run_checks.sh build/gpu-carry/new builder=build/gpu-carry/sm90
