@@ -226,12 +226,23 @@ struct FlashAttnPlanPass
     return !(op.getHeadDim() == 256 && smallPages && p.getNumSplits() != 1);
   }
 
+  /// Whether `op` is head_dim 256 prefill over dense K/V with no mask, no
+  /// softcap and no regions (where the predicated early release was measured).
+  static bool unmaskedHd256(AttentionOp op) {
+    return op.getHeadDim() == 256 && !op.isPaged() && op.getCausal() == CausalKind::none &&
+           op.getWindow().first < 0 && op.getWindow().second < 0 && !op.getSoftcap() &&
+           op.getScore().empty() && op.getMask().empty();
+  }
+
   /// Whether that kernel releases Q in a tile's last block (after its Q
   /// K^T): 1.02-1.10x at 512 and 1k keys unmasked at head_dim 64 and 128,
   /// and under a causal mask at head_dim 64 1.05-1.13x to 2k keys (1.00x
-  /// at 8k); not at head_dim 256 (0.96-0.97x causal, 0.97-0.99x unmasked
-  /// from 2k keys).
-  static bool tiledEarlyQRelease(AttentionOp op) { return op.getHeadDim() < 256; }
+  /// at 8k). At head_dim 256 only unmasked, as the predicated arrive
+  /// (1.002-1.017x); the branch there was 0.96-0.97x causal and 0.97-0.99x
+  /// unmasked from 2k keys.
+  static bool tiledEarlyQRelease(AttentionOp op) {
+    return op.getHeadDim() < 256 || unmaskedHd256(op);
+  }
 
   /// Whether that release, where the key-block loop is split at the mask's
   /// boundary, is a predicated arrive in the masked loop only: at head_dim
@@ -241,8 +252,9 @@ struct FlashAttnPlanPass
   /// branch in both loops (the predicated arrive was 5-17% slower at
   /// head_dim 64, with 3 consumers).
   static bool tiledPredicatedQRelease(AttentionOp op) {
-    return op.getHeadDim() == 128 &&
-           (op.getCausal() != CausalKind::none || op.getWindow().second >= 0);
+    return (op.getHeadDim() == 128 &&
+            (op.getCausal() != CausalKind::none || op.getWindow().second >= 0)) ||
+           unmaskedHd256(op);
   }
 
   /// `op`'s plan: the computed one with the tile overrides, and on sm90 its

@@ -194,3 +194,23 @@ func.func @consumers_tiled(%q: memref<2x512x4x64xbf16>, %k: memref<2x512x4x64xbf
       outs(%o : memref<2x512x4x64xbf16>) {causal = #flashattn.causal<bottom_right>, num_splits = 1 : i64}
   return
 }
+
+// -----
+
+// flashattn-tile's kernel at head_dim 256: Q released in a tile's last
+// block only unmasked, as the predicated arrive; not under a causal mask.
+// TILED-LABEL: func.func @hd256_tiled
+// TILED: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 64,
+// TILED-SAME: early_q_release = true
+// TILED-SAME: predicated_q_release = true
+// TILED: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 64,
+// TILED-NOT: early_q_release
+// TILED: return
+func.func @hd256_tiled(%q: memref<2x512x4x256xbf16>, %k: memref<2x512x4x256xbf16>,
+                       %o: memref<2x512x4x256xbf16>) {
+  flashattn.attention ins(%q, %k, %k : memref<2x512x4x256xbf16>, memref<2x512x4x256xbf16>, memref<2x512x4x256xbf16>)
+      outs(%o : memref<2x512x4x256xbf16>) {num_splits = 1 : i64}
+  flashattn.attention ins(%q, %k, %k : memref<2x512x4x256xbf16>, memref<2x512x4x256xbf16>, memref<2x512x4x256xbf16>)
+      outs(%o : memref<2x512x4x256xbf16>) {causal = #flashattn.causal<bottom_right>, num_splits = 1 : i64}
+  return
+}
