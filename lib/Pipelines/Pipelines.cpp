@@ -57,12 +57,13 @@ void mlir::flashattn::buildFlashAttnSm90Pipeline(
     OpPassManager &pm, const Sm90PipelineOptions &options) {
   flashattn::FlashAttnPlanOptions plan;
   plan.target = "sm90";
-  // The builder's unpipelined kernel: one warpgroup, 64 x 64 tiles; the
-  // tiled one: the plan's tiles for it.
+  // The unpipelined kernels (the builder's, and with `tiled` the
+  // warpgroup form alone): one warpgroup, 64 x 64 tiles; the tiled one:
+  // the plan's tiles for it.
   plan.blockM = options.unpipelined ? 64 : options.blockM;
   plan.blockN = options.unpipelined ? 64 : options.blockN;
   plan.consumers = options.unpipelined ? 1 : options.consumers;
-  plan.tiled = options.tiled;
+  plan.tiled = options.tiled && !options.unpipelined;
   plan.stages = options.stages;
   plan.schedulerBarrier = options.schedulerBarrier;
   plan.tmaStore = options.tmaStore;
@@ -83,8 +84,10 @@ void mlir::flashattn::buildFlashAttnSm90Pipeline(
     tile.denseEntry = options.denseEntry;
     tile.packedEntry = options.packedEntry;
     pm.addPass(flashattn::createFlashAttnTile(tile));
-    pm.addPass(flashattn::createFlashAttnSm90PipelineKV());
-    pm.addPass(flashattn::createFlashAttnSm90WarpSpecialize());
+    if (!options.unpipelined) {
+      pm.addPass(flashattn::createFlashAttnSm90PipelineKV());
+      pm.addPass(flashattn::createFlashAttnSm90WarpSpecialize());
+    }
     pm.addPass(flashattn::createFlashAttnSm90Warpgroup());
     pm.addPass(flashattn::createFlashAttnLowerWarpSpecialize());
   } else {

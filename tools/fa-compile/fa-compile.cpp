@@ -116,7 +116,9 @@ static cl::opt<std::string> l2HintKV(
 static cl::opt<bool> unpipelined(
     "unpipelined", llvm::cl::cat(faCompileCategory),
     cl::desc("sm90: the unpipelined one-warpgroup reference kernel (pages of a multiple "
-             "of 64 keys; the tile overrides do not apply)"));
+             "of 64 keys; the tile overrides do not apply); with --tiled, flashattn-tile's "
+             "kernel in the warpgroup form alone (not over pages below 8 keys, whose row copies "
+             "need the producer warpgroup)"));
 static cl::opt<bool> tiled(
     "tiled", llvm::cl::cat(faCompileCategory),
     cl::desc("sm90: the kernel built by passes (flashattn-tile's kernel, pipelined, "

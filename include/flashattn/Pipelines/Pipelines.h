@@ -108,14 +108,16 @@ struct Sm90PipelineOptions : public PassPipelineOptions<Sm90PipelineOptions> {
   Option<bool> unpipelined{
       *this, "unpipelined",
       llvm::cl::desc("the unpipelined one-warpgroup reference kernel (64 x 64 tiles; "
-                     "the tile overrides do not apply)"),
+                     "the tile overrides do not apply); with tiled, flashattn-tile's "
+                     "kernel in the warpgroup form alone (no K / V pipelining, no "
+                     "producer warpgroup)"),
       llvm::cl::init(false)};
   Option<bool> tiled{
       *this, "tiled",
       llvm::cl::desc("the kernel built by passes: flashattn-plan{tiled}'s tiles, "
                      "flashattn-tile's kernel, its K / V loads pipelined by "
-                     "flashattn-sm90-pipeline-kv, distributed by flashattn-sm90-warpgroup "
-                     "(not yet pack_gqa, or pages of fewer than 8 keys)"),
+                     "flashattn-sm90-pipeline-kv, split by flashattn-sm90-warp-specialize, "
+                     "distributed by flashattn-sm90-warpgroup"),
       llvm::cl::init(false)};
 };
 
