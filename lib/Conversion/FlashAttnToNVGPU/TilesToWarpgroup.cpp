@@ -794,7 +794,7 @@ FailureOr<Values> WarpgroupKernel::steadyLoops(scf::ForOp src, Value from, Value
     return steadyLoop(src, from, ub, ub, inits);
   // (Under a left window the blocks before `from` keep the branch: a third
   // loop made ptxas spill at head_dim 128.)
-  Value masked = w.minsi(w.maxsi(map.lookup(split->from), from), ub);
+  Value masked = w.minsi(w.maxsi(ownMaskFrom(src, split->from), from), ub);
   knownBranch = split->alsoBefore ? scf::IfOp() : split->branch;
   branchTaken = false;
   // With the plan's predicated_q_release, Q's early release is in the
@@ -876,17 +876,32 @@ WarpgroupKernel::boundarySplit(scf::ForOp src) const {
 // its own blocks (the key_blocks of its rows; FlashAttention-3's
 // per-warpgroup n_block_max), in a warp-specialized consumer's loop over
 // the tile's key_blocks. Not with the turns (every consumer takes one a
-// block) nor pack_gqa (rows are not positions). Else the loop's end.
-Value WarpgroupKernel::ownEnd(scf::ForOp src) {
-  Value ub = map.lookup(src.getUpperBound());
+// block; `withTurns` for what does not change the blocks a consumer
+// runs, ownMaskFrom) nor pack_gqa (rows are not positions). Else the
+// loop's end.
+KeyBlocksOp WarpgroupKernel::ownRange(scf::ForOp src, bool withTurns) const {
   auto range = src.getUpperBound().getDefiningOp<KeyBlocksOp>();
   bool masked = range && (range.getCausal() != CausalKind::none ||
                           static_cast<int64_t>(range.getWindowRight()) >= 0);
-  if (!masked || !specialize || inProducer || scheduler || rowsM == kRows || packG > 1 ||
+  if (!masked || !specialize || inProducer || (scheduler && !withTurns) || rowsM == kRows ||
+      packG > 1 ||
       src.getLowerBound() != range.getBegin() || !isConstantIntValue(src.getStep(), 1))
+    return {};
+  return range;
+}
+
+// This consumer's first row: the tile's plus 64 g.
+Value WarpgroupKernel::ownFirstRow(KeyBlocksOp range) {
+  return w.addi(map.lookup(range.getRowBegin()), index(w.muli(warpgroup, w.i32(kRows))));
+}
+
+Value WarpgroupKernel::ownEnd(scf::ForOp src) {
+  Value ub = map.lookup(src.getUpperBound());
+  KeyBlocksOp range = ownRange(src);
+  if (!range)
     return ub;
   Value rowEnd = map.lookup(range.getRowEnd());
-  Value first = w.addi(map.lookup(range.getRowBegin()), index(w.muli(warpgroup, w.i32(kRows))));
+  Value first = ownFirstRow(range);
   Value last = w.minsi(w.addi(first, arith::ConstantIndexOp::create(b, loc, kRows)), rowEnd);
   auto mapped = [&](Value v) { return v ? map.lookup(v) : v; };
   auto own = KeyBlocksOp::create(b, loc, range->getResultTypes(), first, last,
@@ -897,6 +912,24 @@ Value WarpgroupKernel::ownEnd(scf::ForOp src) {
   // A warpgroup past the tile's last row computes no block.
   Value end = w.minsi(own.getEnd(), ub);
   return w.select(w.cmpi(CmpI::slt, first, rowEnd), end, map.lookup(src.getLowerBound()));
+}
+
+// The first masked block of this consumer's rows where the tile's is
+// flashattn-tile's floor(key_end(first row) / block_n) (the boundary
+// split's bound): the same of its own first row, from which its blocks
+// reach past a row's key end (FlashAttention-3 masks per warpgroup). Else
+// the tile's bound.
+Value WarpgroupKernel::ownMaskFrom(scf::ForOp src, Value from) {
+  Value tile = map.lookup(from);
+  KeyBlocksOp range = ownRange(src, /*withTurns=*/true);
+  auto div = from.getDefiningOp<arith::FloorDivSIOp>();
+  auto end = div ? div.getLhs().getDefiningOp<KeyEndOp>() : KeyEndOp();
+  if (!range || !end || end.getRow() != range.getRowBegin())
+    return tile;
+  auto own = KeyEndOp::create(b, loc, end.getType(), ownFirstRow(range),
+                              map.lookup(end.getSeqlenK()), map.lookup(end.getOffset()),
+                              end.getCausalAttr(), end.getWindowRightAttr());
+  return arith::FloorDivSIOp::create(b, loc, own, map.lookup(div.getRhs()));
 }
 
 // Blocks [max(lb, own), end) of the key-block loop `src` past this

@@ -148,6 +148,15 @@ private:
   /// (ownEnd), and the blocks past it waited for and released only
   /// (drainLoop).
   Value ownEnd(scf::ForOp loop);
+  /// The loop's key_blocks where a consumer computes its own rows' blocks
+  /// only (ownEnd; `withTurns`: where it masks its own rows' blocks only,
+  /// ownMaskFrom), else null.
+  KeyBlocksOp ownRange(scf::ForOp loop, bool withTurns = false) const;
+  /// This consumer's first row of the tile (64 g past the tile's).
+  Value ownFirstRow(KeyBlocksOp range);
+  /// The boundary split's bound `from` (floor(key_end(first row) /
+  /// block_n)) at this consumer's first row.
+  Value ownMaskFrom(scf::ForOp loop, Value from);
   /// The steady blocks of an overlapped loop, split at its boundary
   /// branch's bounds (boundarySplit) into loops where that branch is known.
   struct BlockSplit {

@@ -4,8 +4,10 @@
 // consumers (no turns): the blocks its own 64 rows see (the key_blocks of
 // rows [m0 + 64 g, min(m0 + 64 g + 64, m1)), g its warpgroup), none for a
 // warpgroup past the tile's rows; the steady blocks in two loops split at
-// flashattn-tile's bound floor(key_end(m0) / block_n): before it no mask
-// (no key_end), from it the boundary mask without its branch; then the
+// flashattn-tile's bound taken at the consumer's own first row,
+// floor(key_end(m0 + 64 g) / block_n) (FlashAttention-3 masks per
+// warpgroup): before it no mask (no key_end), from it the boundary mask
+// without its branch; then the
 // tile's blocks past the consumer's own, their K and V waited for and
 // released only (no wgmma), carrying the phases alone.
 // CHECK-LABEL: func.func @causal
@@ -22,7 +24,12 @@
 // CHECK: %[[OWNC:.*]] = arith.minsi %[[OWN]], %[[END]]
 // CHECK: %[[IN:.*]] = arith.cmpi slt, %[[FIRST]], %[[M1]]
 // CHECK: %[[UB:.*]] = arith.select %[[IN]], %[[OWNC]], %[[BEGIN]]
-// CHECK: %[[SPLIT0:.*]] = arith.maxsi %[[FROM]], %[[S0:[a-z0-9_]+]]
+// CHECK: %[[G64B:.*]] = arith.muli %{{.*}}, %c64_i32
+// CHECK: %[[G64BI:.*]] = arith.index_cast %[[G64B]] : i32 to index
+// CHECK: %[[OWNROW:.*]] = arith.addi %[[M0]], %[[G64BI]]
+// CHECK: %[[OWNKEYEND:.*]] = flashattn.key_end row %[[OWNROW]] keys %c512
+// CHECK: %[[OWNFROM:.*]] = arith.floordivsi %[[OWNKEYEND]], %c128
+// CHECK: %[[SPLIT0:.*]] = arith.maxsi %[[OWNFROM]], %[[S0:[a-z0-9_]+]]
 // CHECK: %[[SPLIT:.*]] = arith.minsi %[[SPLIT0]], %[[UB]]
 // CHECK: scf.for %{{.*}} = %[[S0]] to %[[SPLIT]] step %c1
 // CHECK-NOT: flashattn.key_end
@@ -60,16 +67,18 @@ func.func @causal(%q: memref<2x512x32x64xbf16>, %k: memref<2x512x32x64xbf16>,
 
 // A left window (head_dim 128): the boundary branch is `nb >= from || nb <
 // until`; the steady blocks before `from`
-// keep it (blocks the window starts in come first), those from `from` on
-// take the mask without the branch.
+// keep it (blocks the window starts in come first), those from the
+// consumer's own `from` (at its first row) on take the mask without the
+// branch.
 // CHECK-LABEL: func.func @window
 // CHECK: } consumers {
-// CHECK: flashattn.key_blocks
-// CHECK: %[[E0:.*]] = flashattn.key_end row
+// CHECK: flashattn.key_blocks rows[%[[M0:[a-z0-9_]+]],
+// CHECK: %[[E0:.*]] = flashattn.key_end row %[[M0]]
 // CHECK: %[[FROM:.*]] = arith.floordivsi %[[E0]], %c128
 // CHECK: %[[B1:.*]] = flashattn.key_begin row
 // CHECK: %[[UNTIL:.*]] = arith.ceildivsi %[[B1]], %c128
-// CHECK: %[[SPLIT0:.*]] = arith.maxsi %[[FROM]], %[[S0:[a-z0-9_]+]]
+// CHECK: %[[OWNFROM:.*]] = arith.floordivsi %{{.*}}, %c128
+// CHECK: %[[SPLIT0:.*]] = arith.maxsi %[[OWNFROM]], %[[S0:[a-z0-9_]+]]
 // CHECK: %[[SPLIT:.*]] = arith.minsi %[[SPLIT0]], %[[UB:[a-z0-9_]+]]
 // CHECK: scf.for %[[N:.*]] = %[[S0]] to %[[SPLIT]] step %c1
 // CHECK: %[[LATE:.*]] = arith.cmpi sge, %[[N]], %[[FROM]]
