@@ -148,6 +148,8 @@ private:
   /// (ownEnd), and the blocks past it waited for and released only
   /// (drainLoop).
   Value ownEnd(scf::ForOp loop);
+  /// Whether the key-block loop runs under a causal mask or a right window.
+  bool maskedLast(scf::ForOp loop) const;
   /// The loop's key_blocks where a consumer computes its own rows' blocks
   /// only (ownEnd; `withTurns`: where it masks its own rows' blocks only,
   /// ownMaskFrom), else null.

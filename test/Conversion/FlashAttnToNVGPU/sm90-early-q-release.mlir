@@ -83,3 +83,37 @@ func.func @hd128_causal(%q: memref<?x?x2x128xbf16>, %k: memref<?x?x2x128xbf16>,
       outs(%o : memref<?x?x2x128xbf16>) {causal = #flashattn.causal<bottom_right>}
   return
 }
+
+// -----
+
+// Under a causal mask without predicated_q_release (head_dim 64): the
+// tile's last block holds its last row's diagonal, in the masked loop, so
+// Q's release is a branch in that loop only (none in the loop before the
+// diagonal) and after both loops when the masked one had no block.
+// CAUSAL-LABEL: func.func @hd64_causal(
+// CAUSAL: early_q_release = true
+// CAUSAL: } consumers {
+// CAUSAL: %[[BOUND:.*]] = arith.maxsi %{{.*}}, %[[FROM:[0-9]+]] : index
+// CAUSAL-NEXT: %[[MASKED:.*]] = arith.minsi %[[BOUND]], %[[END:.*]] : index
+// CAUSAL: scf.for %[[N1:[a-z0-9]+]] = %[[FROM]] to %[[MASKED]] step
+// CAUSAL-NEXT: %[[NEXT1:.*]] = arith.addi %[[N1]], %c1
+// CAUSAL-NEXT: %[[LAST1:.*]] = arith.cmpi sge, %[[NEXT1]], %[[END]] : index
+// CAUSAL-NOT: scf.if %[[LAST1]]
+// CAUSAL: scf.for %[[N:[a-z0-9]+]] = %[[MASKED]] to %[[END]] step
+// CAUSAL-NEXT: %[[NEXT:.*]] = arith.addi %[[N]], %c1
+// CAUSAL-NEXT: %[[LAST:.*]] = arith.cmpi sge, %[[NEXT]], %[[END]] : index
+// CAUSAL-NOT: flashattn.mbarrier_arrive_if
+// CAUSAL: scf.if %[[LAST]] {
+// CAUSAL: nvvm.mbarrier.arrive
+// CAUSAL: scf.yield
+// CAUSAL: %[[NOMASKED:.*]] = arith.cmpi sge, %[[MASKED]], %[[END]] : index
+// CAUSAL: %[[STEADY:.*]] = arith.cmpi slt, %[[FROM]], %[[END]] : index
+// CAUSAL: %[[HELD:.*]] = arith.andi %[[STEADY]], %[[NOMASKED]] : i1
+// CAUSAL: scf.if %[[HELD]] {
+// CAUSAL: nvvm.mbarrier.arrive
+func.func @hd64_causal(%q: memref<?x?x2x64xbf16>, %k: memref<?x?x2x64xbf16>,
+                       %v: memref<?x?x2x64xbf16>, %o: memref<?x?x2x64xbf16>) {
+  flashattn.attention ins(%q, %k, %v : memref<?x?x2x64xbf16>, memref<?x?x2x64xbf16>, memref<?x?x2x64xbf16>)
+      outs(%o : memref<?x?x2x64xbf16>) {causal = #flashattn.causal<bottom_right>}
+  return
+}
