@@ -248,9 +248,10 @@ struct FlashAttnPlanPass
   /// boundary, is a predicated arrive in the masked loop only: at head_dim
   /// 128 under a causal mask or a right window, where a branch around the
   /// arrive in either loop made ptxas spill 32-40 bytes (1.02-1.07x at 512
-  /// to 2k keys causal against the release after the loop); elsewhere the
-  /// branch in both loops (the predicated arrive was 5-17% slower at
-  /// head_dim 64, with 3 consumers).
+  /// to 2k keys causal against the release after the loop); elsewhere a
+  /// branch (the predicated arrive was 5-17% slower at head_dim 64, with 3
+  /// consumers), in the masked loop only under a causal mask or a right
+  /// window (flashattn-sm90-warpgroup), else in both loops.
   static bool tiledPredicatedQRelease(AttentionOp op) {
     return (op.getHeadDim() == 128 &&
             (op.getCausal() != CausalKind::none || op.getWindow().second >= 0)) ||
