@@ -6,7 +6,8 @@
 // the warpgroup form alone (flashattn-tile's kernel distributed by
 // flashattn-sm90-warpgroup over one warpgroup, without
 // flashattn-sm90-pipeline-kv and flashattn-sm90-warp-specialize), paged
-// with pack_gqa over pages of 16 keys (the packed twin too).
+// with pack_gqa over pages of 16 keys; GQA and pack_gqa runs check the
+// packed twin too.
 // RUN: fa-compile --target sm90 --unpipelined --d 64 --dtype bf16 --causal bottom_right --lse --emit-ptx > %t64.ptx
 // RUN: %ptxas -arch=sm_90a -O3 -v %t64.ptx -o %t64.cubin 2>&1 | FileCheck %s
 // RUN: fa-compile --target sm90 --unpipelined --d 128 --dtype f16 --hq 8 --hkv 2 --lse --emit-ptx > %t128.ptx
@@ -22,13 +23,13 @@
 // RUN: fa-compile --target sm90 --tiled --unpipelined --d 64 --dtype bf16 --causal bottom_right --lse --emit-ptx > %tt64.ptx
 // RUN: %ptxas -arch=sm_90a -O3 -v %tt64.ptx -o %tt64.cubin 2>&1 | FileCheck %s
 // RUN: fa-compile --target sm90 --tiled --unpipelined --d 128 --dtype f16 --hq 8 --hkv 2 --lse --emit-ptx > %tt128.ptx
-// RUN: %ptxas -arch=sm_90a -O3 -v %tt128.ptx -o %tt128.cubin 2>&1 | FileCheck %s
+// RUN: %ptxas -arch=sm_90a -O3 -v %tt128.ptx -o %tt128.cubin 2>&1 | FileCheck %s --check-prefix=PACKED
 // RUN: fa-compile --target sm90 --tiled --unpipelined --d 256 --dtype bf16 --window-left 100 --window-right 0 --softcap 30 --emit-ptx > %tt256.ptx
 // RUN: %ptxas -arch=sm_90a -O3 -v %tt256.ptx -o %tt256.cubin 2>&1 | FileCheck %s
 // RUN: fa-compile --target sm90 --tiled --unpipelined --d 128 --dtype bf16 --varlen-q --varlen-k --seqused-k --lse --emit-ptx > %ttvl.ptx
 // RUN: %ptxas -arch=sm_90a -O3 -v %ttvl.ptx -o %ttvl.cubin 2>&1 | FileCheck %s
 // RUN: fa-compile --target sm90 --tiled --unpipelined --d 128 --dtype bf16 --hq 32 --hkv 8 --causal bottom_right --seqused-k --page-size 16 --lse --emit-ptx > %ttpg.ptx
-// RUN: %ptxas -arch=sm_90a -O3 -v %ttpg.ptx -o %ttpg.cubin 2>&1 | FileCheck %s
+// RUN: %ptxas -arch=sm_90a -O3 -v %ttpg.ptx -o %ttpg.cubin 2>&1 | FileCheck %s --check-prefix=PACKED
 // RUN: fa-compile --target sm90 --tiled --unpipelined --d 64 --dtype f16 --num-splits 3 --lse --emit-ptx > %ttsp.ptx
 // RUN: %ptxas -arch=sm_90a -O3 -v %ttsp.ptx -o %ttsp.cubin 2>&1 | FileCheck %s --check-prefix=SPLIT
 // CHECK-NOT: warning
@@ -43,3 +44,10 @@
 // SPLIT-NOT: warning
 // SPLIT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // SPLIT-NOT: warning
+// PACKED-NOT: warning
+// PACKED: Compiling entry function 'fa_sm90_0_packed' for 'sm_90a'
+// PACKED: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// PACKED: Compiling entry function 'fa_sm90_0' for 'sm_90a'
+// PACKED-NOT: warning
+// PACKED: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// PACKED-NOT: warning

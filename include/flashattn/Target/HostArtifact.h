@@ -85,8 +85,10 @@ struct Sm90PlanOverrides {
   /// The unpipelined reference kernel (flashattn-sm90-pipeline's
   /// `unpipelined`).
   bool unpipelined = false;
-  /// The unpipelined kernel built by passes (flashattn-sm90-pipeline's
-  /// `tiled`: flashattn-tile, flashattn-sm90-warpgroup; dense layouts).
+  /// The kernel built by passes (flashattn-sm90-pipeline's `tiled`:
+  /// flashattn-tile, flashattn-sm90-pipeline-kv,
+  /// flashattn-sm90-warp-specialize, flashattn-sm90-warpgroup; with
+  /// `unpipelined`, the warpgroup form alone).
   bool tiled = false;
 };
 

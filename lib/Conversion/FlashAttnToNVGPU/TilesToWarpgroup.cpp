@@ -792,9 +792,11 @@ FailureOr<Values> WarpgroupKernel::steadyLoops(scf::ForOp src, Value from, Value
   std::optional<BlockSplit> split = boundarySplit(src);
   if (!split)
     return steadyLoop(src, from, ub, ub, inits);
-  // (Under a left window the blocks before `from` keep the branch: a third
-  // loop made ptxas spill at head_dim 128.)
-  Value masked = w.minsi(w.maxsi(ownMaskFrom(src, split->from), from), ub);
+  // (Under a left window the blocks before `from` keep the branch, on the
+  // tile's bound: a third loop made ptxas spill at head_dim 128. So the
+  // consumer's own bound is taken without a left window only.)
+  Value bound = split->alsoBefore ? map.lookup(split->from) : ownMaskFrom(src, split->from);
+  Value masked = w.minsi(w.maxsi(bound, from), ub);
   knownBranch = split->alsoBefore ? scf::IfOp() : split->branch;
   branchTaken = false;
   // Q's early release is in the second loop only, and after both loops

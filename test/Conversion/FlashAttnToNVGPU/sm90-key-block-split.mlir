@@ -1,4 +1,5 @@
 // RUN: fa-opt %s --flashattn-plan="target=sm90 tiled consumers=3" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup --split-input-file | FileCheck %s
+// RUN: fa-opt %s --flashattn-plan="target=sm90 tiled" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup --split-input-file | FileCheck %s --check-prefix=TURNS
 
 // A warp-specialized consumer's key blocks under a causal mask, 3
 // consumers (no turns): the blocks its own 64 rows see (the key_blocks of
@@ -67,9 +68,9 @@ func.func @causal(%q: memref<2x512x32x64xbf16>, %k: memref<2x512x32x64xbf16>,
 
 // A left window (head_dim 128): the boundary branch is `nb >= from || nb <
 // until`; the steady blocks before `from`
-// keep it (blocks the window starts in come first), those from the
-// consumer's own `from` (at its first row) on take the mask without the
-// branch.
+// keep it (blocks the window starts in come first; on the tile's bound,
+// so the split is at the tile's `from` too), those from `from` on take
+// the mask without the branch.
 // CHECK-LABEL: func.func @window
 // CHECK: } consumers {
 // CHECK: flashattn.key_blocks rows[%[[M0:[a-z0-9_]+]],
@@ -77,8 +78,8 @@ func.func @causal(%q: memref<2x512x32x64xbf16>, %k: memref<2x512x32x64xbf16>,
 // CHECK: %[[FROM:.*]] = arith.floordivsi %[[E0]], %c128
 // CHECK: %[[B1:.*]] = flashattn.key_begin row
 // CHECK: %[[UNTIL:.*]] = arith.ceildivsi %[[B1]], %c128
-// CHECK: %[[OWNFROM:.*]] = arith.floordivsi %{{.*}}, %c128
-// CHECK: %[[SPLIT0:.*]] = arith.maxsi %[[OWNFROM]], %[[S0:[a-z0-9_]+]]
+// CHECK-NOT: arith.floordivsi
+// CHECK: %[[SPLIT0:.*]] = arith.maxsi %[[FROM]], %[[S0:[a-z0-9_]+]]
 // CHECK: %[[SPLIT:.*]] = arith.minsi %[[SPLIT0]], %[[UB:[a-z0-9_]+]]
 // CHECK: scf.for %[[N:.*]] = %[[S0]] to %[[SPLIT]] step %c1
 // CHECK: %[[LATE:.*]] = arith.cmpi sge, %[[N]], %[[FROM]]
@@ -94,5 +95,30 @@ func.func @window(%q: memref<1x1024x8x128xbf16>, %k: memref<1x1024x2x128xbf16>,
                   %v: memref<1x1024x2x128xbf16>, %o: memref<1x1024x8x128xbf16>) {
   flashattn.attention ins(%q, %k, %v : memref<1x1024x8x128xbf16>, memref<1x1024x2x128xbf16>, memref<1x1024x2x128xbf16>)
       outs(%o : memref<1x1024x8x128xbf16>) {window_size = array<i64: 255, 0>}
+  return
+}
+
+// -----
+
+// Head_dim 128 causal, 2 consumers taking turns at the tensor cores: each
+// runs every key block (no own end), but splits at its own first row's
+// bound floor(key_end(m0 + 64 g) / block_n) all the same.
+// TURNS-LABEL: func.func @causal_turns
+// TURNS: } consumers {
+// TURNS: flashattn.key_blocks rows[%[[M0:[a-z0-9_]+]],
+// TURNS: flashattn.key_end row %[[M0]]
+// TURNS: %[[G64:.*]] = arith.muli %{{.*}}, %c64_i32
+// TURNS-NEXT: %[[G64I:.*]] = arith.index_cast %[[G64]] : i32 to index
+// TURNS-NEXT: %[[OWNROW:.*]] = arith.addi %[[M0]], %[[G64I]] : index
+// TURNS-NEXT: %[[OWNEND:.*]] = flashattn.key_end row %[[OWNROW]]
+// TURNS-NEXT: %[[OWNFROM:.*]] = arith.floordivsi %[[OWNEND]], %c128
+// TURNS-NEXT: %[[SPLIT0:.*]] = arith.maxsi %[[OWNFROM]], %[[S0:[a-z0-9_]+]]
+// TURNS-NEXT: %[[SPLIT:.*]] = arith.minsi %[[SPLIT0]], %[[END:[a-z0-9_]+]]
+// TURNS-NEXT: scf.for %{{.*}} = %[[S0]] to %[[SPLIT]] step %c1
+// TURNS: scf.for %{{.*}} = %[[SPLIT]] to %[[END]] step %c1
+func.func @causal_turns(%q: memref<2x512x4x128xbf16>, %k: memref<2x512x4x128xbf16>,
+                        %v: memref<2x512x4x128xbf16>, %o: memref<2x512x4x128xbf16>) {
+  flashattn.attention ins(%q, %k, %v : memref<2x512x4x128xbf16>, memref<2x512x4x128xbf16>, memref<2x512x4x128xbf16>)
+      outs(%o : memref<2x512x4x128xbf16>) {causal = #flashattn.causal<bottom_right>}
   return
 }
