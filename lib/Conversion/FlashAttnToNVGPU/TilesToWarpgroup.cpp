@@ -792,11 +792,9 @@ FailureOr<Values> WarpgroupKernel::steadyLoops(scf::ForOp src, Value from, Value
   std::optional<BlockSplit> split = boundarySplit(src);
   if (!split)
     return steadyLoop(src, from, ub, ub, inits);
-  // (Under a left window the blocks before `from` keep the branch, on the
-  // tile's bound: a third loop made ptxas spill at head_dim 128. So the
-  // consumer's own bound is taken without a left window only.)
-  Value bound = split->alsoBefore ? map.lookup(split->from) : ownMaskFrom(src, split->from);
-  Value masked = w.minsi(w.maxsi(bound, from), ub);
+  // (Under a left window the blocks before `from` keep the branch: a third
+  // loop made ptxas spill at head_dim 128.)
+  Value masked = w.minsi(w.maxsi(ownMaskFrom(src, *split), from), ub);
   knownBranch = split->alsoBefore ? scf::IfOp() : split->branch;
   branchTaken = false;
   // Q's early release is in the second loop only, and after both loops
@@ -895,9 +893,9 @@ WarpgroupKernel::boundarySplit(scf::ForOp src) const {
 // loop's end.
 KeyBlocksOp WarpgroupKernel::ownRange(scf::ForOp src, bool withTurns) const {
   auto range = src.getUpperBound().getDefiningOp<KeyBlocksOp>();
-  if (!maskedLast(src) || !specialize || inProducer || (scheduler && !withTurns) || rowsM == kRows ||
-      packG > 1 ||
-      src.getLowerBound() != range.getBegin() || !isConstantIntValue(src.getStep(), 1))
+  if (!maskedLast(src) || !specialize || inProducer || (scheduler && !withTurns) ||
+      rowsM == kRows || packG > 1 || src.getLowerBound() != range.getBegin() ||
+      !isConstantIntValue(src.getStep(), 1))
     return {};
   return range;
 }
@@ -930,13 +928,14 @@ Value WarpgroupKernel::ownEnd(scf::ForOp src) {
 // flashattn-tile's floor(key_end(first row) / block_n) (the boundary
 // split's bound): the same of its own first row, from which its blocks
 // reach past a row's key end (FlashAttention-3 masks per warpgroup). Else
-// the tile's bound.
-Value WarpgroupKernel::ownMaskFrom(scf::ForOp src, Value from) {
-  Value tile = map.lookup(from);
+// the tile's bound, also under a left window, whose blocks before the bound
+// keep the branch on the tile's bound.
+Value WarpgroupKernel::ownMaskFrom(scf::ForOp src, const BlockSplit &split) {
+  Value tile = map.lookup(split.from);
   KeyBlocksOp range = ownRange(src, /*withTurns=*/true);
-  auto div = from.getDefiningOp<arith::FloorDivSIOp>();
+  auto div = split.from.getDefiningOp<arith::FloorDivSIOp>();
   auto end = div ? div.getLhs().getDefiningOp<KeyEndOp>() : KeyEndOp();
-  if (!range || !end || end.getRow() != range.getRowBegin())
+  if (split.alsoBefore || !range || !end || end.getRow() != range.getRowBegin())
     return tile;
   auto own = KeyEndOp::create(b, loc, end.getType(), ownFirstRow(range),
                               map.lookup(end.getSeqlenK()), map.lookup(end.getOffset()),

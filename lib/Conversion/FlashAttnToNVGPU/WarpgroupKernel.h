@@ -156,9 +156,6 @@ private:
   KeyBlocksOp ownRange(scf::ForOp loop, bool withTurns = false) const;
   /// This consumer's first row of the tile (64 g past the tile's).
   Value ownFirstRow(KeyBlocksOp range);
-  /// The boundary split's bound `from` (floor(key_end(first row) /
-  /// block_n)) at this consumer's first row.
-  Value ownMaskFrom(scf::ForOp loop, Value from);
   /// The steady blocks of an overlapped loop, split at its boundary
   /// branch's bounds (boundarySplit) into loops where that branch is known.
   struct BlockSplit {
@@ -166,6 +163,9 @@ private:
     Value from;
     bool alsoBefore; ///< the branch also runs below a bound (a left window)
   };
+  /// The split's bound `from` (floor(key_end(first row) / block_n)) at
+  /// this consumer's first row, where it applies (ownRange, no left window).
+  Value ownMaskFrom(scf::ForOp loop, const BlockSplit &split);
   std::optional<BlockSplit> boundarySplit(scf::ForOp loop) const;
   FailureOr<Values> steadyLoops(scf::ForOp loop, Value from, Value ub, Values inits);
   FailureOr<Values> steadyLoop(scf::ForOp loop, Value from, Value to, Value ub,
