@@ -714,8 +714,9 @@ void AttentionTiler::otherHeadsMask() {
   Value negInf = e.f32(-INFINITY);
   int64_t g = pack / kvHeads;
   tileMap(e.c(bm), e.c(bn), [&](Value x, Value i, Value j) {
-    Value rowHead = e.div(e.rem(i, e.c(pack)), e.c(g));
-    Value ok = e.cmp(P::eq, rowHead, e.rem(j, e.c(kvHeads)));
+    Value rowHead = arith::DivUIOp::create(
+        b, loc, arith::RemUIOp::create(b, loc, i, e.c(pack)), e.c(g));
+    Value ok = e.cmp(P::eq, rowHead, arith::RemUIOp::create(b, loc, j, e.c(kvHeads)));
     return arith::SelectOp::create(b, loc, ok, x, negInf);
   });
 }

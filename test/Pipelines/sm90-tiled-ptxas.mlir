@@ -8,7 +8,9 @@
 // spills and no C75xx warnings: head_dim 64, 128 and 256, causal, a window
 // with softcap, varlen with seqused_k, paged K/V (pages of 64 and 16), split-KV
 // (the partial kernel and the combine), automatic splits and pack_gqa (the
-// dense and packed twins too) and append (the copy kernel too).
+// dense and packed twins too), pack_gqa over pages of 16 keys with 4 kv
+// heads a key block and the fused merge (the decode kernel) and append (the
+// copy kernel too).
 // RUN: fa-compile --target sm90 --tiled --d 64 --dtype bf16 --causal bottom_right --lse --emit-ptx > %t64.ptx
 // RUN: %ptxas -arch=sm_90a -O3 -v %t64.ptx -o %t64.cubin 2>&1 | FileCheck %s
 // RUN: fa-compile --target sm90 --tiled --d 128 --dtype f16 --hq 8 --hkv 2 --lse --emit-ptx > %t128.ptx
@@ -25,6 +27,8 @@
 // RUN: %ptxas -arch=sm_90a -O3 -v %tsp.ptx -o %tsp.cubin 2>&1 | FileCheck %s --check-prefix=SPLIT
 // RUN: fa-compile --target sm90 --tiled --d 128 --dtype bf16 --hq 32 --hkv 8 --causal bottom_right --num-splits 0 --lse --emit-ptx > %ttw.ptx
 // RUN: %ptxas -arch=sm_90a -O3 -v %ttw.ptx -o %ttw.cubin 2>&1 | FileCheck %s --check-prefix=TWINS
+// RUN: fa-compile --target sm90 --tiled --d 128 --dtype bf16 --hq 32 --hkv 8 --causal bottom_right --seqused-k --page-size 16 --pack-gqa 1 --num-splits 0 --fused-merge on --lse --emit-ptx > %tkv.ptx
+// RUN: %ptxas -arch=sm_90a -O3 -v %tkv.ptx -o %tkv.cubin 2>&1 | FileCheck %s --check-prefix=KVHEADS
 // RUN: fa-compile --target sm90 --tiled --d 128 --dtype bf16 --hq 8 --hkv 2 --causal bottom_right --append --lse --emit-ptx > %tap.ptx
 // RUN: %ptxas -arch=sm_90a -O3 -v %tap.ptx -o %tap.cubin 2>&1 | FileCheck %s --check-prefix=APPEND
 // CHECK-NOT: warning
@@ -46,6 +50,10 @@
 // APPEND-NOT: warning
 // APPEND: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // APPEND-NOT: warning
+// KVHEADS-NOT: warning
+// KVHEADS: Compiling entry function 'fa_sm90_0' for 'sm_90a'
+// KVHEADS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// KVHEADS-NOT: warning
 // TWINS-NOT: warning
 // TWINS: Compiling entry function 'fa_sm90_0_combine' for 'sm_90a'
 // TWINS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads

@@ -278,9 +278,9 @@ func.func @twins(%q: memref<2x100x4x64xbf16>, %k: memref<2x300x2x64xbf16>, %v: m
 // CHECK:   flashattn.tile_load_paged %arg1[%{{.*}}, %[[KVH]], %{{.*}}] rows %{{.*}} into %{{.*}} {heads = 4 : i64}
 // CHECK:   flashattn.tile_map %{{.*}} rows %c64 cols %c64 {
 // CHECK:   ^bb0(%{{.*}}: f32, %[[I:.*]]: index, %[[J:.*]]: index):
-// CHECK:     %[[IN:.*]] = arith.remsi %[[I]], %c8
-// CHECK:     %[[ROWKV:.*]] = arith.divsi %[[IN]], %c2
-// CHECK:     %[[COLKV:.*]] = arith.remsi %[[J]], %c4
+// CHECK:     %[[IN:.*]] = arith.remui %[[I]], %c8
+// CHECK:     %[[ROWKV:.*]] = arith.divui %[[IN]], %c2
+// CHECK:     %[[COLKV:.*]] = arith.remui %[[J]], %c4
 // CHECK:     %[[SAME:.*]] = arith.cmpi eq, %[[ROWKV]], %[[COLKV]]
 // CHECK:     arith.select %[[SAME]]
 // CHECK: gpu.func @fa_sm90_0_kv1(

@@ -160,7 +160,8 @@ void WarpgroupKernel::tileMap(TileMapOp op, State &st) {
         map.map(body.getArgument(0), x);
         map.map(body.getArgument(2), j);
         for (Operation *elementOp : elementOps)
-          clone(*elementOp);
+          if (!foldColumnRem(elementOp, body.getArgument(2), r))
+            clone(*elementOp);
         return map.lookup(yielded);
       };
       Value y;
@@ -174,6 +175,21 @@ void WarpgroupKernel::tileMap(TileMapOp op, State &st) {
     }
   }
   st.s = s;
+}
+
+// j mod c of fragment register r's column j = col0 + 8 (r / 4) + r % 2,
+// with c dividing 8: (col0 + r % 2) mod c, the same value for every r of
+// one parity (the kv head of a column under the plan's kv_heads_per_block).
+// Written per column, ptxas kept one register per column across the
+// key-block loop (32 bytes of spills at pages of 16 keys with 4 kv heads a
+// block and the fused merge).
+bool WarpgroupKernel::foldColumnRem(Operation *op, Value col, int64_t r) {
+  auto rem = dyn_cast<arith::RemUIOp>(op);
+  std::optional<int64_t> c = rem ? getConstantIntValue(rem.getRhs()) : std::nullopt;
+  if (!rem || rem.getLhs() != col || !c || *c <= 0 || 8 % *c != 0)
+    return false;
+  map.map(rem.getResult(), index(w.remui(w.addi(col0, w.i32(r % 2)), w.i32(*c))));
+  return true;
 }
 
 // The online softmax of one key block on the thread's fragment: the new

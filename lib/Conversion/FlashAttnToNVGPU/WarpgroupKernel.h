@@ -251,6 +251,9 @@ private:
   static bool containsTileOps(Operation *op);
   LogicalResult tileOp(Operation &src, State &st);
   void clone(Operation &src);
+  /// A tile_map's `col mod c` (c dividing 8) for fragment register r,
+  /// mapped to its per-thread value; false for any other op.
+  bool foldColumnRem(Operation *op, Value col, int64_t r);
   /// The tile a load writes, a slot of a ring or not, and its ring (or
   /// itself); the slot (i32) of one in its ring (0 outside rings).
   static Value ringOf(Value tile);
