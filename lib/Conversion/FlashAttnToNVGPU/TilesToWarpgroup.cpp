@@ -396,6 +396,14 @@ void WarpgroupKernel::prologue() {
   // With row copies K's and V's full mbarriers complete on the 128
   // producer threads' arrives.
   w.ifThen(leader, [&] {
+    // The tensor maps (kernel parameters) into the tensormap cache before
+    // the first copy needs them (PTX ISA, prefetch.tensormap), as
+    // FlashAttention-3's producer does at entry: a short launch's first
+    // TMA copy does not wait for its descriptor's fetch.
+    for (const char *map : {"qmap", "kmap", "vmap", "omap"})
+      if (P.args.count(map))
+        NVVM::PrefetchOp::create(b, loc, {}, {}, P[map], Value(), /*tensormap=*/true,
+                                 /*uniform=*/false, /*in_param_space=*/true);
     int64_t full = specialize ? bars / 2 : bars;
     for (int64_t i = 0; i < bars; ++i)
       w.mbarrierInit(at(barOff + 8 * i),

@@ -138,6 +138,18 @@
 // alone (wait_group 1), and for P V (wait_group 0) only before O's
 // rescale, then releases that V slot; the last P V runs after the loop.
 // OV-LABEL: func.func @causal
+// The leader thread prefetches Q's, K's, V's and O's tensor maps into the
+// tensormap cache at entry, before the mbarriers' init.
+// OV: llvm.func @fa_sm90_0(
+// OV-SAME: %[[QMAP:arg[0-9]+]]: !llvm.ptr {llvm.align = 64 : i64, llvm.byval
+// OV-SAME: %[[KMAP:arg[0-9]+]]: !llvm.ptr {llvm.align = 64 : i64, llvm.byval
+// OV-SAME: %[[VMAP:arg[0-9]+]]: !llvm.ptr {llvm.align = 64 : i64, llvm.byval
+// OV-SAME: %[[OMAP:arg[0-9]+]]: !llvm.ptr {llvm.align = 64 : i64, llvm.byval
+// OV: nvvm.prefetch tensormap in_param_space, %[[QMAP]]
+// OV-NEXT: nvvm.prefetch tensormap in_param_space, %[[KMAP]]
+// OV-NEXT: nvvm.prefetch tensormap in_param_space, %[[VMAP]]
+// OV-NEXT: nvvm.prefetch tensormap in_param_space, %[[OMAP]]
+// OV: nvvm.mbarrier.init
 // OV: } consumers {
 // OV: scf.if
 // OV: nvvm.wgmma.mma_async
