@@ -714,9 +714,8 @@ void AttentionTiler::otherHeadsMask() {
   Value negInf = e.f32(-INFINITY);
   int64_t g = pack / kvHeads;
   tileMap(e.c(bm), e.c(bn), [&](Value x, Value i, Value j) {
-    Value rowHead = arith::DivUIOp::create(
-        b, loc, arith::RemUIOp::create(b, loc, i, e.c(pack)), e.c(g));
-    Value ok = e.cmp(P::eq, rowHead, arith::RemUIOp::create(b, loc, j, e.c(kvHeads)));
+    Value rowHead = e.divu(e.remu(i, e.c(pack)), e.c(g));
+    Value ok = e.cmp(P::eq, rowHead, e.remu(j, e.c(kvHeads)));
     return arith::SelectOp::create(b, loc, ok, x, negInf);
   });
 }

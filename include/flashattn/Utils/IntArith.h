@@ -25,6 +25,9 @@ struct IntArith {
   Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
   Value div(Value x, Value y) { return arith::DivSIOp::create(b, loc, x, y); }
   Value rem(Value x, Value y) { return arith::RemSIOp::create(b, loc, x, y); }
+  /// Unsigned, for indices known non-negative (lets the lowering fold them).
+  Value divu(Value x, Value y) { return arith::DivUIOp::create(b, loc, x, y); }
+  Value remu(Value x, Value y) { return arith::RemUIOp::create(b, loc, x, y); }
   Value ceilDiv(Value x, Value y) { return arith::CeilDivSIOp::create(b, loc, x, y); }
   Value floorDiv(Value x, Value y) { return arith::FloorDivSIOp::create(b, loc, x, y); }
   Value min(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
