@@ -145,6 +145,7 @@ void WarpgroupKernel::tileMap(TileMapOp op, State &st) {
     map.map(body.getArgument(1), i);
     for (Operation *rowOp : rowOps)
       clone(*rowOp);
+    columnBounds(body, elementOps);
     Value rowIn = allRows ? Value() : w.cmpi(CmpI::slt, i, rows);
     for (int64_t r = 0; r < nS; ++r) {
       if ((r / 2) % 2 != half)
@@ -160,7 +161,8 @@ void WarpgroupKernel::tileMap(TileMapOp op, State &st) {
         map.map(body.getArgument(0), x);
         map.map(body.getArgument(2), j);
         for (Operation *elementOp : elementOps)
-          if (!foldColumnRem(elementOp, body.getArgument(2), r))
+          if (!foldColumnRem(elementOp, body.getArgument(2), r) &&
+              !foldColumnCmp(elementOp, r))
             clone(*elementOp);
         return map.lookup(yielded);
       };
@@ -189,6 +191,51 @@ bool WarpgroupKernel::foldColumnRem(Operation *op, Value col, int64_t r) {
   if (!rem || rem.getLhs() != col || !c || *c <= 0 || 8 % *c != 0)
     return false;
   map.map(rem.getResult(), index(w.remui(w.addi(col0, w.i32(r % 2)), w.i32(*c))));
+  return true;
+}
+
+// The compares `n + j OP bound` of a tile_map's body, with j its column,
+// n defined outside the body and bound a row's key_end or key_begin (all
+// within the sequence lengths: no sum wraps), OP signed or (in)equality:
+// for the row, lim = bound - n - col0; per register (foldColumnCmp),
+// `c OP lim` with c its column's constant offset from col0. ptxas then
+// compares with an immediate; with a column index a register, the
+// boundary mask kept up to 32 of them live, into the registers of the
+// P V in flight, which made ptxas move that P V's wait above the mask
+// (FlashAttention-3's mask compares constant columns with a per-row limit
+// the same way).
+void WarpgroupKernel::columnBounds(Block &body, ArrayRef<Operation *> elementOps) {
+  colBounds.clear();
+  Value col = body.getArgument(2);
+  for (Operation *op : elementOps) {
+    auto cmp = dyn_cast<arith::CmpIOp>(op);
+    using P = arith::CmpIPredicate;
+    if (!cmp || !llvm::is_contained({P::slt, P::sle, P::sgt, P::sge, P::eq, P::ne},
+                                    cmp.getPredicate()))
+      continue;
+    for (int side = 0; side < 2; ++side) {
+      Value key = cmp->getOperand(side), bound = cmp->getOperand(1 - side);
+      auto add = key.getDefiningOp<arith::AddIOp>();
+      if (!add || (!bound.getDefiningOp<KeyEndOp>() && !bound.getDefiningOp<KeyBeginOp>()))
+        continue;
+      Value n = add.getLhs() == col ? add.getRhs() : add.getRhs() == col ? add.getLhs() : Value();
+      if (!n || n.getParentBlock() == &body)
+        continue;
+      Value lim = w.subi(w.subi(map.lookupOrDefault(bound), map.lookupOrDefault(n)), index(col0));
+      colBounds[op] = {lim, side == 0};
+      break;
+    }
+  }
+}
+
+bool WarpgroupKernel::foldColumnCmp(Operation *op, int64_t r) {
+  auto it = colBounds.find(op);
+  if (it == colBounds.end())
+    return false;
+  auto [lim, keyFirst] = it->second;
+  Value c = arith::ConstantIndexOp::create(b, loc, 8 * (r / 4) + r % 2);
+  arith::CmpIPredicate pred = cast<arith::CmpIOp>(op).getPredicate();
+  map.map(op->getResult(0), keyFirst ? w.cmpi(pred, c, lim) : w.cmpi(pred, lim, c));
   return true;
 }
 

@@ -254,6 +254,14 @@ private:
   /// A tile_map's `col mod c` (c dividing 8) for fragment register r,
   /// mapped to its per-thread value; false for any other op.
   bool foldColumnRem(Operation *op, Value col, int64_t r);
+  /// A tile_map's compares of a column's key with a row's key bound, per
+  /// row (columnBounds) and per register (foldColumnCmp; false for any
+  /// other op).
+  void columnBounds(Block &body, ArrayRef<Operation *> elementOps);
+  bool foldColumnCmp(Operation *op, int64_t r);
+  /// The compares columnBounds found: the row's bound less the column's
+  /// base (lim), and whether the key is the compare's left operand.
+  llvm::DenseMap<Operation *, std::pair<Value, bool>> colBounds;
   /// The tile a load writes, a slot of a ring or not, and its ring (or
   /// itself); the slot (i32) of one in its ring (0 outside rings).
   static Value ringOf(Value tile);
