@@ -260,7 +260,7 @@ def as_graph(f, stream):
 
 
 def decode_benchmark(kernel, run, stream, sms=132, pages=(16, 64), variants=(),
-                     shapes=DECODE_SHAPES, graphs=False, floor=None):
+                     shapes=DECODE_SHAPES, graphs=False, floor=None, changed=None):
     """Decode (one query token, 32 query / 8 kv heads, head_dim 128, bf16;
     the rows of DECODE_SHAPES): ours = pack_gqa + split-KV partial kernel with
     the merge fused (timed) from the automatic-num_splits artifact (the
@@ -273,7 +273,10 @@ def decode_benchmark(kernel, run, stream, sms=132, pages=(16, 64), variants=(),
     paged<P>_seq with the pages in order (the block_table an arange),
     paged<P>_changed with a host block_table that differs at every call
     (one unused column wider than paged<P>'s: the runtime patches or copies
-    its own mirror each time).
+    its own mirror each time), through `changed` ((kernel, run) of a second
+    runtime over the same artifacts, else ours): a runtime keeps 4 mirrors
+    a stream, and the changing tables in ours would evict the unchanged
+    ones, so that paged<P> paid a copy a call where a variant's did not.
     With `floor` (stream_floor's result) two streaming reads of the same
     K and V, computing nothing, run in the same loop: floor = the decode
     kernels' schedule ((batch, kv head, split) units, one per CTA),
@@ -355,13 +358,17 @@ def decode_benchmark(kernel, run, stream, sms=132, pages=(16, 64), variants=(),
             # the unchanged table's mirror and back at every call, which no
             # single stream of a server does, and the unchanged column
             # would pay a copy per call (an A/A run showed that bias).
-            def paged_changed(kern_p=kern_p, kp=kp, vp=vp,
+            ckernel, crun = changed or (kernel, run)
+
+            def paged_changed(kern_p=ckernel(d, "bf16", "bottom_right", hq, hkv, None, 0, 0,
+                                             None, True, False, True, ps),
+                              crun=crun, kp=kp, vp=vp,
                               bt=torch.cat([bt, bt[:, :1]], 1).contiguous().pin_memory(),
                               step=[0]):
                 step[0] = step[0] % (bt.shape[1] - 2) + 1
                 first, other = bt[0, 0].item(), bt[0, step[0]].item()
                 bt[0, 0], bt[0, step[0]] = other, first
-                run(kern_p, q, kp, vp, out, lse, deadline=0, seqused_k=used, block_table=bt)
+                crun(kern_p, q, kp, vp, out, lse, deadline=0, seqused_k=used, block_table=bt)
             fns["paged%d_changed" % ps] = paged_changed
             for vname, vkernel, vrun in variants:
                 def vpaged(vk=vkernel(d, "bf16", "bottom_right", hq, hkv, None, 0, 0, None,
@@ -600,8 +607,12 @@ def main():
         floor_lib = a.floor_lib or os.path.join(os.path.dirname(os.path.abspath(a.lib)),
                                                 "libfa_stream_read.so")
         pages = tuple(int(x) for x in a.pages.split(",") if x)
+        if a.decode:
+            clib, crt, _, ckernel, crun = open_runtime(a.lib, a.artifacts, stream)
+            runtimes.append((clib, crt))
         rows = (decode_benchmark(kernel, run, stream, pages=pages, variants=variants,
-                                 shapes=shapes, graphs=a.graphs, floor=stream_floor(floor_lib))
+                                 shapes=shapes, graphs=a.graphs, floor=stream_floor(floor_lib),
+                                 changed=(ckernel, crun))
                 if a.decode
                 else varlen_benchmark(kernel, run, stream, variants=variants) if a.varlen
                 else gqa_benchmark(kernel, run, stream))
