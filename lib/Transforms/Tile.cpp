@@ -375,9 +375,9 @@ void AttentionTiler::buildPersistent(Value table, Value pages) {
     return tableTile(table, t);
   if (longestFirst)
     return longestFirstTile(t, nmb);
-  Sequence s = sequence(e.div(t, perSequence));
+  Sequence s = sequence(e.divu(t, perSequence));
   s.nmb = nmb;
-  workTile(s, e.rem(t, perSequence));
+  workTile(s, e.remu(t, perSequence));
 }
 
 // Work tile t over the runtime's tile table (runtime/src/schedule.c: a
@@ -387,7 +387,7 @@ void AttentionTiler::buildPersistent(Value table, Value pages) {
 // of a group's heads fit L2) entry by entry, head fastest inside a group,
 // the last group holding the heads left.
 void AttentionTiler::tableTile(Value table, Value t) {
-  Value rest = e.div(t, numSplits);
+  Value rest = e.divu(t, numSplits);
   Value entries = e.loadIndex(table, {e.c(0)});
   Value hg = e.min(e.max(e.loadIndex(table, {e.c(2)}), e.c(1)), tileHeads);
   auto [head, entry] = grouped(rest, hg, tileHeads, entries);
@@ -396,7 +396,7 @@ void AttentionTiler::tableTile(Value table, Value t) {
   };
   Sequence s{field(7), varlenQ ? field(0) : e.c(0), field(2),
              varlenK || paged ? field(3) : e.c(0), field(5), Value()};
-  tileBody(s, head, field(6), e.rem(t, numSplits));
+  tileBody(s, head, field(6), e.remu(t, numSplits));
 }
 
 // Work tile t longest first (FlashAttention-3's LPT order, the plan's lpt
@@ -404,26 +404,28 @@ void AttentionTiler::tableTile(Value table, Value t) {
 // then in groups of hg (batch, head)s whose K and V fit 32 MB of L2,
 // m_block descending, (batch, head) fastest: in each group the longest
 // tiles come first (the sm90 kernel's counter hands them out in this
-// order).
+// order). The decode divides unsigned, as every work-tile decode here: a
+// tile index and the counts are never negative, and a signed division
+// costs the sm90 kernels' tile prologue a dozen more instructions.
 void AttentionTiler::longestFirstTile(Value t, Value nmb) {
-  Value rest = e.div(t, numSplits);
+  Value rest = e.divu(t, numSplits);
   Value nbh = e.mul(batch, tileHeads);
   // Query heads of one kv head share its K / V (packed: a tile's).
   Value keys = capacity ? e.max(capacity, e.c(1)) : e.c(1);
   Value perKvHead = e.max(e.div(e.c((int64_t(32) << 20) / (2 * (d + dv))), keys), e.c(1));
   Value hg = e.min(pack > 1 ? perKvHead : e.mul(perKvHead, groups), nbh);
   auto [bh, round] = grouped(rest, hg, nbh, nmb);
-  Sequence s = sequence(e.div(bh, tileHeads));
+  Sequence s = sequence(e.divu(bh, tileHeads));
   s.nmb = nmb;
-  tileBody(s, e.rem(bh, tileHeads), e.sub(e.sub(nmb, e.c(1)), round), e.rem(t, numSplits));
+  tileBody(s, e.remu(bh, tileHeads), e.sub(e.sub(nmb, e.c(1)), round), e.remu(t, numSplits));
 }
 
 std::pair<Value, Value> AttentionTiler::grouped(Value i, Value hg, Value n, Value rounds) {
   Value perGroup = e.mul(hg, rounds);
-  Value first = e.mul(e.div(i, perGroup), hg);
-  Value inGroup = e.rem(i, perGroup);
+  Value first = e.mul(e.divu(i, perGroup), hg);
+  Value inGroup = e.remu(i, perGroup);
   Value here = e.min(hg, e.sub(n, first));
-  return {e.add(first, e.rem(inGroup, here)), e.div(inGroup, here)};
+  return {e.add(first, e.remu(inGroup, here)), e.divu(inGroup, here)};
 }
 
 AttentionTiler::Sequence AttentionTiler::sequence(Value bIdx) {
@@ -458,8 +460,8 @@ AttentionTiler::Sequence AttentionTiler::sequence(Value bIdx) {
 
 // Work tile t of the sequence: (head, m_block, split), split fastest.
 void AttentionTiler::workTile(const Sequence &s, Value t) {
-  Value rest = e.div(t, numSplits);
-  tileBody(s, e.div(rest, s.nmb), e.rem(rest, s.nmb), e.rem(t, numSplits));
+  Value rest = e.divu(t, numSplits);
+  tileBody(s, e.divu(rest, s.nmb), e.remu(rest, s.nmb), e.remu(t, numSplits));
 }
 
 // The tile of head h, m_block mb and split `split` of the sequence.

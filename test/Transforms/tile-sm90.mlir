@@ -20,11 +20,11 @@
 // CHECK: %[[GRID:.*]] = gpu.grid_dim x
 // CHECK: scf.for %[[T:.*]] = %[[FIRST]] to %c16 step %[[GRID]] {
 // CHECK:   %[[GFIRST:.*]] = arith.muli %{{.*}}, %c8
-// CHECK:   %[[IN:.*]] = arith.remsi %[[T]], %c16
+// CHECK:   %[[IN:.*]] = arith.remui %[[T]], %c16
 // CHECK:   %[[HERE:.*]] = arith.minsi %{{.*}}, %c8
 // CHECK:   %[[BH:.*]] = arith.addi %[[GFIRST]], %{{.*}}
-// CHECK:   %[[ROUND:.*]] = arith.divsi %[[IN]], %[[HERE]]
-// CHECK:   %[[B:.*]] = arith.divsi %[[BH]], %c4
+// CHECK:   %[[ROUND:.*]] = arith.divui %[[IN]], %[[HERE]]
+// CHECK:   %[[B:.*]] = arith.divui %[[BH]], %c4
 // CHECK:   %[[MB:.*]] = arith.subi %c1, %[[ROUND]]
 // CHECK:   %[[M0:.*]] = arith.muli %[[MB]], %c64
 // CHECK:   memref.subview %[[Q]][%[[B]], 0, %{{.*}}, 0] [1, 100, 1, 64]
@@ -85,9 +85,9 @@ func.func @region_constant(%q: memref<1x64x2x64xf16>, %k: memref<1x64x2x64xf16>,
 // CHECK: %[[TOTAL:.*]] = arith.muli %[[EI]], %c2
 // CHECK: scf.for %[[T:.*]] = %{{.*}} to %[[TOTAL]] step
 // CHECK:   memref.load %[[TABLE]][%c2]
-// CHECK:   arith.divsi %[[T]], %{{.*}}
-// CHECK:   %[[IN:.*]] = arith.remsi %[[T]], %{{.*}}
-// CHECK:   %[[ENTRY:.*]] = arith.divsi %[[IN]], %{{.*}}
+// CHECK:   arith.divui %[[T]], %{{.*}}
+// CHECK:   %[[IN:.*]] = arith.remui %[[T]], %{{.*}}
+// CHECK:   %[[ENTRY:.*]] = arith.divui %[[IN]], %{{.*}}
 // CHECK:   %[[W0:.*]] = arith.muli %[[ENTRY]], %c8
 // CHECK:   %[[F0:.*]] = arith.addi %[[W0]], %c8
 // CHECK:   %[[QPOS:.*]] = memref.load %[[TABLE]][%[[F0]]]
@@ -180,7 +180,7 @@ func.func @append(%q: memref<2x1x4x64xf16>, %kc: memref<2x256x2x64xf16>, %vc: me
 // CHECK-LABEL: func.func @packed
 // CHECK: gpu.func @fa_sm90_0
 // CHECK: scf.for %{{.*}} = %{{.*}} to %c28 step
-// CHECK:   %[[B:.*]] = arith.divsi %{{.*}}, %c2 : index
+// CHECK:   %[[B:.*]] = arith.divui %{{.*}}, %c2 : index
 // CHECK:   %[[M0:.*]] = arith.muli %{{.*}}, %c64
 // CHECK:   %[[ROWS:.*]] = arith.minsi %{{.*}}, %c64
 // CHECK:   %[[P0:.*]] = arith.divsi %[[M0]], %c4

@@ -176,7 +176,7 @@ func.func @varlen(%q: memref<100x2x64xf16>, %k: memref<120x2x64xf16>, %v: memref
 // CHECK: scf.for %[[B:[a-z0-9_]+]] =
 // CHECK:   memref.load %arg3[%[[B]]] : memref<2xi32>
 // CHECK:   scf.for %[[T:[a-z0-9_]+]] = %c0 to %c32
-// CHECK:     %[[SPLIT:[a-z0-9_]+]] = arith.remsi %[[T]], %c4
+// CHECK:     %[[SPLIT:[a-z0-9_]+]] = arith.remui %[[T]], %c4
 // CHECK:     %[[PAGES:[a-z0-9_]+]] = memref.subview %arg4[%[[B]], 0] [1, 16] [1, 1] : memref<2x16xi32> to memref<16xi32, strided<[1], offset: ?>>
 // CHECK:     memref.subview %[[PO]][%[[SPLIT]], %[[B]],
 // CHECK:     flashattn.key_blocks rows[{{.*}}) keys %{{.*}} offset %{{.*}} split %[[SPLIT]] of %c4 {block_n = 64 : i64, causal = #flashattn.causal<bottom_right>} : index

@@ -747,13 +747,15 @@ LogicalResult WarpgroupKernel::overlappedLoop(scf::ForOp src, State &st) {
   applyScale(st);
   earlyQ = qReleaseAfter(src);
   blocksRan = any;
-  // Without a block: the state and an idle deferred P V (slot 0, alpha 1,
-  // P 0), whose types the carried values take.
+  // Without a block: the state and an undefined deferred P V (slot, alpha,
+  // P), whose types the carried values take: only flushDeferred and the
+  // steady loops read it, after a first block. (Zeros here cost a move a
+  // register at every tile; undef lets LLVM drop the merge.)
   Values idle = st.values();
-  idle.push_back(w.i32(0));
+  idle.push_back(w.undef(w.i32T));
   if (rescaleUnderQK)
-    idle.append(2, w.f32(1.0));
-  idle.append(npk, w.i32(0));
+    idle.append(2, w.undef(w.f32T));
+  idle.append(npk, w.undef(w.i32T));
   SmallVector<Type> types = llvm::to_vector(ValueRange(idle).getTypes());
   LogicalResult ok = success();
   auto none = [&] { return idle; };
