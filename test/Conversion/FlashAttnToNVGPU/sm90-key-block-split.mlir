@@ -8,7 +8,9 @@
 // flashattn-tile's bound taken at the consumer's own first row,
 // floor(key_end(m0 + 64 g) / block_n) (FlashAttention-3 masks per
 // warpgroup): before it no mask (no key_end), from it the boundary mask
-// without its branch; then the
+// without its branch, j < key_end(i) compared per register as the
+// register's constant column offset (0, 1, 8, 9, ... in a thread's first
+// row) against lim = key_end(i) - n0 - col0, once a row; then the
 // tile's blocks past the consumer's own, their K and V waited for and
 // released only (no wgmma), carrying the phases alone.
 // CHECK-LABEL: func.func @causal
@@ -42,7 +44,15 @@
 // CHECK: scf.for %{{.*}} = %[[SPLIT]] to %[[UB]] step %c1
 // CHECK: nvvm.wgmma.mma_async
 // CHECK-NOT: scf.if
-// CHECK: flashattn.key_end
+// CHECK: %[[KEYEND:.*]] = flashattn.key_end
+// CHECK-NEXT: %[[COL0:.*]] = arith.index_cast %{{.*}} : i32 to index
+// CHECK-NEXT: %[[REL:.*]] = arith.subi %[[KEYEND]], %{{.*}} : index
+// CHECK-NEXT: %[[LIM:.*]] = arith.subi %[[REL]], %[[COL0]] : index
+// CHECK: %[[IN0:.*]] = arith.cmpi slt, %c0{{(_[0-9]+)?}}, %[[LIM]] : index
+// CHECK-NEXT: arith.select %[[IN0]]
+// CHECK: arith.cmpi slt, %c1{{(_[0-9]+)?}}, %[[LIM]] : index
+// CHECK: arith.cmpi slt, %c8{{(_[0-9]+)?}}, %[[LIM]] : index
+// CHECK: arith.cmpi slt, %c9{{(_[0-9]+)?}}, %[[LIM]] : index
 // CHECK: flashattn.wgmma_rs
 // CHECK: scf.yield
 // CHECK: %[[DRAIN:.*]] = arith.maxsi %[[UB]], %[[BEGIN]]
