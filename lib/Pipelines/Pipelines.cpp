@@ -69,6 +69,7 @@ void mlir::flashattn::buildFlashAttnSm90Pipeline(
   plan.tmaStore = options.tmaStore;
   plan.earlyQRelease = options.earlyQRelease;
   plan.predicatedQRelease = options.predicatedQRelease;
+  plan.prefetchNextQ = options.prefetchNextQ;
   plan.conditionalRescale = options.conditionalRescale;
   plan.kvRowCopies = options.kvRowCopies;
   plan.warpSpecialize = options.warpSpecialize;

@@ -157,6 +157,7 @@ LogicalResult mlir::flashattn::compileSm90Ptx(const fa_attention_config &config,
             options.tmaStore = overrides.tmaStore;
             options.earlyQRelease = overrides.earlyQRelease;
             options.predicatedQRelease = overrides.predicatedQRelease;
+            options.prefetchNextQ = overrides.prefetchNextQ;
             options.conditionalRescale = overrides.conditionalRescale;
             options.kvRowCopies = overrides.kvRowCopies;
             options.warpSpecialize = overrides.warpSpecialize;

@@ -142,6 +142,7 @@ Sm90CodegenOverrides Sm90CodegenOverrides::forced(Sm90CodegenAttr cg) {
   o.intraWGOverlap = cg.getIntraWgOverlap();
   o.fusedMerge = cg.getFusedMerge();
   o.predicatedQRelease = cg.getPredicatedQRelease();
+  o.prefetchNextQ = cg.getPrefetchNextQ();
   return o;
 }
 
@@ -186,5 +187,6 @@ FailureOr<Sm90CodegenAttr> mlir::flashattn::chooseSm90Codegen(AttentionOp op, Pl
       o.reduceChains.value_or(reduceChains(f)), rowCopies, *hp,
       o.l2HintQ.value_or(L2Priority::evict_first), o.l2HintKV.value_or(L2Priority::normal),
       o.warpSpecialize.value_or(false), o.intraWGOverlap.value_or(false),
-      f.partial && o.fusedMerge.value_or(true), o.predicatedQRelease.value_or(false));
+      f.partial && o.fusedMerge.value_or(true), o.predicatedQRelease.value_or(false),
+      o.prefetchNextQ.value_or(false));
 }

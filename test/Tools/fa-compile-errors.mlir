@@ -9,6 +9,8 @@
 // RUN: not fa-compile --l2-hint-q bogus -o %t.faa 2>&1 | FileCheck %s --check-prefix=TUNING
 // RUN: not fa-compile --predicated-q-release on -o %t.faa 2>&1 | FileCheck %s --check-prefix=TUNING
 // RUN: not fa-compile --target sm90 --tiled --predicated-q-release bogus -o %t.faa 2>&1 | FileCheck %s --check-prefix=SWITCH
+// RUN: not fa-compile --prefetch-next-q on -o %t.faa 2>&1 | FileCheck %s --check-prefix=TUNING
+// RUN: not fa-compile --target sm90 --tiled --prefetch-next-q bogus -o %t.faa 2>&1 | FileCheck %s --check-prefix=PREFETCH
 // RUN: not test -e %t.faa
 
 // HEADS: fa-compile: invalid configuration: num_q_heads (3) must be a positive multiple of num_kv_heads (2)
@@ -18,6 +20,7 @@
 // TARGET: fa-compile: --target takes host or sm90, got 'sm80'
 // TUNING: fa-compile: the sm90 tuning options (--block-m ... --l2-hint-kv) need --target sm90
 // SWITCH: flashattn-plan: predicated-q-release takes auto, on or off, got 'bogus'
+// PREFETCH: flashattn-plan: prefetch-next-q takes auto, on or off, got 'bogus'
 
 // A regions file holds score / mask regions and nothing else: text that
 // closes a region and adds an op of its own is refused, never compiled in.

@@ -85,6 +85,10 @@ static cl::opt<std::string> predicatedQRelease(
     "predicated-q-release", llvm::cl::cat(faCompileCategory), cl::init("auto"),
     cl::desc("sm90 tuning, --tiled: with the early Q release, a predicated arrive in the "
              "masked key-block loop only (auto, on, off)"));
+static cl::opt<std::string> prefetchNextQ(
+    "prefetch-next-q", llvm::cl::cat(faCompileCategory), cl::init("auto"),
+    cl::desc("sm90 tuning, --tiled: with the counter's tiles, Q in two buffers, the next "
+             "tile's loaded before this one's is released (auto, on, off)"));
 static cl::opt<std::string> conditionalRescale(
     "conditional-rescale", llvm::cl::cat(faCompileCategory), cl::init("auto"),
     cl::desc("sm90 tuning: rescale O only where a row's max grew by more than 8 (auto, on, "
@@ -162,7 +166,7 @@ int main(int argc, char **argv) {
   if (target == "host" &&
       (blockM || blockN || consumers || stages || kvHeadsPerBlock || unpipelined || tiled ||
        schedulerBarrier != "auto" || tmaStore != "auto" || earlyQRelease != "auto" ||
-       predicatedQRelease != "auto" ||
+       predicatedQRelease != "auto" || prefetchNextQ != "auto" ||
        conditionalRescale != "auto" || kvRowCopies != "auto" || l2HintQ != "auto" || l2HintKV != "auto" ||
        warpSpecialize != "auto" || intraWGOverlap != "auto" || fusedMerge != "auto")) {
     errs() << "fa-compile: the sm90 tuning options (--block-m ... --l2-hint-kv) "
@@ -221,6 +225,7 @@ int main(int argc, char **argv) {
   overrides.tmaStore = tmaStore;
   overrides.earlyQRelease = earlyQRelease;
   overrides.predicatedQRelease = predicatedQRelease;
+  overrides.prefetchNextQ = prefetchNextQ;
   overrides.conditionalRescale = conditionalRescale;
   overrides.kvRowCopies = kvRowCopies;
   overrides.warpSpecialize = warpSpecialize;

@@ -65,6 +65,11 @@ struct Sm90PipelineOptions : public PassPipelineOptions<Sm90PipelineOptions> {
       llvm::cl::desc("with early-q-release, a predicated arrive in the masked key-block loop "
                      "only (tiled): auto, on, off"),
       llvm::cl::init("auto")};
+  Option<std::string> prefetchNextQ{
+      *this, "prefetch-next-q",
+      llvm::cl::desc("with the counter's tiles, Q in two buffers, the next tile's loaded early "
+                     "(tiled): auto, on, off"),
+      llvm::cl::init("auto")};
   Option<std::string> conditionalRescale{
       *this, "conditional-rescale",
       llvm::cl::desc("rescale O only where a row's max grew by more than 8: auto, on, off"),

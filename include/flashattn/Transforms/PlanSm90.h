@@ -28,7 +28,7 @@ inline bool sm90UsesTileTable(AttentionOp op) {
 struct Sm90CodegenOverrides {
   std::optional<bool> schedulerBarrier, tmaStore, earlyQRelease, conditionalRescale,
       rescaleUnderQK, kvRowCopies, warpSpecialize, intraWGOverlap, fusedMerge,
-      predicatedQRelease;
+      predicatedQRelease, prefetchNextQ;
   std::optional<int64_t> reduceChains;
   int64_t kvHeadsPerBlock = 0;
   std::optional<L2Priority> l2HintQ, l2HintKV;

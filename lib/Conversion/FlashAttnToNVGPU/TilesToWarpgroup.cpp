@@ -225,10 +225,14 @@ LogicalResult WarpgroupKernel::sharedMemory() {
   int64_t boxes = D / 64;
   qBytes = boxes * rowsM * 128;
   kvBytes = boxes * kKeys * 128;
-  kOff = qBytes;
-  vOff = kOff + ringSize[K] * kvBytes;
-  oOff = vOff + ringSize[V] * kvBytes;
-  bars = (1 + ringSize[K] + ringSize[V]) * (specialize ? 2 : 1);
+  auto place = [&](int64_t slots) {
+    qSlots = slots;
+    kOff = slots * qBytes;
+    vOff = kOff + ringSize[K] * kvBytes;
+    oOff = vOff + ringSize[V] * kvBytes;
+    bars = (slots + ringSize[K] + ringSize[V]) * (specialize ? 2 : 1);
+  };
+  place(1);
   int64_t oBytes = boxes * rowsM * 128;
   auto outType = cast<MemRefType>(args[Out].getType());
   tmaStore = planTmaStore && specialize && !partial && !args[Table] && packG == 1 &&
@@ -244,6 +248,16 @@ LogicalResult WarpgroupKernel::sharedMemory() {
   // already orders longest first).
   dynamic = planLongestFirst && specialize && !args[Table] && ringSize[Q] == 1 &&
             !rowCopies && !laneBoxes && dynamicWorkLoops();
+  // The plan's prefetch_next_q: a second Q buffer where it fits beside the
+  // rest (O's staging tile kept).
+  if (dynamic && planPrefetchQ) {
+    place(2);
+    barOff = oOff + (tmaStore ? oBytes : 0);
+    if (barOff + 8 * bars + 16 > kSm90MaxSharedMemory) {
+      place(1);
+      barOff = oOff + (tmaStore ? oBytes : 0);
+    }
+  }
   tileOff = barOff + 8 * bars;
   if (dynamic && tileOff + 8 > kSm90MaxSharedMemory) {
     dynamic = false; // the static stride then (the index needs 8 bytes)
@@ -306,8 +320,16 @@ LogicalResult WarpgroupKernel::ringRoles() {
 }
 
 Value WarpgroupKernel::slotOf(Value tile) {
+  if (qSlot && hasRole(tile, Q))
+    return qSlot;
   Value slot = slots.lookup(tile);
   return slot ? slot : w.i32(0);
+}
+
+Value WarpgroupKernel::tileIndexAt(Value slot) {
+  if (qSlots == 1)
+    return at(tileOff);
+  return w.gep(smem, w.sptrT, w.i8T, w.addi(w.i32(tileOff), w.muli(slot, w.i32(4))));
 }
 
 bool WarpgroupKernel::hasRole(Value tile, Arg role) const {
@@ -317,13 +339,14 @@ bool WarpgroupKernel::hasRole(Value tile, Arg role) const {
 
 Value WarpgroupKernel::tileAt(Arg role, Value slot) {
   int64_t base = role == Q ? 0 : role == K ? kOff : vOff;
-  return w.gep(smem, w.sptrT, w.i8T, w.addi(w.i32(base), w.muli(slot, w.i32(kvBytes))));
+  return w.gep(smem, w.sptrT, w.i8T,
+               w.addi(w.i32(base), w.muli(slot, w.i32(role == Q ? qBytes : kvBytes))));
 }
 
 Value WarpgroupKernel::barrierOffset(Arg role, Value slot, bool empty) {
-  int64_t first = role == Q ? 0 : role == K ? 1 : 1 + ringSize[K];
+  int64_t first = role == Q ? 0 : role == K ? qSlots : qSlots + ringSize[K];
   if (empty)
-    first += 1 + ringSize[K] + ringSize[V];
+    first += qSlots + ringSize[K] + ringSize[V];
   return w.addi(w.i32(barOff + 8 * first), w.muli(slot, w.i32(8)));
 }
 
@@ -407,7 +430,7 @@ void WarpgroupKernel::prologue() {
     int64_t full = specialize ? bars / 2 : bars;
     for (int64_t i = 0; i < bars; ++i)
       w.mbarrierInit(at(barOff + 8 * i),
-                     w.i32(i >= full ? consumerThreads : rowCopies && i > 0 ? 128 : 1));
+                     w.i32(i >= full ? consumerThreads : rowCopies && i >= qSlots ? 128 : 1));
     w.fenceProxyAsyncShared();
   });
   NVVM::Barrier0Op::create(b, loc);
@@ -608,10 +631,12 @@ Value WarpgroupKernel::nextTile(Value total, Value grid) {
 // The producer writes each tile's index into shared memory before Q's
 // load arrives on its full mbarrier (a release the consumers' wait
 // acquires), and after the last tile the index past it with a bare arrive:
-// the consumers stop there.
+// the consumers stop there. Both work loops carry the iteration's Q buffer
+// (qSlot: 0, 1, 0, ... with the plan's prefetch_next_q, else always 0),
+// whose tile index, mbarriers and phase bit the iteration uses.
 LogicalResult WarpgroupKernel::producerWorkLoop(scf::ForOp src, State &st) {
   Value total = i32(map.lookup(src.getUpperBound())), grid = i32(map.lookup(src.getStep()));
-  Values init{i32(map.lookup(src.getLowerBound()))};
+  Values init{i32(map.lookup(src.getLowerBound())), w.i32(0)};
   init.append(carried(st));
   LogicalResult ok = success();
   auto loop = scf::WhileOp::create(
@@ -621,31 +646,32 @@ LogicalResult WarpgroupKernel::producerWorkLoop(scf::ForOp src, State &st) {
       },
       [&](OpBuilder &, Location, ValueRange a) {
         workTile = a[0];
+        qSlot = qSlots > 1 ? a[1] : Value();
         map.map(src.getInductionVar(), index(a[0]));
-        State in = State::from(a.drop_front(), true);
+        State in = State::from(a.drop_front(2), true);
         ok = block(*src.getBody(), in);
-        Values next{nextTile(total, grid)};
+        Values next{nextTile(total, grid), w.xori(a[1], w.i32(qSlots > 1 ? 1 : 0))};
         next.append(carried(in));
         scf::YieldOp::create(b, loc, next);
       });
-  workTile = Value();
+  workTile = qSlot = Value();
   if (failed(ok))
     return failure();
-  st = State::from(loop.getResults().drop_front(), true);
-  Value slot = w.i32(0);
-  w.mbarrierWait(barrierAt(Q, slot, true), w.andi(st.phase[Q], w.i32(1)), waitTicks);
-  st.phase[Q] = w.xori(st.phase[Q], w.i32(1));
-  w.store(loop.getResult(0), at(tileOff));
+  st = State::from(loop.getResults().drop_front(2), true);
+  Value slot = loop.getResult(1);
+  waitEmpty(Q, slot, st);
+  w.store(loop.getResult(0), tileIndexAt(slot));
   w.mbarrierArrive(barrierAt(Q, slot));
   return success();
 }
 
-// Each iteration waits for Q, reads the tile's index (the same in every
-// thread: shfl.sync idx tells ptxas) and stops past the last tile; the
-// body's wait for Q is that one.
+// Each iteration waits for Q (its buffer's), reads the tile's index (the
+// same in every thread: shfl.sync idx tells ptxas) and stops past the last
+// tile; the body's wait for Q is that one.
 LogicalResult WarpgroupKernel::consumerWorkLoop(scf::ForOp src, State &st) {
   Value total = i32(map.lookup(src.getUpperBound()));
-  Values init = carried(st);
+  Values init{w.i32(0)};
+  init.append(carried(st));
   SmallVector<Type> types{w.i32T};
   for (Value v : init)
     types.push_back(v.getType());
@@ -653,23 +679,27 @@ LogicalResult WarpgroupKernel::consumerWorkLoop(scf::ForOp src, State &st) {
   auto loop = scf::WhileOp::create(
       b, loc, types, init,
       [&](OpBuilder &, Location, ValueRange a) {
-        State in = State::from(a, false);
-        waitTile(Q, w.i32(0), Value(), in);
-        Value t = w.load(w.i32T, at(tileOff));
+        State in = State::from(a.drop_front(), false);
+        waitTile(Q, a[0], Value(), in);
+        Value t = w.load(w.i32T, tileIndexAt(a[0]));
         t = w.shfl(NVVM::ShflKind::idx, w.i32(-1), t, w.i32(0), w.i32(31));
-        Values v{t};
+        Values v{t, a[0]};
         v.append(in.values());
         scf::ConditionOp::create(b, loc, w.cmpi(CmpI::slt, t, total), v);
       },
       [&](OpBuilder &, Location, ValueRange a) {
         map.map(src.getInductionVar(), index(a[0]));
-        State in = State::from(a.drop_front(), false);
+        qSlot = qSlots > 1 ? a[1] : Value();
+        State in = State::from(a.drop_front(2), false);
         ok = block(*src.getBody(), in);
-        scf::YieldOp::create(b, loc, carried(in));
+        Values next{w.xori(a[1], w.i32(qSlots > 1 ? 1 : 0))};
+        next.append(carried(in));
+        scf::YieldOp::create(b, loc, next);
       });
+  qSlot = Value();
   if (failed(ok))
     return failure();
-  st = State::from(loop.getResults().drop_front(), false);
+  st = State::from(loop.getResults().drop_front(2), false);
   return success();
 }
 

@@ -36,7 +36,9 @@ void WarpgroupKernel::tileQK(TileQKOp op, State &st) {
   // In an overlapped loop O is in flight past Q K^T, so no branch: Q's
   // rows at warpgroup g start g x 64 rows of 128 bytes into each box.
   bool branches = overlap == Overlap::none;
-  Value qAt = branches ? smem : w.gep(smem, w.sptrT, w.i8T, w.muli(warpgroup, w.i32(kRows * 128)));
+  Value qBase = qSlot ? tileAt(Q, slotOf(op.getQ())) : smem;
+  Value qAt =
+      branches ? qBase : w.gep(qBase, w.sptrT, w.i8T, w.muli(warpgroup, w.i32(kRows * 128)));
   std::function<Values(int64_t)> from = [&](int64_t g) -> Values {
     auto qk = [&]() -> Values {
       NVVM::WgmmaFenceAlignedOp::create(b, loc);

@@ -107,6 +107,7 @@ public:
         reduceChains(cg ? cg.getReduceChains() : 1),
         planTmaStore(cg && cg.getTmaStore()), planEarlyQ(cg && cg.getEarlyQRelease()),
         planPredicatedQ(cg && cg.getPredicatedQRelease()),
+        planPrefetchQ(cg && cg.getPrefetchNextQ()),
         planRowCopies(cg && cg.getKvRowCopies()),
         planLongestFirst(longestFirst),
         rescaleUnderQK(cg && cg.getRescaleUnderQk()),
@@ -309,6 +310,12 @@ private:
   int64_t packG = 1;
   int64_t D = 0, qBytes = 0, kvBytes = 0, kOff = 0, vOff = 0, barOff = 0, bars = 3,
           nS = 0, nO = 0;
+  /// Q's slots: 2 with the counter's tiles where they fit (the producer
+  /// loads the next tile's Q while the consumers finish this one), the
+  /// slot of the work loop's iteration (i32; null outside it or with one).
+  int64_t qSlots = 1;
+  Value qSlot;
+  Value tileIndexAt(Value slot);
   /// S's columns and rows; the CTA's threads (128 a 64 rows, and the
   /// producer's 128 with warp specialization).
   int64_t kKeys = 0, rowsM = 0, threads = 0;
@@ -329,7 +336,8 @@ private:
   /// the last block's Q K^T (under the last P V and the epilogue);
   /// `lastBlock` (i1): the block being emitted is the loop's last;
   /// `blocksRan`: the loop has a block (both valid while `earlyQ` is set).
-  bool planEarlyQ = false, planPredicatedQ = false, planRowCopies = false;
+  bool planEarlyQ = false, planPredicatedQ = false, planPrefetchQ = false,
+       planRowCopies = false;
   /// The plan's fused_merge; taken in a split-KV partial kernel whose op
   /// merges into bf16 or f16 (`mergeT`): the merge's flag (i32) in shared
   /// memory at `mergeOff`.

@@ -228,7 +228,7 @@ void WarpgroupKernel::issueTma(Arg role, Value slot, int64_t parts, Value valid,
     waitEmpty(role, slot, st);
     // The tile's index, released to the consumers by Q's arrive.
     if (role == Q && dynamic)
-      w.store(workTile, at(tileOff));
+      w.store(workTile, tileIndexAt(slot));
   }
   // One barrier for loads issued back to back (K and V of a block).
   Block *here = b.getInsertionBlock();

@@ -129,7 +129,13 @@ def FlashAttn_Sm90CodegenAttr : AttrDef<FlashAttn_Dialect, "Sm90Codegen"> {
       without the mask, then blocks with it), Q's release is in the masked
       loop's last block only, as a predicated arrive (`@p mbarrier.arrive`)
       instead of a branch around one, and after both loops when the
-      unmasked one had the tile's last block.
+      unmasked one had the tile's last block;
+    - `prefetch_next_q`: in flashattn-tile's warp-specialized kernel taking
+      its tiles from the launch's counter, Q has two buffers, a tile's in
+      the other one than the tile's before: the producer loads the next
+      tile's Q as soon as it has issued this tile's last K and V, not after
+      the consumers release this tile's Q (where it does not fit in shared
+      memory, one buffer).
 
     Example:
 
@@ -155,7 +161,8 @@ def FlashAttn_Sm90CodegenAttr : AttrDef<FlashAttn_Dialect, "Sm90Codegen"> {
     DefaultValuedParameter<"bool", "false">:$warp_specialize,
     DefaultValuedParameter<"bool", "false">:$intra_wg_overlap,
     DefaultValuedParameter<"bool", "false">:$fused_merge,
-    DefaultValuedParameter<"bool", "false">:$predicated_q_release
+    DefaultValuedParameter<"bool", "false">:$predicated_q_release,
+    DefaultValuedParameter<"bool", "false">:$prefetch_next_q
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
