@@ -261,12 +261,13 @@ struct FlashAttnPlanPass
 
   /// Whether that kernel, taking its tiles from the launch's counter (the
   /// lpt schedule of a causal mask), gives Q two buffers and loads the next
-  /// tile's Q before this one's is released: at head_dim 128 causal
+  /// tile's Q before this one's is released (ahead of tiles of at most 16
+  /// key blocks: flashattn-sm90-warpgroup): at head_dim 128 causal
   /// 1.5-3.7% faster from 512 to 2k keys, within 0.5% from 4k (H100); at
-  /// head_dim 64 causal 1.3-5.7% faster to 2k keys but 2.5-3% slower at 8k
-  /// and 16k, so not taken there; at head_dim 256 two buffers do not fit.
+  /// head_dim 64 causal 1.3-5.7% faster to 2k keys; at head_dim 256 two
+  /// buffers do not fit.
   static bool tiledPrefetchNextQ(AttentionOp op, PlanAttr p) {
-    return op.getHeadDim() == 128 && op.getCausal() != CausalKind::none &&
+    return op.getHeadDim() <= 128 && op.getCausal() != CausalKind::none &&
            p.getSchedule() == Schedule::lpt && !sm90UsesTileTable(op);
   }
 

@@ -182,6 +182,10 @@ private:
   /// `newer` most recent commit groups landed.
   void arrivePending(State &st, int32_t newer);
   void waitEmpty(Arg role, Value slot, State &st);
+  /// With two Q buffers, ahead of a tile of more than kPrefetchMaxBlocks
+  /// key blocks, the producer's wait for the tile before to release its Q.
+  void awaitLongTileQ(Operation *load, State &st);
+  static constexpr int64_t kPrefetchMaxBlocks = 16;
   void issuePagesByLane(Arg role, Value slot, Value first, Value valid, Value head, State &st);
   Values pagePanelCoords(Value head, Value page);
   LogicalResult ringRoles();

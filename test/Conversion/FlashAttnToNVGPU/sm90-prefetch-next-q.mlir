@@ -12,7 +12,11 @@
 // full mbarrier, read the index there, and their Q K^T reads Q at 32768
 // slot (plus 8192 a warpgroup's 64 rows). So the producer copies the next
 // tile's Q as soon as it has issued this tile's last K and V, into the
-// buffer the tile before released. Without it: one buffer, 32 KiB less.
+// buffer the tile before released; but ahead of a tile of more than 16 key
+// blocks (end - begin of its key_blocks) it first waits for the tile
+// before to release its Q (the other buffer's empty mbarrier at the
+// producer's phase bit for it, not flipped), so the consumers meet at a
+// long tile's Q. Without it: one buffer, 32 KiB less.
 // CHECK-LABEL: func.func @causal
 // CHECK: llvm.func @fa_sm90_0(
 // CHECK-SAME: smem = 229480
@@ -22,6 +26,19 @@
 // CHECK: scf.while (%{{.*}} = %{{.*}}, %{{.*}} = %c0_i32{{[_0-9]*}}, %[[PPH:[a-z0-9]+]] = %c-1_i32
 // CHECK: } do {
 // CHECK-NEXT: ^bb0(%[[PT:[a-z0-9]+]]: i32, %[[PSLOT:[a-z0-9]+]]: i32, %[[PPHQ:[a-z0-9]+]]: i32,
+// CHECK: %[[BEGIN:[a-z0-9_]+]], %[[END:[a-z0-9_]+]] = flashattn.key_blocks
+// CHECK: %[[B32:.*]] = arith.index_cast %[[BEGIN]] : index to i32
+// CHECK: %[[E32:.*]] = arith.index_cast %[[END]] : index to i32
+// CHECK: %[[BLOCKS:.*]] = arith.subi %[[E32]], %[[B32]] : i32
+// CHECK: %[[OTHER:.*]] = arith.xori %[[PSLOT]], %c1_i32
+// CHECK: %[[LONG:.*]] = arith.cmpi sgt, %[[BLOCKS]], %c16_i32
+// CHECK: scf.if %[[LONG]] {
+// CHECK: %[[OBIT:.*]] = arith.shrui %[[PPHQ]], %[[OTHER]]
+// CHECK: %[[OOFF:.*]] = arith.muli %[[OTHER]], %c8_i32
+// CHECK: %[[OAT:.*]] = arith.addi %c229424_i32{{[_0-9]*}}, %[[OOFF]]
+// CHECK: %[[OEMPTY:.*]] = llvm.getelementptr %{{.*}}[%[[OAT]]]
+// CHECK: nvvm.mbarrier.try_wait.parity %[[OEMPTY]]
+// CHECK: }
 // CHECK: %[[QOFF:.*]] = arith.muli %[[PSLOT]], %c32768_i32
 // CHECK: %[[QAT:.*]] = arith.addi %c0_i32{{[_0-9]*}}, %[[QOFF]]
 // CHECK: %[[QBUF:.*]] = llvm.getelementptr %{{.*}}[%[[QAT]]]

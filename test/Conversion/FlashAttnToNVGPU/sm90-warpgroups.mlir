@@ -1,5 +1,5 @@
 // RUN: fa-opt %s --flashattn-plan="target=sm90 tiled" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warpgroup | FileCheck %s
-// RUN: fa-opt %s --flashattn-plan="target=sm90 tiled intra-wg-overlap=off" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup | FileCheck %s --check-prefix=WS
+// RUN: fa-opt %s --flashattn-plan="target=sm90 tiled intra-wg-overlap=off prefetch-next-q=off" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup | FileCheck %s --check-prefix=WS
 // RUN: fa-opt %s --flashattn-plan="target=sm90 tiled" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup | FileCheck %s --check-prefix=OV
 
 // flashattn-sm90-warpgroup over 128 x 128 score tiles (flashattn-plan
@@ -33,7 +33,8 @@
 // CHECK:   }
 // CHECK:   flashattn.wgmma_rs
 
-// Warp-specialized (flashattn-sm90-warp-specialize): 384 threads, a full
+// Warp-specialized (flashattn-sm90-warp-specialize; one Q buffer:
+// sm90-prefetch-next-q.mlir has the plan's two): 384 threads, a full
 // mbarrier (one arrive: the TMA's expect_tx) and an empty one (256 arrives:
 // every consumer thread's release) a tile, for Q, 2 K and 2 V slots. The
 // producer's thread 0 waits on a slot's empty mbarrier, then issues its
