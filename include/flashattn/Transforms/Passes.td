@@ -76,8 +76,8 @@ def FlashAttnPlan : Pass<"flashattn-plan"> {
            "window), on, off">,
     Option<"prefetchNextQ", "prefetch-next-q", "std::string", /*default=*/"\"auto\"",
            "sm90: in flashattn-tile's kernel with the counter's tiles, Q in two buffers, "
-           "the next tile's loaded before this tile's is released: auto (at head_dim 128 "
-           "under a causal mask), on, off">,
+           "the next tile's loaded before this tile's is released: auto (at head_dim 64 "
+           "and 128 under a causal mask), on, off">,
     Option<"conditionalRescale", "conditional-rescale", "std::string",
            /*default=*/"\"auto\"",
            "sm90: rescale O only where a row's max grew by more than 8 (exp2 units): "

@@ -134,8 +134,8 @@ def FlashAttn_Sm90CodegenAttr : AttrDef<FlashAttn_Dialect, "Sm90Codegen"> {
       its tiles from the launch's counter, Q has two buffers, a tile's in
       the other one than the tile's before: the producer loads the next
       tile's Q as soon as it has issued this tile's last K and V, not after
-      the consumers release this tile's Q (where it does not fit in shared
-      memory, one buffer).
+      the consumers release this tile's Q, but ahead of a tile of more than
+      16 key blocks (where it does not fit in shared memory, one buffer).
 
     Example:
 
