@@ -251,12 +251,11 @@ LogicalResult WarpgroupKernel::sharedMemory() {
   // The plan's prefetch_next_q: a second Q buffer where it fits beside the
   // rest (O's staging tile kept).
   if (dynamic && planPrefetchQ) {
+    int64_t staged = tmaStore ? oBytes : 0;
     place(2);
-    barOff = oOff + (tmaStore ? oBytes : 0);
-    if (barOff + 8 * bars + 16 > kSm90MaxSharedMemory) {
+    if (oOff + staged + 8 * bars + 16 > kSm90MaxSharedMemory)
       place(1);
-      barOff = oOff + (tmaStore ? oBytes : 0);
-    }
+    barOff = oOff + staged;
   }
   tileOff = barOff + 8 * bars;
   if (dynamic && tileOff + 8 > kSm90MaxSharedMemory) {
