@@ -109,11 +109,14 @@ def opt_pipeline(rng):
         plan += " num-sms=%s" % val()
     if "sm90" in plan and rng.random() < 0.3:
         plan += " " + rng.choice(["tma-store=off", "scheduler-barrier=on", "kv-row-copies=on",
-                                  "kv-heads-per-block=%s" % val(), "l2-hint-kv=first"])
+                                  "kv-heads-per-block=%s" % val(), "l2-hint-kv=first",
+                                  "warp-specialize=off", "intra-wg-overlap=off",
+                                  "fused-merge=off"])
     plan_pass = "--flashattn-plan=%s" % plan.strip() if plan.strip() else "--flashattn-plan"
     host_tail = ["--flashattn-split-kv", "--flashattn-tile", "--flashattn-lower-key-ranges",
                  "--convert-flashattn-to-vector=vector-bits=%s" % rng.choice(["256", "512", val()])]
-    sm90_tail = ["--flashattn-split-kv", "--convert-flashattn-to-nvgpu",
+    sm90_tail = ["--flashattn-split-kv", "--flashattn-tile", "--flashattn-sm90-pipeline-kv",
+                 "--flashattn-sm90-warp-specialize", "--flashattn-sm90-warpgroup",
                  "--flashattn-lower-warp-specialize", "--flashattn-lower-key-ranges"]
     choice = rng.randrange(6)
     if choice == 0:
@@ -121,7 +124,7 @@ def opt_pipeline(rng):
     if choice == 1:
         return [plan_pass] + host_tail[:rng.randint(1, 4)]
     if choice == 2:
-        return [plan_pass.replace("target=host", "target=sm90")] + sm90_tail[:rng.randint(1, 4)]
+        return [plan_pass.replace("target=host", "target=sm90")] + sm90_tail[:rng.randint(1, 7)]
     if choice == 3:
         return ["--flashattn-host-pipeline"]
     if choice == 4:
@@ -144,6 +147,8 @@ def compile_args(rng, tmp):
     for flag in ("--lse", "--varlen-q", "--varlen-k", "--seqused-k", "--append"):
         if rng.random() < 0.25:
             a.append(flag)
+    if rng.random() < 0.1:
+        a.append("--unpipelined")
     for opt in ("--window-left", "--window-right", "--num-splits", "--page-size", "--pack-gqa",
                 "--block-n", "--block-m", "--stages", "--consumers"):
         if rng.random() < 0.15:

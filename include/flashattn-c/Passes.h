@@ -25,8 +25,11 @@ extern "C" {
 #endif
 
 /* Registers the flashattn passes: flashattn-plan, flashattn-split-kv,
- * flashattn-tile (flashattn/Transforms/Passes.td), convert-flashattn-to-vector
- * and convert-flashattn-to-nvgpu (flashattn/Conversion/Passes.td). */
+ * flashattn-tile, flashattn-sm90-pipeline-kv, flashattn-sm90-warp-specialize,
+ * flashattn-lower-key-ranges, flashattn-decompose-to-linalg, flashattn-raise
+ * (flashattn/Transforms/Passes.td), convert-flashattn-to-vector,
+ * flashattn-sm90-warpgroup, flashattn-lower-warp-specialize and
+ * convert-flashattn-sm90-to-nvvm (flashattn/Conversion/Passes.td). */
 MLIR_CAPI_EXPORTED void mlirRegisterFlashAttnPasses(void);
 
 /* Registers the pipelines flashattn-host-pipeline (options: vector-bits) and

@@ -57,13 +57,11 @@ void mlir::flashattn::buildFlashAttnSm90Pipeline(
     OpPassManager &pm, const Sm90PipelineOptions &options) {
   flashattn::FlashAttnPlanOptions plan;
   plan.target = "sm90";
-  // The unpipelined kernels (the builder's, and with `tiled` the
-  // warpgroup form alone): one warpgroup, 64 x 64 tiles; the tiled one:
-  // the plan's tiles for it.
+  // The warpgroup form (unpipelined): one warpgroup over 64 x 64 tiles.
   plan.blockM = options.unpipelined ? 64 : options.blockM;
   plan.blockN = options.unpipelined ? 64 : options.blockN;
   plan.consumers = options.unpipelined ? 1 : options.consumers;
-  plan.tiled = options.tiled && !options.unpipelined;
+  plan.tiled = !options.unpipelined;
   plan.stages = options.stages;
   plan.schedulerBarrier = options.schedulerBarrier;
   plan.tmaStore = options.tmaStore;
@@ -80,25 +78,16 @@ void mlir::flashattn::buildFlashAttnSm90Pipeline(
   plan.l2HintKV = options.l2HintKV;
   pm.addPass(flashattn::createFlashAttnPlan(plan));
   pm.addPass(flashattn::createFlashAttnSplitKV());
-  if (options.tiled) {
-    flashattn::FlashAttnTileOptions tile;
-    tile.denseEntry = options.denseEntry;
-    tile.packedEntry = options.packedEntry;
-    pm.addPass(flashattn::createFlashAttnTile(tile));
-    if (!options.unpipelined) {
-      pm.addPass(flashattn::createFlashAttnSm90PipelineKV());
-      pm.addPass(flashattn::createFlashAttnSm90WarpSpecialize());
-    }
-    pm.addPass(flashattn::createFlashAttnSm90Warpgroup());
-    pm.addPass(flashattn::createFlashAttnLowerWarpSpecialize());
-  } else {
-    flashattn::ConvertFlashAttnToNVGPUOptions codegen;
-    codegen.denseEntry = options.denseEntry;
-    codegen.packedEntry = options.packedEntry;
-    codegen.unpipelined = options.unpipelined;
-    pm.addPass(flashattn::createConvertFlashAttnToNVGPU(codegen));
-    pm.addPass(flashattn::createFlashAttnLowerWarpSpecialize());
+  flashattn::FlashAttnTileOptions tile;
+  tile.denseEntry = options.denseEntry;
+  tile.packedEntry = options.packedEntry;
+  pm.addPass(flashattn::createFlashAttnTile(tile));
+  if (!options.unpipelined) {
+    pm.addPass(flashattn::createFlashAttnSm90PipelineKV());
+    pm.addPass(flashattn::createFlashAttnSm90WarpSpecialize());
   }
+  pm.addPass(flashattn::createFlashAttnSm90Warpgroup());
+  pm.addPass(flashattn::createFlashAttnLowerWarpSpecialize());
   pm.addPass(flashattn::createFlashAttnLowerKeyRanges());
   pm.addPass(flashattn::createConvertFlashAttnSm90ToNVVM());
   GpuNVVMAttachTargetOptions target;
@@ -108,9 +97,9 @@ void mlir::flashattn::buildFlashAttnSm90Pipeline(
   target.optLevel = 3;
   pm.addPass(createGpuNVVMAttachTarget(target));
   OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
-  // The tiled kernels' index arithmetic (tiles, rows, key blocks) in 32
-  // bits, the registers of a thread; element offsets are i64 already.
-  int indexBits = options.tiled ? 32 : 0;
+  // The kernels' index arithmetic (tiles, rows, key blocks) in 32 bits,
+  // the registers of a thread; element offsets are i64 already.
+  const int indexBits = 32;
   ArithToLLVMConversionPassOptions arithToLLVM;
   arithToLLVM.indexBitwidth = indexBits;
   ConvertIndexToLLVMPassOptions indexToLLVM;
@@ -148,7 +137,7 @@ void mlir::flashattn::registerFlashAttnPassesAndPipelines() {
   PassPipelineRegistration<Sm90PipelineOptions>(
       "flashattn-sm90-pipeline",
       "Lower flashattn.attention (memref form) for sm_90a: plan, split-kv, "
-      "convert-flashattn-to-nvgpu, NVVM lowering of the kernels, "
-      "gpu-module-to-binary (format=bin|isa)",
+      "tile, sm90-pipeline-kv, sm90-warp-specialize, sm90-warpgroup, NVVM "
+      "lowering of the kernels, gpu-module-to-binary (format=bin|isa)",
       buildFlashAttnSm90Pipeline);
 }

@@ -2,7 +2,7 @@
 //
 // A runtime config with target sm90 becomes the memref-form op
 // (buildAttentionModule), goes through flashattn-sm90-pipeline to PTX
-// (convert-flashattn-to-nvgpu generates the kernel), ptxas makes the sm_90a
+// (flashattn-tile and the sm90 passes build the kernels), ptxas makes the sm_90a
 // cubin (rejected when it spills), and libflashattn_rt wraps it with the
 // launch metadata: entry, argument order, threads, dynamic shared
 // memory, the persistent grid, and the TMA maps of q, k and v.
@@ -167,7 +167,6 @@ LogicalResult mlir::flashattn::compileSm90Ptx(const fa_attention_config &config,
             options.l2HintQ = overrides.l2HintQ;
             options.l2HintKV = overrides.l2HintKV;
             options.unpipelined = overrides.unpipelined;
-            options.tiled = overrides.tiled;
             // Automatic num_splits: a dense entry for launches of 1 split.
             options.denseEntry = result.autoSplits;
             // Automatic pack_gqa: packed entries the runtime may pick.
@@ -269,8 +268,8 @@ static LogicalResult runPtxas(const std::string &ptx, std::string &cubin, std::s
 }
 
 /// The secondary entries: the dense entry of automatic splits and the
-/// twins of the main and dense entries (`_packed`, `_kv1`), named by the
-/// conversion.
+/// twins of the main and dense entries (`_packed`, `_kv1`), named by
+/// flashattn-tile.
 static std::vector<std::string> secondaryEntries(const Sm90Ptx &compiled) {
   const std::string &kernel = compiled.kernel;
   std::vector<std::string> secondary;
@@ -422,9 +421,8 @@ static json::Object sm90Metadata(const fa_attention_config &config, Sm90Ptx &com
   }
   if (!compiled.combine.empty()) {
     meta["combine_entry"] = compiled.combine;
-    // The partial kernels also merge (Sm90KernelSpec::fusedCombine): they
-    // take out, lse and the merge counters after their other parameters
-    // (the unpipelined kernel does not: the combine kernel merges).
+    // The partial kernels also merge (the plan's fused_merge): they take
+    // out, lse and the merge counters after their other parameters.
     if (compiled.fusedCombine)
       meta["fused_combine"] = true;
   }
@@ -450,11 +448,10 @@ LogicalResult mlir::flashattn::compileSm90Artifact(
     return failure();
   bool spilled = false;
   if (failed(checkPtxasLog(compiled, info, entrySpills, error, spilled))) {
-    // The tiled kernels' automatic fused_merge: on, unless the partial
-    // kernel then spills (the merge's code tips a kernel at the consumers'
-    // register limit over it); then the combine kernel merges.
-    if (!spilled || !compiled.fusedCombine || !overrides.tiled ||
-        overrides.fusedMerge != "auto")
+    // The automatic fused_merge: on, unless the partial kernel then spills
+    // (the merge's code tips a kernel at the consumers' register limit over
+    // it); then the combine kernel merges.
+    if (!spilled || !compiled.fusedCombine || overrides.fusedMerge != "auto")
       return failure();
     Sm90PlanOverrides unfused = overrides;
     unfused.fusedMerge = "off";

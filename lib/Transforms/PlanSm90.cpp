@@ -2,14 +2,16 @@
 //
 // What flashattn-plan{target=sm90} decides beyond the tile sizes: the
 // #flashattn.sm90_codegen of one attention, each choice measured on the
-// H200 (docs/BENCHMARKS.md) and overridable. convert-flashattn-to-nvgpu
-// implements what the plan says.
+// H200 (docs/BENCHMARKS.md) and overridable. The passes that build the
+// kernel (flashattn-tile, flashattn-sm90-pipeline-kv,
+// flashattn-sm90-warp-specialize, flashattn-sm90-warpgroup) implement what
+// the plan says.
 //
 //===----------------------------------------------------------------------===//
 
 #include "flashattn/Transforms/PlanSm90.h"
 
-#include "flashattn/Conversion/FlashAttnToNVGPU/Sm90Layout.h"
+#include "flashattn/Conversion/FlashAttnToNVGPU/Sm90Kernel.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 
@@ -58,15 +60,14 @@ bool needsRowCopies(const Facts &f) {
   return f.pageSize && !sm90PageBoxes(f.pageSize, f.blockN);
 }
 
-/// The O tile of the TMA-store epilogue fits beside the K/V stages.
+/// The O tile of the TMA-store epilogue fits beside the K/V stages: Q,
+/// `stages` K and V tiles, O's 16-bit staging tile (Q's size), the
+/// mbarriers (full and empty of Q and of each K and V stage) and the tile
+/// index.
 bool storeFits(const Facts &f) {
-  Sm90KernelSpec spec;
-  spec.headDim = f.d;
-  spec.blockN = f.blockN;
-  spec.consumers = f.consumers;
-  spec.stages = f.stages;
-  spec.tmaStore = true;
-  return sm90SharedMemoryBytes(spec) <= kSm90MaxSharedMemory;
+  int64_t q = 64 * f.consumers * f.d * 2, kv = f.blockN * f.d * 2;
+  int64_t bytes = 2 * q + 2 * f.stages * kv + 8 * (2 + 4 * f.stages) + 8;
+  return bytes <= kSm90MaxSharedMemory;
 }
 
 /// pack_gqa over pages smaller than a key block: HP kv heads per block, so

@@ -159,19 +159,18 @@ struct FlashAttnSm90WarpSpecializePass
   }
 
   /// The register budgets: the options', or FlashAttention-3's
-  /// (sm90DefaultRegisters); failure when setmaxnreg.inc would wait forever
+  /// (sm90RegisterSplit); failure when setmaxnreg.inc would wait forever
   /// (more than the launch allocation, PTX ISA 9.7.17.1).
   FailureOr<std::pair<int64_t, int64_t>> budgets(gpu::GPUFuncOp kernel) {
-    Sm90KernelSpec spec;
-    spec.consumers = consumersOf(kernel);
-    sm90DefaultRegisters(spec);
-    int64_t p = producerRegs >= 0 ? producerRegs : spec.producerRegs;
-    int64_t c = consumerRegs >= 0 ? consumerRegs : spec.consumerRegs;
-    int64_t threads = 128 * (1 + spec.consumers), launch = sm90LaunchRegisters(threads);
-    int64_t used = 128 * (p ? p : launch) + 128 * spec.consumers * (c ? c : launch);
+    int64_t consumers = consumersOf(kernel);
+    auto [producerSplit, consumerSplit] = sm90RegisterSplit(consumers);
+    int64_t p = producerRegs >= 0 ? producerRegs : producerSplit;
+    int64_t c = consumerRegs >= 0 ? consumerRegs : consumerSplit;
+    int64_t threads = 128 * (1 + consumers), launch = sm90LaunchRegisters(threads);
+    int64_t used = 128 * (p ? p : launch) + 128 * consumers * (c ? c : launch);
     if (used > launch * threads)
       return kernel.emitError("flashattn-sm90-warp-specialize: setmaxnreg budgets ")
-             << p << " x 128 + " << c << " x " << 128 * spec.consumers << " = " << used
+             << p << " x 128 + " << c << " x " << 128 * consumers << " = " << used
              << " registers exceed the launch's " << launch << " x " << threads,
              failure();
     return std::make_pair(p, c);

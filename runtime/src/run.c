@@ -618,7 +618,7 @@ static fa_status check_metadata_values(checker *c, const fa_attention_config *cf
 }
 
 /* Window sides of 2^30 keys or more: the sm90 kernels take them as no
- * bound (convert-flashattn-to-nvgpu: their position sums are i32), which
+ * bound (flashattn-tile: their position sums are i32), which
  * is exact while every sequence has fewer than 2^30 queries and keys. The
  * tensors' extents bound both: q's sequence (or packed) dimension, and the
  * capacity (packed k: its rows). */

@@ -1,7 +1,7 @@
 /*===- schedule.c - the sm90 kernels' tile table --------------------------===*
  *
- * A cubin with metadata "tile_table": true (Sm90KernelSpec::tileTable:
- * varlen, seqused_k, paged KV, append) runs
+ * A cubin with metadata "tile_table": true (varlen, seqused_k, paged KV,
+ * append: the kernel's `tile_table` parameter) runs
  * over a table of (sequence, m_block) entries the runtime builds per launch
  * from the host-readable cu_seqlens_q, cu_seqlens_k and seqused_k, so that
  * tiles exist only for real rows: sequence b of q_len queries gets

@@ -1,33 +1,39 @@
 // The sm90 steps one at a time, on dense, causal, varlen, paged, split-KV
-// and region attention: the kernels as built (the partition and the key
-// ranges as flashattn ops), after flashattn-lower-warp-specialize (the
-// warpgroup branch with its register budgets; key ranges still ops), and
-// after flashattn-lower-key-ranges (arith only) and
-// convert-flashattn-sm90-to-nvvm (the instructions NVVM lacks, the RS wgmma,
-// the L2 policy, the opaque mov, the predicated arrive, as inline PTX: no
+// and region attention: the kernels as flashattn-sm90-warpgroup leaves them
+// (after flashattn-tile, flashattn-sm90-pipeline-kv and
+// flashattn-sm90-warp-specialize: the partition into a producer and the
+// consumers and the key ranges as flashattn ops), after
+// flashattn-lower-warp-specialize (the warpgroup branch with its register
+// budgets; key ranges still ops), and after flashattn-lower-key-ranges
+// (arith only) and convert-flashattn-sm90-to-nvvm (the instructions NVVM
+// lacks, the RS wgmma, the L2 policy, the opaque mov, as inline PTX: no
 // flashattn op left in the kernels).
-// RUN: fa-opt %s --flashattn-plan=target=sm90 --flashattn-split-kv --convert-flashattn-to-nvgpu --split-input-file | FileCheck %s --check-prefix=BUILT
-// RUN: fa-opt %s --flashattn-plan=target=sm90 --flashattn-split-kv --convert-flashattn-to-nvgpu --flashattn-lower-warp-specialize --split-input-file | FileCheck %s --check-prefix=WS
-// RUN: fa-opt %s --flashattn-plan=target=sm90 --flashattn-split-kv --convert-flashattn-to-nvgpu --flashattn-lower-warp-specialize --flashattn-lower-key-ranges --convert-flashattn-sm90-to-nvvm --split-input-file | FileCheck %s --check-prefix=LOWERED
+// RUN: fa-opt %s --flashattn-plan="target=sm90 tiled" --flashattn-split-kv --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup --split-input-file | FileCheck %s --check-prefix=BUILT
+// RUN: fa-opt %s --flashattn-plan="target=sm90 tiled" --flashattn-split-kv --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup --flashattn-lower-warp-specialize --split-input-file | FileCheck %s --check-prefix=WS
+// RUN: fa-opt %s --flashattn-plan="target=sm90 tiled" --flashattn-split-kv --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup --flashattn-lower-warp-specialize --flashattn-lower-key-ranges --convert-flashattn-sm90-to-nvvm --split-input-file | FileCheck %s --check-prefix=LOWERED
 
+// The producer runs the key-block loop of each tile for its loads (with
+// the plan's L2 priority for Q), the consumers the same loop with the
+// row's key end, the opaque Q descriptor and the RS wgmma of P V.
 // BUILT-LABEL: func.func @dense
 // BUILT: llvm.func @fa_sm90_0(
 // BUILT: flashattn.warp_specialize %{{.*}} {consumer_regs = 232 : i32, producer_regs = 40 : i32} producer {
-// BUILT: flashattn.key_blocks rows[{{.*}}) keys {{.*}} {block_n = 128 : i64} : i32
+// BUILT: flashattn.key_blocks rows[{{.*}}) keys {{.*}} {block_n = 128 : i64} : index
+// BUILT: flashattn.l2_policy evict_first
 // BUILT: } consumers {
+// BUILT: flashattn.key_blocks rows[{{.*}}) keys {{.*}} {block_n = 128 : i64} : index
 // BUILT: flashattn.key_end row
 // BUILT: flashattn.opaque
 // BUILT: flashattn.wgmma_rs
-// BUILT: flashattn.mbarrier_arrive_if
 // WS-LABEL: func.func @dense
 // WS-NOT: flashattn.warp_specialize
-// WS: %[[WG:.*]] = arith.divui %{{.*}}, %c128_i32{{.*}} : i32
+// WS: %[[TID:.*]] = nvvm.read.ptx.sreg.tid.x : i32
+// WS: %[[WG:.*]] = arith.divui %[[TID]], %c128_i32{{.*}} : i32
 // WS: %[[PRODUCER:.*]] = arith.cmpi eq, %[[WG]], %c0_i32{{.*}} : i32
 // WS: scf.if %[[PRODUCER]] {
 // WS-NEXT: nvvm.setmaxregister  decrease 40
 // WS: flashattn.key_blocks
-// WS: } else {
-// WS-NEXT: nvvm.setmaxregister  increase 232
+// WS: nvvm.setmaxregister  increase 232
 // LOWERED-LABEL: func.func @dense
 // LOWERED-NOT: flashattn.key_
 // LOWERED-NOT: flashattn.warp_specialize
@@ -38,6 +44,7 @@
 // LOWERED: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
 // LOWERED-NOT: {{(= |^ *)flashattn\.[a-z]}}
 // LOWERED: llvm.return
+
 func.func @dense(%q: memref<2x256x8x128xbf16>, %k: memref<2x256x2x128xbf16>, %v: memref<2x256x2x128xbf16>,
                  %o: memref<2x256x8x128xbf16>) {
   flashattn.attention ins(%q, %k, %v : memref<2x256x8x128xbf16>, memref<2x256x2x128xbf16>, memref<2x256x2x128xbf16>)
@@ -48,10 +55,10 @@ func.func @dense(%q: memref<2x256x8x128xbf16>, %k: memref<2x256x2x128xbf16>, %v:
 // -----
 
 // BUILT-LABEL: func.func @causal_window
-// BUILT: flashattn.key_blocks rows[{{.*}}) keys {{.*}} {block_n = {{.*}}, causal = #flashattn.causal<bottom_right>, window_left = 100 : i64} : i32
+// BUILT: flashattn.key_blocks rows[{{.*}}) keys {{.*}} {block_n = {{.*}}, causal = #flashattn.causal<bottom_right>, window_left = 100 : i64} : index
 // BUILT: } consumers {
-// BUILT: flashattn.key_end row {{.*}} {causal = #flashattn.causal<bottom_right>} : i32
-// BUILT: flashattn.key_begin row {{.*}} {window_left = 100 : i64} : i32
+// BUILT: flashattn.key_end row {{.*}} {causal = #flashattn.causal<bottom_right>} : index
+// BUILT: flashattn.key_begin row {{.*}} {window_left = 100 : i64} : index
 // WS-LABEL: func.func @causal_window
 // WS: scf.if
 // WS: flashattn.key_begin
@@ -105,7 +112,7 @@ func.func @paged(%q: memref<2x1x8x64xbf16>, %k: memref<64x16x2x64xbf16>, %v: mem
 // Split-KV: the partial kernel's key blocks take the split and the split
 // count (the partial out's leading dimension, read at run time).
 // BUILT-LABEL: func.func @split
-// BUILT: flashattn.key_blocks rows[{{.*}}) keys {{.*}} offset {{.*}} split %{{.*}} of %{{.*}} {block_n = {{.*}}, causal = #flashattn.causal<bottom_right>} : i32
+// BUILT: flashattn.key_blocks rows[{{.*}}) keys {{.*}} offset {{.*}} split %{{.*}} of %{{.*}} {block_n = {{.*}}, causal = #flashattn.causal<bottom_right>} : index
 // BUILT: llvm.func @fa_sm90_0_combine(
 // LOWERED-LABEL: func.func @split
 // LOWERED-NOT: flashattn.key_

@@ -8,9 +8,9 @@
 // RUN: not fa-compile --target sm80 -o %t.faa 2>&1 | FileCheck %s --check-prefix=TARGET
 // RUN: not fa-compile --l2-hint-q bogus -o %t.faa 2>&1 | FileCheck %s --check-prefix=TUNING
 // RUN: not fa-compile --predicated-q-release on -o %t.faa 2>&1 | FileCheck %s --check-prefix=TUNING
-// RUN: not fa-compile --target sm90 --tiled --predicated-q-release bogus -o %t.faa 2>&1 | FileCheck %s --check-prefix=SWITCH
+// RUN: not fa-compile --target sm90 --predicated-q-release bogus -o %t.faa 2>&1 | FileCheck %s --check-prefix=SWITCH
 // RUN: not fa-compile --prefetch-next-q on -o %t.faa 2>&1 | FileCheck %s --check-prefix=TUNING
-// RUN: not fa-compile --target sm90 --tiled --prefetch-next-q bogus -o %t.faa 2>&1 | FileCheck %s --check-prefix=PREFETCH
+// RUN: not fa-compile --target sm90 --prefetch-next-q bogus -o %t.faa 2>&1 | FileCheck %s --check-prefix=PREFETCH
 // RUN: not test -e %t.faa
 
 // HEADS: fa-compile: invalid configuration: num_q_heads (3) must be a positive multiple of num_kv_heads (2)

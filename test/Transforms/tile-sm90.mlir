@@ -310,6 +310,47 @@ func.func @kv_heads_unpacked(%q: memref<2x1x4x64xf16>, %kc: memref<16x16x2x64xf1
 
 // -----
 
+// What the sm90 kernels do not take yet is reported: a region reading a
+// table defined outside it (it would need a kernel argument),
+func.func @region_reads_table(%q: memref<1x64x2x64xf16>, %k: memref<1x64x2x64xf16>, %v: memref<1x64x2x64xf16>,
+                              %o: memref<1x64x2x64xf16>, %doc: memref<64xi32>) {
+  // expected-error @+1 {{flashattn-tile: the sm90 tiled kernel does not take score / mask regions that use values from outside them (other than constants) yet}}
+  flashattn.attention ins(%q, %k, %v : memref<1x64x2x64xf16>, memref<1x64x2x64xf16>, memref<1x64x2x64xf16>)
+      outs(%o : memref<1x64x2x64xf16>)
+      mask(%b: index, %h: index, %i: index, %j: index) {
+        %di = memref.load %doc[%i] : memref<64xi32>
+        %dj = memref.load %doc[%j] : memref<64xi32>
+        %keep = arith.cmpi eq, %di, %dj : i32
+        flashattn.yield %keep : i1
+      }
+  return
+}
+
+// -----
+
+// a tile of query rows (the op's q_start, from upstream tiling),
+func.func @row_tile(%q: memref<1x64x2x64xbf16>, %k: memref<1x64x2x64xbf16>, %v: memref<1x64x2x64xbf16>,
+                    %o: memref<1x64x2x64xbf16>, %start: index, %n: index) {
+  // expected-error @+1 {{flashattn-tile: the sm90 tiled kernel does not take a tile of query rows (q_start) yet}}
+  flashattn.attention ins(%q, %k, %v : memref<1x64x2x64xbf16>, memref<1x64x2x64xbf16>, memref<1x64x2x64xbf16>)
+      q_start(%start) seqlen_q(%n) outs(%o : memref<1x64x2x64xbf16>)
+  return
+}
+
+// -----
+
+// and pack_gqa whose group does not divide block_m (Q's tensor map boxes
+// G heads x block_m / G positions).
+func.func @pack_gqa_group(%q: memref<1x8x6x64xbf16>, %k: memref<1x64x1x64xbf16>, %v: memref<1x64x1x64xbf16>,
+                          %o: memref<1x8x6x64xbf16>) {
+  // expected-error @+1 {{flashattn-tile: the sm90 tiled kernel does not take pack_gqa with Hq / Hkv = 6 not dividing block_m = 64 yet}}
+  flashattn.attention ins(%q, %k, %v : memref<1x8x6x64xbf16>, memref<1x64x1x64xbf16>, memref<1x64x1x64xbf16>)
+      outs(%o : memref<1x8x6x64xbf16>) {pack_gqa = true}
+  return
+}
+
+// -----
+
 // Split-KV: the flashattn.combine reading the partial results gets the
 // merge kernel, which it names: one thread per element e = ((b * Sq + i) *
 // H + h) * D + d of out, over the views the runtime launches it with

@@ -13,7 +13,7 @@
 # Exits 1 when a test step fails or hangs.
 # Usage, after test/gpu/prepare.sh and build_sm90_artifacts.sh here:
 #   OUT=DIR sh test/gpu/run_checks.sh ARTIFACTS [NAME=DIR ...]
-# e.g. OUT=$OUT sh test/gpu/run_checks.sh build/gpu-carry/new builder=build/gpu-carry/sm90
+# e.g. OUT=$OUT sh test/gpu/run_checks.sh build/gpu-carry/new main=build/gpu-carry/sm90
 set -u
 [ $# -ge 1 ] || { echo "usage: OUT=DIR sh test/gpu/run_checks.sh ARTIFACTS [NAME=DIR ...]" >&2; exit 2; }
 : "${OUT:?OUT: the directory to write the logs into}"

@@ -83,7 +83,7 @@ static cl::opt<std::string> earlyQRelease(
     cl::desc("sm90 tuning: release Q after a tile's last S (auto, on, off)"));
 static cl::opt<std::string> predicatedQRelease(
     "predicated-q-release", llvm::cl::cat(faCompileCategory), cl::init("auto"),
-    cl::desc("sm90 tuning, --tiled: with the early Q release, a predicated arrive in the "
+    cl::desc("sm90 tuning: with the early Q release, a predicated arrive in the "
              "masked key-block loop only (auto, on, off)"));
 static cl::opt<std::string> prefetchNextQ(
     "prefetch-next-q", llvm::cl::cat(faCompileCategory), cl::init("auto"),
@@ -98,13 +98,13 @@ static cl::opt<std::string> kvRowCopies(
     cl::desc("sm90 tuning: paged KV by per-row cp.async copies (auto, on, off)"));
 static cl::opt<std::string> warpSpecialize(
     "warp-specialize", llvm::cl::cat(faCompileCategory), cl::init("auto"),
-    cl::desc("sm90 tuning, --tiled: a producer warpgroup (auto, on, off)"));
+    cl::desc("sm90 tuning: a producer warpgroup (auto, on, off)"));
 static cl::opt<std::string> intraWGOverlap(
     "intra-wg-overlap", llvm::cl::cat(faCompileCategory), cl::init("auto"),
-    cl::desc("sm90 tuning, --tiled: P V under the next block's softmax (auto, on, off)"));
+    cl::desc("sm90 tuning: P V under the next block's softmax (auto, on, off)"));
 static cl::opt<std::string> fusedMerge(
     "fused-merge", llvm::cl::cat(faCompileCategory), cl::init("auto"),
-    cl::desc("sm90 tuning, --tiled: split-KV partial kernels merge the splits (auto: on, "
+    cl::desc("sm90 tuning: split-KV partial kernels merge the splits (auto: on, "
              "but off where the partial kernel would spill registers; on; off)"));
 static cl::opt<int> kvHeadsPerBlock(
     "kv-heads-per-block", llvm::cl::cat(faCompileCategory), cl::init(0),
@@ -119,14 +119,10 @@ static cl::opt<std::string> l2HintKV(
              "last)"));
 static cl::opt<bool> unpipelined(
     "unpipelined", llvm::cl::cat(faCompileCategory),
-    cl::desc("sm90: the unpipelined one-warpgroup reference kernel (pages of a multiple "
-             "of 64 keys; the tile overrides do not apply); with --tiled, flashattn-tile's "
-             "kernel in the warpgroup form alone (not over pages below 8 keys, whose row copies "
-             "need the producer warpgroup)"));
-static cl::opt<bool> tiled(
-    "tiled", llvm::cl::cat(faCompileCategory),
-    cl::desc("sm90: the kernel built by passes (flashattn-tile's kernel, pipelined, "
-             "warp-specialized and distributed over warpgroups)"));
+    cl::desc("sm90: the warpgroup form, flashattn-tile's kernel distributed over one "
+             "warpgroup without K / V pipelining or a producer (64 x 64 tiles; the tile "
+             "overrides do not apply; not over pages that need row copies: fewer than 8 "
+             "keys, or neither a multiple of 64 nor a multiple of 8 dividing it)"));
 static cl::opt<std::string> target("target", llvm::cl::cat(faCompileCategory), cl::init("host"),
                                    cl::desc("host (a shared object for this CPU) or sm90 (a cubin; needs ptxas)"));
 
@@ -164,7 +160,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   if (target == "host" &&
-      (blockM || blockN || consumers || stages || kvHeadsPerBlock || unpipelined || tiled ||
+      (blockM || blockN || consumers || stages || kvHeadsPerBlock || unpipelined ||
        schedulerBarrier != "auto" || tmaStore != "auto" || earlyQRelease != "auto" ||
        predicatedQRelease != "auto" || prefetchNextQ != "auto" ||
        conditionalRescale != "auto" || kvRowCopies != "auto" || l2HintQ != "auto" || l2HintKV != "auto" ||
@@ -235,7 +231,6 @@ int main(int argc, char **argv) {
   overrides.l2HintQ = l2HintQ;
   overrides.l2HintKV = l2HintKV;
   overrides.unpipelined = unpipelined;
-  overrides.tiled = tiled;
   if (emitPtx) {
     mlir::flashattn::Sm90Ptx compiled;
     std::string error;

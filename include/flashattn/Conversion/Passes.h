@@ -1,13 +1,14 @@
 //===- Passes.h - flashattn conversion passes -------------------*- C++ -*-===//
 //
-// convert-flashattn-to-vector (the host conversion) and its patterns.
+// The conversions: convert-flashattn-to-vector (the host), and the sm90
+// kernels' flashattn-sm90-warpgroup, flashattn-lower-warp-specialize and
+// convert-flashattn-sm90-to-nvvm, with their patterns.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef FLASHATTN_CONVERSION_PASSES_H
 #define FLASHATTN_CONVERSION_PASSES_H
 
-#include "flashattn/Conversion/FlashAttnToNVGPU/Sm90Kernel.h"
 #include "mlir/Pass/Pass.h"
 
 #include <optional>
@@ -24,28 +25,6 @@ namespace flashattn {
 /// vector registers (256 for AVX2, 512 for AVX-512).
 void populateFlashAttnToVectorConversionPatterns(RewritePatternSet &patterns,
                                                  int64_t vectorBits = 256);
-
-/// Code-generation choices of convert-flashattn-to-nvgpu the plan does not
-/// carry: nullopt = automatic, else forced on or off.
-struct Sm90CodegenOptions {
-  /// Split-KV partial form: also emit a dense kernel (`<name>_dense`,
-  /// writing out / lse directly) for launches whose split count is 1 (the
-  /// automatic count at launch).
-  bool denseEntry = false;
-  /// Automatic pack_gqa (Hq > Hkv, the plan did not pack): also emit the
-  /// kernels with the query heads packed (`<name>_packed`,
-  /// `<name>_dense_packed`), for launches that fit a tile.
-  bool packedEntry = false;
-  /// The unpipelined one-warpgroup kernel (buildSm90UnpipelinedKernel)
-  /// instead of the pipelined warp-specialized one: the reference form.
-  bool unpipelined = false;
-};
-
-/// convert-flashattn-to-nvgpu: planned sm90 attention -> a gpu.module with
-/// the sm_90a kernels, named on the op (attribute flashattn.sm90, a
-/// #flashattn.sm90_entries with each entry's #flashattn.kernel_abi).
-void populateFlashAttnToNVGPUConversionPatterns(
-    RewritePatternSet &patterns, const Sm90CodegenOptions &options = {});
 
 /// flashattn-lower-warp-specialize: flashattn.warp_specialize -> scf.if on
 /// the warpgroup index with setmaxnreg on each side.

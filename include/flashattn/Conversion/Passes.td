@@ -30,85 +30,6 @@ def ConvertFlashAttnToVector : Pass<"convert-flashattn-to-vector"> {
                            "::mlir::math::MathDialect"];
 }
 
-def ConvertFlashAttnToNVGPU : Pass<"convert-flashattn-to-nvgpu", "::mlir::ModuleOp"> {
-  let summary = "Generate sm_90a kernels (TMA + WGMMA) for planned attention";
-  let description = [{
-    For every `flashattn.attention` planned for `sm90` (memref form), adds a
-    `gpu.module` holding an sm_90a kernel in the LLVM/NVVM dialects and names
-    it on the op (`flashattn.sm90 = #flashattn.sm90_entries<kernel =
-    @module::@kernel, ...>`, with every entry's `#flashattn.kernel_abi`:
-    threads, dynamic shared memory and the parameters in order, which the
-    kernel's `llvm.func` also carries as `flashattn.abi` and is verified
-    against); the op stays as the host-side description of the launch (the
-    runtime launches the kernel with the op's operands, packed as the ABI
-    says).
-
-    The kernel has FlashAttention-3's shape (arXiv 2407.08608), sized by
-    the plan: a producer warpgroup whose one
-    thread issues every TMA load (setmaxnreg lowers its registers) and
-    `consumers` warpgroups of 64 query rows each (block_m = 64 x
-    consumers), a persistent loop over tiles (static stride, or with
-    schedule lpt longest tiles first from an atomic counter the runtime
-    zeroes), Q/K/V by TMA into 128-byte-swizzled shared memory with
-    `stages` K/V stages and separate full/empty mbarriers, S = Q K^T and
-    O += P V by wgmma (P in registers), the softmax of one key block
-    overlapped with the GEMMs of the next, masks only on boundary blocks,
-    and the epilogue through shared memory and a TMA store where the O tile
-    fits. Supported: dense bf16/f16 q/k/v, head_dim 64, 128 or 256
-    (= head_dim_v), GQA/MQA, causal top_left/bottom_right, sliding windows,
-    softcap, lse, varlen (cu_seqlens_q / cu_seqlens_k), seqused_k, paged
-    KV (block_table: a TMA box per page, or per-row cp.async copies) and
-    kv-cache append (a third kernel of the module writes k_new / v_new into
-    the cache first) through a per-launch tile table the runtime builds
-    from the sequence lengths (tiles only for real rows, longest first),
-    and split-KV in the partial form of `flashattn-split-kv`:
-    the partial op's kernel writes f32 partial out / lse per (tile, split),
-    and the `flashattn.combine` that reads them becomes a second kernel of
-    the same gpu.module (`combine` in the entries; the combine op's
-    `flashattn.sm90` names it too).
-    Anything else (ALiBi, split-KV not yet in the partial form, plans the
-    kernel cannot hold) is reported. Score and mask
-    regions are inlined into the kernel at every score (the mask on every
-    key block, so it never skips blocks) when they use only their
-    arguments, constants and arith ops; regions that read values from
-    outside (bias tables) are reported.
-
-    The kernel's code-generation choices (scheduler barrier, TMA-store
-    epilogue, early Q release, rescaling, reduction chains, per-row KV
-    copies, kv heads per key block, L2 priorities) are the plan's
-    `#flashattn.sm90_codegen` (flashattn-plan chooses and overrides them; a
-    plan without it gets flashattn-plan's automatic choices). `dense-entry`
-    adds to a split-KV module a third kernel, `<name>_dense` (the entries'
-    `dense`), the same attention without splits: a
-    runtime whose automatic split count comes out 1 launches it instead of
-    the partial kernel and the combine. `packed-entry` adds, for GQA the
-    plan did not pack (dynamic lengths with automatic pack_gqa), the same
-    kernels with the query heads of a kv head packed into a tile's rows
-    (`<name>_packed`, `<name>_dense_packed`; the entries' `packed_groups`
-    gives G): a runtime launches them when a call's queries of a
-    kv head fit one tile. `unpipelined` builds the reference form instead:
-    one warpgroup per CTA, 64-row tiles, 64-key blocks, every step in
-    program order (TMA load, wait, S = Q K^T, wait, softmax, P V, wait),
-    with the pipelined kernel's features but pages below 64 keys (a
-    diagnostic) and with no twins; split-KV gets the combine kernel, not
-    the fused merge. The pipelined kernel is debugged against it.
-  }];
-  let options = [
-    Option<"denseEntry", "dense-entry", "bool", /*default=*/"false",
-           "split-KV partial form: also a dense kernel for one-split launches">,
-    Option<"packedEntry", "packed-entry", "bool", /*default=*/"false",
-           "GQA the plan did not pack: also the kernels with pack_gqa">,
-    Option<"unpipelined", "unpipelined", "bool", /*default=*/"false",
-           "the unpipelined one-warpgroup reference kernel">
-  ];
-  let dependentDialects = ["::mlir::gpu::GPUDialect",
-                           "::mlir::LLVM::LLVMDialect",
-                           "::mlir::NVVM::NVVMDialect",
-                           "::mlir::scf::SCFDialect",
-                           "::mlir::arith::ArithDialect",
-                           "::mlir::func::FuncDialect"];
-}
-
 def FlashAttnSm90Warpgroup : Pass<"flashattn-sm90-warpgroup", "::mlir::ModuleOp"> {
   let summary = "Distribute flashattn-tile's sm90 kernels over warpgroups";
   let description = [{
@@ -165,7 +86,7 @@ def FlashAttnSm90Warpgroup : Pass<"flashattn-sm90-warpgroup", "::mlir::ModuleOp"
     consumer computes only the key blocks its own 64 rows see (the
     `flashattn.key_blocks` of its rows) and waits for and releases the
     tile's later blocks without computing. Index arithmetic in the kernels is 32-bit
-    (flashattn-sm90-pipeline{tiled}): a score or mask region's index
+    (flashattn-sm90-pipeline): a score or mask region's index
     arithmetic must stay below 2^31.
     The state (phases, row max and sum, O, S) is carried through `scf.for`
     and `scf.if` as values. The function gets the kernel ABI
@@ -202,7 +123,7 @@ def FlashAttnLowerWarpSpecialize : Pass<"flashattn-lower-warp-specialize"> {
     whose else-branch the consumers region, each starting with its
     `nvvm.setmaxregister` (decrease to `producer_regs`, increase to
     `consumer_regs`; none for a budget of 0). The sm90 pipeline runs it
-    after `convert-flashattn-to-nvgpu`.
+    after `flashattn-sm90-warpgroup`.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::NVVM::NVVMDialect",

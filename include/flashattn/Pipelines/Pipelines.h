@@ -63,7 +63,7 @@ struct Sm90PipelineOptions : public PassPipelineOptions<Sm90PipelineOptions> {
   Option<std::string> predicatedQRelease{
       *this, "predicated-q-release",
       llvm::cl::desc("with early-q-release, a predicated arrive in the masked key-block loop "
-                     "only (tiled): auto, on, off"),
+                     "only: auto, on, off"),
       llvm::cl::init("auto")};
   Option<std::string> prefetchNextQ{
       *this, "prefetch-next-q",
@@ -80,15 +80,15 @@ struct Sm90PipelineOptions : public PassPipelineOptions<Sm90PipelineOptions> {
       llvm::cl::init("auto")};
   Option<std::string> warpSpecialize{
       *this, "warp-specialize",
-      llvm::cl::desc("tiled: a producer warpgroup (auto: but softcap at head_dim 256), on, off"),
+      llvm::cl::desc("a producer warpgroup (auto: but softcap at head_dim 256), on, off"),
       llvm::cl::init("auto")};
   Option<std::string> intraWGOverlap{
       *this, "intra-wg-overlap",
-      llvm::cl::desc("tiled: P V under the next block's softmax (auto), on, off"),
+      llvm::cl::desc("P V under the next block's softmax (auto), on, off"),
       llvm::cl::init("auto")};
   Option<std::string> fusedMerge{
       *this, "fused-merge",
-      llvm::cl::desc("tiled: split-KV partial kernels merge the splits (auto), on, off"),
+      llvm::cl::desc("split-KV partial kernels merge the splits (auto), on, off"),
       llvm::cl::init("auto")};
   Option<int64_t> kvHeadsPerBlock{
       *this, "kv-heads-per-block",
@@ -112,26 +112,24 @@ struct Sm90PipelineOptions : public PassPipelineOptions<Sm90PipelineOptions> {
       llvm::cl::init(false)};
   Option<bool> unpipelined{
       *this, "unpipelined",
-      llvm::cl::desc("the unpipelined one-warpgroup reference kernel (64 x 64 tiles; "
-                     "the tile overrides do not apply); with tiled, flashattn-tile's "
-                     "kernel in the warpgroup form alone (no K / V pipelining, no "
-                     "producer warpgroup)"),
-      llvm::cl::init(false)};
-  Option<bool> tiled{
-      *this, "tiled",
-      llvm::cl::desc("the kernel built by passes: flashattn-plan{tiled}'s tiles, "
-                     "flashattn-tile's kernel, its K / V loads pipelined by "
-                     "flashattn-sm90-pipeline-kv, split by flashattn-sm90-warp-specialize, "
-                     "distributed by flashattn-sm90-warpgroup"),
+      llvm::cl::desc("the warpgroup form: flashattn-tile's kernel distributed by "
+                     "flashattn-sm90-warpgroup alone (no K / V pipelining, no producer "
+                     "warpgroup), one warpgroup over 64 x 64 tiles (the tile overrides "
+                     "do not apply); not over pages that need row copies (fewer "
+                     "than 8 keys, or neither a multiple of 64 keys nor a multiple "
+                     "of 8 dividing it), which need the producer"),
       llvm::cl::init(false)};
 };
 
 /// Appends the sm90 pipeline to `pm` (anchored on builtin.module):
-/// flashattn-plan{target=sm90}, flashattn-split-kv, convert-flashattn-to-nvgpu,
+/// flashattn-plan{target=sm90}, flashattn-split-kv, flashattn-tile (the
+/// kernel for one CTA over the tile ops), flashattn-sm90-pipeline-kv,
+/// flashattn-sm90-warp-specialize, flashattn-sm90-warpgroup (the warpgroup
+/// form: those two skipped with `unpipelined`),
 /// flashattn-lower-warp-specialize, flashattn-lower-key-ranges,
-/// convert-flashattn-sm90-to-nvvm, then the NVVM
-/// lowering of the kernels (nvvm-attach-target sm_90a +ptx80, scf/arith/cf/
-/// nvvm to LLVM) and gpu-module-to-binary.
+/// convert-flashattn-sm90-to-nvvm, then the NVVM lowering of the kernels
+/// (nvvm-attach-target sm_90a +ptx80, scf/arith/cf/nvvm to LLVM with 32-bit
+/// index arithmetic) and gpu-module-to-binary.
 void buildFlashAttnSm90Pipeline(OpPassManager &pm,
                                 const Sm90PipelineOptions &options = {});
 

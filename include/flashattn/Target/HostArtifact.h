@@ -72,8 +72,9 @@ struct Sm90Ptx {
 };
 
 /// Tile overrides for flashattn-plan (0 = automatic) and code-generation
-/// overrides for convert-flashattn-to-nvgpu ("auto", "on", "off"): tuning
-/// experiments only, since the config's cache key does not record them.
+/// overrides of the plan's #flashattn.sm90_codegen ("auto", "on", "off"):
+/// tuning experiments only, since the config's cache key does not record
+/// them.
 struct Sm90PlanOverrides {
   int64_t blockM = 0, blockN = 0, consumers = 0, stages = 0;
   std::string schedulerBarrier = "auto", tmaStore = "auto", earlyQRelease = "auto",
@@ -82,14 +83,9 @@ struct Sm90PlanOverrides {
               warpSpecialize = "auto", intraWGOverlap = "auto",
               fusedMerge = "auto";
   int64_t kvHeadsPerBlock = 0;
-  /// The unpipelined reference kernel (flashattn-sm90-pipeline's
-  /// `unpipelined`).
+  /// The warpgroup form (flashattn-sm90-pipeline's `unpipelined`:
+  /// flashattn-tile's kernel distributed by flashattn-sm90-warpgroup alone).
   bool unpipelined = false;
-  /// The kernel built by passes (flashattn-sm90-pipeline's `tiled`:
-  /// flashattn-tile, flashattn-sm90-pipeline-kv,
-  /// flashattn-sm90-warp-specialize, flashattn-sm90-warpgroup; with
-  /// `unpipelined`, the warpgroup form alone).
-  bool tiled = false;
 };
 
 /// Lowers an sm90 `config` to PTX through flashattn-sm90-pipeline.
@@ -100,9 +96,9 @@ LogicalResult compileSm90Ptx(const fa_attention_config &config, Sm90Ptx &result,
 /// Compiles an sm90 `config` into a cubin artifact through
 /// flashattn-sm90-pipeline and ptxas (found on the PATH, in $CUDA_HOME/bin or
 /// /usr/local/cuda/bin, or named by $FLASHATTN_PTXAS).
-/// With `tiled` and an automatic fusedMerge, an artifact whose split-KV
-/// partial kernel spills registers with the fused merge is compiled again
-/// without it (its combine kernel merges).
+/// With an automatic fusedMerge, an artifact whose split-KV partial kernel
+/// spills registers with the fused merge is compiled again without it (its
+/// combine kernel merges).
 LogicalResult compileSm90Artifact(const fa_attention_config &config,
                                   std::vector<char> &artifact,
                                   std::string &error,

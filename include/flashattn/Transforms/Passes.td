@@ -278,10 +278,11 @@ def FlashAttnLowerKeyRanges : Pass<"flashattn-lower-key-ranges"> {
   let description = [{
     Rewrites `flashattn.key_end`, `flashattn.key_begin` and
     `flashattn.key_blocks` into signed `arith` ops on their operands' type
-    (index on the host, i32 inside the sm90 kernels), in place and without
-    folding, so that the expansion sits where the op stood. flashattn-tile
-    and the sm90 kernel builders emit these ops; both pipelines run this
-    pass after them. The formulas are the ops' (docs/SEMANTICS.md,
+    (index in what flashattn-tile emits; the sm90 pipeline lowers the
+    kernels' index to i32 afterwards), in place and without folding, so
+    that the expansion sits where the op stood. flashattn-tile emits these
+    ops (in the host loops and in the sm90 kernels); both pipelines run this
+    pass after the kernels are built. The formulas are the ops' (docs/SEMANTICS.md,
     "Masks").
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect"];

@@ -48,9 +48,6 @@ Value KernelEmitter::extui(Value v, Type t) { return arith::ExtUIOp::create(b, l
 Value KernelEmitter::extsi(Value v, Type t) { return arith::ExtSIOp::create(b, loc, t, v); }
 Value KernelEmitter::trunci(Value v, Type t) { return arith::TruncIOp::create(b, loc, t, v); }
 Value KernelEmitter::truncf(Value v, Type t) { return arith::TruncFOp::create(b, loc, t, v); }
-Value KernelEmitter::indexCast(Value v) {
-  return arith::IndexCastOp::create(b, loc, indexT, v);
-}
 
 Value KernelEmitter::gep(Value base, Type ptr, Type elem, Value index) {
   return LLVM::GEPOp::create(b, loc, ptr, elem, base, ArrayRef<LLVM::GEPArg>{index});
@@ -151,20 +148,6 @@ void KernelEmitter::ifThen(Value cond, llvm::function_ref<void()> then) {
   });
 }
 
-void KernelEmitter::ifThenElse(Value cond, llvm::function_ref<void()> then,
-                               llvm::function_ref<void()> otherwise) {
-  scf::IfOp::create(
-      b, loc, cond,
-      [&](OpBuilder &, Location) {
-        then();
-        scf::YieldOp::create(b, loc);
-      },
-      [&](OpBuilder &, Location) {
-        otherwise();
-        scf::YieldOp::create(b, loc);
-      });
-}
-
 KernelEmitter::Values KernelEmitter::ifElse(Value cond, TypeRange types,
                                             llvm::function_ref<Values()> then,
                                             llvm::function_ref<Values()> otherwise) {
@@ -201,20 +184,4 @@ void KernelEmitter::forLoop(Value lo, Value hi, Value step,
                        body(iv);
                        scf::YieldOp::create(b, loc);
                      });
-}
-
-KernelEmitter::Values
-KernelEmitter::whileLoop(ValueRange init, TypeRange resultTypes,
-                         llvm::function_ref<std::pair<Value, Values>(ValueRange)> before,
-                         llvm::function_ref<Values(ValueRange)> after) {
-  auto op = scf::WhileOp::create(
-      b, loc, resultTypes, init,
-      [&](OpBuilder &, Location, ValueRange args) {
-        auto [cond, values] = before(args);
-        scf::ConditionOp::create(b, loc, cond, values);
-      },
-      [&](OpBuilder &, Location, ValueRange args) {
-        scf::YieldOp::create(b, loc, after(args));
-      });
-  return Values(op.getResults());
 }

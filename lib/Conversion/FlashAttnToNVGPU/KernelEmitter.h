@@ -1,9 +1,9 @@
 //===- KernelEmitter.h - builders for the sm_90a kernels' IR ----*- C++ -*-===//
 //
-// A thin layer over OpBuilder for the kernels Sm90KernelBuilder.cpp makes:
+// A thin layer over OpBuilder for what flashattn-sm90-warpgroup emits:
 // typed constants, arith / LLVM / NVVM ops at one location, and structured
-// control flow (scf.if / scf.for / scf.while) whose bodies are C++ callbacks
-// that return the values they yield. Every op is created at the builder's
+// control flow (scf.if / scf.for) whose bodies are C++ callbacks that
+// return the values they yield. Every op is created at the builder's
 // insertion point, in call order.
 //
 //===----------------------------------------------------------------------===//
@@ -48,14 +48,11 @@ public:
   Value subi(Value a, Value c) { return bin<arith::SubIOp>(a, c); }
   Value muli(Value a, Value c) { return bin<arith::MulIOp>(a, c); }
   Value divui(Value a, Value c) { return bin<arith::DivUIOp>(a, c); }
-  Value divsi(Value a, Value c) { return bin<arith::DivSIOp>(a, c); }
   Value remui(Value a, Value c) { return bin<arith::RemUIOp>(a, c); }
-  Value ceildivsi(Value a, Value c) { return bin<arith::CeilDivSIOp>(a, c); }
   Value ceildivui(Value a, Value c) { return bin<arith::CeilDivUIOp>(a, c); }
   Value minsi(Value a, Value c) { return bin<arith::MinSIOp>(a, c); }
   Value maxsi(Value a, Value c) { return bin<arith::MaxSIOp>(a, c); }
   Value minui(Value a, Value c) { return bin<arith::MinUIOp>(a, c); }
-  Value maxui(Value a, Value c) { return bin<arith::MaxUIOp>(a, c); }
   Value andi(Value a, Value c) { return bin<arith::AndIOp>(a, c); }
   Value ori(Value a, Value c) { return bin<arith::OrIOp>(a, c); }
   Value xori(Value a, Value c) { return bin<arith::XOrIOp>(a, c); }
@@ -74,7 +71,6 @@ public:
   Value extsi(Value v, Type t);
   Value trunci(Value v, Type t);
   Value truncf(Value v, Type t);
-  Value indexCast(Value v);
 
   // llvm.
   Value gep(Value base, Type ptr, Type elem, Value index);
@@ -116,8 +112,6 @@ public:
   // and return what they yield.
   using Values = SmallVector<Value>;
   void ifThen(Value cond, llvm::function_ref<void()> then);
-  void ifThenElse(Value cond, llvm::function_ref<void()> then,
-                  llvm::function_ref<void()> otherwise);
   Values ifElse(Value cond, TypeRange types, llvm::function_ref<Values()> then,
                 llvm::function_ref<Values()> otherwise);
   Value ifElse1(Value cond, Type type, llvm::function_ref<Value()> then,
@@ -125,11 +119,6 @@ public:
   Values forLoop(Value lo, Value hi, Value step, ValueRange init,
                  llvm::function_ref<Values(Value iv, ValueRange args)> body);
   void forLoop(Value lo, Value hi, Value step, llvm::function_ref<void(Value iv)> body);
-  /// scf.while: `before` returns the condition and the values passed to
-  /// `after`, which returns the next iteration's values.
-  Values whileLoop(ValueRange init, TypeRange resultTypes,
-                   llvm::function_ref<std::pair<Value, Values>(ValueRange)> before,
-                   llvm::function_ref<Values(ValueRange)> after);
 };
 
 } // namespace mlir::flashattn

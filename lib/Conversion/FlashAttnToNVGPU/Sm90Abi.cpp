@@ -2,8 +2,6 @@
 
 #include "Sm90Abi.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-
 using namespace mlir;
 using namespace mlir::flashattn;
 
@@ -14,21 +12,6 @@ void AbiBuilder::add(ParamKind kind, StringRef arg, std::string stem, int64_t ra
                                                      : DenseI64ArrayAttr::get(ctx, box),
                                          box.empty() ? 0 : 128, group, panels, bytes),
                     std::move(stem)});
-}
-
-void AbiBuilder::attentionTensors(bool lse, bool varlenQ, bool varlenK, bool partial) {
-  ptr("q", "q");
-  ptr("k", "k");
-  ptr("v", "v");
-  ptr("out", "o");
-  if (lse)
-    ptr("lse", "lse");
-  dims("q", "q", varlenQ ? 3 : 4);
-  dims("k", "k", varlenK ? 3 : 4);
-  dims("v", "v", varlenK ? 3 : 4);
-  dims("out", "o", partial ? 5 : varlenQ ? 3 : 4);
-  if (lse)
-    dims("lse", "l", partial ? 4 : varlenQ ? 2 : 3);
 }
 
 KernelFunc mlir::flashattn::buildKernelFunc(KernelEmitter &w, const std::string &name,
@@ -85,54 +68,9 @@ KernelFunc mlir::flashattn::buildKernelFunc(KernelEmitter &w, const std::string 
   return kf;
 }
 
-std::pair<Value, Value> mlir::flashattn::gridStride(KernelEmitter &w, int64_t threads) {
-  Value tid = w.extui(w.tid(), w.i64T);
-  Value cta = w.extui(w.ctaid(), w.i64T);
-  Value ncta = w.extui(w.nctaid(), w.i64T);
-  Value cThreads = w.i64(threads);
-  Value first = w.addi(w.muli(cta, cThreads), tid);
-  return {first, w.muli(ncta, cThreads)};
-}
-
-Value mlir::flashattn::lseIndex(KernelEmitter &w, Value b, Value h, Value i, Value H, Value Sq) {
-  Value x = w.muli(b, H);
-  x = w.addi(x, h);
-  x = w.muli(x, Sq);
-  return w.addi(x, i);
-}
-
-Value mlir::flashattn::outRowOffset(KernelEmitter &w, Value b, Value i, Value h, Value Sq, Value H, int64_t D) {
-  Value x = w.muli(b, Sq);
-  x = w.addi(x, i);
-  x = w.muli(x, H);
-  x = w.addi(x, h);
-  return w.muli(x, w.i64(D));
-}
-
-void mlir::flashattn::declareKernelGlobals(KernelEmitter &w, const std::string &name,
-                                           bool scoreRegion, bool maskRegion) {
-  MLIRContext *ctx = w.b.getContext();
-  Type idx = w.indexT;
-  if (scoreRegion)
-    func::FuncOp::create(w.b, w.loc, name + "_score",
-                         FunctionType::get(ctx, {w.f32T, idx, idx, idx, idx}, {w.f32T}))
-        .setPrivate();
-  if (maskRegion)
-    func::FuncOp::create(w.b, w.loc, name + "_mask",
-                         FunctionType::get(ctx, {idx, idx, idx, idx}, {w.i1T}))
-        .setPrivate();
+void mlir::flashattn::declareKernelSmem(KernelEmitter &w, const std::string &name) {
   LLVM::GlobalOp::create(w.b, w.loc, LLVM::LLVMArrayType::get(w.i8T, 0), false,
                          LLVM::Linkage::External, name + "_smem", Attribute(), 1024, 3);
-}
-
-std::pair<Value, Value> mlir::flashattn::groupedOrder(KernelEmitter &w, Value tile, Value hg,
-                                                      Value heads, Value rounds) {
-  Value inGroup = w.muli(hg, rounds);
-  Value first = w.muli(w.divui(tile, inGroup), hg);
-  Value r = w.remui(tile, inGroup);
-  Value hgHere = w.minui(hg, w.subi(heads, first));
-  Value head = w.addi(first, w.remui(r, hgHere));
-  return std::make_pair(head, w.divui(r, hgHere));
 }
 
 Value mlir::flashattn::wgmmaSS(KernelEmitter &w, Type accType, Value acc, Value descA,
@@ -267,11 +205,4 @@ Value mlir::flashattn::tileTableAt(KernelEmitter &w, const KernelFunc &P) {
   Value global = w.addrspacecast(P["tile_table"], w.ptrT);
   Value isNull = w.icmp(LLVM::ICmpPredicate::eq, P["tile_table"], w.zero(w.gptrT));
   return w.llvmSelect(isNull, P["tile_table_inline"], global);
-}
-
-Value mlir::flashattn::tableField(KernelEmitter &w, Value table, Value e, int f,
-                                  bool invariant) {
-  Value at0 = w.muli(w.addi(e, w.i32(1)), w.i32(8));
-  Value p = w.gep(table, w.ptrT, w.i32T, w.addi(at0, w.i32(f)));
-  return w.load(w.i32T, p, invariant);
 }

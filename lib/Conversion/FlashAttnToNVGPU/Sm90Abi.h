@@ -1,10 +1,10 @@
 //===- Sm90Abi.h - the sm_90a kernels' parameter lists ---------*- C++ -*-===//
 //
-// What every sm_90a kernel builder shares: the kernel's parameter list as
-// #flashattn.param attributes (the runtime's launch ABI), the llvm.func it
-// becomes, the region stand-ins and shared-memory global, the index
-// arithmetic of out / lse rows and of the tile orders, and the wgmma with
-// both operands in shared memory.
+// What the sm_90a kernels' emitters (TilesToWarpgroup.cpp, Warpgroup*.cpp,
+// GridKernels.cpp) share: the kernel's parameter list as #flashattn.param
+// attributes (the runtime's launch ABI), the llvm.func it becomes, its
+// shared-memory global, the tile table, the wgmmas and the softmax's
+// reductions.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,7 +35,7 @@ struct KernelFunc {
 };
 
 /// One entry of a kernel's ABI and the stem of the names its LLVM
-/// parameters get inside the builder (`P[...]`): ptr -> stem, dims ->
+/// parameters get inside the emitter (`P[...]`): ptr -> stem, dims ->
 /// stem "d0" .. stem "d<rank-1>", tma -> stem "map", the others -> stem.
 struct AbiParam {
   KernelParamAttr attr;
@@ -53,11 +53,6 @@ struct AbiBuilder {
     add(ParamKind::dims, arg, std::move(stem), rank);
   }
   void scalar(ParamKind kind, std::string stem) { add(kind, "", std::move(stem)); }
-  /// The attention kernels' first parameters: q, k, v, out[, lse] and
-  /// their dims (varlen: q and out [Tq, H, D] with lse [H, Tq], k and v
-  /// [Tk, Hkv, D]; the split-KV partial form: out f32 [S, B, Sq, H, D] and
-  /// lse [S, B, H, Sq]).
-  void attentionTensors(bool lse, bool varlenQ, bool varlenK, bool partial);
 };
 
 /// Builds `llvm.func @name(...) attributes {nvvm.kernel, nvvm.maxntid =
@@ -70,47 +65,15 @@ KernelFunc buildKernelFunc(KernelEmitter &w, const std::string &name,
                            const std::vector<AbiParam> &abi, int64_t threads, int64_t smem,
                            bool minCtas);
 
-/// The first index (i64) and the stride of a grid-stride loop over
-/// `threads`-thread CTAs: ctaid x threads + tid, nctaid x threads.
-std::pair<Value, Value> gridStride(KernelEmitter &w, int64_t threads);
-
-/// Index of lse[b, h, i] in a [B, H, Sq] array (i64 values).
-Value lseIndex(KernelEmitter &w, Value b, Value h, Value i, Value H, Value Sq);
-
-/// Element offset of out[b, i, h, 0] in a [B, Sq, H, D] array (i64 values).
-Value outRowOffset(KernelEmitter &w, Value b, Value i, Value h, Value Sq, Value H, int64_t D);
-
-/// The trailing TMA coordinates (position, batch) of a 4-D map, or the
-/// position alone of a 3-D one (varlen: [T, H, D]).
-inline KernelEmitter::Values posBatch(bool varlen, Value pos, Value b) {
-  return varlen ? KernelEmitter::Values{pos} : KernelEmitter::Values{pos, b};
-}
-
 /// The runtime's tile table, read where the runtime put it: device memory
 /// (`tile_table`), or with a null pointer the grid-constant inline copy
 /// (`tile_table_inline`, kSm90InlineTableBytes), through a generic pointer
 /// (a grid-constant parameter's address is generic).
 Value tileTableAt(KernelEmitter &w, const KernelFunc &P);
 
-/// Field f (i32) of entry e of the runtime's tile table (8 i32 per entry
-/// after the 8-word header) at generic pointer `table`. Invariant loads may
-/// be merged.
-Value tableField(KernelEmitter &w, Value table, Value e, int f, bool invariant);
-
-/// Declares the score / mask region stand-ins (`func.func private
-/// @<name>_score(f32, index x 4) -> f32`, `@<name>_mask(index x 4) -> i1`;
-/// the conversion inlines the op's regions at their calls and erases them)
-/// and the kernel's dynamic shared memory, `@<name>_smem` (1024-aligned,
-/// address space 3).
-void declareKernelGlobals(KernelEmitter &w, const std::string &name, bool scoreRegion,
-                          bool maskRegion);
-
-/// The L2 groups of the tile orders: tiles go in groups of `hg` heads
-/// (`heads` in all), `rounds` tiles per head in a group, head fastest
-/// inside a group; the last group may hold fewer heads. Returns (head,
-/// round) of `tile`.
-std::pair<Value, Value> groupedOrder(KernelEmitter &w, Value tile, Value hg, Value heads,
-                                     Value rounds);
+/// Declares the kernel's dynamic shared memory, `@<name>_smem`
+/// (1024-aligned, address space 3).
+void declareKernelSmem(KernelEmitter &w, const std::string &name);
 
 /// One k16 step of acc (+)= A B by wgmma.mma_async (PTX ISA 9.7.15.5):
 /// m64nNk16, A and B from shared memory by descriptors (A K-major, B

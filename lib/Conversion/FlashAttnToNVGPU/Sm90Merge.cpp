@@ -1,17 +1,13 @@
-//===- Sm90Merge.cpp - the split-KV merge, the combine and append kernels -===//
+//===- Sm90Merge.cpp - the split-KV merge of partial results --------------===//
 //
-// The split-KV merge (emitMerge; emitMergeUnit, the partial kernels'
-// fused merge of 4 columns), the combine kernel that applies it to a
-// split-KV op's partial results, and the kv-cache append's copy kernel:
-// grid-stride loops of one thread per output element / 16-byte chunk,
-// built with KernelEmitter beside the attention kernels.
+// The split-KV merge (emitMerge) that the combine kernel
+// (GridKernels.cpp's flashattn.merge_splits) and the partial kernels' fused
+// merge (emitMergeUnit, 4 columns of a row; WarpgroupStore.cpp) emit with
+// KernelEmitter.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Sm90Merge.h"
-
-#include "Sm90Abi.h"
-#include "flashattn/Conversion/FlashAttnToNVGPU/Sm90Kernel.h"
 
 #include <cmath>
 #include <vector>
@@ -130,144 +126,4 @@ void mlir::flashattn::emitMergeUnit(KernelEmitter &w, const MergeUnit &u) {
   Value lseOn = w.icmp(LLVM::ICmpPredicate::ne, u.lse, w.zero(w.gptrT));
   w.ifThen(w.andi(lseOn, w.cmpi(CmpI::eq, u.col, w.i32(0))),
            [&] { w.store(lse, w.gep(u.lse, w.gptrT, w.f32T, u.lrow)); });
-}
-
-//===----------------------------------------------------------------------===//
-// The split-KV combine kernel.
-//===----------------------------------------------------------------------===//
-
-void mlir::flashattn::buildSm90CombineKernel(OpBuilder &builder, Location loc,
-                                             const Sm90CombineSpec &k) {
-  KernelEmitter w(builder, loc);
-  const Type etT = k.f16 ? Type(builder.getF16Type()) : Type(builder.getBF16Type());
-  AbiBuilder abi{builder.getContext(), {}};
-  abi.ptr("partial_out", "po");
-  abi.ptr("partial_lse", "pl");
-  abi.ptr("out", "o");
-  if (k.lse)
-    abi.ptr("lse", "lse");
-  abi.dims("partial_out", "po", 5);
-  abi.dims("partial_lse", "pl", 4);
-  abi.dims("out", "o", 4);
-  if (k.lse)
-    abi.dims("lse", "l", 3);
-  OpBuilder::InsertionGuard guard(builder);
-  KernelFunc P = buildKernelFunc(w, k.name, abi.params, 128, 0, /*minCtas=*/false);
-  // One thread per output element e = ((b * Sq + i) * H + h) * D + d, a
-  // grid-stride loop over all of them.
-  auto [first, stride] = gridStride(w, 128);
-  Value S = P["pod0"], B = P["pod1"], Sq = P["pod2"], H = P["pod3"], D = P["pod4"];
-  Value total = w.muli(w.muli(w.muli(B, Sq), H), D);
-  Value rowsBHS = w.muli(w.muli(B, H), Sq);
-  Value z64 = w.i64(0);
-  w.forLoop(first, total, stride, [&](Value e) {
-    Value d = w.remui(e, D);
-    Value r = w.divui(e, D);
-    Value h = w.remui(r, H);
-    Value bi = w.divui(r, H);
-    Value i = w.remui(bi, Sq);
-    Value b = w.divui(bi, Sq);
-    // lse_s at partial_lse[s, b, h, i].
-    Value lrow = lseIndex(w, b, h, i, H, Sq);
-    auto lseAt = [&](Value s) {
-      return w.load(w.f32T, splitElement(w, P["pl"], s, rowsBHS, lrow, w.f32T));
-    };
-    auto outAt = [&](Value s) {
-      return Values{w.load(w.f32T, splitElement(w, P["po"], s, total, e, w.f32T))};
-    };
-    Values vals;
-    Value lv = emitMerge(w, S, 1, lseAt, outAt, vals).second;
-    Value tv = w.truncf(vals[0], etT);
-    Value optr = w.gep(P["o"], w.gptrT, etT, e);
-    w.store(tv, optr);
-    if (k.lse) {
-      Value d0 = w.cmpi(CmpI::eq, d, z64);
-      w.ifThen(d0, [&] {
-        // lse[b, h, i]: the same row index as partial_lse's within a split.
-        Value lp = w.gep(P["lse"], w.gptrT, w.f32T, lrow);
-        w.store(lv, lp);
-      });
-    }
-  });
-  LLVM::ReturnOp::create(builder, loc, ValueRange{});
-}
-
-//===----------------------------------------------------------------------===//
-// The kv-cache append kernel.
-//===----------------------------------------------------------------------===//
-
-void mlir::flashattn::buildSm90AppendKernel(OpBuilder &builder, Location loc,
-                                            const Sm90AppendSpec &k) {
-  KernelEmitter w(builder, loc);
-  AbiBuilder abi{builder.getContext(), {}};
-  const std::pair<const char *, const char *> tensors[] = {
-      {"k_new", "kn"}, {"v_new", "vn"}, {"k", "kc"}, {"v", "vc"}};
-  for (auto [arg, stem] : tensors)
-    abi.ptr(arg, stem);
-  for (auto [arg, stem] : tensors)
-    abi.dims(arg, stem, 4);
-  abi.scalar(ParamKind::tile_table, "table");
-  // Paged: the page lists (the attention kernel's %page_table).
-  if (k.paged)
-    abi.scalar(ParamKind::page_table, "pages");
-  OpBuilder::InsertionGuard guard(builder);
-  KernelFunc P = buildKernelFunc(w, k.name, abi.params, 256, 0, /*minCtas=*/false);
-  // One thread per 16-byte chunk e = ((b * S_new + r) * Hkv + g) * (D / 8)
-  // + c of k_new and of v_new, a grid-stride loop over all of them.
-  auto sext = [&](Value v) { return w.extsi(v, w.i64T); };
-  auto [first, stride] = gridStride(w, 256);
-  Value B = P["knd0"], S = P["knd1"], H = P["knd2"], D = P["knd3"];
-  Value c8 = w.i64(8), c2 = w.i64(2), c1 = w.i64(1);
-  Value chunks = w.divui(D, c8);
-  Value total = w.muli(w.muli(w.muli(B, S), H), chunks);
-  auto tableAt = [&](Value index, Value table) {
-    Value p = w.gep(table, w.gptrT, w.i32T, index);
-    return sext(w.load(w.i32T, p, /*invariant=*/true));
-  };
-  // Word 1 of the table: where the per-sequence (start, page list) pairs
-  // are.
-  Value appendAt = tableAt(c1, P["table"]);
-  w.forLoop(first, total, stride, [&](Value e) {
-    Value c = w.remui(e, chunks);
-    Value rest = w.divui(e, chunks);
-    Value g = w.remui(rest, H);
-    rest = w.divui(rest, H);
-    Value r = w.remui(rest, S);
-    Value b = w.divui(rest, S);
-    Value pair = w.addi(appendAt, w.muli(b, c2));
-    // Position cache_seqlens[b] + r; the runtime checked it is inside the
-    // cache (never written otherwise).
-    Value pos = w.addi(tableAt(pair, P["table"]), r);
-    // The cache row: b x capacity + pos (dense), or page x page_size + pos
-    // % page_size with page = the sequence's page list [pos / page_size].
-    Value row, inPool;
-    if (k.paged) {
-      Value ps = P["kcd1"];
-      Value list = tableAt(w.addi(pair, c1), P["table"]);
-      Value page = tableAt(w.addi(list, w.divui(pos, ps)), P["pages"]);
-      // A page outside the pool (an unchecked device block_table): the row
-      // is not written.
-      inPool = w.cmpi(CmpI::ult, page, P["kcd0"]);
-      Value inPage = w.remui(pos, ps);
-      row = w.addi(w.muli(page, ps), inPage);
-    } else {
-      row = w.addi(w.muli(b, P["kcd1"]), pos);
-    }
-    Value elem = w.muli(c, c8);
-    Value src = w.addi(w.muli(w.addi(w.muli(w.addi(w.muli(b, S), r), H), g), D), elem);
-    Value dst = w.addi(w.muli(w.addi(w.muli(row, H), g), D), elem);
-    auto copy = [&] {
-      for (auto [from, to] : {std::pair("kn", "kc"), std::pair("vn", "vc")}) {
-        Value sp = w.gep(P[from], w.gptrT, w.i16T, src);
-        Value dp = w.gep(P[to], w.gptrT, w.i16T, dst);
-        Value val = w.load(VectorType::get({4}, w.i32T), sp, false, false, 16);
-        w.store(val, dp, 16);
-      }
-    };
-    if (k.paged)
-      w.ifThen(inPool, copy);
-    else
-      copy();
-  });
-  LLVM::ReturnOp::create(builder, loc, ValueRange{});
 }

@@ -1,9 +1,8 @@
-//===- Sm90Merge.h - the split-KV merge and the combine / append kernels -===//
+//===- Sm90Merge.h - the split-KV merge of partial results ------*- C++ -*-===//
 //
 // The split-KV merge of partial results (docs/SEMANTICS.md, "Split-KV and
 // flashattn.combine"), which the combine kernel and the partial kernels'
-// fused merge emit; the combine and append kernels (Sm90Merge.cpp) are
-// declared in Sm90Kernel.h.
+// fused merge emit.
 //
 //===----------------------------------------------------------------------===//
 

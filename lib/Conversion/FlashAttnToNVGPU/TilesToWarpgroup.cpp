@@ -48,7 +48,7 @@
 #include "WarpgroupKernel.h"
 
 #include "flashattn/Conversion/FlashAttnToNVGPU/Sm90Kernel.h"
-#include "Sm90Spec.h"
+#include "Sm90Checks.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -1246,7 +1246,7 @@ LogicalResult WarpgroupKernel::build() {
   if (failed(shapes()))
     return failure();
   std::string name = tiled.getName().str();
-  declareKernelGlobals(w, name, false, false);
+  declareKernelSmem(w, name);
   OpBuilder::InsertionGuard guard(b);
   // Warp-specialized: one CTA an SM, whose registers setmaxnreg shares out.
   P = buildKernelFunc(w, name + "_wg", params(), threads, mergeOff + (fused ? 8 : 0),

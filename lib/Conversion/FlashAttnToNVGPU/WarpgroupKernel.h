@@ -40,7 +40,7 @@ constexpr int32_t kStoreBarrier = 5;
 /// The kernel's arguments by their `flashattn.arg` name.
 enum Arg { Q, K, V, Out, Lse, Table, Pages, NumArgs };
 constexpr const char *kArgNames[] = {"q", "k", "v", "out", "lse", "tile_table", "page_table"};
-/// Their ABI names inside the builder: the pointer and the dims' prefix.
+/// Their ABI names inside the emitter: the pointer and the dims' prefix.
 constexpr const char *kPtr[] = {"q", "k", "v", "o", "lse", "tile_table", "page_table"};
 constexpr const char *kDims[] = {"q", "k", "v", "o", "l", "", ""};
 

@@ -111,7 +111,7 @@ func.func @softcap(%q: memref<1x64x2x128xf16>, %k: memref<1x64x2x128xf16>, %v: m
 // -----
 
 // A head_dim the sm90 kernels do not take is reported (the ops naming a
-// kernel are checked as convert-flashattn-to-nvgpu checks them).
+// kernel are checked before it is built).
 func.func @hd96(%q: memref<1x64x2x96xf16>, %k: memref<1x64x2x96xf16>, %v: memref<1x64x2x96xf16>,
                 %o: memref<1x64x2x96xf16>) {
   // expected-error @+1 {{flashattn-sm90-warpgroup: the sm90 kernel takes head_dim 64, 128 or 256 (= head_dim_v)}}
@@ -292,6 +292,63 @@ func.func @hdv(%q: memref<1x64x2x128xbf16>, %k: memref<1x64x2x128xbf16>, %v: mem
   // expected-error @+1 {{flashattn-sm90-warpgroup: the sm90 kernel takes head_dim 64, 128 or 256 (= head_dim_v)}}
   flashattn.attention ins(%q, %k, %v : memref<1x64x2x128xbf16>, memref<1x64x2x128xbf16>, memref<1x64x2x64xbf16>)
       outs(%o : memref<1x64x2x64xbf16>)
+  return
+}
+
+// -----
+
+// What the kernels do not take is reported, not miscompiled: f32 inputs,
+func.func @f32(%q: memref<1x64x2x64xf32>, %k: memref<1x64x2x64xf32>, %v: memref<1x64x2x64xf32>,
+               %o: memref<1x64x2x64xf32>) {
+  // expected-error @+1 {{flashattn-sm90-warpgroup: the sm90 kernel takes bf16 or f16 inputs}}
+  flashattn.attention ins(%q, %k, %v : memref<1x64x2x64xf32>, memref<1x64x2x64xf32>, memref<1x64x2x64xf32>)
+      outs(%o : memref<1x64x2x64xf32>)
+  return
+}
+
+// -----
+
+// a region op beyond arith (what the kernels' LLVM lowering covers),
+func.func @region_math(%q: memref<1x64x2x64xf16>, %k: memref<1x64x2x64xf16>, %v: memref<1x64x2x64xf16>,
+                       %o: memref<1x64x2x64xf16>) {
+  // expected-error @+1 {{flashattn-sm90-warpgroup: score/mask regions on sm90 take arith ops only (found 'math.exp')}}
+  flashattn.attention ins(%q, %k, %v : memref<1x64x2x64xf16>, memref<1x64x2x64xf16>, memref<1x64x2x64xf16>)
+      outs(%o : memref<1x64x2x64xf16>)
+      score(%s: f32, %b: index, %h: index, %i: index, %j: index) {
+        %e = math.exp %s : f32
+        flashattn.yield %e : f32
+      }
+  return
+}
+
+// -----
+
+// a region scalar NVPTX cannot lower inline (i128 arithmetic needs a
+// library call it lacks), not handed to LLVM to abort on,
+func.func @region_i128(%q: memref<1x64x2x64xf16>, %k: memref<1x64x2x64xf16>, %v: memref<1x64x2x64xf16>,
+                       %o: memref<1x64x2x64xf16>) {
+  // expected-error @+1 {{flashattn-sm90-warpgroup: score/mask regions on sm90 compute on integers of up to 64 bits, index, f16, bf16, f32 or f64 only (found 'i128' in 'arith.index_cast')}}
+  flashattn.attention ins(%q, %k, %v : memref<1x64x2x64xf16>, memref<1x64x2x64xf16>, memref<1x64x2x64xf16>)
+      outs(%o : memref<1x64x2x64xf16>)
+      score(%s: f32, %b: index, %h: index, %i: index, %j: index) {
+        %x = arith.index_cast %i : index to i128
+        %p = arith.muli %x, %x : i128
+        %f = arith.sitofp %p : i128 to f32
+        %r = arith.addf %s, %f : f32
+        flashattn.yield %r : f32
+      }
+  return
+}
+
+// -----
+
+// and a partial form whose combine is missing (the runtime launches the
+// partial and the combine kernels together).
+func.func @partial_without_combine(%q: memref<1x64x2x64xbf16>, %k: memref<1x640x2x64xbf16>, %v: memref<1x640x2x64xbf16>,
+                                   %po: memref<2x1x64x2x64xf32>, %pl: memref<2x1x2x64xf32>) {
+  // expected-error @+1 {{flashattn-sm90-warpgroup: the split-KV partial results need a flashattn.combine (memref form) reading them}}
+  flashattn.attention ins(%q, %k, %v : memref<1x64x2x64xbf16>, memref<1x640x2x64xbf16>, memref<1x640x2x64xbf16>)
+      outs(%po, %pl : memref<2x1x64x2x64xf32>, memref<2x1x2x64xf32>) {num_splits = 2}
   return
 }
 

@@ -90,9 +90,9 @@ def FlashAttn_Sm90CodegenAttr : AttrDef<FlashAttn_Dialect, "Sm90Codegen"> {
   let summary = "the code-generation choices of one sm_90a attention kernel";
   let description = [{
     Chosen by `flashattn-plan{target=sm90}` (each overridable by a pass
-    option of the same name) and implemented by `convert-flashattn-to-nvgpu`
-    (`scheduler_barrier`, `warp_specialize` and `intra_wg_overlap` also by
-    the passes of flashattn-tile's kernel):
+    option of the same name) and implemented by the passes that build the
+    sm90 kernels (`flashattn-tile`, `flashattn-sm90-pipeline-kv`,
+    `flashattn-sm90-warp-specialize`, `flashattn-sm90-warpgroup`):
 
     - `scheduler_barrier`: the consumer warpgroups take turns issuing their
       GEMMs (FlashAttention-3's ping-pong, arXiv 2407.08608 section 3.1);
@@ -114,12 +114,11 @@ def FlashAttn_Sm90CodegenAttr : AttrDef<FlashAttn_Dialect, "Sm90Codegen"> {
     - `l2_hint_q`, `l2_hint_kv`: the L2 eviction priority of the TMA loads
       (PTX ISA, createpolicy);
     - `warp_specialize`: flashattn-tile's kernel is split into a producer
-      warpgroup and the consumers (`flashattn-sm90-warp-specialize`; the
-      builder's kernel always is);
+      warpgroup and the consumers (`flashattn-sm90-warp-specialize`);
     - `intra_wg_overlap`: in flashattn-tile's warp-specialized kernel, key
       block n - 1's P V is issued after block n's Q K^T and runs under
       block n's softmax (FlashAttention-3's intra-warpgroup overlap,
-      arXiv 2407.08608 section 3.2; the builder's kernel always does it);
+      arXiv 2407.08608 section 3.2);
     - `fused_merge`: in flashattn-tile's split-KV partial kernels, the
       work unit that finishes a tile's last split merges the tile's rows
       from every split's partial results into the final out and lse (a
@@ -293,7 +292,7 @@ def FlashAttn_KernelAbiAttr : AttrDef<FlashAttn_Dialect, "KernelAbi"> {
   let mnemonic = "kernel_abi";
   let summary = "the launch contract of one generated kernel";
   let description = [{
-    Set by `convert-flashattn-to-nvgpu` on every kernel it builds (the
+    Set by `flashattn-sm90-warpgroup` on every kernel it emits (the
     discardable attribute `flashattn.abi` of the `llvm.func`) and, keyed by
     entry name, in the op's `#flashattn.sm90_entries`: `threads` per CTA,
     `smem` bytes of dynamic shared memory, and `params`, the kernel's
@@ -324,9 +323,9 @@ def FlashAttn_Sm90EntriesAttr : AttrDef<FlashAttn_Dialect, "Sm90Entries"> {
   let mnemonic = "sm90_entries";
   let summary = "the sm90 kernels generated for one op";
   let description = [{
-    Set by `convert-flashattn-to-nvgpu` on a `flashattn.attention` (and on the
+    Set by `flashattn-tile` on a `flashattn.attention` (and on the
     `flashattn.combine` that reads its partial results) as the attribute
-    `flashattn.sm90`: `kernel`, the entry (`@module::@name`); optional
+    `flashattn.sm90`, with `abi` added by `flashattn-sm90-warpgroup`: `kernel`, the entry (`@module::@name`); optional
     `dense` (automatic num_splits: the entry without splits), `append` (the
     kv-cache copy kernel launched first), `combine` (the split-KV merge
     kernel); `packed_groups` > 0 when the module also holds the pack_gqa
