@@ -57,11 +57,11 @@ void mlir::flashattn::buildFlashAttnSm90Pipeline(
     OpPassManager &pm, const Sm90PipelineOptions &options) {
   flashattn::FlashAttnPlanOptions plan;
   plan.target = "sm90";
-  // The warpgroup form (unpipelined): one warpgroup over 64 x 64 tiles.
+  // The warpgroup form (unpipelined): one warpgroup over 64 x 64 tiles,
+  // without a producer.
   plan.blockM = options.unpipelined ? 64 : options.blockM;
   plan.blockN = options.unpipelined ? 64 : options.blockN;
   plan.consumers = options.unpipelined ? 1 : options.consumers;
-  plan.tiled = !options.unpipelined;
   plan.stages = options.stages;
   plan.schedulerBarrier = options.schedulerBarrier;
   plan.tmaStore = options.tmaStore;
@@ -70,7 +70,7 @@ void mlir::flashattn::buildFlashAttnSm90Pipeline(
   plan.prefetchNextQ = options.prefetchNextQ;
   plan.conditionalRescale = options.conditionalRescale;
   plan.kvRowCopies = options.kvRowCopies;
-  plan.warpSpecialize = options.warpSpecialize;
+  plan.warpSpecialize = options.unpipelined ? std::string("off") : options.warpSpecialize.getValue();
   plan.intraWGOverlap = options.intraWGOverlap;
   plan.fusedMerge = options.fusedMerge;
   plan.kvHeadsPerBlock = options.kvHeadsPerBlock;

@@ -23,10 +23,12 @@ using namespace mlir::flashattn;
 namespace {
 /// The facts of an op and its plan the choices depend on.
 struct Facts {
-  int64_t d, consumers, blockM, blockN, stages, pageSize, hkv, groups;
+  int64_t d, consumers, blockM, blockN, stages, pageSize, hkv, groups, numSplits;
   int causal;
   int64_t windowLeft, windowRight;
-  bool partial, tileTable;
+  bool partial, tileTable, paged, softcap, scoreRegion, maskRegion, lpt;
+  /// A causal mask or a window side.
+  bool masked() const { return causal || windowLeft >= 0 || windowRight >= 0; }
 };
 
 Facts factsOf(AttentionOp op, PlanAttr plan) {
@@ -50,8 +52,14 @@ Facts factsOf(AttentionOp op, PlanAttr plan) {
   std::tie(f.windowLeft, f.windowRight) = op.getWindow();
   f.windowLeft = sm90WindowSide(f.windowLeft);
   f.windowRight = sm90WindowSide(f.windowRight);
-  f.partial = op.isSplitPartial() || plan.getNumSplits() > 1;
+  f.numSplits = plan.getNumSplits();
+  f.partial = op.isSplitPartial() || f.numSplits > 1;
   f.tileTable = sm90UsesTileTable(op);
+  f.paged = op.isPaged();
+  f.softcap = static_cast<bool>(op.getSoftcap());
+  f.scoreRegion = !op.getScore().empty();
+  f.maskRegion = !op.getMask().empty();
+  f.lpt = plan.getSchedule() == Schedule::lpt;
   return f;
 }
 
@@ -122,30 +130,67 @@ FailureOr<int64_t> kvHeadsPerBlock(const Facts &f, bool rowCopies, int64_t force
 /// causal, head_dim 256 unmasked +0.3-1.3%; 1-5% slower at head_dim 64
 /// causal and 256 causal (their registers are at the limit).
 int64_t reduceChains(const Facts &f) {
-  bool unmasked = f.causal == 0 && f.windowLeft < 0 && f.windowRight < 0;
-  return f.d == 128 || (f.d == 256 && unmasked) ? 4 : 1;
+  return f.d == 128 || (f.d == 256 && !f.masked()) ? 4 : 1;
+}
+
+/// A producer warpgroup (flashattn-sm90-warp-specialize): but with softcap
+/// at head_dim 256, where a consumer's O takes 128 of the 232 registers
+/// setmaxnreg leaves it and ptxas spills (without a producer each of 256
+/// threads has 255).
+bool warpSpecialize(const Facts &f) { return f.d <= 128 || !f.softcap; }
+
+/// P V under the next block's softmax: not with softcap at head_dim 128 and
+/// 256, where the in-flight O and P push ptxas past the consumers' 232
+/// registers (4-8 bytes of spills with a mask).
+bool intraWGOverlap(const Facts &f) { return !(f.softcap && f.d >= 128); }
+
+/// Conditional rescaling (FlashAttention-4) at every head_dim: +3-10% at
+/// head_dim 256 (O is 128 registers a thread), and the rescale's branch
+/// also keeps the wait for the previous P V below the row maxima
+/// (1.015-1.04x at head_dim 64, causal and not). Not with 3 consumers under
+/// a causal mask (0.95-0.97x), nor at head_dim 256 with pages smaller than
+/// the key block in the split-KV form, where ptxas spills 8 bytes.
+bool conditionalRescale(const Facts &f) {
+  if (f.consumers == 3 && f.causal)
+    return false;
+  bool smallPages = f.pageSize > 0 && f.pageSize < f.blockN;
+  return !(f.d == 256 && smallPages && f.numSplits != 1);
+}
+
+/// Head_dim 256 prefill over dense K/V with no mask, no softcap and no
+/// regions (where the predicated early release was measured).
+bool unmaskedHd256(const Facts &f) {
+  return f.d == 256 && !f.paged && !f.masked() && !f.softcap && !f.scoreRegion &&
+         !f.maskRegion;
+}
+
+/// Q released in a tile's last block (after its Q K^T): 1.02-1.10x at 512
+/// and 1k keys unmasked at head_dim 64 and 128, and under a causal mask at
+/// head_dim 64 1.05-1.13x to 2k keys (1.00x at 8k). At head_dim 256 only
+/// unmasked, as the predicated arrive (1.002-1.017x); the branch there was
+/// 0.96-0.97x causal and 0.97-0.99x unmasked from 2k keys.
+bool earlyQRelease(const Facts &f) { return f.d < 256 || unmaskedHd256(f); }
+
+/// That release, where the key-block loop is split at the mask's boundary,
+/// as a predicated arrive in the masked loop only: at head_dim 128 under a
+/// causal mask or a right window, where a branch around the arrive in
+/// either loop made ptxas spill 32-40 bytes (1.02-1.07x at 512 to 2k keys
+/// causal against the release after the loop); elsewhere a branch (the
+/// predicated arrive was 5-17% slower at head_dim 64, with 3 consumers).
+bool predicatedQRelease(const Facts &f) {
+  return (f.d == 128 && (f.causal || f.windowRight >= 0)) || unmaskedHd256(f);
+}
+
+/// Q in two buffers, the next tile's loaded before this one's is released,
+/// in the kernel taking its tiles from the launch's counter (the lpt
+/// schedule without the tile table): at head_dim 128 causal 1.5-3.7%
+/// faster from 512 to 2k keys, within 0.5% from 4k (H100); at head_dim 64
+/// causal 1.3-5.7% faster to 2k keys but 2.5-3% slower at 8k and 16k, so
+/// not taken there; at head_dim 256 two buffers do not fit.
+bool prefetchNextQ(const Facts &f) {
+  return f.d == 128 && f.causal && f.lpt && !f.tileTable;
 }
 } // namespace
-
-Sm90CodegenOverrides Sm90CodegenOverrides::forced(Sm90CodegenAttr cg) {
-  Sm90CodegenOverrides o;
-  o.schedulerBarrier = cg.getSchedulerBarrier();
-  o.tmaStore = cg.getTmaStore();
-  o.earlyQRelease = cg.getEarlyQRelease();
-  o.conditionalRescale = cg.getConditionalRescale();
-  o.rescaleUnderQK = cg.getRescaleUnderQk();
-  o.reduceChains = cg.getReduceChains();
-  o.kvRowCopies = cg.getKvRowCopies();
-  o.kvHeadsPerBlock = cg.getKvHeadsPerBlock();
-  o.l2HintQ = cg.getL2HintQ();
-  o.l2HintKV = cg.getL2HintKv();
-  o.warpSpecialize = cg.getWarpSpecialize();
-  o.intraWGOverlap = cg.getIntraWgOverlap();
-  o.fusedMerge = cg.getFusedMerge();
-  o.predicatedQRelease = cg.getPredicatedQRelease();
-  o.prefetchNextQ = cg.getPrefetchNextQ();
-  return o;
-}
 
 FailureOr<Sm90CodegenAttr> mlir::flashattn::chooseSm90Codegen(AttentionOp op, PlanAttr plan,
                                                               const Sm90CodegenOverrides &o,
@@ -157,37 +202,36 @@ FailureOr<Sm90CodegenAttr> mlir::flashattn::chooseSm90Codegen(AttentionOp op, Pl
   // GEMMs at head_dim <= 128 (bf16), where the softmax is a large share of
   // a block's time; at head_dim 256, -0.3% to +0.6% non-causal and -0.9%
   // (512) to +1.7% causal.
-  bool tight = f.consumers == 3 && (f.causal || f.windowLeft >= 0 || f.windowRight >= 0);
+  bool tight = f.consumers == 3 && f.masked();
   bool schedulerBarrier =
       o.schedulerBarrier.value_or(f.consumers >= 2 && !tight) && f.consumers >= 2;
   // O through shared memory and a TMA store where its tile fits beside the
   // K/V stages: +1-13% at head_dim 64 and 128, -0.3% (causal 512) to +3.9%
   // at 256; 3-8% slower with 3 consumers, which keep the direct stores. Not
   // in the f32 partial form, not with pack_gqa (a tile's rows are spread
-  // over heads) and not with the tile table (a tile's last rows would land
-  // in the next sequence).
+  // over heads), not with the tile table (a tile's last rows would land
+  // in the next sequence) and not with a score region (ptxas spilled 116
+  // bytes at head_dim 128, causal).
   bool tmaStore = !f.partial && f.groups == 1 && !f.tileTable &&
-                  o.tmaStore.value_or(f.consumers <= 2) && storeFits(f);
+                  o.tmaStore.value_or(f.consumers <= 2 && !f.scoreRegion) && storeFits(f);
   bool rowCopies = f.pageSize && o.kvRowCopies.value_or(needsRowCopies(f));
   FailureOr<int64_t> hp = kvHeadsPerBlock(f, rowCopies, o.kvHeadsPerBlock, why);
   if (failed(hp))
     return failure();
-  // Q released after a tile's last S: the producer loads the next tile's Q
-  // under the last softmax, P V and epilogue (+0-10%). Conditional
-  // rescaling: +3-10% at head_dim 256 (O is 128 registers a thread), +1% at
-  // 128, 0-3% slower at 64 (the vote and branch cost more than 32 FMULs).
-  // The rescale under the next QK^T: +1-2% at head_dim 128, 0-2% slower at
-  // 64 and 256. L2: a tile reads its Q once, evict_first (FlashAttention-3's
+  bool specialize = o.warpSpecialize.value_or(warpSpecialize(f));
+  // O's rescale under the next Q K^T measured 0.5-1.2% slower at head_dim
+  // 128: off. L2: a tile reads its Q once, evict_first (FlashAttention-3's
   // choice); K/V evict_normal (evict_last changed prefill by under 0.5%;
   // evict_first gained 6-10% in decode at batch 1 / 32k but lost 2-5% at
   // every larger shape).
   MLIRContext *ctx = op.getContext();
   return Sm90CodegenAttr::get(
-      ctx, schedulerBarrier, tmaStore, o.earlyQRelease.value_or(true),
-      o.conditionalRescale.value_or(f.d >= 128), o.rescaleUnderQK.value_or(f.d == 128),
+      ctx, schedulerBarrier, tmaStore, o.earlyQRelease.value_or(earlyQRelease(f)),
+      o.conditionalRescale.value_or(conditionalRescale(f)), o.rescaleUnderQK.value_or(false),
       o.reduceChains.value_or(reduceChains(f)), rowCopies, *hp,
       o.l2HintQ.value_or(L2Priority::evict_first), o.l2HintKV.value_or(L2Priority::normal),
-      o.warpSpecialize.value_or(false), o.intraWGOverlap.value_or(false),
-      f.partial && o.fusedMerge.value_or(true), o.predicatedQRelease.value_or(false),
-      o.prefetchNextQ.value_or(false));
+      specialize, o.intraWGOverlap.value_or(specialize && intraWGOverlap(f)),
+      f.partial && o.fusedMerge.value_or(true),
+      o.predicatedQRelease.value_or(predicatedQRelease(f)),
+      o.prefetchNextQ.value_or(prefetchNextQ(f)));
 }

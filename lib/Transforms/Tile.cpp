@@ -722,7 +722,7 @@ void AttentionTiler::otherHeadsMask() {
   });
 }
 
-/// What the sm90 tiled kernel does not take yet, or "".
+/// What the sm90 kernel does not take yet, or "".
 static std::string sm90TileUnsupported(AttentionOp op) {
   if (op.getAlibiSlopes())
     return "ALiBi";
@@ -968,7 +968,7 @@ struct FlashAttnTilePass
         op.emitError("flashattn-tile: needs a static head_dim");
       else if (op.getPlanAttr().getTarget() == Target::sm90 &&
                !sm90TileUnsupported(op).empty())
-        op.emitError("flashattn-tile: the sm90 tiled kernel does not take ")
+        op.emitError("flashattn-tile: the sm90 kernel does not take ")
             << sm90TileUnsupported(op) << " yet";
       else
         op.emitError() << "flashattn-tile: head_dim " << op.getHeadDim()

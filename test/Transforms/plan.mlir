@@ -1,7 +1,6 @@
 // RUN: fa-opt %s --flashattn-plan --split-input-file | FileCheck %s --check-prefix=HOST
 // RUN: fa-opt %s --flashattn-plan="target=sm90" --split-input-file | FileCheck %s --check-prefix=SM90
 // RUN: fa-opt %s --flashattn-plan="target=sm90 consumers=1 block-n=64 stages=3" --split-input-file | FileCheck %s --check-prefix=OVERRIDE
-// RUN: fa-opt %s --flashattn-plan="target=sm90 tiled" --split-input-file | FileCheck %s --check-prefix=TILED
 // RUN: not fa-opt %s --flashattn-plan="target=sm90 block-n=-1" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADOVERRIDE
 // RUN: not fa-opt %s --flashattn-plan="target=tpu" --split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: fa-opt %s --flashattn-plan="target=sm90 scheduler-barrier=off tma-store=off early-q-release=off l2-hint-q=normal l2-hint-kv=last" --split-input-file | FileCheck %s --check-prefix=CODEGEN
@@ -19,7 +18,7 @@
 // The sm90 code-generation choices, each overridable: a test or a tuner
 // pins them in the plan (#flashattn.sm90_codegen).
 // CODEGEN-LABEL: func.func @prefill
-// CODEGEN: plan = #flashattn.plan<{{.*}}, sm90 = <conditional_rescale = true, rescale_under_qk = true, reduce_chains = 4, l2_hint_kv = evict_last>>
+// CODEGEN: plan = #flashattn.plan<{{.*}}, sm90 = <conditional_rescale = true, reduce_chains = 4, l2_hint_kv = evict_last, warp_specialize = true, intra_wg_overlap = true>>
 // BADSWITCH: error: flashattn-plan: tma-store takes auto, on or off, got 'maybe'
 // NORESCALE-LABEL: func.func @prefill
 // NORESCALE-NOT: conditional_rescale
@@ -35,30 +34,23 @@
 // BADSMS300: error: flashattn-plan: num-sms must be positive, got -300{{$}}
 
 // Tile overrides (tuning): consumers alone sets sm90's block_m = 64 x
-// consumers; the schedule, splits and packing stay automatic.
+// consumers; the schedule, splits and packing stay automatic. One consumer
+// takes no turns; O's tile (16 KB) fits beside Q and 3 stages of K and V
+// (128 KB): the TMA store.
 // OVERRIDE-LABEL: func.func @prefill
-// OVERRIDE: plan = #flashattn.plan<target = sm90, block_m = 64, block_n = 64, stages = 3, consumers = 1, schedule = static, num_splits = 1, pack_gqa = false, sm90 = <tma_store = true, early_q_release = true, conditional_rescale = true, rescale_under_qk = true, reduce_chains = 4, l2_hint_q = evict_first>>
-
-// Tiles for flashattn-tile's kernel: 2 warpgroups of 64 rows and 128 keys
-// at head_dim 128 (where the builder's kernel takes 128 x 128 too), 64 keys
-// at head_dim 256 (the builder's: 80); a producer warpgroup and the
-// intra-warpgroup overlap (not at head_dim 256 with softcap:
-// test/Transforms/sm90-warp-specialize.mlir).
-// TILED-LABEL: func.func @prefill
-// TILED: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 128, stages = 2, consumers = 2,
-// TILED-SAME: warp_specialize = true, intra_wg_overlap = true
-// TILED-LABEL: func.func @explicit
-// TILED: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 64, stages = 2, consumers = 2,
-// TILED-SAME: warp_specialize = true, intra_wg_overlap = true
+// OVERRIDE: plan = #flashattn.plan<target = sm90, block_m = 64, block_n = 64, stages = 3, consumers = 1, schedule = static, num_splits = 1, pack_gqa = false, sm90 = <tma_store = true, early_q_release = true, conditional_rescale = true, reduce_chains = 4, l2_hint_q = evict_first, warp_specialize = true, intra_wg_overlap = true>>
 
 // Non-causal prefill, head_dim 128: 64x64 tiles on the host; on sm90
 // 128x128 (2 consumer warpgroups of 64 rows), 2 K/V stages and the static
 // persistent schedule; no split, no GQA packing (the 4 x 1000 query rows
-// of a kv head do not fit one 128-row tile).
+// of a kv head do not fit one 128-row tile). The consumers take turns, O
+// leaves by a TMA store (Q 32 KB, 2 stages of K and V 128 KB and O 32 KB
+// fit 227 KB), a producer warpgroup loads and P V runs under the next
+// block's softmax; no predicated Q release without a mask.
 // HOST-LABEL: func.func @prefill
 // HOST: plan = #flashattn.plan<target = host, block_m = 64, block_n = 64, stages = 1, consumers = 1, schedule = static, num_splits = 1, pack_gqa = false>
 // SM90-LABEL: func.func @prefill
-// SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 128, stages = 2, consumers = 2, schedule = static, num_splits = 1, pack_gqa = false, sm90 = <scheduler_barrier = true, tma_store = true, early_q_release = true, conditional_rescale = true, rescale_under_qk = true, reduce_chains = 4, l2_hint_q = evict_first>>
+// SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 128, stages = 2, consumers = 2, schedule = static, num_splits = 1, pack_gqa = false, sm90 = <scheduler_barrier = true, tma_store = true, early_q_release = true, conditional_rescale = true, reduce_chains = 4, l2_hint_q = evict_first, warp_specialize = true, intra_wg_overlap = true>>
 func.func @prefill(%q: memref<2x1000x32x128xbf16>, %k: memref<2x1000x8x128xbf16>,
                    %v: memref<2x1000x8x128xbf16>, %o: memref<2x1000x32x128xbf16>) {
   flashattn.attention ins(%q, %k, %v : memref<2x1000x32x128xbf16>, memref<2x1000x8x128xbf16>, memref<2x1000x8x128xbf16>)
@@ -71,11 +63,13 @@ func.func @prefill(%q: memref<2x1000x32x128xbf16>, %k: memref<2x1000x8x128xbf16>
 // Causal decode over 32k keys: the host takes 1-row tiles; sm90 packs the 4
 // query heads of each kv head into one tile; under the causal mask the key
 // blocks are 128 and the schedule lpt. Automatic num_splits resolves to
-// 1 on sm90 (explicit num_splits are honoured; see Plan.cpp).
+// 1 on sm90 (explicit num_splits are honoured; see Plan.cpp). No TMA store
+// with packed rows; at head_dim 128 under the causal mask Q's early
+// release is the predicated arrive.
 // HOST-LABEL: func.func @decode
 // HOST: plan = #flashattn.plan<target = host, block_m = 1, block_n = 64, stages = 1, consumers = 1, schedule = static, num_splits = 1, pack_gqa = false>
 // SM90-LABEL: func.func @decode
-// SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 128, stages = 2, consumers = 2, schedule = lpt, num_splits = 1, pack_gqa = true, sm90 = <scheduler_barrier = true, early_q_release = true, conditional_rescale = true, rescale_under_qk = true, reduce_chains = 4, l2_hint_q = evict_first>>
+// SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 128, stages = 2, consumers = 2, schedule = lpt, num_splits = 1, pack_gqa = true, sm90 = <scheduler_barrier = true, early_q_release = true, conditional_rescale = true, reduce_chains = 4, l2_hint_q = evict_first, warp_specialize = true, intra_wg_overlap = true, predicated_q_release = true>>
 func.func @decode(%q: memref<1x1x32x128xbf16>, %k: memref<1x32768x8x128xbf16>,
                   %v: memref<1x32768x8x128xbf16>, %o: memref<1x1x32x128xbf16>) {
   flashattn.attention ins(%q, %k, %v : memref<1x1x32x128xbf16>, memref<1x32768x8x128xbf16>, memref<1x32768x8x128xbf16>)
@@ -86,13 +80,14 @@ func.func @decode(%q: memref<1x1x32x128xbf16>, %k: memref<1x32768x8x128xbf16>,
 // -----
 
 // Explicit num_splits and pack_gqa are kept. head_dim 256 on sm90: key
-// blocks of 80 (Q 64 KB + 2 stages x (K + V) 40 KB each fits 227 KB; O is
-// 128 registers per consumer thread). Split-KV partials are merged by the
-// partial kernels themselves (fused_merge).
+// blocks of 64 (O is 128 registers per consumer thread). Split-KV partials
+// are merged by the partial kernels themselves (fused_merge). Unmasked
+// dense head_dim 256: Q released early, as the predicated arrive, and 4
+// reduction chains.
 // HOST-LABEL: func.func @explicit
 // HOST: plan = #flashattn.plan<target = host, block_m = 16, block_n = 64, stages = 1, consumers = 1, schedule = static, num_splits = 3, pack_gqa = true>
 // SM90-LABEL: func.func @explicit
-// SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 80, stages = 2, consumers = 2, schedule = static, num_splits = 3, pack_gqa = true, sm90 = <scheduler_barrier = true, early_q_release = true, conditional_rescale = true, reduce_chains = 4, l2_hint_q = evict_first, fused_merge = true>>
+// SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 64, stages = 2, consumers = 2, schedule = static, num_splits = 3, pack_gqa = true, sm90 = <scheduler_barrier = true, early_q_release = true, conditional_rescale = true, reduce_chains = 4, l2_hint_q = evict_first, warp_specialize = true, intra_wg_overlap = true, fused_merge = true, predicated_q_release = true>>
 func.func @explicit(%q: memref<1x16x4x256xf16>, %k: memref<1x900x4x256xf16>,
                     %v: memref<1x900x4x256xf16>, %o: memref<1x16x4x256xf16>) {
   flashattn.attention ins(%q, %k, %v : memref<1x16x4x256xf16>, memref<1x900x4x256xf16>, memref<1x900x4x256xf16>)
@@ -117,12 +112,15 @@ func.func @kept(%q: memref<1x16x4x64xf16>, %k: memref<1x90x4x64xf16>,
 
 // -----
 
-// Paged KV at head_dim 256 on sm90: 64-key blocks when TMA takes the pages
-// (16: four boxes a block), 32-key blocks when the producer copies rows
-// (pages of 3).
+// Paged KV at head_dim 256 on sm90: 64-key blocks, whether TMA takes the
+// pages (16: four boxes a block) or the producer copies rows (pages of 3);
+// no early Q release at head_dim 256 over paged KV.
 // SM90-LABEL: func.func @paged_hd256
 // SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 64,
-// SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 32,
+// SM90-NOT: early_q_release
+// SM90-NOT: kv_row_copies
+// SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 64,
+// SM90-NOT: early_q_release
 // SM90-SAME: kv_row_copies = true
 func.func @paged_hd256(%q: memref<2x1x4x256xbf16>, %k16: memref<32x16x1x256xbf16>,
                        %k3: memref<32x3x1x256xbf16>, %su: memref<2xi32>,
@@ -138,12 +136,12 @@ func.func @paged_hd256(%q: memref<2x1x4x256xbf16>, %k16: memref<32x16x1x256xbf16
 
 // -----
 
-// flashattn-tile's kernel takes pages that are whole key blocks or
-// divide one: pages of 192 keys get 64-key blocks, pages of 32 128.
-// TILED-LABEL: func.func @paged_tiled
-// TILED: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 64,
-// TILED: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 128,
-func.func @paged_tiled(%q: memref<2x1x4x128xbf16>, %k192: memref<8x192x1x128xbf16>,
+// A key block lies in one page or is whole pages: pages of 192 keys get
+// 64-key blocks, pages of 32 128.
+// SM90-LABEL: func.func @paged_blocks
+// SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 64,
+// SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 128,
+func.func @paged_blocks(%q: memref<2x1x4x128xbf16>, %k192: memref<8x192x1x128xbf16>,
                        %k32: memref<32x32x1x128xbf16>, %su: memref<2xi32>,
                        %bt: memref<2x16xi32>, %o: memref<2x1x4x128xbf16>) {
   flashattn.attention ins(%q, %k192, %k192 : memref<2x1x4x128xbf16>, memref<8x192x1x128xbf16>, memref<8x192x1x128xbf16>)
@@ -157,20 +155,20 @@ func.func @paged_tiled(%q: memref<2x1x4x128xbf16>, %k192: memref<8x192x1x128xbf1
 
 // -----
 
-// flashattn-tile's kernel: the causal plan's tiles longest first (lpt),
-// but under a left window, which bounds every tile's keys (static); O's
-// rescale under the next Q K^T is not taken there. The lpt tiles come
-// from the launch's counter: at head_dim 128 the next tile's Q is loaded
-// into a second buffer (prefetch_next_q), not with the static schedule.
-// TILED-LABEL: func.func @schedule_tiled
-// TILED: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 128, stages = 2, consumers = 2, schedule = lpt,
-// TILED-NOT: rescale_under_qk
-// TILED-SAME: prefetch_next_q = true
-// TILED: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 128, stages = 2, consumers = 2, schedule = static,
-// TILED-NOT: rescale_under_qk
-// TILED-NOT: prefetch_next_q
-// TILED: return
-func.func @schedule_tiled(%q: memref<2x512x4x128xbf16>, %k: memref<2x512x4x128xbf16>,
+// The causal plan's tiles longest first (lpt), but under a left window,
+// which bounds every tile's keys (static); O's rescale under the next Q
+// K^T is not taken. The lpt tiles come from the launch's counter: at
+// head_dim 128 the next tile's Q is loaded into a second buffer
+// (prefetch_next_q), not with the static schedule.
+// SM90-LABEL: func.func @schedule
+// SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 128, stages = 2, consumers = 2, schedule = lpt,
+// SM90-NOT: rescale_under_qk
+// SM90-SAME: prefetch_next_q = true
+// SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 128, stages = 2, consumers = 2, schedule = static,
+// SM90-NOT: rescale_under_qk
+// SM90-NOT: prefetch_next_q
+// SM90: return
+func.func @schedule(%q: memref<2x512x4x128xbf16>, %k: memref<2x512x4x128xbf16>,
                           %o: memref<2x512x4x128xbf16>) {
   flashattn.attention ins(%q, %k, %k : memref<2x512x4x128xbf16>, memref<2x512x4x128xbf16>, memref<2x512x4x128xbf16>)
       outs(%o : memref<2x512x4x128xbf16>) {causal = #flashattn.causal<bottom_right>}
@@ -181,19 +179,19 @@ func.func @schedule_tiled(%q: memref<2x512x4x128xbf16>, %k: memref<2x512x4x128xb
 
 // -----
 
-// flashattn-tile's kernel at head_dim 64 (one split): 3 consumers over
-// 192-row tiles, with the turns and the conditional rescale unmasked, with
-// neither under a causal mask; Q released in a tile's last block in both;
+// head_dim 64 (one split): 3 consumers over 192-row tiles, with the turns
+// and the conditional rescale unmasked, with neither under a causal mask; Q
+// released in a tile's last block in both; no TMA store with 3 consumers;
 // under the causal mask (the counter's tiles) two Q buffers.
-// TILED-LABEL: func.func @consumers_tiled
-// TILED: plan = #flashattn.plan<target = sm90, block_m = 192, block_n = 128, stages = 2, consumers = 3,
-// TILED-SAME: scheduler_barrier = true, early_q_release = true, conditional_rescale = true
-// TILED-NOT: prefetch_next_q
-// TILED: plan = #flashattn.plan<target = sm90, block_m = 192, block_n = 128, stages = 2, consumers = 3, schedule = lpt
-// TILED-SAME: sm90 = <early_q_release = true, l2_hint_q
-// TILED-SAME: prefetch_next_q = true
-// TILED: return
-func.func @consumers_tiled(%q: memref<2x512x4x64xbf16>, %k: memref<2x512x4x64xbf16>,
+// SM90-LABEL: func.func @consumers
+// SM90: plan = #flashattn.plan<target = sm90, block_m = 192, block_n = 128, stages = 2, consumers = 3,
+// SM90-SAME: scheduler_barrier = true, early_q_release = true, conditional_rescale = true
+// SM90-NOT: prefetch_next_q
+// SM90: plan = #flashattn.plan<target = sm90, block_m = 192, block_n = 128, stages = 2, consumers = 3, schedule = lpt
+// SM90-SAME: sm90 = <early_q_release = true, l2_hint_q
+// SM90-SAME: prefetch_next_q = true
+// SM90: return
+func.func @consumers(%q: memref<2x512x4x64xbf16>, %k: memref<2x512x4x64xbf16>,
                            %o: memref<2x512x4x64xbf16>) {
   flashattn.attention ins(%q, %k, %k : memref<2x512x4x64xbf16>, memref<2x512x4x64xbf16>, memref<2x512x4x64xbf16>)
       outs(%o : memref<2x512x4x64xbf16>) {num_splits = 1 : i64}
@@ -204,16 +202,16 @@ func.func @consumers_tiled(%q: memref<2x512x4x64xbf16>, %k: memref<2x512x4x64xbf
 
 // -----
 
-// flashattn-tile's kernel at head_dim 256: Q released in a tile's last
-// block only unmasked, as the predicated arrive; not under a causal mask.
-// TILED-LABEL: func.func @hd256_tiled
-// TILED: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 64,
-// TILED-SAME: early_q_release = true
-// TILED-SAME: predicated_q_release = true
-// TILED: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 64,
-// TILED-NOT: early_q_release
-// TILED: return
-func.func @hd256_tiled(%q: memref<2x512x4x256xbf16>, %k: memref<2x512x4x256xbf16>,
+// head_dim 256: Q released in a tile's last block only unmasked, as the
+// predicated arrive; not under a causal mask.
+// SM90-LABEL: func.func @hd256
+// SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 64,
+// SM90-SAME: early_q_release = true
+// SM90-SAME: predicated_q_release = true
+// SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 64,
+// SM90-NOT: early_q_release
+// SM90: return
+func.func @hd256(%q: memref<2x512x4x256xbf16>, %k: memref<2x512x4x256xbf16>,
                        %o: memref<2x512x4x256xbf16>) {
   flashattn.attention ins(%q, %k, %k : memref<2x512x4x256xbf16>, memref<2x512x4x256xbf16>, memref<2x512x4x256xbf16>)
       outs(%o : memref<2x512x4x256xbf16>) {num_splits = 1 : i64}

@@ -1,8 +1,8 @@
-// RUN: fa-opt %s --flashattn-plan="target=sm90 block-m=64 block-n=64 consumers=1" --flashattn-tile --flashattn-sm90-pipeline-kv --split-input-file | FileCheck %s
-// RUN: fa-opt %s --flashattn-plan="target=sm90 block-m=64 block-n=64 consumers=1" --flashattn-tile --flashattn-sm90-pipeline-kv="stages=3" --split-input-file | FileCheck %s --check-prefix=S3
-// RUN: fa-opt %s --flashattn-plan="target=sm90 block-m=64 block-n=64 consumers=1 stages=1" --flashattn-tile --flashattn-sm90-pipeline-kv --split-input-file | FileCheck %s --check-prefix=ONE
-// RUN: fa-opt %s --flashattn-plan="target=sm90 block-m=64 block-n=64 consumers=1" --flashattn-tile --flashattn-sm90-pipeline-kv="v-lag=1" --split-input-file | FileCheck %s --check-prefix=LAG
-// RUN: fa-opt %s --flashattn-plan="target=sm90 tiled" --flashattn-tile --flashattn-sm90-pipeline-kv --split-input-file | FileCheck %s --check-prefix=LAG
+// RUN: fa-opt %s --flashattn-plan="target=sm90 block-m=64 block-n=64 consumers=1 warp-specialize=off" --flashattn-tile --flashattn-sm90-pipeline-kv --split-input-file | FileCheck %s
+// RUN: fa-opt %s --flashattn-plan="target=sm90 block-m=64 block-n=64 consumers=1 warp-specialize=off" --flashattn-tile --flashattn-sm90-pipeline-kv="stages=3" --split-input-file | FileCheck %s --check-prefix=S3
+// RUN: fa-opt %s --flashattn-plan="target=sm90 block-m=64 block-n=64 consumers=1 warp-specialize=off stages=1" --flashattn-tile --flashattn-sm90-pipeline-kv --split-input-file | FileCheck %s --check-prefix=ONE
+// RUN: fa-opt %s --flashattn-plan="target=sm90 block-m=64 block-n=64 consumers=1 warp-specialize=off" --flashattn-tile --flashattn-sm90-pipeline-kv="v-lag=1" --split-input-file | FileCheck %s --check-prefix=LAG
+// RUN: fa-opt %s --flashattn-plan=target=sm90 --flashattn-tile --flashattn-sm90-pipeline-kv --split-input-file | FileCheck %s --check-prefix=LAG
 
 // The plan's 2 stages: K and V in rings of 2 tiles; block begin starts
 // before the loop (when the loop runs), iteration n starts block n + 1 (when
@@ -71,7 +71,7 @@
 // S3: arith.cmpi slt, %[[AHEAD]]
 
 // V a block behind K (v-lag=1; the plan's under intra_wg_overlap with
-// warp_specialize, as flashattn-plan{tiled} decides here): only K's block
+// warp_specialize, as flashattn-plan decides here): only K's block
 // begin starts before the loop; iteration n starts K of block n + 1 (when
 // below the end), then V of block n, unguarded, into V's slot of block n
 // (n - begin) mod 2, which the wait before tile_pv then reads.

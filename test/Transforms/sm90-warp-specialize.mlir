@@ -1,8 +1,8 @@
-// RUN: fa-opt %s --flashattn-plan="target=sm90 tiled" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --split-input-file | FileCheck %s
-// RUN: fa-opt %s --flashattn-plan="target=sm90 tiled warp-specialize=off" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --split-input-file | FileCheck %s --check-prefix=OFF
-// RUN: fa-opt %s --flashattn-plan="target=sm90 tiled" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize="producer-regs=24 consumer-regs=240" --split-input-file | FileCheck %s --check-prefix=REGS
-// RUN: not fa-opt %s --flashattn-plan="target=sm90 tiled" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize="producer-regs=0" --split-input-file 2>&1 | FileCheck %s --check-prefix=BUDGET
-// RUN: not fa-opt %s --flashattn-plan="target=sm90 tiled" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize="consumer-regs=240" --split-input-file 2>&1 | FileCheck %s --check-prefix=BUDGET240
+// RUN: fa-opt %s --flashattn-plan=target=sm90 --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --split-input-file | FileCheck %s
+// RUN: fa-opt %s --flashattn-plan="target=sm90 warp-specialize=off" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --split-input-file | FileCheck %s --check-prefix=OFF
+// RUN: fa-opt %s --flashattn-plan=target=sm90 --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize="producer-regs=24 consumer-regs=240" --split-input-file | FileCheck %s --check-prefix=REGS
+// RUN: not fa-opt %s --flashattn-plan=target=sm90 --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize="producer-regs=0" --split-input-file 2>&1 | FileCheck %s --check-prefix=BUDGET
+// RUN: not fa-opt %s --flashattn-plan=target=sm90 --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize="consumer-regs=240" --split-input-file 2>&1 | FileCheck %s --check-prefix=BUDGET240
 
 // Budgets past the launch's 168 x 384 registers would leave setmaxnreg.inc
 // waiting forever: the producer keeping its 168, or consumers of 240 with
@@ -90,7 +90,7 @@ func.func @paged(%q: memref<2x1x4x128xbf16>, %k: memref<8x128x1x128xbf16>, %v: m
 
 // -----
 
-// head_dim 256 with softcap: flashattn-plan{tiled} plans no producer (a
+// head_dim 256 with softcap: flashattn-plan plans no producer (a
 // consumer's O takes 128 of its registers, and ptxas spills at 232).
 // CHECK-LABEL: gpu.func @fa_sm90_0
 // CHECK-NOT: flashattn.warp_specialize

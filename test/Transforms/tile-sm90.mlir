@@ -301,7 +301,7 @@ func.func @kv_heads(%q: memref<2x1x16x64xf16>, %kc: memref<64x16x8x64xf16>, %vc:
 // keeps a plan the op already has).
 func.func @kv_heads_unpacked(%q: memref<2x1x4x64xf16>, %kc: memref<16x16x2x64xf16>, %vc: memref<16x16x2x64xf16>,
                              %bt: memref<2x8xi32>, %used: memref<2xi32>, %o: memref<2x1x4x64xf16>) {
-  // expected-error @+1 {{flashattn-tile: the sm90 tiled kernel does not take kv_heads_per_block = 2 (only with pack_gqa over paged KV by TMA, dividing Hkv = 2 and block_n, and Hq / Hkv times it dividing block_m) yet}}
+  // expected-error @+1 {{flashattn-tile: the sm90 kernel does not take kv_heads_per_block = 2 (only with pack_gqa over paged KV by TMA, dividing Hkv = 2 and block_n, and Hq / Hkv times it dividing block_m) yet}}
   flashattn.attention ins(%q, %kc, %vc : memref<2x1x4x64xf16>, memref<16x16x2x64xf16>, memref<16x16x2x64xf16>)
       seqused_k(%used : memref<2xi32>) block_table(%bt : memref<2x8xi32>)
       outs(%o : memref<2x1x4x64xf16>) {plan = #flashattn.plan<target = sm90, block_m = 64, block_n = 64, stages = 2, consumers = 1, schedule = static, num_splits = 1, pack_gqa = false, sm90 = <kv_heads_per_block = 2>>}
@@ -314,7 +314,7 @@ func.func @kv_heads_unpacked(%q: memref<2x1x4x64xf16>, %kc: memref<16x16x2x64xf1
 // table defined outside it (it would need a kernel argument),
 func.func @region_reads_table(%q: memref<1x64x2x64xf16>, %k: memref<1x64x2x64xf16>, %v: memref<1x64x2x64xf16>,
                               %o: memref<1x64x2x64xf16>, %doc: memref<64xi32>) {
-  // expected-error @+1 {{flashattn-tile: the sm90 tiled kernel does not take score / mask regions that use values from outside them (other than constants) yet}}
+  // expected-error @+1 {{flashattn-tile: the sm90 kernel does not take score / mask regions that use values from outside them (other than constants) yet}}
   flashattn.attention ins(%q, %k, %v : memref<1x64x2x64xf16>, memref<1x64x2x64xf16>, memref<1x64x2x64xf16>)
       outs(%o : memref<1x64x2x64xf16>)
       mask(%b: index, %h: index, %i: index, %j: index) {
@@ -331,7 +331,7 @@ func.func @region_reads_table(%q: memref<1x64x2x64xf16>, %k: memref<1x64x2x64xf1
 // a tile of query rows (the op's q_start, from upstream tiling),
 func.func @row_tile(%q: memref<1x64x2x64xbf16>, %k: memref<1x64x2x64xbf16>, %v: memref<1x64x2x64xbf16>,
                     %o: memref<1x64x2x64xbf16>, %start: index, %n: index) {
-  // expected-error @+1 {{flashattn-tile: the sm90 tiled kernel does not take a tile of query rows (q_start) yet}}
+  // expected-error @+1 {{flashattn-tile: the sm90 kernel does not take a tile of query rows (q_start) yet}}
   flashattn.attention ins(%q, %k, %v : memref<1x64x2x64xbf16>, memref<1x64x2x64xbf16>, memref<1x64x2x64xbf16>)
       q_start(%start) seqlen_q(%n) outs(%o : memref<1x64x2x64xbf16>)
   return
@@ -343,7 +343,7 @@ func.func @row_tile(%q: memref<1x64x2x64xbf16>, %k: memref<1x64x2x64xbf16>, %v: 
 // G heads x block_m / G positions).
 func.func @pack_gqa_group(%q: memref<1x8x6x64xbf16>, %k: memref<1x64x1x64xbf16>, %v: memref<1x64x1x64xbf16>,
                           %o: memref<1x8x6x64xbf16>) {
-  // expected-error @+1 {{flashattn-tile: the sm90 tiled kernel does not take pack_gqa with Hq / Hkv = 6 not dividing block_m = 64 yet}}
+  // expected-error @+1 {{flashattn-tile: the sm90 kernel does not take pack_gqa with Hq / Hkv = 6 not dividing block_m = 64 yet}}
   flashattn.attention ins(%q, %k, %v : memref<1x8x6x64xbf16>, memref<1x64x1x64xbf16>, memref<1x64x1x64xbf16>)
       outs(%o : memref<1x8x6x64xbf16>) {pack_gqa = true}
   return

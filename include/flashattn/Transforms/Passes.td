@@ -14,19 +14,17 @@ def FlashAttnPlan : Pass<"flashattn-plan"> {
     - `host`: block_m = block_n = 64, 1 stage, 1 consumer, static schedule;
       num_splits = the op's, or 1 when automatic (0); pack_gqa = the op's,
       or false.
-    - `sm90`: FlashAttention-3's forward shape (arXiv 2407.08608): 2
-      consumer warpgroups over 128-row query tiles with key blocks of 128 at
-      head_dim 128 and 80 at head_dim 256; 3 consumer warpgroups over
-      192-row tiles with key blocks of 128 at
-      head_dim 64 without window, softcap or regions (else 2 consumers);
-      paged KV: 2 consumers and key blocks of 128 (64 at head_dim 256, 32
-      there when the pages are copied row by row: fewer than 8 keys, or not
-      a multiple of 8 dividing 64); 2
-      K/V stages; the persistent schedule static, or lpt under a causal
-      mask; automatic num_splits = 1 (the runtime chooses the count at
-      launch for artifacts compiled with num_splits 0); automatic pack_gqa
-      when the query rows of one kv head (seqlen_q * Hq / Hkv) fit one tile
-      and Hq > Hkv.
+    - `sm90`: the tiles of flashattn-tile's kernel, in FlashAttention-3's
+      forward shape (arXiv 2407.08608): consumer warpgroups of 64 query
+      rows each, 2 over 128-row tiles, 3 over 192-row tiles at head_dim 64
+      without splits (num_splits 1), paged KV, windows, softcap or regions;
+      key blocks of 128 keys, 64 at head_dim 256 and with pages neither a
+      multiple of 128 keys nor dividing it; 2 K/V stages; the persistent
+      schedule lpt under a causal mask without a left window, else static;
+      automatic num_splits = 1 (the runtime chooses the count at launch for
+      artifacts compiled with num_splits 0); automatic pack_gqa when the
+      query rows of one kv head (seqlen_q * Hq / Hkv) fit one tile and Hq >
+      Hkv.
 
     `block-m`, `block-n`, `consumers` and `stages` override the choice
     (0 = automatic; with `consumers` alone, sm90's block_m follows as 64 x
@@ -35,12 +33,15 @@ def FlashAttnPlan : Pass<"flashattn-plan"> {
 
     On sm90 the plan also holds the kernel's code-generation choices
     (`sm90 = #flashattn.sm90_codegen<...>`: the consumers' scheduler
-    barrier, the TMA-store epilogue, the early Q release, conditional
-    rescaling, the rescale's place, the reduction chains, per-row KV copies,
-    kv heads per key block, the L2 priorities of the TMA loads), each chosen
-    as measured on the H200 and overridable by the option of the same name
-    (`scheduler-barrier`, `tma-store`, `early-q-release`,
-    `conditional-rescale`, `kv-row-copies`: auto, on, off; `kv-heads-per-block`: 0 automatic, 1 off; `l2-hint-q`,
+    barrier, the TMA-store epilogue, the early Q release and its predicated
+    form, conditional rescaling, the rescale's place, the reduction chains,
+    per-row KV copies, kv heads per key block, the L2 priorities of the TMA
+    loads, the producer warpgroup, the P V / softmax overlap, the fused
+    split-KV merge), each chosen as measured on the H200 and overridable by
+    the option of the same name (`scheduler-barrier`, `tma-store`,
+    `early-q-release`, `predicated-q-release`, `conditional-rescale`,
+    `kv-row-copies`, `warp-specialize`, `intra-wg-overlap`, `fused-merge`:
+    auto, on, off; `kv-heads-per-block`: 0 automatic, 1 off; `l2-hint-q`,
     `l2-hint-kv`: auto, normal, first, last).
   }];
   let options = [
@@ -57,42 +58,40 @@ def FlashAttnPlan : Pass<"flashattn-plan"> {
            "consumer warpgroups per CTA on sm90 (0: automatic)">,
     Option<"stages", "stages", "int64_t", /*default=*/"0",
            "K/V pipeline stages on sm90 (0: automatic)">,
-    Option<"tiled", "tiled", "bool", /*default=*/"false",
-           "sm90: tiles for flashattn-tile's kernel (a warpgroup per 64 rows): 2 "
-           "warpgroups (3 at head_dim 64 without splits, windows, softcap or regions), 128 "
-           "keys, 64 at head_dim 256">,
     Option<"schedulerBarrier", "scheduler-barrier", "std::string",
            /*default=*/"\"auto\"", "sm90: consumers take turns issuing GEMMs: auto, on, off">,
     Option<"tmaStore", "tma-store", "std::string", /*default=*/"\"auto\"",
            "sm90: O through shared memory and a TMA store: auto, on, off">,
     Option<"earlyQRelease", "early-q-release", "std::string",
            /*default=*/"\"auto\"",
-           "sm90: release Q after the tile's last S, not its last P V: auto, on, off">,
+           "sm90: release Q after the tile's last S, not its last P V: auto (but at "
+           "head_dim 256 with a mask, softcap, regions or paged KV), on, off">,
     Option<"predicatedQRelease", "predicated-q-release", "std::string",
            /*default=*/"\"auto\"",
-           "sm90: in flashattn-tile's kernel with early_q_release and a key-block loop "
+           "sm90: with early_q_release and a key-block loop "
            "split at the mask's boundary, Q released in the masked loop only, by a "
            "predicated arrive: auto (at head_dim 128 under a causal mask or a right "
-           "window), on, off">,
+           "window, and unmasked dense head_dim 256), on, off">,
     Option<"prefetchNextQ", "prefetch-next-q", "std::string", /*default=*/"\"auto\"",
-           "sm90: in flashattn-tile's kernel with the counter's tiles, Q in two buffers, "
-           "the next tile's loaded before this tile's is released: auto (at head_dim 64 "
-           "and 128 under a causal mask), on, off">,
+           "sm90: with the counter's tiles, Q in two buffers, the next tile's loaded "
+           "before this tile's is released: auto (at head_dim 64 and 128 under a causal "
+           "mask), on, off">,
     Option<"conditionalRescale", "conditional-rescale", "std::string",
            /*default=*/"\"auto\"",
            "sm90: rescale O only where a row's max grew by more than 8 (exp2 units): "
-           "auto, on, off">,
+           "auto (but with 3 consumers under a causal mask, and split-KV at head_dim "
+           "256 over pages smaller than a key block), on, off">,
     Option<"kvRowCopies", "kv-row-copies", "std::string", /*default=*/"\"auto\"",
            "sm90: paged KV by per-row cp.async copies instead of a TMA box per page: "
            "auto, on, off">,
     Option<"warpSpecialize", "warp-specialize", "std::string", /*default=*/"\"auto\"",
-           "sm90: flashattn-tile's kernel with a producer warpgroup (flashattn-sm90-"
-           "warp-specialize): auto (with tiled, but softcap at head_dim 256), on, off">,
+           "sm90: a producer warpgroup (flashattn-sm90-warp-specialize): auto (but "
+           "with softcap at head_dim 256), on, off">,
     Option<"intraWGOverlap", "intra-wg-overlap", "std::string", /*default=*/"\"auto\"",
-           "sm90: in flashattn-tile's warp-specialized kernel, P V under the next "
-           "block's softmax: auto (with tiled, but softcap at head_dim 128), on, off">,
+           "sm90: in the warp-specialized kernel, P V under the next block's softmax: "
+           "auto (but with softcap at head_dim 128 and 256), on, off">,
     Option<"fusedMerge", "fused-merge", "std::string", /*default=*/"\"auto\"",
-           "sm90: flashattn-tile's split-KV partial kernels merge the splits themselves "
+           "sm90: the split-KV partial kernels merge the splits themselves "
            "(the last split of a tile): auto (on), on, off">,
     Option<"kvHeadsPerBlock", "kv-heads-per-block", "int64_t", /*default=*/"0",
            "sm90: pack_gqa with pages smaller than a key block: kv heads per key "

@@ -32,8 +32,6 @@ struct Sm90CodegenOverrides {
   std::optional<int64_t> reduceChains;
   int64_t kvHeadsPerBlock = 0;
   std::optional<L2Priority> l2HintQ, l2HintKV;
-  /// Every choice of `cg` forced.
-  static Sm90CodegenOverrides forced(Sm90CodegenAttr cg);
 };
 
 /// The code-generation choices for `op` under the sm90 `plan` (its tiles,

@@ -1,7 +1,7 @@
-// RUN: fa-opt %s --flashattn-plan="target=sm90 tiled" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup | FileCheck %s
+// RUN: fa-opt %s --flashattn-plan=target=sm90 --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup | FileCheck %s
 
-// The plan's conditional_rescale (flashattn-plan{tiled} from head_dim 128,
-// FlashAttention-4): a row's max moves only when it grows by more than 8
+// The plan's conditional_rescale (flashattn-plan's but with 3 consumers
+// under a causal mask, FlashAttention-4): a row's max moves only when it grows by more than 8
 // (exp2 units), and O is rescaled only in a warp where some row's factor
 // is not 1 (vote.sync.any, a warp-uniform branch).
 // CHECK-LABEL: func.func @hd128

@@ -1,7 +1,7 @@
-// RUN: fa-opt %s --split-input-file --flashattn-plan="target=sm90 tiled" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup | FileCheck %s --check-prefixes=CHECK,CAUSAL
-// RUN: fa-opt %s --split-input-file --flashattn-plan="target=sm90 tiled early-q-release=off" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup | FileCheck %s --check-prefix=OFF
+// RUN: fa-opt %s --split-input-file --flashattn-plan=target=sm90 --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup | FileCheck %s --check-prefixes=CHECK,CAUSAL
+// RUN: fa-opt %s --split-input-file --flashattn-plan="target=sm90 early-q-release=off" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup | FileCheck %s --check-prefix=OFF
 
-// The plan's early_q_release (flashattn-plan{tiled} below head_dim 256): the consumers' release of Q after the overlapped key-block loop
+// The plan's early_q_release (flashattn-plan's below head_dim 256): the consumers' release of Q after the overlapped key-block loop
 // moves into the loop's last block. The first block (before the loop)
 // releases it after its Q K^T when it is the last one (begin + 1 >= end);
 // a later block after its wait for the previous P V (nothing in flight),

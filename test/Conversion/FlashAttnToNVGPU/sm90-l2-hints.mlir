@@ -1,5 +1,5 @@
-// RUN: fa-opt %s --flashattn-plan="target=sm90 tiled" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup | FileCheck %s
-// RUN: fa-opt %s --flashattn-plan="target=sm90 tiled l2-hint-q=normal l2-hint-kv=last" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup | FileCheck %s --check-prefix=KV
+// RUN: fa-opt %s --flashattn-plan=target=sm90 --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup | FileCheck %s
+// RUN: fa-opt %s --flashattn-plan="target=sm90 l2-hint-q=normal l2-hint-kv=last" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup | FileCheck %s --check-prefix=KV
 
 // The plan's L2 priorities as the TMA loads' cache hints: by default Q
 // evict_first (a tile reads its Q once) and K / V normal (no hint); each

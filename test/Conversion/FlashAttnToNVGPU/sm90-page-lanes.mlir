@@ -1,4 +1,4 @@
-// RUN: fa-opt %s --flashattn-plan="target=sm90 tiled intra-wg-overlap=off" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup | FileCheck %s
+// RUN: fa-opt %s --flashattn-plan="target=sm90 intra-wg-overlap=off" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup | FileCheck %s
 
 // Pages of 16 keys, 8 a key block of 128: the producer's warp 0 runs the
 // producer (tid < 32), thread 0 sets the bytes the slot's full mbarrier

@@ -1,7 +1,7 @@
 // RUN: fa-opt %s --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup | FileCheck %s
 
 // The plan's rescale_under_qk (here written in the plan; flashattn-plan
-// {tiled} does not take it): in the overlapped key-block loop O's rescale
+// does not take it): in the overlapped key-block loop O's rescale
 // by the previous block's alpha (a carried value) runs after this block's
 // Q K^T is issued, under it, then wgmma.fence (the rescale wrote O's
 // registers) and the previous block's P V; the softmax after the waits

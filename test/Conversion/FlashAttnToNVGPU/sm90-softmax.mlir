@@ -1,4 +1,4 @@
-// RUN: fa-opt %s --flashattn-plan="target=sm90 tiled" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup | FileCheck %s
+// RUN: fa-opt %s --flashattn-plan=target=sm90 --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup | FileCheck %s
 
 // The fragment softmax of flashattn-sm90-warpgroup. tile_qk's scale
 // (1 / sqrt(128) * log2(e) = 0.12751...) stays out of S's registers: the

@@ -1,6 +1,6 @@
-// RUN: fa-opt %s --flashattn-plan="target=sm90 tiled" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup | FileCheck %s
+// RUN: fa-opt %s --flashattn-plan=target=sm90 --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup | FileCheck %s
 
-// Unmasked head_dim 64 (softmax-bound): flashattn-plan{tiled} takes 3
+// Unmasked head_dim 64 (softmax-bound): flashattn-plan takes 3
 // consumer warpgroups over 192-row tiles, 512 threads, setmaxnreg 160 for
 // the consumers and 32 for the producer. The warpgroup index goes through
 // shfl.sync idx (warp-uniform for ptxas). The consumers' turns go round:

@@ -1,5 +1,5 @@
-// RUN: fa-opt %s --flashattn-plan="target=sm90 block-m=64 block-n=64 consumers=1 kv-heads-per-block=1" --flashattn-split-kv --flashattn-tile --flashattn-sm90-warpgroup --split-input-file --verify-diagnostics | FileCheck %s
-// RUN: fa-opt %s --flashattn-plan="target=sm90 block-m=64 block-n=64 consumers=1 kv-heads-per-block=1" --flashattn-split-kv --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warpgroup --split-input-file --verify-diagnostics | FileCheck %s --check-prefix=RING
+// RUN: fa-opt %s --flashattn-plan="target=sm90 block-m=64 block-n=64 consumers=1 kv-heads-per-block=1 warp-specialize=off" --flashattn-split-kv --flashattn-tile --flashattn-sm90-warpgroup --split-input-file --verify-diagnostics | FileCheck %s
+// RUN: fa-opt %s --flashattn-plan="target=sm90 block-m=64 block-n=64 consumers=1 kv-heads-per-block=1 warp-specialize=off" --flashattn-split-kv --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warpgroup --split-input-file --verify-diagnostics | FileCheck %s --check-prefix=RING
 
 // flashattn-tile's kernel (causal bottom-right, GQA 4/2, lse) distributed
 // over one warpgroup: an llvm.func of 128 threads with the ABI (q, k, v,

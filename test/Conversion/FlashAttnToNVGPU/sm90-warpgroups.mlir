@@ -1,9 +1,9 @@
-// RUN: fa-opt %s --flashattn-plan="target=sm90 tiled" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warpgroup | FileCheck %s
-// RUN: fa-opt %s --flashattn-plan="target=sm90 tiled intra-wg-overlap=off prefetch-next-q=off" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup | FileCheck %s --check-prefix=WS
-// RUN: fa-opt %s --flashattn-plan="target=sm90 tiled" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup | FileCheck %s --check-prefix=OV
+// RUN: fa-opt %s --flashattn-plan=target=sm90 --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warpgroup | FileCheck %s
+// RUN: fa-opt %s --flashattn-plan="target=sm90 intra-wg-overlap=off prefetch-next-q=off" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup | FileCheck %s --check-prefix=WS
+// RUN: fa-opt %s --flashattn-plan=target=sm90 --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup | FileCheck %s --check-prefix=OV
 
-// flashattn-sm90-warpgroup over 128 x 128 score tiles (flashattn-plan
-// {tiled}): two warpgroups, 256 threads; Q's TMA box holds the tile's 128
+// flashattn-sm90-warpgroup over 128 x 128 score tiles (flashattn-plan's):
+// two warpgroups, 256 threads; Q's TMA box holds the tile's 128
 // rows (16 KiB at head_dim 64, then the K and V rings of 2 x 16 KiB each);
 // warpgroup g = tid / 128 (through shfl.sync idx: warp-uniform for
 // ptxas) computes rows [64 g, 64 g + 64): its Q K^T runs
