@@ -181,6 +181,18 @@ struct FlashAttnPlanPass
       return failure();
     if (t != Target::sm90)
       return p;
+    return withSm90Codegen(op, p, o);
+  }
+
+  /// The sm90 plan `p` with its code-generation choices (chooseSm90Codegen).
+  /// A consumer warpgroup takes 64 rows and setmaxnreg splits the
+  /// registers for a producer and at most 3 consumers.
+  FailureOr<PlanAttr> withSm90Codegen(AttentionOp op, PlanAttr p, const Sm90CodegenOverrides &o) {
+    if (p.getConsumers() < 1 || p.getConsumers() > 3) {
+      op.emitError("flashattn-plan: the sm90 kernel takes 1 to 3 consumer warpgroups, got ")
+          << p.getConsumers();
+      return failure();
+    }
     std::string why;
     FailureOr<Sm90CodegenAttr> cg = chooseSm90Codegen(op, p, o, why);
     if (failed(cg)) {
@@ -223,7 +235,17 @@ struct FlashAttnPlanPass
     if (!overrides(o))
       return signalPassFailure();
     WalkResult result = getOperation()->walk([&](AttentionOp op) {
-      if (op.getPlanAttr())
+      PlanAttr given = op.getPlanAttr();
+      // A given sm90 plan without its code-generation choices gets the
+      // automatic ones (the kernel's passes read them from the plan).
+      if (given && given.getTarget() == Target::sm90 && !given.getSm90()) {
+        FailureOr<PlanAttr> p = withSm90Codegen(op, given, o);
+        if (failed(p))
+          return WalkResult::interrupt();
+        op.setPlanAttr(*p);
+        return WalkResult::advance();
+      }
+      if (given)
         return WalkResult::advance();
       FailureOr<PlanAttr> p = planFor(op, *t, o);
       if (failed(p))

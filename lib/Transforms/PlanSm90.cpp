@@ -227,8 +227,8 @@ FailureOr<Sm90CodegenAttr> mlir::flashattn::chooseSm90Codegen(AttentionOp op, Pl
   MLIRContext *ctx = op.getContext();
   return Sm90CodegenAttr::get(
       ctx, schedulerBarrier, tmaStore, o.earlyQRelease.value_or(earlyQRelease(f)),
-      o.conditionalRescale.value_or(conditionalRescale(f)), o.rescaleUnderQK.value_or(false),
-      o.reduceChains.value_or(reduceChains(f)), rowCopies, *hp,
+      o.conditionalRescale.value_or(conditionalRescale(f)), /*rescaleUnderQK=*/false,
+      reduceChains(f), rowCopies, *hp,
       o.l2HintQ.value_or(L2Priority::evict_first), o.l2HintKV.value_or(L2Priority::normal),
       specialize, o.intraWGOverlap.value_or(specialize && intraWGOverlap(f)),
       f.partial && o.fusedMerge.value_or(true),

@@ -27,9 +27,8 @@ inline bool sm90UsesTileTable(AttentionOp op) {
 /// automatic).
 struct Sm90CodegenOverrides {
   std::optional<bool> schedulerBarrier, tmaStore, earlyQRelease, conditionalRescale,
-      rescaleUnderQK, kvRowCopies, warpSpecialize, intraWGOverlap, fusedMerge,
-      predicatedQRelease, prefetchNextQ;
-  std::optional<int64_t> reduceChains;
+      kvRowCopies, warpSpecialize, intraWGOverlap, fusedMerge, predicatedQRelease,
+      prefetchNextQ;
   int64_t kvHeadsPerBlock = 0;
   std::optional<L2Priority> l2HintQ, l2HintKV;
 };
