@@ -1,5 +1,5 @@
-// RUN: fa-opt %s --flashattn-plan="target=sm90 tiled" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup | FileCheck %s
-// RUN: fa-opt %s --flashattn-plan="target=sm90 tiled prefetch-next-q=off" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup | FileCheck %s --check-prefix=OFF
+// RUN: fa-opt %s --flashattn-plan="target=sm90" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup | FileCheck %s
+// RUN: fa-opt %s --flashattn-plan="target=sm90 prefetch-next-q=off" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup | FileCheck %s --check-prefix=OFF
 
 // The plan's prefetch_next_q (head_dim 128 causal, tiles from the launch's
 // counter): Q gets two buffers of 32 KiB at bytes 0 and 32768 (the K ring
