@@ -73,8 +73,12 @@ void mlir::flashattn::declareKernelSmem(KernelEmitter &w, const std::string &nam
                          LLVM::Linkage::External, name + "_smem", Attribute(), 1024, 3);
 }
 
-Value mlir::flashattn::wgmmaSS(KernelEmitter &w, Type accType, Value acc, Value descA,
-                               Value descB, int64_t n, bool f16, bool first) {
+namespace {
+/// One k16 step of acc (+)= A B by wgmma.mma_async (PTX ISA 9.7.15.5):
+/// m64nNk16, A and B from shared memory by descriptors (A K-major, B
+/// K-major: row / col), f32 accumulation; `first` zeroes the accumulator.
+Value wgmmaSS(KernelEmitter &w, Type accType, Value acc, Value descA, Value descB, int64_t n,
+              bool f16, bool first) {
   MLIRContext *ctx = w.b.getContext();
   const NVVM::WGMMATypes type = f16 ? NVVM::WGMMATypes::f16 : NVVM::WGMMATypes::bf16;
   return NVVM::WgmmaMmaAsyncOp::create(
@@ -89,17 +93,31 @@ Value mlir::flashattn::wgmmaSS(KernelEmitter &w, Type accType, Value acc, Value 
       NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::col), NVVM::MMAIntOverflowAttr());
 }
 
-SmemDesc mlir::flashattn::smemDescBase(KernelEmitter &w, Value smem, int64_t offset,
-                                        int64_t lbo, int64_t sbo) {
+/// A wgmma shared-memory descriptor (PTX ISA 9.7.15.5.1.2) kept for
+/// stepping through a tile: its low word (start address >> 4, leading
+/// byte offset >> 4) and its constant high word (stride byte offset >> 4,
+/// 128-byte swizzle). A step of `bytes` adds bytes >> 4 to the low word, a
+/// 32-bit add where the address field cannot carry (shared memory below
+/// 256 KB): ptxas then keeps one uniform register a tile, not a 64-bit
+/// address a step.
+struct SmemDesc {
+  Value lo;
+  int64_t hi;
+};
+
+/// The descriptor of the byte at `offset` past `smem` (!llvm.ptr<3>).
+SmemDesc smemDescBase(KernelEmitter &w, Value smem, int64_t offset, int64_t lbo, int64_t sbo) {
   Value addr = w.ptrtoint(w.gep(smem, w.sptrT, w.i8T, int32_t(offset)), w.i32T);
   Value start = w.shrui(w.andi(addr, w.i32(0x3FFFF)), w.i32(4));
   return SmemDesc{w.ori(start, w.i32((lbo >> 4) << 16)), (sbo >> 4) | (int64_t(1) << 30)};
 }
 
-Value mlir::flashattn::descAt(KernelEmitter &w, const SmemDesc &d, int64_t bytes) {
+/// `d`'s descriptor `bytes` further, as the i64 a wgmma takes.
+Value descAt(KernelEmitter &w, const SmemDesc &d, int64_t bytes) {
   Value lo = bytes ? w.addi(d.lo, w.i32(bytes >> 4)) : d.lo;
   return w.ori(w.extui(lo, w.i64T), w.i64(d.hi << 32));
 }
+} // namespace
 
 Value mlir::flashattn::quadReduce(KernelEmitter &w, Value v, bool max) {
   for (int64_t sh : {1, 2}) {

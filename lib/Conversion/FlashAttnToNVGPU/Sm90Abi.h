@@ -75,30 +75,6 @@ Value tileTableAt(KernelEmitter &w, const KernelFunc &P);
 /// (1024-aligned, address space 3).
 void declareKernelSmem(KernelEmitter &w, const std::string &name);
 
-/// One k16 step of acc (+)= A B by wgmma.mma_async (PTX ISA 9.7.15.5):
-/// m64nNk16, A and B from shared memory by descriptors (A K-major, B
-/// K-major: row / col), f32 accumulation; `first` zeroes the accumulator.
-Value wgmmaSS(KernelEmitter &w, Type accType, Value acc, Value descA, Value descB, int64_t n,
-              bool f16, bool first);
-
-/// A wgmma shared-memory descriptor (PTX ISA 9.7.15.5.1.2) kept for
-/// stepping through a tile: its low word (start address >> 4, leading
-/// byte offset >> 4) and its constant high word (stride byte offset >> 4,
-/// 128-byte swizzle). A step of `bytes` adds bytes >> 4 to the low word, a
-/// 32-bit add where the address field cannot carry (shared memory below
-/// 256 KB): ptxas then keeps one uniform register a tile, not a 64-bit
-/// address a step.
-struct SmemDesc {
-  Value lo;
-  int64_t hi;
-};
-
-/// The descriptor of the byte at `offset` past `smem` (!llvm.ptr<3>).
-SmemDesc smemDescBase(KernelEmitter &w, Value smem, int64_t offset, int64_t lbo, int64_t sbo);
-
-/// `d`'s descriptor `bytes` further, as the i64 a wgmma takes.
-Value descAt(KernelEmitter &w, const SmemDesc &d, int64_t bytes);
-
 /// The max (or sum) of `v` over the 4 lanes of a quad, which hold a row of
 /// a wgmma accumulator: two butterfly shuffles (xor 1, 2).
 Value quadReduce(KernelEmitter &w, Value v, bool max);
