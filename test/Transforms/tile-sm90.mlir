@@ -328,6 +328,17 @@ func.func @region_reads_table(%q: memref<1x64x2x64xf16>, %k: memref<1x64x2x64xf1
 
 // -----
 
+// ALiBi (the host path's only, so far)
+func.func @alibi(%q: memref<1x64x2x64xbf16>, %k: memref<1x64x2x64xbf16>, %v: memref<1x64x2x64xbf16>,
+                 %o: memref<1x64x2x64xbf16>, %slopes: memref<2xf32>) {
+  // expected-error @+1 {{flashattn-tile: the sm90 kernel does not take ALiBi yet}}
+  flashattn.attention ins(%q, %k, %v : memref<1x64x2x64xbf16>, memref<1x64x2x64xbf16>, memref<1x64x2x64xbf16>)
+      alibi_slopes(%slopes : memref<2xf32>) outs(%o : memref<1x64x2x64xbf16>)
+  return
+}
+
+// -----
+
 // a tile of query rows (the op's q_start, from upstream tiling),
 func.func @row_tile(%q: memref<1x64x2x64xbf16>, %k: memref<1x64x2x64xbf16>, %v: memref<1x64x2x64xbf16>,
                     %o: memref<1x64x2x64xbf16>, %start: index, %n: index) {
