@@ -134,19 +134,29 @@ static std::optional<fa_dtype> parseDtype(StringRef s) {
       .Default(std::nullopt);
 }
 
-int main(int argc, char **argv) {
-  InitLLVM init(argc, argv);
-  llvm::cl::HideUnrelatedOptions(faCompileCategory);
-  llvm::cl::ParseCommandLineOptions(argc, argv, "fa-compile: compile one attention configuration into a kernel artifact (host or sm90)\n");
-  fa_attention_config c = fa_attention_config_default();
+/// Whether an sm90 tuning option is given (they need --target sm90).
+static bool sm90TuningGiven() {
+  for (const cl::opt<std::string> *o :
+       {&schedulerBarrier, &tmaStore, &earlyQRelease, &predicatedQRelease, &prefetchNextQ,
+        &conditionalRescale, &kvRowCopies, &l2HintQ, &l2HintKV, &warpSpecialize,
+        &intraWGOverlap, &fusedMerge})
+    if (o->getValue() != "auto")
+      return true;
+  return blockM || blockN || consumers || stages || kvHeadsPerBlock || unpipelined;
+}
+
+/// The configuration of the command line (`regions` holds the regions
+/// file's text, which `c.regions` points into); an exit code past 0 with
+/// the reason printed.
+static int configFromOptions(fa_attention_config &c, std::string &regions) {
+  c = fa_attention_config_default();
   std::optional<fa_dtype> t = parseDtype(dtype);
   std::optional<fa_dtype> ot = parseDtype(outDtype.empty() ? dtype : outDtype);
-  std::optional<fa_causal> cz =
-      StringSwitch<std::optional<fa_causal>>(causal)
-          .Case("none", FA_CAUSAL_NONE)
-          .Case("top_left", FA_CAUSAL_TOP_LEFT)
-          .Case("bottom_right", FA_CAUSAL_BOTTOM_RIGHT)
-          .Default(std::nullopt);
+  std::optional<fa_causal> cz = StringSwitch<std::optional<fa_causal>>(causal)
+                                    .Case("none", FA_CAUSAL_NONE)
+                                    .Case("top_left", FA_CAUSAL_TOP_LEFT)
+                                    .Case("bottom_right", FA_CAUSAL_BOTTOM_RIGHT)
+                                    .Default(std::nullopt);
   if (!t || !ot || !cz) {
     errs() << "fa-compile: bad --dtype, --out-dtype or --causal\n";
     return 2;
@@ -159,12 +169,7 @@ int main(int argc, char **argv) {
     errs() << "fa-compile: --target takes host or sm90, got '" << target << "'\n";
     return 2;
   }
-  if (target == "host" &&
-      (blockM || blockN || consumers || stages || kvHeadsPerBlock || unpipelined ||
-       schedulerBarrier != "auto" || tmaStore != "auto" || earlyQRelease != "auto" ||
-       predicatedQRelease != "auto" || prefetchNextQ != "auto" ||
-       conditionalRescale != "auto" || kvRowCopies != "auto" || l2HintQ != "auto" || l2HintKV != "auto" ||
-       warpSpecialize != "auto" || intraWGOverlap != "auto" || fusedMerge != "auto")) {
+  if (target == "host" && sm90TuningGiven()) {
     errs() << "fa-compile: the sm90 tuning options (--block-m ... --l2-hint-kv) "
               "need --target sm90\n";
     return 2;
@@ -176,11 +181,9 @@ int main(int argc, char **argv) {
   c.head_dim = d;
   c.head_dim_v = dv ? dv : d;
   c.flags = (varlenQ ? FA_VARLEN_Q : 0) | (varlenK ? FA_VARLEN_K : 0) |
-            (sequsedK || pageSize ? FA_SEQUSED_K : 0) |
-            (pageSize ? FA_PAGED : 0) | (append ? FA_APPEND : 0) |
-            (lse ? FA_WITH_LSE : 0) |
-            (!alibi.empty() ? FA_ALIBI : 0) |
-            (alibi == "batch-heads" ? FA_ALIBI_PER_BATCH : 0);
+            (sequsedK || pageSize ? FA_SEQUSED_K : 0) | (pageSize ? FA_PAGED : 0) |
+            (append ? FA_APPEND : 0) | (lse ? FA_WITH_LSE : 0) |
+            (!alibi.empty() ? FA_ALIBI : 0) | (alibi == "batch-heads" ? FA_ALIBI_PER_BATCH : 0);
   c.page_size = pageSize;
   c.causal = *cz;
   c.window_left = windowLeft;
@@ -189,7 +192,6 @@ int main(int argc, char **argv) {
   c.scale = scale;
   c.num_splits = numSplits;
   c.pack_gqa = packGqa;
-  std::string regions;
   if (!regionsFile.empty()) {
     auto buf = MemoryBuffer::getFile(regionsFile);
     if (!buf) {
@@ -206,58 +208,67 @@ int main(int argc, char **argv) {
   }
   if (target == "sm90")
     c.target = FA_TARGET_SM90;
-  if (printKey) {
-    char key[33];
-    fa_config_key(&c, FA_COMPILER_VERSION, key);
-    outs() << key << "\n";
-    return 0;
+  return 0;
+}
+
+static mlir::flashattn::Sm90PlanOverrides overridesFromOptions() {
+  mlir::flashattn::Sm90PlanOverrides o;
+  o.blockM = blockM;
+  o.blockN = blockN;
+  o.consumers = consumers;
+  o.stages = stages;
+  o.schedulerBarrier = schedulerBarrier;
+  o.tmaStore = tmaStore;
+  o.earlyQRelease = earlyQRelease;
+  o.predicatedQRelease = predicatedQRelease;
+  o.prefetchNextQ = prefetchNextQ;
+  o.conditionalRescale = conditionalRescale;
+  o.kvRowCopies = kvRowCopies;
+  o.warpSpecialize = warpSpecialize;
+  o.intraWGOverlap = intraWGOverlap;
+  o.fusedMerge = fusedMerge;
+  o.kvHeadsPerBlock = kvHeadsPerBlock;
+  o.l2HintQ = l2HintQ;
+  o.l2HintKV = l2HintKV;
+  o.unpipelined = unpipelined;
+  return o;
+}
+
+/// --emit-ptx: the sm90 kernel's PTX on stdout.
+static int printPtx(const fa_attention_config &c,
+                    const mlir::flashattn::Sm90PlanOverrides &overrides) {
+  mlir::flashattn::Sm90Ptx compiled;
+  std::string error;
+  if (c.target != FA_TARGET_SM90 ||
+      mlir::failed(mlir::flashattn::compileSm90Ptx(c, compiled, error, overrides))) {
+    errs() << "fa-compile: " << (error.empty() ? "--emit-ptx needs --target sm90" : error) << "\n";
+    return 1;
   }
-  mlir::flashattn::Sm90PlanOverrides overrides;
-  overrides.blockM = blockM;
-  overrides.blockN = blockN;
-  overrides.consumers = consumers;
-  overrides.stages = stages;
-  overrides.schedulerBarrier = schedulerBarrier;
-  overrides.tmaStore = tmaStore;
-  overrides.earlyQRelease = earlyQRelease;
-  overrides.predicatedQRelease = predicatedQRelease;
-  overrides.prefetchNextQ = prefetchNextQ;
-  overrides.conditionalRescale = conditionalRescale;
-  overrides.kvRowCopies = kvRowCopies;
-  overrides.warpSpecialize = warpSpecialize;
-  overrides.intraWGOverlap = intraWGOverlap;
-  overrides.fusedMerge = fusedMerge;
-  overrides.kvHeadsPerBlock = kvHeadsPerBlock;
-  overrides.l2HintQ = l2HintQ;
-  overrides.l2HintKV = l2HintKV;
-  overrides.unpipelined = unpipelined;
-  if (emitPtx) {
-    mlir::flashattn::Sm90Ptx compiled;
-    std::string error;
-    if (c.target != FA_TARGET_SM90 ||
-        mlir::failed(mlir::flashattn::compileSm90Ptx(c, compiled, error, overrides))) {
-      errs() << "fa-compile: " << (error.empty() ? "--emit-ptx needs --target sm90" : error) << "\n";
-      return 1;
-    }
-    outs() << compiled.ptx;
-    return 0;
+  outs() << compiled.ptx;
+  return 0;
+}
+
+/// --emit-mlir: the configuration's flashattn.attention op on stdout.
+static int printOp(const fa_attention_config &c) {
+  std::vector<std::string> names;
+  std::string error;
+  mlir::DialectRegistry registry;
+  mlir::flashattn::registerHostJitDependencies(registry);
+  mlir::MLIRContext context(registry);
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::flashattn::buildAttentionModule(&context, c, names, error);
+  if (!module) {
+    errs() << "fa-compile: " << error << "\n";
+    return 1;
   }
-  if (emitMlir) {
-    std::vector<std::string> names;
-    std::string error;
-    mlir::DialectRegistry registry;
-    mlir::flashattn::registerHostJitDependencies(registry);
-    mlir::MLIRContext context(registry);
-    mlir::OwningOpRef<mlir::ModuleOp> module =
-        mlir::flashattn::buildAttentionModule(&context, c, names, error);
-    if (!module) {
-      errs() << "fa-compile: " << error << "\n";
-      return 1;
-    }
-    module->getBody()->front().print(outs());
-    outs() << "\n";
-    return 0;
-  }
+  module->getBody()->front().print(outs());
+  outs() << "\n";
+  return 0;
+}
+
+/// The artifact (host or sm90) into `output`.
+static int writeArtifact(const fa_attention_config &c,
+                         const mlir::flashattn::Sm90PlanOverrides &overrides) {
   if (output.empty()) {
     errs() << "fa-compile: -o FILE is required\n";
     return 2;
@@ -273,8 +284,7 @@ int main(int argc, char **argv) {
   std::error_code ec;
   raw_fd_ostream os(output, ec);
   if (ec) {
-    errs() << "fa-compile: cannot write " << output << ": " << ec.message()
-           << "\n";
+    errs() << "fa-compile: cannot write " << output << ": " << ec.message() << "\n";
     return 1;
   }
   os.write(artifact.data(), artifact.size());
@@ -285,4 +295,26 @@ int main(int argc, char **argv) {
     return 1;
   }
   return 0;
+}
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  llvm::cl::HideUnrelatedOptions(faCompileCategory);
+  llvm::cl::ParseCommandLineOptions(argc, argv, "fa-compile: compile one attention configuration into a kernel artifact (host or sm90)\n");
+  fa_attention_config c;
+  std::string regions;
+  if (int code = configFromOptions(c, regions))
+    return code;
+  if (printKey) {
+    char key[33];
+    fa_config_key(&c, FA_COMPILER_VERSION, key);
+    outs() << key << "\n";
+    return 0;
+  }
+  mlir::flashattn::Sm90PlanOverrides overrides = overridesFromOptions();
+  if (emitPtx)
+    return printPtx(c, overrides);
+  if (emitMlir)
+    return printOp(c);
+  return writeArtifact(c, overrides);
 }
