@@ -181,14 +181,15 @@ bool predicatedQRelease(const Facts &f) {
   return (f.d == 128 && (f.causal || f.windowRight >= 0)) || unmaskedHd256(f);
 }
 
-/// Q in two buffers, the next tile's loaded before this one's is released,
-/// in the kernel taking its tiles from the launch's counter (the lpt
-/// schedule without the tile table): at head_dim 128 causal 1.5-3.7%
-/// faster from 512 to 2k keys, within 0.5% from 4k (H100); at head_dim 64
-/// causal 1.3-5.7% faster to 2k keys but 2.5-3% slower at 8k and 16k, so
-/// not taken there; at head_dim 256 two buffers do not fit.
+/// Q in two buffers, the next tile's loaded before this one's is released
+/// (ahead of tiles of at most 16 key blocks: flashattn-sm90-warpgroup), in
+/// the kernel taking its tiles from the launch's counter (the lpt schedule
+/// without the tile table): at head_dim 128 causal 1.5-3.7% faster from
+/// 512 to 2k keys, within 0.5% from 4k (H100); at head_dim 64 causal
+/// 0.7-4.5% faster to 4k keys, within 0.3% from 8k; at head_dim 256 two
+/// buffers do not fit.
 bool prefetchNextQ(const Facts &f) {
-  return f.d == 128 && f.causal && f.lpt && !f.tileTable;
+  return f.d <= 128 && f.causal && f.lpt && !f.tileTable;
 }
 } // namespace
 
