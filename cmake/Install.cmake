@@ -16,7 +16,7 @@ install(DIRECTORY ${PROJECT_BINARY_DIR}/include/flashattn
   FILES_MATCHING PATTERN "*.inc"
   PATTERN "CMakeFiles" EXCLUDE)
 
-foreach(lib MLIRFlashAttn MLIRFlashAttnBufferization MLIRFlashAttnDecomposition MLIRFlashAttnTiling MLIRFlashAttnTransforms MLIRFlashAttnToVector MLIRFlashAttnToNVGPU
+foreach(lib MLIRFlashAttn MLIRFlashAttnBufferization MLIRFlashAttnDecomposition MLIRFlashAttnTiling MLIRFlashAttnTransforms MLIRFlashAttnToVector MLIRFlashAttnToSm90
             MLIRFlashAttnPipelines FlashAttnCAPI)
   target_include_directories(${lib} INTERFACE
     $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
@@ -25,7 +25,7 @@ endforeach()
 install(TARGETS flashattn_compiler fa-compile fa-run
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(TARGETS MLIRFlashAttn MLIRFlashAttnBufferization MLIRFlashAttnDecomposition MLIRFlashAttnTiling MLIRFlashAttnTransforms MLIRFlashAttnToVector MLIRFlashAttnToNVGPU
+install(TARGETS MLIRFlashAttn MLIRFlashAttnBufferization MLIRFlashAttnDecomposition MLIRFlashAttnTiling MLIRFlashAttnTransforms MLIRFlashAttnToVector MLIRFlashAttnToSm90
   MLIRFlashAttnPipelines FlashAttnCAPI fa-opt
   EXPORT FlashAttnTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}

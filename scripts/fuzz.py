@@ -53,7 +53,7 @@ def seeds():
     """Op-level IR chunks of the lit tests that hold flashattn ops."""
     chunks = []
     for sub in ("test/Dialect/FlashAttn", "test/Transforms", "test/Integration/host",
-                "test/Pipelines", "test/Conversion/FlashAttnToNVGPU"):
+                "test/Pipelines", "test/Conversion/FlashAttnToSm90"):
         d = os.path.join(ROOT, sub)
         for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
             if not name.endswith(".mlir"):

@@ -13,7 +13,7 @@
 
 #include "ConfigLowering.h"
 
-#include "flashattn/Conversion/FlashAttnToNVGPU/Sm90Kernel.h"
+#include "flashattn/Conversion/FlashAttnToSm90/Sm90Kernel.h"
 #include "flashattn/Dialect/FlashAttn/IR/FlashAttn.h"
 #include "flashattn/Pipelines/Pipelines.h"
 

@@ -11,7 +11,7 @@
 
 #include "flashattn/Transforms/PlanSm90.h"
 
-#include "flashattn/Conversion/FlashAttnToNVGPU/Sm90Kernel.h"
+#include "flashattn/Conversion/FlashAttnToSm90/Sm90Kernel.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 

@@ -26,7 +26,7 @@
 #include "TileEmit.h"
 #include "TileGridKernels.h"
 
-#include "flashattn/Conversion/FlashAttnToNVGPU/Sm90Kernel.h"
+#include "flashattn/Conversion/FlashAttnToSm90/Sm90Kernel.h"
 
 #include "flashattn/Utils/IntArith.h"
 #include "flashattn/Utils/LoopBuilders.h"

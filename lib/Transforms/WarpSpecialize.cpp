@@ -9,7 +9,7 @@
 
 #include "flashattn/Transforms/Passes.h"
 
-#include "flashattn/Conversion/FlashAttnToNVGPU/Sm90Kernel.h"
+#include "flashattn/Conversion/FlashAttnToSm90/Sm90Kernel.h"
 #include "flashattn/Dialect/FlashAttn/IR/FlashAttn.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"

@@ -10,7 +10,7 @@
 
 #include "Sm90Merge.h"
 
-#include "flashattn/Conversion/FlashAttnToNVGPU/Sm90Kernel.h"
+#include "flashattn/Conversion/FlashAttnToSm90/Sm90Kernel.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"

@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FLASHATTN_CONVERSION_FLASHATTNTONVGPU_SM90KERNEL_H
-#define FLASHATTN_CONVERSION_FLASHATTNTONVGPU_SM90KERNEL_H
+#ifndef FLASHATTN_CONVERSION_FLASHATTNTOSM90_SM90KERNEL_H
+#define FLASHATTN_CONVERSION_FLASHATTNTOSM90_SM90KERNEL_H
 
 #include <cstdint>
 #include <utility>

@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FLASHATTN_LIB_CONVERSION_FLASHATTNTONVGPU_KERNELEMITTER_H
-#define FLASHATTN_LIB_CONVERSION_FLASHATTNTONVGPU_KERNELEMITTER_H
+#ifndef FLASHATTN_LIB_CONVERSION_FLASHATTNTOSM90_KERNELEMITTER_H
+#define FLASHATTN_LIB_CONVERSION_FLASHATTNTOSM90_KERNELEMITTER_H
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"

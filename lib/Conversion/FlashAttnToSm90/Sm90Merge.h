@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FLASHATTN_CONVERSION_FLASHATTNTONVGPU_SM90MERGE_H
-#define FLASHATTN_CONVERSION_FLASHATTNTONVGPU_SM90MERGE_H
+#ifndef FLASHATTN_CONVERSION_FLASHATTNTOSM90_SM90MERGE_H
+#define FLASHATTN_CONVERSION_FLASHATTNTOSM90_SM90MERGE_H
 
 #include "KernelEmitter.h"
 

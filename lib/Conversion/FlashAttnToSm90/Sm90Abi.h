@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FLASHATTN_LIB_CONVERSION_FLASHATTNTONVGPU_SM90ABI_H
-#define FLASHATTN_LIB_CONVERSION_FLASHATTNTONVGPU_SM90ABI_H
+#ifndef FLASHATTN_LIB_CONVERSION_FLASHATTNTOSM90_SM90ABI_H
+#define FLASHATTN_LIB_CONVERSION_FLASHATTNTOSM90_SM90ABI_H
 
 #include "KernelEmitter.h"
 

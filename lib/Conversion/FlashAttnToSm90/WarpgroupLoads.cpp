@@ -7,7 +7,7 @@
 
 #include "WarpgroupKernel.h"
 
-#include "flashattn/Conversion/FlashAttnToNVGPU/Sm90Kernel.h"
+#include "flashattn/Conversion/FlashAttnToSm90/Sm90Kernel.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"

@@ -47,7 +47,7 @@
 #include "GridKernels.h"
 #include "WarpgroupKernel.h"
 
-#include "flashattn/Conversion/FlashAttnToNVGPU/Sm90Kernel.h"
+#include "flashattn/Conversion/FlashAttnToSm90/Sm90Kernel.h"
 #include "Sm90Checks.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
