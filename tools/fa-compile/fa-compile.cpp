@@ -87,7 +87,7 @@ static cl::opt<std::string> predicatedQRelease(
              "masked key-block loop only (auto, on, off)"));
 static cl::opt<std::string> prefetchNextQ(
     "prefetch-next-q", llvm::cl::cat(faCompileCategory), cl::init("auto"),
-    cl::desc("sm90 tuning, --tiled: with the counter's tiles, Q in two buffers, the next "
+    cl::desc("sm90 tuning: with the counter's tiles, Q in two buffers, the next "
              "tile's loaded before this one's is released (auto, on, off)"));
 static cl::opt<std::string> conditionalRescale(
     "conditional-rescale", llvm::cl::cat(faCompileCategory), cl::init("auto"),

@@ -67,8 +67,8 @@ struct Sm90PipelineOptions : public PassPipelineOptions<Sm90PipelineOptions> {
       llvm::cl::init("auto")};
   Option<std::string> prefetchNextQ{
       *this, "prefetch-next-q",
-      llvm::cl::desc("with the counter's tiles, Q in two buffers, the next tile's loaded early "
-                     "(tiled): auto, on, off"),
+      llvm::cl::desc("with the counter's tiles, Q in two buffers, the next tile's loaded early: "
+                     "auto, on, off"),
       llvm::cl::init("auto")};
   Option<std::string> conditionalRescale{
       *this, "conditional-rescale",
