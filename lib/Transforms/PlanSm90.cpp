@@ -68,14 +68,13 @@ bool needsRowCopies(const Facts &f) {
   return f.pageSize && !sm90PageBoxes(f.pageSize, f.blockN);
 }
 
-/// The O tile of the TMA-store epilogue fits beside the K/V stages: Q,
-/// `stages` K and V tiles, O's 16-bit staging tile (Q's size), the
-/// mbarriers (full and empty of Q and of each K and V stage) and the tile
-/// index.
+/// The O tile of the TMA-store epilogue fits beside Q, the K/V stages,
+/// the mbarriers of a warp-specialized kernel and the 8-byte tile index.
 bool storeFits(const Facts &f) {
-  int64_t q = 64 * f.consumers * f.d * 2, kv = f.blockN * f.d * 2;
-  int64_t bytes = 2 * q + 2 * f.stages * kv + 8 * (2 + 4 * f.stages) + 8;
-  return bytes <= kSm90MaxSharedMemory;
+  return sm90SharedMemoryBytes(f.d, 64 * f.consumers, f.blockN, 1, f.stages, f.stages,
+                               /*stagedO=*/true, /*fullAndEmpty=*/true) +
+             8 <=
+         kSm90MaxSharedMemory;
 }
 
 /// pack_gqa over pages smaller than a key block: HP kv heads per block, so

@@ -232,12 +232,19 @@ LogicalResult WarpgroupKernel::sharedMemory() {
     oOff = vOff + ringSize[V] * kvBytes;
     bars = (slots + ringSize[K] + ringSize[V]) * (specialize ? 2 : 1);
   };
+  // Q slots, O staged and the bytes after the mbarriers fit.
+  auto fits = [&](int64_t slots, bool stagedO, int64_t tail) {
+    return sm90SharedMemoryBytes(D, rowsM, kKeys, slots, ringSize[K], ringSize[V], stagedO,
+                                 specialize) +
+               tail <=
+           kSm90MaxSharedMemory;
+  };
   place(1);
   int64_t oBytes = boxes * rowsM * 128;
   auto outType = cast<MemRefType>(args[Out].getType());
   tmaStore = planTmaStore && specialize && !partial && !args[Table] && packG == 1 &&
              outType.getRank() == 4 && outT.getIntOrFloatBitWidth() == 16 &&
-             oOff + oBytes + 8 * bars + 8 <= kSm90MaxSharedMemory;
+             fits(1, true, 8);
   barOff = oOff + (tmaStore ? oBytes : 0);
   if (barOff + 8 * bars > kSm90MaxSharedMemory)
     return tiled.emitError("flashattn-sm90-warpgroup: rings of ")
@@ -251,11 +258,8 @@ LogicalResult WarpgroupKernel::sharedMemory() {
   // The plan's prefetch_next_q: a second Q buffer where it fits beside the
   // rest (O's staging tile kept).
   if (dynamic && planPrefetchQ) {
-    int64_t staged = tmaStore ? oBytes : 0;
-    place(2);
-    if (oOff + staged + 8 * bars + 16 > kSm90MaxSharedMemory)
-      place(1);
-    barOff = oOff + staged;
+    place(fits(2, tmaStore, 16) ? 2 : 1);
+    barOff = oOff + (tmaStore ? oBytes : 0);
   }
   tileOff = barOff + 8 * bars;
   if (dynamic && tileOff + 8 > kSm90MaxSharedMemory) {

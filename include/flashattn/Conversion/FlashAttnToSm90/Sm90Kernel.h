@@ -49,6 +49,20 @@ inline bool sm90PagePanels(int64_t pageSize, int64_t blockRows, int64_t kvHeadsP
 /// 48 KB).
 constexpr int64_t kSm90MaxSharedMemory = 227 * 1024;
 
+/// Shared memory of an sm90 kernel up to the end of its mbarriers, as
+/// flashattn-sm90-warpgroup lays it out: `qSlots` Q tiles of `rows` rows,
+/// `kSlots` K then `vSlots` V tiles of `keys` rows (head_dim `d`, 16-bit
+/// elements), O's staging tile (a Q tile's size) when `stagedO`, then an
+/// 8-byte mbarrier a tile (two, full and empty, with a producer warpgroup:
+/// `fullAndEmpty`). The tile index and the merge flag follow.
+inline int64_t sm90SharedMemoryBytes(int64_t d, int64_t rows, int64_t keys, int64_t qSlots,
+                                     int64_t kSlots, int64_t vSlots, bool stagedO,
+                                     bool fullAndEmpty) {
+  int64_t q = rows * d * 2, kv = keys * d * 2;
+  int64_t bars = (qSlots + kSlots + vSlots) * (fullAndEmpty ? 2 : 1);
+  return qSlots * q + (kSlots + vSlots) * kv + (stagedO ? q : 0) + 8 * bars;
+}
+
 /// Whether paged K/V of `pageSize`-key pages can go by TMA boxes into key
 /// blocks of `blockN` rows: each box must land 1024-byte aligned (the
 /// 128-byte swizzle's atom), so pages hold whole key blocks or divide a
