@@ -68,6 +68,7 @@ void mlir::flashattn::buildFlashAttnSm90Pipeline(
   plan.earlyQRelease = options.earlyQRelease;
   plan.predicatedQRelease = options.predicatedQRelease;
   plan.prefetchNextQ = options.prefetchNextQ;
+  plan.descendingKeyBlocks = options.descendingKeyBlocks;
   plan.conditionalRescale = options.conditionalRescale;
   plan.kvRowCopies = options.kvRowCopies;
   plan.warpSpecialize = options.unpipelined ? std::string("off") : options.warpSpecialize.getValue();

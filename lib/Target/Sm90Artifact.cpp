@@ -158,6 +158,7 @@ LogicalResult mlir::flashattn::compileSm90Ptx(const fa_attention_config &config,
             options.earlyQRelease = overrides.earlyQRelease;
             options.predicatedQRelease = overrides.predicatedQRelease;
             options.prefetchNextQ = overrides.prefetchNextQ;
+            options.descendingKeyBlocks = overrides.descendingKeyBlocks;
             options.conditionalRescale = overrides.conditionalRescale;
             options.kvRowCopies = overrides.kvRowCopies;
             options.warpSpecialize = overrides.warpSpecialize;

@@ -133,6 +133,7 @@ struct FlashAttnPlanPass
           std::tuple{"early-q-release", &earlyQRelease, &o.earlyQRelease},
           std::tuple{"predicated-q-release", &predicatedQRelease, &o.predicatedQRelease},
           std::tuple{"prefetch-next-q", &prefetchNextQ, &o.prefetchNextQ},
+          std::tuple{"descending-key-blocks", &descendingKeyBlocks, &o.descendingKeyBlocks},
           std::tuple{"conditional-rescale", &conditionalRescale, &o.conditionalRescale},
           std::tuple{"kv-row-copies", &kvRowCopies, &o.kvRowCopies},
           std::tuple{"warp-specialize", &warpSpecialize, &o.warpSpecialize},

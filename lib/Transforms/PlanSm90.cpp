@@ -190,6 +190,15 @@ bool predicatedQRelease(const Facts &f) {
 bool prefetchNextQ(const Facts &f) {
   return f.d <= 128 && f.causal && f.lpt && !f.tileTable;
 }
+
+/// The key blocks from the tile's last down (the masked ones first), at
+/// head_dim 128 under a causal mask without a left window: 2-7% faster
+/// at 512 to 2k keys, within 0.3% from 4k and in decode (H100). Not at
+/// head_dim 64 (1.4-3% slower from 4k keys) nor 256 (3-5% faster at 512,
+/// 1-2% slower from 2k).
+bool descendingKeyBlocks(const Facts &f) {
+  return f.d == 128 && f.causal && f.windowLeft < 0;
+}
 } // namespace
 
 FailureOr<Sm90CodegenAttr> mlir::flashattn::chooseSm90Codegen(AttentionOp op, PlanAttr plan,
@@ -233,5 +242,6 @@ FailureOr<Sm90CodegenAttr> mlir::flashattn::chooseSm90Codegen(AttentionOp op, Pl
       specialize, o.intraWGOverlap.value_or(specialize && intraWGOverlap(f)),
       f.partial && o.fusedMerge.value_or(true),
       o.predicatedQRelease.value_or(predicatedQRelease(f)),
-      o.prefetchNextQ.value_or(prefetchNextQ(f)));
+      o.prefetchNextQ.value_or(prefetchNextQ(f)),
+      o.descendingKeyBlocks.value_or(descendingKeyBlocks(f)));
 }

@@ -227,6 +227,8 @@ private:
   Value columns(Value keys) { return kvHeads > 1 ? e.mul(keys, e.c(kvHeads)) : keys; }
   Value numSplits; ///< partial out's leading dim (1 without splits)
   bool partial, varlenQ, varlenK, paged, append, noKeys = false, longestFirst;
+  /// The plan's descending_key_blocks (sm90 kernels).
+  bool descendingKeyBlocks;
   Value q, k, v, out, lse;
   Value qt, kt, vt, st, mt, lt, acc; // f32 scratch tiles
   Value hq, hkv, groups, batch, capacity;
@@ -249,6 +251,7 @@ AttentionTiler::AttentionTiler(AttentionOp op, OpBuilder &b, ValueRange kernel,
   d = op.getHeadDim(), dv = op.getHeadDimV();
   partial = op.isSplitPartial() && !variant.dense;
   longestFirst = plan.getSchedule() == Schedule::lpt;
+  descendingKeyBlocks = inKernel && plan.getSm90() && plan.getSm90().getDescendingKeyBlocks();
 
   varlenQ = op.isVarlenQ(), varlenK = op.isVarlenK();
   paged = op.isPaged(), append = op.hasAppend();
@@ -497,9 +500,14 @@ void AttentionTiler::tileBody(const Sequence &s, Value h, Value mb, Value split)
 
   TileInitOp::create(b, loc, mt, lt, acc);
   TileLoadOp::create(b, loc, w.qv, w.m0, w.rows, qt);
+  // The plan's descending_key_blocks: iteration j computes block top - j.
+  bool descending = descendingKeyBlocks && !maskUntil &&
+                    (causal != CausalKind::none || winR >= 0);
+  Value top = descending ? e.sub(e.add(range.getBegin(), range.getEnd()), e.c(1)) : Value();
   if (!noKeys)
-    buildFor(b, loc, range.getBegin(), range.getEnd(),
-             [&](Value nb) { keyBlock(s, w, nb, maskFrom, maskUntil); });
+    buildFor(b, loc, range.getBegin(), range.getEnd(), [&](Value j) {
+      keyBlock(s, w, descending ? e.sub(top, j) : j, maskFrom, maskUntil);
+    });
   TileStoreOp::create(b, loc, acc, mt, lt, w.ov, w.rows, w.lv);
 }
 

@@ -8,6 +8,7 @@
 // RUN: fa-opt %s --flashattn-plan="target=sm90 conditional-rescale=off" --split-input-file | FileCheck %s --check-prefix=NORESCALE
 // RUN: not fa-opt %s --flashattn-plan="target=sm90 conditional-rescale=sometimes" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADRESCALE
 // RUN: not fa-opt %s --flashattn-plan="target=sm90 l2-hint-kv=lru" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADL2
+// RUN: fa-opt %s --flashattn-plan="target=sm90 descending-key-blocks=off" --split-input-file | FileCheck %s --check-prefix=ASCENDING
 // RUN: not fa-opt %s --flashattn-plan="target=sm90 kv-heads-per-block=-2" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADHP
 // BADHP: error: flashattn-plan: kv-heads-per-block must be 0 (automatic) or positive, got -2
 // RUN: not fa-opt %s --flashattn-plan="block-n=8192" --split-input-file 2>&1 | FileCheck %s --check-prefix=HOSTBIG
@@ -65,11 +66,15 @@ func.func @prefill(%q: memref<2x1000x32x128xbf16>, %k: memref<2x1000x8x128xbf16>
 // blocks are 128 and the schedule lpt. Automatic num_splits resolves to
 // 1 on sm90 (explicit num_splits are honoured; see Plan.cpp). No TMA store
 // with packed rows; at head_dim 128 under the causal mask Q's early
-// release is the predicated arrive.
+// release is the predicated arrive and the key blocks run from the last
+// down (ascending with descending-key-blocks=off).
 // HOST-LABEL: func.func @decode
 // HOST: plan = #flashattn.plan<target = host, block_m = 1, block_n = 64, stages = 1, consumers = 1, schedule = static, num_splits = 1, pack_gqa = false>
 // SM90-LABEL: func.func @decode
-// SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 128, stages = 2, consumers = 2, schedule = lpt, num_splits = 1, pack_gqa = true, sm90 = <scheduler_barrier = true, early_q_release = true, conditional_rescale = true, reduce_chains = 4, l2_hint_q = evict_first, warp_specialize = true, intra_wg_overlap = true, predicated_q_release = true, prefetch_next_q = true>>
+// SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 128, stages = 2, consumers = 2, schedule = lpt, num_splits = 1, pack_gqa = true, sm90 = <scheduler_barrier = true, early_q_release = true, conditional_rescale = true, reduce_chains = 4, l2_hint_q = evict_first, warp_specialize = true, intra_wg_overlap = true, predicated_q_release = true, prefetch_next_q = true, descending_key_blocks = true>>
+// ASCENDING-LABEL: func.func @decode
+// ASCENDING-NOT: descending_key_blocks
+// ASCENDING: return
 func.func @decode(%q: memref<1x1x32x128xbf16>, %k: memref<1x32768x8x128xbf16>,
                   %v: memref<1x32768x8x128xbf16>, %o: memref<1x1x32x128xbf16>) {
   flashattn.attention ins(%q, %k, %v : memref<1x1x32x128xbf16>, memref<1x32768x8x128xbf16>, memref<1x32768x8x128xbf16>)
@@ -159,14 +164,16 @@ func.func @paged_blocks(%q: memref<2x1x4x128xbf16>, %k192: memref<8x192x1x128xbf
 // which bounds every tile's keys (static); O's rescale under the next Q
 // K^T is not taken. The lpt tiles come from the launch's counter: at
 // head_dim 128 the next tile's Q is loaded into a second buffer
-// (prefetch_next_q), not with the static schedule.
+// (prefetch_next_q), not with the static schedule. The key blocks run
+// from the last down under the causal mask, not with a left window.
 // SM90-LABEL: func.func @schedule
 // SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 128, stages = 2, consumers = 2, schedule = lpt,
 // SM90-NOT: rescale_under_qk
-// SM90-SAME: prefetch_next_q = true
+// SM90-SAME: prefetch_next_q = true, descending_key_blocks = true
 // SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 128, stages = 2, consumers = 2, schedule = static,
 // SM90-NOT: rescale_under_qk
 // SM90-NOT: prefetch_next_q
+// SM90-NOT: descending_key_blocks
 // SM90: return
 func.func @schedule(%q: memref<2x512x4x128xbf16>, %k: memref<2x512x4x128xbf16>,
                           %o: memref<2x512x4x128xbf16>) {
@@ -182,7 +189,8 @@ func.func @schedule(%q: memref<2x512x4x128xbf16>, %k: memref<2x512x4x128xbf16>,
 // head_dim 64 (one split): 3 consumers over 192-row tiles, with the turns
 // and the conditional rescale unmasked, with neither under a causal mask; Q
 // released in a tile's last block in both; no TMA store with 3 consumers;
-// under the causal mask (the counter's tiles) two Q buffers.
+// under the causal mask (the counter's tiles) two Q buffers, the key
+// blocks ascending.
 // SM90-LABEL: func.func @consumers
 // SM90: plan = #flashattn.plan<target = sm90, block_m = 192, block_n = 128, stages = 2, consumers = 3,
 // SM90-SAME: scheduler_barrier = true, early_q_release = true, conditional_rescale = true
@@ -190,6 +198,7 @@ func.func @schedule(%q: memref<2x512x4x128xbf16>, %k: memref<2x512x4x128xbf16>,
 // SM90: plan = #flashattn.plan<target = sm90, block_m = 192, block_n = 128, stages = 2, consumers = 3, schedule = lpt
 // SM90-SAME: sm90 = <early_q_release = true, l2_hint_q
 // SM90-SAME: prefetch_next_q = true
+// SM90-NOT: descending_key_blocks
 // SM90: return
 func.func @consumers(%q: memref<2x512x4x64xbf16>, %k: memref<2x512x4x64xbf16>,
                            %o: memref<2x512x4x64xbf16>) {
@@ -203,13 +212,15 @@ func.func @consumers(%q: memref<2x512x4x64xbf16>, %k: memref<2x512x4x64xbf16>,
 // -----
 
 // head_dim 256: Q released in a tile's last block only unmasked, as the
-// predicated arrive; not under a causal mask.
+// predicated arrive; not under a causal mask, where the key blocks stay
+// ascending.
 // SM90-LABEL: func.func @hd256
 // SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 64,
 // SM90-SAME: early_q_release = true
 // SM90-SAME: predicated_q_release = true
 // SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 64,
 // SM90-NOT: early_q_release
+// SM90-NOT: descending_key_blocks
 // SM90: return
 func.func @hd256(%q: memref<2x512x4x256xbf16>, %k: memref<2x512x4x256xbf16>,
                        %o: memref<2x512x4x256xbf16>) {

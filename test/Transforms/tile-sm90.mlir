@@ -1,5 +1,6 @@
 // RUN: fa-opt %s --flashattn-plan="target=sm90 block-m=64 block-n=64 consumers=1" --flashattn-split-kv --flashattn-tile --split-input-file --verify-diagnostics | FileCheck %s
 // RUN: fa-opt %s --flashattn-plan="target=sm90 block-m=64 block-n=64 consumers=1" --flashattn-split-kv --flashattn-tile="dense-entry packed-entry" --split-input-file --verify-diagnostics | FileCheck %s --check-prefix=TWINS
+// RUN: fa-opt %s --flashattn-plan="target=sm90 block-m=64 block-n=64 consumers=1 descending-key-blocks=on" --flashattn-split-kv --flashattn-tile --split-input-file --verify-diagnostics | FileCheck %s --check-prefix=DESC
 
 // On sm90 the tiled loops form a kernel for one CTA: the op stays, naming
 // it; the kernel takes q, k, v, out and lse, and its persistent work loop
@@ -42,6 +43,22 @@
 // CHECK:     flashattn.tile_pv %[[S]]
 // CHECK:   flashattn.tile_store %{{.*}} into %{{.*}} rows %{{.*}} lse %{{.*}}
 // CHECK: gpu.return
+// With the plan's descending_key_blocks the loop counts j over the same
+// [begin, end) and computes block top - j (top = begin + end - 1): its K
+// and V at (top - j) * 64 keys, its boundary mask from floor(key_end(m0) /
+// 64) on, the masked blocks first.
+// DESC-LABEL: func.func @causal
+// DESC: %[[BEGIN:[a-z0-9_]+]], %[[END:[a-z0-9_]+]] = flashattn.key_blocks rows[%[[M0:[a-z0-9_]+]],
+// DESC: %[[E0:.*]] = flashattn.key_end row %[[M0]]
+// DESC: %[[FROM:.*]] = arith.floordivsi %[[E0]], %c64
+// DESC: %[[SUM:.*]] = arith.addi %[[BEGIN]], %[[END]]
+// DESC-NEXT: %[[TOP:.*]] = arith.subi %[[SUM]], %c1
+// DESC: scf.for %[[J:.*]] = %[[BEGIN]] to %[[END]] step %c1 {
+// DESC-NEXT: %[[N:.*]] = arith.subi %[[TOP]], %[[J]]
+// DESC-NEXT: %[[N0:.*]] = arith.muli %[[N]], %c64
+// DESC: flashattn.tile_load %{{.*}}[%[[N0]]]
+// DESC: %[[MASKED:.*]] = arith.cmpi sge, %[[N]], %[[FROM]]
+// DESC-NEXT: scf.if %[[MASKED]]
 func.func @causal(%q: memref<2x100x4x64xbf16>, %k: memref<2x130x2x64xbf16>, %v: memref<2x130x2x64xbf16>,
                   %o: memref<2x100x4x64xbf16>, %l: memref<2x4x100xf32>) {
   flashattn.attention ins(%q, %k, %v : memref<2x100x4x64xbf16>, memref<2x130x2x64xbf16>, memref<2x130x2x64xbf16>)

@@ -89,6 +89,10 @@ static cl::opt<std::string> prefetchNextQ(
     "prefetch-next-q", llvm::cl::cat(faCompileCategory), cl::init("auto"),
     cl::desc("sm90 tuning: with the counter's tiles, Q in two buffers, the next "
              "tile's loaded before this one's is released (auto, on, off)"));
+static cl::opt<std::string> descendingKeyBlocks(
+    "descending-key-blocks", llvm::cl::cat(faCompileCategory), cl::init("auto"),
+    cl::desc("sm90 tuning: under a causal mask or a right window, the key blocks "
+             "from the tile's last down, the masked ones first (auto, on, off)"));
 static cl::opt<std::string> conditionalRescale(
     "conditional-rescale", llvm::cl::cat(faCompileCategory), cl::init("auto"),
     cl::desc("sm90 tuning: rescale O only where a row's max grew by more than 8 (auto, on, "
@@ -138,7 +142,7 @@ static std::optional<fa_dtype> parseDtype(StringRef s) {
 static bool sm90TuningGiven() {
   for (const cl::opt<std::string> *o :
        {&schedulerBarrier, &tmaStore, &earlyQRelease, &predicatedQRelease, &prefetchNextQ,
-        &conditionalRescale, &kvRowCopies, &l2HintQ, &l2HintKV, &warpSpecialize,
+        &descendingKeyBlocks, &conditionalRescale, &kvRowCopies, &l2HintQ, &l2HintKV, &warpSpecialize,
         &intraWGOverlap, &fusedMerge})
     if (o->getValue() != "auto")
       return true;
@@ -222,6 +226,7 @@ static mlir::flashattn::Sm90PlanOverrides overridesFromOptions() {
   o.earlyQRelease = earlyQRelease;
   o.predicatedQRelease = predicatedQRelease;
   o.prefetchNextQ = prefetchNextQ;
+  o.descendingKeyBlocks = descendingKeyBlocks;
   o.conditionalRescale = conditionalRescale;
   o.kvRowCopies = kvRowCopies;
   o.warpSpecialize = warpSpecialize;

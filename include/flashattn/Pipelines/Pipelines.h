@@ -70,6 +70,11 @@ struct Sm90PipelineOptions : public PassPipelineOptions<Sm90PipelineOptions> {
       llvm::cl::desc("with the counter's tiles, Q in two buffers, the next tile's loaded early: "
                      "auto, on, off"),
       llvm::cl::init("auto")};
+  Option<std::string> descendingKeyBlocks{
+      *this, "descending-key-blocks",
+      llvm::cl::desc("the key blocks from the tile's last down, the masked ones first: "
+                     "auto, on, off"),
+      llvm::cl::init("auto")};
   Option<std::string> conditionalRescale{
       *this, "conditional-rescale",
       llvm::cl::desc("rescale O only where a row's max grew by more than 8: auto, on, off"),

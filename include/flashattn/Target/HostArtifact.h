@@ -79,6 +79,7 @@ struct Sm90PlanOverrides {
   int64_t blockM = 0, blockN = 0, consumers = 0, stages = 0;
   std::string schedulerBarrier = "auto", tmaStore = "auto", earlyQRelease = "auto",
               predicatedQRelease = "auto", prefetchNextQ = "auto",
+              descendingKeyBlocks = "auto",
               conditionalRescale = "auto", kvRowCopies = "auto", l2HintQ = "auto", l2HintKV = "auto",
               warpSpecialize = "auto", intraWGOverlap = "auto",
               fusedMerge = "auto";

@@ -76,6 +76,11 @@ def FlashAttnPlan : Pass<"flashattn-plan"> {
            "sm90: with the counter's tiles, Q in two buffers, the next tile's loaded "
            "before this tile's is released: auto (at head_dim 64 and 128 under a causal "
            "mask), on, off">,
+    Option<"descendingKeyBlocks", "descending-key-blocks", "std::string",
+           /*default=*/"\"auto\"",
+           "sm90: under a causal mask or a right window without a left window, the "
+           "key blocks from the tile's last down, the masked ones first: auto (at "
+           "head_dim 128 under a causal mask), on, off">,
     Option<"conditionalRescale", "conditional-rescale", "std::string",
            /*default=*/"\"auto\"",
            "sm90: rescale O only where a row's max grew by more than 8 (exp2 units): "

@@ -556,8 +556,11 @@ LogicalResult WarpgroupKernel::loop(scf::ForOp src, State &st) {
     return inProducer ? producerWorkLoop(src, st) : consumerWorkLoop(src, st);
   if (overlappable(src))
     return overlappedLoop(src, st);
-  Value lb = map.lookup(src.getLowerBound()), ub = ownEnd(src);
-  auto next = scf::ForOp::create(b, loc, lb, ub, map.lookup(src.getStep()), carried(st));
+  Value lb = map.lookup(src.getLowerBound());
+  auto [lo, ub] = ownIterations(src, lb);
+  if (descendingTop(src) && failed(drains(src, lb, lo, ub, st)))
+    return failure();
+  auto next = scf::ForOp::create(b, loc, lo, ub, map.lookup(src.getStep()), carried(st));
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(next.getBody());
@@ -572,7 +575,7 @@ LogicalResult WarpgroupKernel::loop(scf::ForOp src, State &st) {
   // may need them before they release what the producer waits on next).
   if (st.pend)
     arrivePending(st, 0);
-  return drainLoop(src, lb, ub, st);
+  return descendingTop(src) ? success() : drains(src, lb, lo, ub, st);
 }
 
 // The work loop of a warp-specialized kernel (from gpu.block_id by
@@ -773,7 +776,10 @@ Value WarpgroupKernel::flushDeferred(Value o) {
 // in it (each issuing the previous block's P V after its Q K^T), the last
 // P V after it; the deferred P V's slot and packed P are carried values.
 LogicalResult WarpgroupKernel::overlappedLoop(scf::ForOp src, State &st) {
-  Value lb = map.lookup(src.getLowerBound()), ub = ownEnd(src);
+  Value begin = map.lookup(src.getLowerBound());
+  auto [lb, ub] = ownIterations(src, begin);
+  if (descendingTop(src) && failed(drains(src, begin, lb, ub, st)))
+    return failure();
   Value step = map.lookup(src.getStep());
   Value any = w.cmpi(CmpI::slt, lb, ub);
   int64_t npk = kKeys / 4;
@@ -823,7 +829,7 @@ LogicalResult WarpgroupKernel::overlappedLoop(scf::ForOp src, State &st) {
     w.ifThen(qHeld, [&] { releaseQ(earlyQ.getTile()); });
   qHeld = Value();
   st.o = w.ifElse1(any, oT, [&] { return flushDeferred(st.o); }, [&] { return st.o; });
-  return drainLoop(src, lb, ub, st);
+  return descendingTop(src) ? success() : drains(src, begin, lb, ub, st);
 }
 
 // The overlapped loop's blocks [from, ub): with a boundary branch, the
@@ -837,9 +843,13 @@ FailureOr<Values> WarpgroupKernel::steadyLoops(scf::ForOp src, Value from, Value
     return steadyLoop(src, from, ub, ub, inits);
   // (Under a left window the blocks before `from` keep the branch: a third
   // loop made ptxas spill at head_dim 128.)
-  Value masked = w.minsi(w.maxsi(ownMaskFrom(src, *split), from), ub);
+  // A descending loop's iterations j < top + 1 - bound are the masked ones.
+  Value bound = ownMaskFrom(src, *split);
+  if (split->top)
+    bound = w.subi(w.addi(map.lookup(split->top), arith::ConstantIndexOp::create(b, loc, 1).getResult()), bound);
+  Value masked = w.minsi(w.maxsi(bound, from), ub);
   knownBranch = split->alsoBefore ? scf::IfOp() : split->branch;
-  branchTaken = false;
+  branchTaken = bool(split->top);
   // Q's early release is in the second loop only, and after both loops
   // when the first had the last block (the second none): with the plan's
   // predicated_q_release, as a predicated arrive; under a causal mask or a
@@ -851,7 +861,7 @@ FailureOr<Values> WarpgroupKernel::steadyLoops(scf::ForOp src, Value from, Value
   FailureOr<Values> v = steadyLoop(src, from, masked, ub, inits);
   qInLoop = planPredicatedQ ? QInLoop::predicated : QInLoop::branch;
   knownBranch = split->branch;
-  branchTaken = true;
+  branchTaken = !split->top;
   if (succeeded(v))
     v = steadyLoop(src, masked, ub, ub, *v);
   knownBranch = {};
@@ -900,10 +910,14 @@ FailureOr<Values> WarpgroupKernel::steadyLoop(scf::ForOp src, Value from, Value 
 // bounds defined above the loop (flashattn-tile's boundary mask).
 std::optional<WarpgroupKernel::BlockSplit>
 WarpgroupKernel::boundarySplit(scf::ForOp src) const {
-  Value iv = src.getInductionVar();
+  Value iv = src.getInductionVar(), top = descendingTop(src);
+  auto isBlock = [&](Value n) {
+    auto rev = n.getDefiningOp<arith::SubIOp>();
+    return top ? rev && rev.getLhs() == top && rev.getRhs() == iv : n == iv;
+  };
   auto bound = [&](Value c, CmpI p) -> Value {
     auto cmp = c.getDefiningOp<arith::CmpIOp>();
-    if (cmp && cmp.getPredicate() == p && cmp.getLhs() == iv &&
+    if (cmp && cmp.getPredicate() == p && isBlock(cmp.getLhs()) &&
         src.isDefinedOutsideOfLoop(cmp.getRhs()))
       return cmp.getRhs();
     return {};
@@ -916,11 +930,11 @@ WarpgroupKernel::boundarySplit(scf::ForOp src) const {
       continue;
     Value c = branch.getCondition();
     if (Value from = bound(c, CmpI::sge))
-      return BlockSplit{branch, from, false};
-    if (auto any = c.getDefiningOp<arith::OrIOp>()) {
+      return BlockSplit{branch, from, false, top};
+    if (auto any = c.getDefiningOp<arith::OrIOp>(); any && !top) {
       Value from = bound(any.getLhs(), CmpI::sge), until = bound(any.getRhs(), CmpI::slt);
       if (from && until)
-        return BlockSplit{branch, from, true};
+        return BlockSplit{branch, from, true, Value()};
     }
   }
   return std::nullopt;
@@ -967,6 +981,24 @@ Value WarpgroupKernel::ownEnd(scf::ForOp src) {
   return w.select(w.cmpi(CmpI::slt, first, rowEnd), end, map.lookup(src.getLowerBound()));
 }
 
+Value WarpgroupKernel::descendingTop(scf::ForOp src) const {
+  Value iv = src.getInductionVar();
+  for (Operation *user : iv.getUsers())
+    if (auto rev = dyn_cast<arith::SubIOp>(user);
+        rev && rev.getRhs() == iv && src.isDefinedOutsideOfLoop(rev.getLhs()))
+      return rev.getLhs();
+  return {};
+}
+
+// Ascending: [lb, ownEnd). Descending (block top - j in iteration j), the
+// blocks below ownEnd are the last iterations: [lb + end - ownEnd, end).
+std::pair<Value, Value> WarpgroupKernel::ownIterations(scf::ForOp src, Value lb) {
+  Value own = ownEnd(src), end = map.lookup(src.getUpperBound());
+  if (!descendingTop(src) || own == end)
+    return {lb, own};
+  return {w.subi(w.addi(lb, end), own), end};
+}
+
 // The first masked block of this consumer's rows where the tile's is
 // flashattn-tile's floor(key_end(first row) / block_n) (the boundary
 // split's bound): the same of its own first row, from which its blocks
@@ -991,11 +1023,14 @@ Value WarpgroupKernel::ownMaskFrom(scf::ForOp src, const BlockSplit &split) {
 // waits (with zeroVRows, V's tail zeroed with the other consumers) and
 // releases only, so that every consumer releases every block and the
 // slots' phases stay in step. Nothing when `own` is the loop's end.
-LogicalResult WarpgroupKernel::drainLoop(scf::ForOp src, Value lb, Value own, State &st) {
+LogicalResult WarpgroupKernel::drains(scf::ForOp src, Value lb, Value lo, Value hi,
+                                      State &st) {
   Value end = map.lookup(src.getUpperBound());
-  if (own == end)
+  bool descending = bool(descendingTop(src));
+  if (descending ? lo == lb : hi == end)
     return success();
-  auto next = scf::ForOp::create(b, loc, w.maxsi(own, lb), end, map.lookup(src.getStep()),
+  Value from = descending ? lb : w.maxsi(hi, lb), to = descending ? lo : end;
+  auto next = scf::ForOp::create(b, loc, from, to, map.lookup(src.getStep()),
                                  ValueRange(st.phase));
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(next.getBody());

@@ -147,8 +147,16 @@ private:
   void releaseQEarly();
   /// A consumer's own key blocks: the end of the blocks its 64 rows see
   /// (ownEnd), and the blocks past it waited for and released only
-  /// (drainLoop).
+  /// (drains).
   Value ownEnd(scf::ForOp loop);
+  /// flashattn-tile's descending key-block order: the `top` of iteration
+  /// j's block top - j (begin + end - 1), defined above the loop; else null.
+  Value descendingTop(scf::ForOp loop) const;
+  /// This consumer's iterations [lo, hi) of the key-block loop (ownEnd's
+  /// blocks; in a descending loop the ones past them come first).
+  std::pair<Value, Value> ownIterations(scf::ForOp loop, Value lb);
+  /// The blocks the consumer does not see, around its own `lo`, `hi`.
+  LogicalResult drains(scf::ForOp loop, Value lb, Value lo, Value hi, State &st);
   /// Whether the key-block loop runs under a causal mask or a right window.
   bool maskedLast(scf::ForOp loop) const;
   /// The loop's key_blocks where a consumer computes its own rows' blocks
@@ -163,6 +171,7 @@ private:
     scf::IfOp branch;
     Value from;
     bool alsoBefore; ///< the branch also runs below a bound (a left window)
+    Value top;       ///< descendingTop: the masked blocks come first
   };
   /// The split's bound `from` (floor(key_end(first row) / block_n)) at
   /// this consumer's first row, where it applies (ownRange, no left window).
@@ -171,7 +180,6 @@ private:
   FailureOr<Values> steadyLoops(scf::ForOp loop, Value from, Value ub, Values inits);
   FailureOr<Values> steadyLoop(scf::ForOp loop, Value from, Value to, Value ub,
                                ValueRange inits);
-  LogicalResult drainLoop(scf::ForOp loop, Value lb, Value own, State &st);
   bool drainSkips(Operation &op) const;
   LogicalResult branch(scf::IfOp branch, State &st);
   LogicalResult tileLoad(TileLoadOp op, State &st);

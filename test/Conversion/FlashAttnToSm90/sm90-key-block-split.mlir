@@ -1,5 +1,7 @@
 // RUN: fa-opt %s --flashattn-plan="target=sm90 consumers=3" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup --split-input-file | FileCheck %s
-// RUN: fa-opt %s --flashattn-plan=target=sm90 --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup --split-input-file | FileCheck %s --check-prefix=TURNS
+// RUN: fa-opt %s --flashattn-plan="target=sm90 descending-key-blocks=off" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup --split-input-file | FileCheck %s --check-prefix=TURNS
+// RUN: fa-opt %s --flashattn-plan="target=sm90 consumers=3 descending-key-blocks=on" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup --split-input-file | FileCheck %s --check-prefix=DESC
+// RUN: fa-opt %s --flashattn-plan=target=sm90 --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup --split-input-file | FileCheck %s --check-prefix=DESCTURNS
 
 // A warp-specialized consumer's key blocks under a causal mask, 3
 // consumers (no turns): the blocks its own 64 rows see (the key_blocks of
@@ -67,6 +69,51 @@
 // CHECK: nvvm.mbarrier.arrive
 // CHECK-NOT: wgmma
 // CHECK: scf.yield
+
+// The same with the plan's descending_key_blocks: iteration j computes
+// block top - j (top = begin + end - 1), so a consumer's own blocks are
+// the last iterations, [lo, end) with lo = begin + end - own end: first
+// the blocks past its rows, waited for and released only, then its own
+// last block (peeled, masked), then the masked blocks down to its bound,
+// the iterations j < top + 1 - floor(key_end(m0 + 64 g) / block_n),
+// then the unmasked ones to the tile's end, with no key_end after them.
+// DESC-LABEL: func.func @causal
+// DESC: } consumers {
+// DESC: %[[BEGIN:[a-z0-9_]+]], %[[END:[a-z0-9_]+]] = flashattn.key_blocks rows[%{{.*}}, %{{.*}}) keys %c512
+// DESC: %[[SUM:.*]] = arith.addi %[[BEGIN]], %[[END]]
+// DESC-NEXT: %[[TOP:.*]] = arith.subi %[[SUM]], %c1
+// DESC: %{{.*}}, %[[OWN:[a-z0-9_]+]] = flashattn.key_blocks rows
+// DESC: %[[OWNC:.*]] = arith.minsi %[[OWN]], %[[END]]
+// DESC: %[[UB:.*]] = arith.select %{{.*}}, %[[OWNC]], %[[BEGIN]]
+// DESC-NEXT: %[[SUM2:.*]] = arith.addi %[[BEGIN]], %[[END]]
+// DESC-NEXT: %[[LO:.*]] = arith.subi %[[SUM2]], %[[UB]]
+// DESC-NEXT: scf.for %{{.*}} = %[[BEGIN]] to %[[LO]] step %c1 iter_args({{.*}}) -> (i32, i32, i32) {
+// DESC-NOT: wgmma
+// DESC: nvvm.mbarrier.arrive
+// DESC-NOT: wgmma
+// DESC: nvvm.mbarrier.arrive
+// DESC-NOT: wgmma
+// DESC: scf.yield
+// DESC: arith.cmpi slt, %[[LO]], %[[END]]
+// DESC: arith.subi %[[TOP]], %[[LO]]
+// DESC: nvvm.wgmma.mma_async
+// DESC: flashattn.key_end
+// DESC: %[[S0:.*]] = arith.addi %[[LO]], %c1
+// DESC: %[[OWNEND:.*]] = flashattn.key_end row
+// DESC-NEXT: %[[OWNFROM:.*]] = arith.floordivsi %[[OWNEND]], %c128
+// DESC: %[[TOP1:.*]] = arith.addi %[[TOP]], %c1
+// DESC-NEXT: %[[J:.*]] = arith.subi %[[TOP1]], %[[OWNFROM]]
+// DESC-NEXT: %[[SPLIT0:.*]] = arith.maxsi %[[J]], %[[S0]]
+// DESC-NEXT: %[[SPLIT:.*]] = arith.minsi %[[SPLIT0]], %[[END]]
+// DESC-NEXT: scf.for %{{.*}} = %[[S0]] to %[[SPLIT]] step %c1
+// DESC: nvvm.wgmma.mma_async
+// DESC: flashattn.wgmma_rs
+// DESC: flashattn.key_end
+// DESC: scf.for %{{.*}} = %[[SPLIT]] to %[[END]] step %c1
+// DESC: nvvm.wgmma.mma_async
+// DESC: flashattn.wgmma_rs
+// DESC-NOT: flashattn.key_end
+// DESC: llvm.return
 func.func @causal(%q: memref<2x512x32x64xbf16>, %k: memref<2x512x32x64xbf16>,
                   %v: memref<2x512x32x64xbf16>, %o: memref<2x512x32x64xbf16>) {
   flashattn.attention ins(%q, %k, %v : memref<2x512x32x64xbf16>, memref<2x512x32x64xbf16>, memref<2x512x32x64xbf16>)
@@ -126,6 +173,27 @@ func.func @window(%q: memref<1x1024x8x128xbf16>, %k: memref<1x1024x2x128xbf16>,
 // TURNS-NEXT: %[[SPLIT:.*]] = arith.minsi %[[SPLIT0]], %[[END:[a-z0-9_]+]]
 // TURNS-NEXT: scf.for %{{.*}} = %[[S0]] to %[[SPLIT]] step %c1
 // TURNS: scf.for %{{.*}} = %[[SPLIT]] to %[[END]] step %c1
+// The default plan at head_dim 128 under the causal mask: the key blocks
+// from the last down (descending_key_blocks). With the turns every
+// consumer runs all of them: the masked ones first, iterations j < top +
+// 1 - floor(key_end(m0 + 64 g) / block_n), then the unmasked ones to the
+// tile's end.
+// DESCTURNS-LABEL: func.func @causal_turns
+// DESCTURNS: } consumers {
+// DESCTURNS: %[[BEGIN:[a-z0-9_]+]], %[[END:[a-z0-9_]+]] = flashattn.key_blocks rows[%[[M0:[a-z0-9_]+]],
+// DESCTURNS: %[[SUM:.*]] = arith.addi %[[BEGIN]], %[[END]]
+// DESCTURNS-NEXT: %[[TOP:.*]] = arith.subi %[[SUM]], %c1
+// DESCTURNS-NOT: scf.for %{{.*}} step %c1
+// DESCTURNS: %[[OWNFROM:.*]] = arith.floordivsi %{{.*}}, %c128
+// DESCTURNS: %[[TOP1:.*]] = arith.addi %[[TOP]], %c1
+// DESCTURNS-NEXT: %[[J:.*]] = arith.subi %[[TOP1]], %[[OWNFROM]]
+// DESCTURNS-NEXT: %[[SPLIT0:.*]] = arith.maxsi %[[J]], %[[S0:[a-z0-9_]+]]
+// DESCTURNS-NEXT: %[[SPLIT:.*]] = arith.minsi %[[SPLIT0]], %[[END]]
+// DESCTURNS-NEXT: scf.for %{{.*}} = %[[S0]] to %[[SPLIT]] step %c1
+// DESCTURNS: flashattn.key_end
+// DESCTURNS: scf.for %{{.*}} = %[[SPLIT]] to %[[END]] step %c1
+// DESCTURNS-NOT: flashattn.key_end
+// DESCTURNS: llvm.return
 func.func @causal_turns(%q: memref<2x512x4x128xbf16>, %k: memref<2x512x4x128xbf16>,
                         %v: memref<2x512x4x128xbf16>, %o: memref<2x512x4x128xbf16>) {
   flashattn.attention ins(%q, %k, %v : memref<2x512x4x128xbf16>, memref<2x512x4x128xbf16>, memref<2x512x4x128xbf16>)

@@ -136,7 +136,13 @@ def FlashAttn_Sm90CodegenAttr : AttrDef<FlashAttn_Dialect, "Sm90Codegen"> {
       the other one than the tile's before: the producer loads the next
       tile's Q as soon as it has issued this tile's last K and V, not after
       the consumers release this tile's Q, but ahead of a tile of more than
-      16 key blocks (where it does not fit in shared memory, one buffer).
+      16 key blocks (where it does not fit in shared memory, one buffer);
+    - `descending_key_blocks`: flashattn-tile's key-block loop under a
+      causal mask or a right window (without a left window) runs from the
+      tile's last block down, the masked blocks first (FlashAttention-3's
+      order): iteration j computes block begin + end - 1 - j, and a
+      warp-specialized consumer releases the blocks past its own rows
+      before its first one.
 
     Example:
 
@@ -163,7 +169,8 @@ def FlashAttn_Sm90CodegenAttr : AttrDef<FlashAttn_Dialect, "Sm90Codegen"> {
     DefaultValuedParameter<"bool", "false">:$intra_wg_overlap,
     DefaultValuedParameter<"bool", "false">:$fused_merge,
     DefaultValuedParameter<"bool", "false">:$predicated_q_release,
-    DefaultValuedParameter<"bool", "false">:$prefetch_next_q
+    DefaultValuedParameter<"bool", "false">:$prefetch_next_q,
+    DefaultValuedParameter<"bool", "false">:$descending_key_blocks
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
