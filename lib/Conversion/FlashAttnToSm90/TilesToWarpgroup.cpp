@@ -835,7 +835,7 @@ LogicalResult WarpgroupKernel::overlappedLoop(scf::ForOp src, State &st) {
 // The overlapped loop's blocks [from, ub): with a boundary branch, the
 // blocks before its bound `from` (no mask) and past it (the causal
 // diagonal, the sequence's end) in loops of their own, the branch known in
-// each; else one loop.
+// each (in a descending loop the masked ones first); else one loop.
 FailureOr<Values> WarpgroupKernel::steadyLoops(scf::ForOp src, Value from, Value ub,
                                                Values inits) {
   std::optional<BlockSplit> split = boundarySplit(src);
@@ -846,7 +846,8 @@ FailureOr<Values> WarpgroupKernel::steadyLoops(scf::ForOp src, Value from, Value
   // A descending loop's iterations j < top + 1 - bound are the masked ones.
   Value bound = ownMaskFrom(src, *split);
   if (split->top)
-    bound = w.subi(w.addi(map.lookup(split->top), arith::ConstantIndexOp::create(b, loc, 1).getResult()), bound);
+    bound = w.subi(w.addi(map.lookup(split->top), arith::ConstantIndexOp::create(b, loc, 1)),
+                   bound);
   Value masked = w.minsi(w.maxsi(bound, from), ub);
   knownBranch = split->alsoBefore ? scf::IfOp() : split->branch;
   branchTaken = bool(split->top);
@@ -981,11 +982,18 @@ Value WarpgroupKernel::ownEnd(scf::ForOp src) {
   return w.select(w.cmpi(CmpI::slt, first, rowEnd), end, map.lookup(src.getLowerBound()));
 }
 
+// flashattn-tile's descending form: top = (begin + end) - 1 above the
+// loop over [begin, end), and top - j in its body.
 Value WarpgroupKernel::descendingTop(scf::ForOp src) const {
   Value iv = src.getInductionVar();
+  auto isTop = [&](Value v) {
+    auto top = v.getDefiningOp<arith::SubIOp>();
+    auto sum = top ? top.getLhs().getDefiningOp<arith::AddIOp>() : arith::AddIOp();
+    return sum && sum.getLhs() == src.getLowerBound() && sum.getRhs() == src.getUpperBound() &&
+           isConstantIntValue(top.getRhs(), 1);
+  };
   for (Operation *user : iv.getUsers())
-    if (auto rev = dyn_cast<arith::SubIOp>(user);
-        rev && rev.getRhs() == iv && src.isDefinedOutsideOfLoop(rev.getLhs()))
+    if (auto rev = dyn_cast<arith::SubIOp>(user); rev && rev.getRhs() == iv && isTop(rev.getLhs()))
       return rev.getLhs();
   return {};
 }
@@ -1018,11 +1026,13 @@ Value WarpgroupKernel::ownMaskFrom(scf::ForOp src, const BlockSplit &split) {
   return arith::FloorDivSIOp::create(b, loc, own, map.lookup(div.getRhs()));
 }
 
-// Blocks [max(lb, own), end) of the key-block loop `src` past this
-// consumer's own end `own` (ownEnd), whose keys its rows do not see: their
+// The blocks of the key-block loop `src` past this consumer's own end
+// (ownEnd), whose keys its rows do not see: their
 // waits (with zeroVRows, V's tail zeroed with the other consumers) and
 // releases only, so that every consumer releases every block and the
-// slots' phases stay in step. Nothing when `own` is the loop's end.
+// slots' phases stay in step: the iterations past [lo, hi) of
+// ownIterations (before lo in a descending loop, [max(hi, lb), end) in
+// an ascending one). Nothing when the consumer owns them all.
 LogicalResult WarpgroupKernel::drains(scf::ForOp src, Value lb, Value lo, Value hi,
                                       State &st) {
   Value end = map.lookup(src.getUpperBound());
