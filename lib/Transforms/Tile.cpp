@@ -501,7 +501,7 @@ void AttentionTiler::tileBody(const Sequence &s, Value h, Value mb, Value split)
   TileInitOp::create(b, loc, mt, lt, acc);
   TileLoadOp::create(b, loc, w.qv, w.m0, w.rows, qt);
   // The plan's descending_key_blocks: iteration j computes block top - j.
-  bool descending = descendingKeyBlocks && !maskUntil &&
+  bool descending = descendingKeyBlocks && !noKeys && !maskUntil &&
                     (causal != CausalKind::none || winR >= 0);
   Value top = descending ? e.sub(e.add(range.getBegin(), range.getEnd()), e.c(1)) : Value();
   if (!noKeys)

@@ -10,7 +10,9 @@
 // RUN: not fa-compile --predicated-q-release on -o %t.faa 2>&1 | FileCheck %s --check-prefix=TUNING
 // RUN: not fa-compile --target sm90 --predicated-q-release bogus -o %t.faa 2>&1 | FileCheck %s --check-prefix=SWITCH
 // RUN: not fa-compile --prefetch-next-q on -o %t.faa 2>&1 | FileCheck %s --check-prefix=TUNING
+// RUN: not fa-compile --descending-key-blocks on -o %t.faa 2>&1 | FileCheck %s --check-prefix=TUNING
 // RUN: not fa-compile --target sm90 --prefetch-next-q bogus -o %t.faa 2>&1 | FileCheck %s --check-prefix=PREFETCH
+// RUN: not fa-compile --target sm90 --descending-key-blocks bogus -o %t.faa 2>&1 | FileCheck %s --check-prefix=DESCENDING
 // RUN: not test -e %t.faa
 
 // HEADS: fa-compile: invalid configuration: num_q_heads (3) must be a positive multiple of num_kv_heads (2)
@@ -21,6 +23,7 @@
 // TUNING: fa-compile: the sm90 tuning options (--block-m ... --l2-hint-kv) need --target sm90
 // SWITCH: flashattn-plan: predicated-q-release takes auto, on or off, got 'bogus'
 // PREFETCH: flashattn-plan: prefetch-next-q takes auto, on or off, got 'bogus'
+// DESCENDING: flashattn-plan: descending-key-blocks takes auto, on or off, got 'bogus'
 
 // A regions file holds score / mask regions and nothing else: text that
 // closes a region and adds an op of its own is refused, never compiled in.

@@ -91,8 +91,8 @@ static cl::opt<std::string> prefetchNextQ(
              "tile's loaded before this one's is released (auto, on, off)"));
 static cl::opt<std::string> descendingKeyBlocks(
     "descending-key-blocks", llvm::cl::cat(faCompileCategory), cl::init("auto"),
-    cl::desc("sm90 tuning: under a causal mask or a right window, the key blocks "
-             "from the tile's last down, the masked ones first (auto, on, off)"));
+    cl::desc("sm90 tuning: under a causal mask or a right window without a left window, "
+             "the key blocks from the tile's last down, the masked ones first (auto, on, off)"));
 static cl::opt<std::string> conditionalRescale(
     "conditional-rescale", llvm::cl::cat(faCompileCategory), cl::init("auto"),
     cl::desc("sm90 tuning: rescale O only where a row's max grew by more than 8 (auto, on, "

@@ -772,9 +772,10 @@ Value WarpgroupKernel::flushDeferred(Value o) {
   return o;
 }
 
-// Block begin before the loop (its P V deferred), blocks begin + 1 .. end
-// in it (each issuing the previous block's P V after its Q K^T), the last
-// P V after it; the deferred P V's slot and packed P are carried values.
+// The consumer's first iteration lb (ownIterations) before the loop (its
+// P V deferred), lb + 1 .. end in it (each issuing the previous block's P
+// V after its Q K^T), the last P V after it; the deferred P V's slot and
+// packed P are carried values.
 LogicalResult WarpgroupKernel::overlappedLoop(scf::ForOp src, State &st) {
   Value begin = map.lookup(src.getLowerBound());
   auto [lb, ub] = ownIterations(src, begin);
@@ -855,8 +856,9 @@ FailureOr<Values> WarpgroupKernel::steadyLoops(scf::ForOp src, Value from, Value
   // when the first had the last block (the second none): with the plan's
   // predicated_q_release, as a predicated arrive; under a causal mask or a
   // right window, whose diagonal puts a tile's last block in the second
-  // loop, as a branch there (head_dim 64 causal 1.3-2.3% faster than the
-  // branch in both loops). Else a branch in each loop.
+  // loop (ascending: the masked one; descending: the unmasked one, which
+  // runs last), as a branch there (head_dim 64 causal 1.3-2.3% faster
+  // than the branch in both loops). Else a branch in each loop.
   bool maskedOnly = planPredicatedQ || maskedLast(src);
   qInLoop = maskedOnly ? QInLoop::none : QInLoop::branch;
   FailureOr<Values> v = steadyLoop(src, from, masked, ub, inits);
@@ -907,8 +909,9 @@ FailureOr<Values> WarpgroupKernel::steadyLoop(scf::ForOp src, Value from, Value 
 }
 
 // The boundary branch of a key-block loop: an scf.if in its body holding
-// tile_maps only, on `iv >= from` or `iv >= from || iv < until` with the
-// bounds defined above the loop (flashattn-tile's boundary mask).
+// tile_maps only, on `n >= from` or `n >= from || n < until` with the
+// bounds defined above the loop (flashattn-tile's boundary mask), n the
+// induction variable or, descending, top - iv (no `until` then).
 std::optional<WarpgroupKernel::BlockSplit>
 WarpgroupKernel::boundarySplit(scf::ForOp src) const {
   Value iv = src.getInductionVar(), top = descendingTop(src);
@@ -953,7 +956,7 @@ KeyBlocksOp WarpgroupKernel::ownRange(scf::ForOp src, bool withTurns) const {
   auto range = src.getUpperBound().getDefiningOp<KeyBlocksOp>();
   if (!maskedLast(src) || !specialize || inProducer || (scheduler && !withTurns) ||
       rowsM == kRows || packG > 1 || src.getLowerBound() != range.getBegin() ||
-      !isConstantIntValue(src.getStep(), 1))
+      !isConstantIntValue(src.getStep(), 1) || otherBlockOrder(src))
     return {};
   return range;
 }
@@ -982,6 +985,17 @@ Value WarpgroupKernel::ownEnd(scf::ForOp src) {
   return w.select(w.cmpi(CmpI::slt, first, rowEnd), end, map.lookup(src.getLowerBound()));
 }
 
+// A block index x - iv other than descendingTop's (IR rewritten after
+// flashattn-tile): its consumers then run every block, with the mask's
+// branch, which holds in any order.
+bool WarpgroupKernel::otherBlockOrder(scf::ForOp src) const {
+  Value iv = src.getInductionVar(), top = descendingTop(src);
+  return llvm::any_of(iv.getUsers(), [&](Operation *user) {
+    auto rev = dyn_cast<arith::SubIOp>(user);
+    return rev && rev.getRhs() == iv && rev.getLhs() != top;
+  });
+}
+
 // flashattn-tile's descending form: top = (begin + end) - 1 above the
 // loop over [begin, end), and top - j in its body.
 Value WarpgroupKernel::descendingTop(scf::ForOp src) const {
@@ -999,12 +1013,15 @@ Value WarpgroupKernel::descendingTop(scf::ForOp src) const {
 }
 
 // Ascending: [lb, ownEnd). Descending (block top - j in iteration j), the
-// blocks below ownEnd are the last iterations: [lb + end - ownEnd, end).
+// blocks below ownEnd are the last iterations: [lb + end - ownEnd, end),
+// ownEnd taken at least lb (a split's range may end below its own begin,
+// a consumer's blocks below the split's), so that they start at most at end.
 std::pair<Value, Value> WarpgroupKernel::ownIterations(scf::ForOp src, Value lb) {
   Value own = ownEnd(src), end = map.lookup(src.getUpperBound());
   if (!descendingTop(src) || own == end)
     return {lb, own};
-  return {w.subi(w.addi(lb, end), own), end};
+  Value below = w.maxsi(own, lb);
+  return {w.subi(w.addi(lb, end), below), end};
 }
 
 // The first masked block of this consumer's rows where the tile's is

@@ -152,12 +152,15 @@ private:
   /// flashattn-tile's descending key-block order: the `top` of iteration
   /// j's block top - j (begin + end - 1), defined above the loop; else null.
   Value descendingTop(scf::ForOp loop) const;
+  /// Whether the body computes its block from the iteration some other way.
+  bool otherBlockOrder(scf::ForOp loop) const;
   /// This consumer's iterations [lo, hi) of the key-block loop (ownEnd's
   /// blocks; in a descending loop the ones past them come first).
   std::pair<Value, Value> ownIterations(scf::ForOp loop, Value lb);
   /// The blocks the consumer does not see, around its own `lo`, `hi`.
   LogicalResult drains(scf::ForOp loop, Value lb, Value lo, Value hi, State &st);
-  /// Whether the key-block loop runs under a causal mask or a right window.
+  /// Whether the key-block loop runs under a causal mask or a right window
+  /// (in flashattn-tile's ascending order, the masked blocks last).
   bool maskedLast(scf::ForOp loop) const;
   /// The loop's key_blocks where a consumer computes its own rows' blocks
   /// only (ownEnd; `withTurns`: where it masks its own rows' blocks only,
