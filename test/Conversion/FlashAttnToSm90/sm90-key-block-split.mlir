@@ -2,6 +2,7 @@
 // RUN: fa-opt %s --flashattn-plan="target=sm90 descending-key-blocks=off" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup --split-input-file | FileCheck %s --check-prefix=TURNS
 // RUN: fa-opt %s --flashattn-plan="target=sm90 consumers=3 descending-key-blocks=on" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup --split-input-file | FileCheck %s --check-prefix=DESC
 // RUN: fa-opt %s --flashattn-plan=target=sm90 --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup --split-input-file | FileCheck %s --check-prefix=DESCTURNS
+// RUN: fa-opt %s --flashattn-plan="target=sm90 consumers=3 descending-key-blocks=on intra-wg-overlap=off" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup --split-input-file | FileCheck %s --check-prefix=DESCLOOP
 
 // A warp-specialized consumer's key blocks under a causal mask, 3
 // consumers (no turns): the blocks its own 64 rows see (the key_blocks of
@@ -78,6 +79,23 @@
 // last block (peeled, masked), then the masked blocks down to its bound,
 // the iterations j < top + 1 - floor(key_end(m0 + 64 g) / block_n),
 // then the unmasked ones to the tile's end, with no key_end after them.
+// Without the intra-warpgroup overlap (one loop, the mask's branch kept):
+// the drains first all the same, then the consumer's own iterations.
+// DESCLOOP-LABEL: func.func @causal
+// DESCLOOP: } consumers {
+// DESCLOOP: %[[BEGIN:[a-z0-9_]+]], %[[END:[a-z0-9_]+]] = flashattn.key_blocks rows
+// DESCLOOP: %[[UB:.*]] = arith.select %{{.*}}, %{{.*}}, %[[BEGIN]]
+// DESCLOOP-NEXT: %[[UBC:.*]] = arith.maxsi %[[UB]], %[[BEGIN]]
+// DESCLOOP-NEXT: %[[SUM:.*]] = arith.addi %[[BEGIN]], %[[END]]
+// DESCLOOP-NEXT: %[[LO:.*]] = arith.subi %[[SUM]], %[[UBC]]
+// DESCLOOP-NEXT: scf.for %{{.*}} = %[[BEGIN]] to %[[LO]] step %c1
+// DESCLOOP-NOT: wgmma
+// DESCLOOP: scf.for %{{.*}} = %[[LO]] to %[[END]] step %c1
+// DESCLOOP: nvvm.wgmma.mma_async
+// DESCLOOP: scf.if
+// DESCLOOP: flashattn.key_end
+// DESCLOOP-NOT: scf.for %{{.*}} step %c1 iter_args
+// DESCLOOP: llvm.return
 // DESC-LABEL: func.func @causal
 // DESC: } consumers {
 // DESC: %[[BEGIN:[a-z0-9_]+]], %[[END:[a-z0-9_]+]] = flashattn.key_blocks rows[%{{.*}}, %{{.*}}) keys %c512
