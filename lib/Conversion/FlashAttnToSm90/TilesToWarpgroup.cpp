@@ -558,7 +558,7 @@ LogicalResult WarpgroupKernel::loop(scf::ForOp src, State &st) {
     return overlappedLoop(src, st);
   Value lb = map.lookup(src.getLowerBound());
   auto [lo, ub] = ownIterations(src, lb);
-  if (descendingTop(src) && failed(drains(src, lb, lo, ub, st)))
+  if (failed(drains(src, lb, lo, ub, st, /*before=*/true)))
     return failure();
   auto next = scf::ForOp::create(b, loc, lo, ub, map.lookup(src.getStep()), carried(st));
   {
@@ -575,7 +575,7 @@ LogicalResult WarpgroupKernel::loop(scf::ForOp src, State &st) {
   // may need them before they release what the producer waits on next).
   if (st.pend)
     arrivePending(st, 0);
-  return descendingTop(src) ? success() : drains(src, lb, lo, ub, st);
+  return drains(src, lb, lo, ub, st, /*before=*/false);
 }
 
 // The work loop of a warp-specialized kernel (from gpu.block_id by
@@ -779,7 +779,7 @@ Value WarpgroupKernel::flushDeferred(Value o) {
 LogicalResult WarpgroupKernel::overlappedLoop(scf::ForOp src, State &st) {
   Value begin = map.lookup(src.getLowerBound());
   auto [lb, ub] = ownIterations(src, begin);
-  if (descendingTop(src) && failed(drains(src, begin, lb, ub, st)))
+  if (failed(drains(src, begin, lb, ub, st, /*before=*/true)))
     return failure();
   Value step = map.lookup(src.getStep());
   Value any = w.cmpi(CmpI::slt, lb, ub);
@@ -830,7 +830,7 @@ LogicalResult WarpgroupKernel::overlappedLoop(scf::ForOp src, State &st) {
     w.ifThen(qHeld, [&] { releaseQ(earlyQ.getTile()); });
   qHeld = Value();
   st.o = w.ifElse1(any, oT, [&] { return flushDeferred(st.o); }, [&] { return st.o; });
-  return descendingTop(src) ? success() : drains(src, begin, lb, ub, st);
+  return drains(src, begin, lb, ub, st, /*before=*/false);
 }
 
 // The overlapped loop's blocks [from, ub): with a boundary branch, the
@@ -1048,13 +1048,14 @@ Value WarpgroupKernel::ownMaskFrom(scf::ForOp src, const BlockSplit &split) {
 // waits (with zeroVRows, V's tail zeroed with the other consumers) and
 // releases only, so that every consumer releases every block and the
 // slots' phases stay in step: the iterations past [lo, hi) of
-// ownIterations (before lo in a descending loop, [max(hi, lb), end) in
-// an ascending one). Nothing when the consumer owns them all.
-LogicalResult WarpgroupKernel::drains(scf::ForOp src, Value lb, Value lo, Value hi,
-                                      State &st) {
+// ownIterations, called `before` them and after them; they run before lo
+// in a descending loop, [max(hi, lb), end) in an ascending one. Nothing
+// when the consumer owns them all.
+LogicalResult WarpgroupKernel::drains(scf::ForOp src, Value lb, Value lo, Value hi, State &st,
+                                      bool before) {
   Value end = map.lookup(src.getUpperBound());
   bool descending = bool(descendingTop(src));
-  if (descending ? lo == lb : hi == end)
+  if (before != descending || (descending ? lo == lb : hi == end))
     return success();
   Value from = descending ? lb : w.maxsi(hi, lb), to = descending ? lo : end;
   auto next = scf::ForOp::create(b, loc, from, to, map.lookup(src.getStep()),

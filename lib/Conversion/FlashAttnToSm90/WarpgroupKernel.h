@@ -157,8 +157,10 @@ private:
   /// This consumer's iterations [lo, hi) of the key-block loop (ownEnd's
   /// blocks; in a descending loop the ones past them come first).
   std::pair<Value, Value> ownIterations(scf::ForOp loop, Value lb);
-  /// The blocks the consumer does not see, around its own `lo`, `hi`.
-  LogicalResult drains(scf::ForOp loop, Value lb, Value lo, Value hi, State &st);
+  /// The blocks the consumer does not see, around its own `lo`, `hi`:
+  /// called `before` its own iterations and after them, it emits them
+  /// where the loop's order puts them.
+  LogicalResult drains(scf::ForOp loop, Value lb, Value lo, Value hi, State &st, bool before);
   /// Whether the key-block loop runs under a causal mask or a right window
   /// (in flashattn-tile's ascending order, the masked blocks last).
   bool maskedLast(scf::ForOp loop) const;
