@@ -26,7 +26,8 @@ extern "C" {
 
 /* Registers the flashattn passes: flashattn-plan, flashattn-split-kv,
  * flashattn-tile, flashattn-sm90-pipeline-kv, flashattn-sm90-warp-specialize,
- * flashattn-lower-key-ranges, flashattn-decompose-to-linalg, flashattn-raise
+ * flashattn-lower-key-ranges, flashattn-floordiv-to-shift,
+ * flashattn-decompose-to-linalg, flashattn-raise
  * (flashattn/Transforms/Passes.td), convert-flashattn-to-vector,
  * flashattn-sm90-warpgroup, flashattn-lower-warp-specialize and
  * convert-flashattn-sm90-to-nvvm (flashattn/Conversion/Passes.td). */

@@ -27,6 +27,7 @@ void mlir::flashattn::buildFlashAttnHostPipeline(
   pm.addPass(flashattn::createFlashAttnSplitKV());
   pm.addPass(flashattn::createFlashAttnTile());
   pm.addPass(flashattn::createFlashAttnLowerKeyRanges());
+  pm.addPass(flashattn::createFlashAttnFloorDivToShift());
   flashattn::ConvertFlashAttnToVectorOptions toVector;
   toVector.vectorBits = options.vectorBits;
   pm.addPass(flashattn::createConvertFlashAttnToVector(toVector));
@@ -90,6 +91,7 @@ void mlir::flashattn::buildFlashAttnSm90Pipeline(
   pm.addPass(flashattn::createFlashAttnSm90Warpgroup());
   pm.addPass(flashattn::createFlashAttnLowerWarpSpecialize());
   pm.addPass(flashattn::createFlashAttnLowerKeyRanges());
+  pm.addPass(flashattn::createFlashAttnFloorDivToShift());
   pm.addPass(flashattn::createConvertFlashAttnSm90ToNVVM());
   GpuNVVMAttachTargetOptions target;
   target.triple = "nvptx64-nvidia-cuda";

@@ -5,12 +5,13 @@
 // consumers and the key ranges as flashattn ops), after
 // flashattn-lower-warp-specialize (the warpgroup branch with its register
 // budgets; key ranges still ops), and after flashattn-lower-key-ranges
-// (arith only) and convert-flashattn-sm90-to-nvvm (the instructions NVVM
-// lacks, the RS wgmma, the L2 policy, the opaque mov, as inline PTX: no
-// flashattn op left in the kernels).
+// (arith only), flashattn-floordiv-to-shift and
+// convert-flashattn-sm90-to-nvvm (the instructions NVVM lacks, the RS
+// wgmma, the L2 policy, the opaque mov, as inline PTX: no flashattn op
+// left in the kernels).
 // RUN: fa-opt %s --flashattn-plan=target=sm90 --flashattn-split-kv --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup --split-input-file | FileCheck %s --check-prefix=BUILT
 // RUN: fa-opt %s --flashattn-plan=target=sm90 --flashattn-split-kv --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup --flashattn-lower-warp-specialize --split-input-file | FileCheck %s --check-prefix=WS
-// RUN: fa-opt %s --flashattn-plan=target=sm90 --flashattn-split-kv --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup --flashattn-lower-warp-specialize --flashattn-lower-key-ranges --convert-flashattn-sm90-to-nvvm --split-input-file | FileCheck %s --check-prefix=LOWERED
+// RUN: fa-opt %s --flashattn-plan=target=sm90 --flashattn-split-kv --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup --flashattn-lower-warp-specialize --flashattn-lower-key-ranges --flashattn-floordiv-to-shift --convert-flashattn-sm90-to-nvvm --split-input-file | FileCheck %s --check-prefix=LOWERED
 
 // The producer runs the key-block loop of each tile for its loads (with
 // the plan's L2 priority for Q), the consumers the same loop with the

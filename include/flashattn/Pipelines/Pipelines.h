@@ -25,7 +25,8 @@ struct HostPipelineOptions : public PassPipelineOptions<HostPipelineOptions> {
 
 /// Appends the host pipeline to `pm` (anchored on builtin.module):
 /// flashattn-plan{target=host}, flashattn-split-kv, flashattn-tile,
-/// flashattn-lower-key-ranges, convert-flashattn-to-vector, then the upstream lowering to LLVM
+/// flashattn-lower-key-ranges, flashattn-floordiv-to-shift, convert-flashattn-to-vector, then
+/// the upstream lowering to LLVM
 /// (bf16 expansion, vector/math/scf/memref/arith/func to LLVM).
 void buildFlashAttnHostPipeline(OpPassManager &pm,
                                 const HostPipelineOptions &options = {});
@@ -132,7 +133,7 @@ struct Sm90PipelineOptions : public PassPipelineOptions<Sm90PipelineOptions> {
 /// flashattn-sm90-warp-specialize, flashattn-sm90-warpgroup (the warpgroup
 /// form: those two skipped with `unpipelined`),
 /// flashattn-lower-warp-specialize, flashattn-lower-key-ranges,
-/// convert-flashattn-sm90-to-nvvm, then the NVVM lowering of the kernels
+/// flashattn-floordiv-to-shift, convert-flashattn-sm90-to-nvvm, then the NVVM lowering of the kernels
 /// (nvvm-attach-target sm_90a +ptx80, scf/arith/cf/nvvm to LLVM with 32-bit
 /// index arithmetic) and gpu-module-to-binary.
 void buildFlashAttnSm90Pipeline(OpPassManager &pm,

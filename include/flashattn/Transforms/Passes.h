@@ -1,7 +1,8 @@
 //===- Passes.h - flashattn transformation passes ---------------*- C++ -*-===//
 //
 // flashattn-plan, flashattn-split-kv, flashattn-tile,
-// flashattn-lower-key-ranges, flashattn-decompose-to-linalg and
+// flashattn-lower-key-ranges, flashattn-floordiv-to-shift,
+// flashattn-decompose-to-linalg and
 // flashattn-raise (declared in Passes.td), and the pattern sets and helpers
 // behind them, for compilers that run them inside their own pass pipelines.
 //
@@ -41,6 +42,10 @@ void populateFlashAttnRaisePatterns(RewritePatternSet &patterns);
 
 /// flashattn-lower-key-ranges: key_end, key_begin and key_blocks -> arith.
 void populateFlashAttnLowerKeyRangesPatterns(RewritePatternSet &patterns);
+
+/// flashattn-floordiv-to-shift: arith.floordivsi by a constant 2^k ->
+/// arith.shrsi by k.
+void populateFlashAttnFloorDivToShiftPatterns(RewritePatternSet &patterns);
 
 #define GEN_PASS_REGISTRATION
 #include "flashattn/Transforms/Passes.h.inc"

@@ -292,6 +292,29 @@ def FlashAttnLowerKeyRanges : Pass<"flashattn-lower-key-ranges"> {
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
+def FlashAttnFloorDivToShift : Pass<"flashattn-floordiv-to-shift"> {
+  let summary = "Floor divisions by a constant power of two as arithmetic shifts";
+  let description = [{
+    Rewrites `arith.floordivsi %x, %c` where `%c` is a constant 2^k (k >= 0)
+    into `arith.shrsi %x, k`, in place. The arithmetic shift right rounds
+    toward negative infinity, so the result equals the floor division for
+    every `%x`, negative values included, and never overflows (LLVM
+    LangRef, `ashr`). arith's expansion of `floordivsi` (a truncating
+    division with a sign fix-up) is not folded back by LLVM; flashattn-tile's
+    first masked key block, `floor(key_end / block_n)`, is one such
+    division, on the kernels' per-tile path. Both pipelines run this pass
+    after flashattn-lower-key-ranges.
+
+    ```mlir
+    %b = arith.floordivsi %end, %c128 : i32
+    // becomes
+    %c7 = arith.constant 7 : i32
+    %b = arith.shrsi %end, %c7 : i32
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def FlashAttnDecomposeToLinalg : Pass<"flashattn-decompose-to-linalg"> {
   let summary = "Decompose flashattn.attention on tensors into linalg";
   let description = [{
