@@ -66,6 +66,11 @@ func.func @dense(%q: memref<2x256x8x128xbf16>, %k: memref<2x256x2x128xbf16>, %v:
 // WS: flashattn.key_begin
 // LOWERED-LABEL: func.func @causal_window
 // LOWERED-NOT: flashattn.key_
+// LOWERED-NOT: arith.floordivsi
+// The first masked block, floor(key_end / 128), as a shift:
+// LOWERED: arith.shrsi %{{.*}}, %c7{{.*}} : index
+// LOWERED-NOT: flashattn.key_
+// LOWERED-NOT: arith.floordivsi
 // LOWERED: llvm.return
 func.func @causal_window(%q: memref<1x512x4x64xf16>, %k: memref<1x512x4x64xf16>, %v: memref<1x512x4x64xf16>,
                          %o: memref<1x512x4x64xf16>) {

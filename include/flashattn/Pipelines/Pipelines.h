@@ -133,9 +133,10 @@ struct Sm90PipelineOptions : public PassPipelineOptions<Sm90PipelineOptions> {
 /// flashattn-sm90-warp-specialize, flashattn-sm90-warpgroup (the warpgroup
 /// form: those two skipped with `unpipelined`),
 /// flashattn-lower-warp-specialize, flashattn-lower-key-ranges,
-/// flashattn-floordiv-to-shift, convert-flashattn-sm90-to-nvvm, then the NVVM lowering of the kernels
-/// (nvvm-attach-target sm_90a +ptx80, scf/arith/cf/nvvm to LLVM with 32-bit
-/// index arithmetic) and gpu-module-to-binary.
+/// flashattn-floordiv-to-shift, convert-flashattn-sm90-to-nvvm, then the
+/// NVVM lowering of the kernels (nvvm-attach-target sm_90a +ptx80,
+/// scf/arith/cf/nvvm to LLVM with 32-bit index arithmetic) and
+/// gpu-module-to-binary.
 void buildFlashAttnSm90Pipeline(OpPassManager &pm,
                                 const Sm90PipelineOptions &options = {});
 

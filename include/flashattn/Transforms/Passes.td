@@ -293,17 +293,20 @@ def FlashAttnLowerKeyRanges : Pass<"flashattn-lower-key-ranges"> {
 }
 
 def FlashAttnFloorDivToShift : Pass<"flashattn-floordiv-to-shift"> {
-  let summary = "Floor divisions by a constant power of two as arithmetic shifts";
+  let summary = "Rewrite floor divisions by a constant power of two into arithmetic shifts";
   let description = [{
-    Rewrites `arith.floordivsi %x, %c` where `%c` is a constant 2^k (k >= 0)
-    into `arith.shrsi %x, k`, in place. The arithmetic shift right rounds
+    Rewrites `arith.floordivsi %x, %c`, where `%c` is a scalar or splat
+    constant 2^k that is positive as a signed value, into `arith.shrsi %x,
+    k` (k = 0: `%x` itself), in place. The arithmetic shift right rounds
     toward negative infinity, so the result equals the floor division for
-    every `%x`, negative values included, and never overflows (LLVM
-    LangRef, `ashr`). arith's expansion of `floordivsi` (a truncating
-    division with a sign fix-up) is not folded back by LLVM; flashattn-tile's
-    first masked key block, `floor(key_end / block_n)`, is one such
-    division, on the kernels' per-tile path. Both pipelines run this pass
-    after flashattn-lower-key-ranges.
+    every `%x`, negative values included, and never overflows; k is below
+    the bit width, where `arith.shrsi` is defined. On `index`, divisors of
+    2^31 and above stay divisions (the sm90 kernels lower index to 32
+    bits). arith's expansion of `floordivsi` (a truncating division with a
+    sign fix-up) is not folded back by LLVM; flashattn-tile's first masked
+    key block, `floor(key_end / block_n)`, is one such division, on the
+    kernels' per-tile path. Both pipelines run this pass after
+    flashattn-lower-key-ranges.
 
     ```mlir
     %b = arith.floordivsi %end, %c128 : i32

@@ -2,8 +2,8 @@
 //
 // The configuration of the passes that expand ops inside the sm90 kernels
 // (convert-flashattn-sm90-to-nvvm, flashattn-lower-warp-specialize,
-// flashattn-lower-key-ranges): the existing ops only, no folding, no
-// constant hoisting, no region simplification. The kernels' op order is
+// flashattn-lower-key-ranges, flashattn-floordiv-to-shift): the existing
+// ops only, no folding, no constant hoisting, no region simplification. The kernels' op order is
 // their schedule, and the regions inlined into them keep their constants.
 //
 //===----------------------------------------------------------------------===//
