@@ -479,6 +479,7 @@ def main():
     c.run("model: our op ran", lambda: op_ran(torch, fa, c))
     c.run("model: tokens/s", lambda: throughput(torch, fa, c.numbers))
     c.run("host overhead", lambda: host_overhead(torch, fa, c.numbers))
+    os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, "torch_package.json"), "w") as f:
         json.dump({"checks": c.checks, "numbers": c.numbers}, f, indent=1)
     failed = [n for n, r in c.checks.items() if not r["passed"]]
