@@ -277,22 +277,24 @@ void WarpgroupKernel::tileSoftmax(State &st) {
     alpha[half] = w.intrinsic("llvm.nvvm.ex2.approx.ftz.f", w.subf(st.m[half], shift[half]));
     st.m[half] = mNew;
   }
-  // The previous block's P V (overlapped) is over before P and O move:
-  // then its V slot goes back to the producer. With the conditional
-  // rescale the wait sits in both arms of the rescale's branch, whose
-  // condition the maxima decide: ptxas then cannot hoist it above them.
-  bool rescaled = false;
+  // The previous block's P V (overlapped) is over before O moves: then
+  // its V slot goes back to the producer. With the conditional rescale the
+  // wait comes after this block's P, right before the rescale's branch,
+  // which keeps the P V under the exponentials. It stays out of the
+  // branch: wgmma.wait_group is .aligned, one instruction for all of the
+  // warpgroup's threads (PTX ISA 9.7.15.6.3), and the branch's condition
+  // is a vote of each warp.
+  std::function<void()> waitPV;
   if (overlap == Overlap::steady) {
-    auto waitPV = [&] {
+    waitPV = [&] {
       NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
       w.mbarrierArrive(barrierAt(V, deferredSlot, true));
+      releaseQEarly(); // no wgmma in flight here: a branch costs no registers
     };
-    rescaled = conditionalRescale && !rescaleUnderQK;
-    if (rescaled)
-      st.o = rescaleO(st.o, alpha[0], alpha[1], waitPV);
-    else
+    if (!conditionalRescale || rescaleUnderQK) {
       waitPV();
-    releaseQEarly(); // no wgmma in flight here: a branch costs no registers
+      waitPV = nullptr;
+    }
   }
   for (int half = 0; half < 2; ++half) {
     Value negShift = scale ? arith::NegFOp::create(b, loc, shift[half]).getResult() : Value();
@@ -321,12 +323,11 @@ void WarpgroupKernel::tileSoftmax(State &st) {
     deferredAlpha[1] = alpha[1];
     return;
   }
-  if (!rescaled)
-    st.o = rescaleO(st.o, alpha[0], alpha[1]);
+  st.o = rescaleO(st.o, alpha[0], alpha[1], waitPV);
 }
 
-// O *= alpha (per row); `first` runs before, in either arm of the
-// conditional rescale's branch.
+// O *= alpha (per row); `first` runs before, ahead of the conditional
+// rescale's branch.
 Value WarpgroupKernel::rescaleO(Value o, Value alpha0, Value alpha1,
                                 const std::function<void()> &first) {
   Value alpha[2] = {alpha0, alpha1};
@@ -349,16 +350,8 @@ Value WarpgroupKernel::rescaleO(Value o, Value alpha0, Value alpha1,
   Value one = w.f32(1.0);
   Value moved = w.ori(w.cmpf(CmpF::UNE, alpha[0], one), w.cmpf(CmpF::UNE, alpha[1], one));
   Value any = NVVM::VoteSyncOp::create(b, loc, w.i1T, w.i32(-1), moved, NVVM::VoteSyncKind::any);
-  return w.ifElse1(
-      any, oT,
-      [&] {
-        run();
-        return rescale();
-      },
-      [&] {
-        run();
-        return o;
-      });
+  run();
+  return w.ifElse1(any, oT, rescale, [&] { return o; });
 }
 
 // O += P V (wgmmaPV, P in registers), committed and waited for.

@@ -15,6 +15,21 @@
 // CHECK: scf.if %[[ANY]] -> (!llvm.struct<
 // CHECK: arith.mulf
 // CHECK: } else {
+// In the overlapped loop the previous block's P V is waited for after this
+// block's P (its exp2s), its V slot released, and only then the branch:
+// wgmma.wait_group is .aligned (the same instruction for all 128 threads
+// of the warpgroup), the vote is each warp's.
+// CHECK: scf.for
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 1
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
+// CHECK: %[[VOTE:.*]] = nvvm.vote.sync any
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: nvvm.mbarrier.arrive
+// CHECK-NEXT: scf.if %[[VOTE]] -> (!llvm.struct<
+// CHECK-NOT: nvvm.wgmma.wait.group
+// CHECK: } else {
+// CHECK-NEXT: scf.yield
+// CHECK-NEXT: }
 func.func @hd128(%q: memref<1x200x2x128xbf16>, %k: memref<1x200x2x128xbf16>, %v: memref<1x200x2x128xbf16>,
                  %o: memref<1x200x2x128xbf16>) {
   flashattn.attention ins(%q, %k, %v : memref<1x200x2x128xbf16>, memref<1x200x2x128xbf16>, memref<1x200x2x128xbf16>)
