@@ -50,7 +50,7 @@ void WarpgroupKernel::tileQK(TileQKOp op, State &st) {
         return {s};
       }
       Value o = st.o;
-      if (rescaleUnderQK) { // under Q K^T; the rescale wrote O: fence (PTX ISA 9.7.15.6.1)
+      if (rescaleUnderQK) { // under Q K^T; the rescale wrote O: fence (PTX ISA 9.7.15.7.1)
         o = rescaleO(o, deferredAlpha[0], deferredAlpha[1]);
         NVVM::WgmmaFenceAlignedOp::create(b, loc);
       }
@@ -247,12 +247,12 @@ bool WarpgroupKernel::foldColumnCmp(Operation *op, int64_t r) {
 // l alpha + sum P, O *= alpha. With S's scale c pending, the max is taken
 // on the raw scores (c > 0 keeps their order) and P = exp2(x c - m_new)
 // is one fma a score (FlashAttention-2's). A row's max and sum run in the
-// plan's reduce_chains chains. Both rows' maxima come first, then (in an
-// overlapped loop) the wait for the previous block's P V, then the
-// exponentials: P's registers are that P V's operands, so ptxas places
-// the wait before the first write of P; a wait placed later makes it
-// hoist the wait above the max (S, O, both Ps and the reductions would
-// not fit 168 registers), leaving the max outside the P V's shadow.
+// plan's reduce_chains chains. Both rows' maxima come first. In an
+// overlapped loop without the conditional rescale the wait for the
+// previous block's P V comes next, then the exponentials (ptxas hoists a
+// later wait above the max: S, O, both Ps and the reductions would not
+// fit 168 registers). With it the wait comes after the exponentials,
+// ahead of the rescale's branch (below).
 void WarpgroupKernel::tileSoftmax(State &st) {
   Values x(nS), rowX[2];
   for (int64_t r = 0; r < nS; ++r) {
@@ -282,7 +282,7 @@ void WarpgroupKernel::tileSoftmax(State &st) {
   // wait comes after this block's P, right before the rescale's branch,
   // which keeps the P V under the exponentials. It stays out of the
   // branch: wgmma.wait_group is .aligned, one instruction for all of the
-  // warpgroup's threads (PTX ISA 9.7.15.6.3), and the branch's condition
+  // warpgroup's threads (PTX ISA 9.7.15.7.3), and the branch's condition
   // is a vote of each warp.
   std::function<void()> waitPV;
   if (overlap == Overlap::steady) {

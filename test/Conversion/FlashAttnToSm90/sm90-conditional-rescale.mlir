@@ -24,12 +24,16 @@
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
 // CHECK: %[[VOTE:.*]] = nvvm.vote.sync any
 // CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK-NOT: llvm.nvvm.ex2
 // CHECK: nvvm.mbarrier.arrive
 // CHECK-NEXT: scf.if %[[VOTE]] -> (!llvm.struct<
 // CHECK-NOT: nvvm.wgmma.wait.group
 // CHECK: } else {
 // CHECK-NEXT: scf.yield
 // CHECK-NEXT: }
+// CHECK-NOT: llvm.nvvm.ex2
+// CHECK-NOT: nvvm.wgmma.wait.group
+// CHECK: scf.yield
 func.func @hd128(%q: memref<1x200x2x128xbf16>, %k: memref<1x200x2x128xbf16>, %v: memref<1x200x2x128xbf16>,
                  %o: memref<1x200x2x128xbf16>) {
   flashattn.attention ins(%q, %k, %v : memref<1x200x2x128xbf16>, memref<1x200x2x128xbf16>, memref<1x200x2x128xbf16>)
