@@ -139,6 +139,12 @@ def ConvertFlashAttnSm90ToNVVM : Pass<"convert-flashattn-sm90-to-nvvm"> {
     `wgmma.mma_async` with A in registers, PTX ISA 9.7.15.5.2: the
     accumulator's registers tied to the outputs, B by descriptor). The sm90
     pipeline runs it after the kernels are built.
+
+    It first refuses, with an error on the op, any wgmma instruction
+    (`nvvm.wgmma.*`, `flashattn.wgmma_rs`) nested in an `scf.if` whose
+    condition comes from `nvvm.vote.sync`: wgmma instructions are
+    `.aligned`, the same instruction for all four warps of a warpgroup
+    (PTX ISA 9.7.15), and a warp's vote may differ from its neighbours'.
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }

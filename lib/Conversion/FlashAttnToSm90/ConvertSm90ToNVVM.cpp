@@ -6,7 +6,8 @@
 // 9.7.15.5.2; nvvm.wgmma.mma_async takes A only from shared memory),
 // l2_policy (createpolicy), opaque (an opaque mov), mbarrier_arrive_if (a
 // predicated mbarrier.arrive) and atomic_add_acq_rel (atom.acq_rel.gpu,
-// whose ordering LLVM 22's NVPTX back end drops).
+// whose ordering LLVM 22's NVPTX back end drops). Before that it refuses a
+// wgmma instruction under a branch on a per-warp vote.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,7 +15,10 @@
 
 #include "flashattn/Dialect/FlashAttn/IR/FlashAttn.h"
 #include "flashattn/Utils/InPlaceRewrite.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/PatternMatch.h"
 
 #include <string>
@@ -141,9 +145,50 @@ struct LowerWgmmaRs : OpRewritePattern<WgmmaRsOp> {
   }
 };
 
+/// The nvvm.vote.sync that `cond` (an i1, through and / or / xor /
+/// select) comes from, if any: a per-warp value.
+Operation *voteOf(Value cond, int depth = 0) {
+  Operation *def = cond.getDefiningOp();
+  if (!def || depth > 8)
+    return nullptr;
+  if (isa<NVVM::VoteSyncOp>(def))
+    return def;
+  if (!isa<arith::AndIOp, arith::OrIOp, arith::XOrIOp, arith::SelectOp>(def))
+    return nullptr;
+  for (Value operand : def->getOperands())
+    if (Operation *vote = voteOf(operand, depth + 1))
+      return vote;
+  return nullptr;
+}
+
+/// wgmma.fence, commit_group, wait_group and mma_async are .aligned: all
+/// threads of the warpgroup execute the same instruction (PTX ISA
+/// 9.7.15.5.2, 9.7.15.7). A branch on a warp's vote may send the four warps
+/// of a warpgroup different ways, so none may sit under one.
+LogicalResult checkAlignedWgmma(Operation *root) {
+  WalkResult result = root->walk([](Operation *op) {
+    if (!isa<NVVM::WgmmaFenceAlignedOp, NVVM::WgmmaGroupSyncAlignedOp,
+             NVVM::WgmmaWaitGroupSyncOp, NVVM::WgmmaMmaAsyncOp, WgmmaRsOp>(op))
+      return WalkResult::advance();
+    for (auto branch = op->getParentOfType<scf::IfOp>(); branch;
+         branch = branch->getParentOfType<scf::IfOp>())
+      if (Operation *vote = voteOf(branch.getCondition())) {
+        InFlightDiagnostic diag = op->emitOpError(
+            "under a branch on a per-warp vote: wgmma instructions are .aligned, the same "
+            "instruction for all four warps of a warpgroup (PTX ISA 9.7.15)");
+        diag.attachNote(vote->getLoc()) << "the vote";
+        return WalkResult::interrupt();
+      }
+    return WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
+}
+
 struct ConvertFlashAttnSm90ToNVVMPass
     : public flashattn::impl::ConvertFlashAttnSm90ToNVVMBase<ConvertFlashAttnSm90ToNVVMPass> {
   void runOnOperation() override {
+    if (failed(checkAlignedWgmma(getOperation())))
+      return signalPassFailure();
     RewritePatternSet patterns(&getContext());
     populateFlashAttnSm90ToNVVMPatterns(patterns);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns),
