@@ -71,6 +71,7 @@ void mlir::flashattn::buildFlashAttnSm90Pipeline(
   plan.prefetchNextQ = options.prefetchNextQ;
   plan.descendingKeyBlocks = options.descendingKeyBlocks;
   plan.conditionalRescale = options.conditionalRescale;
+  plan.rescaleUnderQK = options.rescaleUnderQK;
   plan.kvRowCopies = options.kvRowCopies;
   plan.warpSpecialize = options.unpipelined ? std::string("off") : options.warpSpecialize.getValue();
   plan.intraWGOverlap = options.intraWGOverlap;

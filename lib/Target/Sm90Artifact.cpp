@@ -160,6 +160,7 @@ LogicalResult mlir::flashattn::compileSm90Ptx(const fa_attention_config &config,
             options.prefetchNextQ = overrides.prefetchNextQ;
             options.descendingKeyBlocks = overrides.descendingKeyBlocks;
             options.conditionalRescale = overrides.conditionalRescale;
+            options.rescaleUnderQK = overrides.rescaleUnderQK;
             options.kvRowCopies = overrides.kvRowCopies;
             options.warpSpecialize = overrides.warpSpecialize;
             options.intraWGOverlap = overrides.intraWGOverlap;

@@ -135,6 +135,7 @@ struct FlashAttnPlanPass
           std::tuple{"prefetch-next-q", &prefetchNextQ, &o.prefetchNextQ},
           std::tuple{"descending-key-blocks", &descendingKeyBlocks, &o.descendingKeyBlocks},
           std::tuple{"conditional-rescale", &conditionalRescale, &o.conditionalRescale},
+          std::tuple{"rescale-under-qk", &rescaleUnderQK, &o.rescaleUnderQK},
           std::tuple{"kv-row-copies", &kvRowCopies, &o.kvRowCopies},
           std::tuple{"warp-specialize", &warpSpecialize, &o.warpSpecialize},
           std::tuple{"intra-wg-overlap", &intraWGOverlap, &o.intraWGOverlap},

@@ -157,6 +157,16 @@ bool conditionalRescale(const Facts &f) {
   return !(f.d == 256 && smallPages && f.numSplits != 1);
 }
 
+/// In the overlapped loop, O's rescale by block n - 1's factor under block
+/// n's Q K^T, before the deferred P V is issued (FlashAttention-3's order),
+/// at head_dim 128: the wait for that P V then precedes the softmax
+/// (wgmma.wait_group is .aligned, PTX ISA 9.7.15.7.3: it cannot sit in the
+/// rescale's per-warp branch). Against the rescale after the exponentials:
+/// 2.0-3.7% faster from 2k keys, unmasked and causal, -0.4% to +1.3% at
+/// 512 and 1k (H100, medians of 3 runs); docs/BENCHMARKS.md has the other
+/// places tried.
+bool rescaleUnderQK(const Facts &f) { return f.d == 128; }
+
 /// Head_dim 256 prefill over dense K/V with no mask, no softcap and no
 /// regions (where the predicated early release was measured).
 bool unmaskedHd256(const Facts &f) {
@@ -229,18 +239,19 @@ FailureOr<Sm90CodegenAttr> mlir::flashattn::chooseSm90Codegen(AttentionOp op, Pl
   if (failed(hp))
     return failure();
   bool specialize = o.warpSpecialize.value_or(warpSpecialize(f));
-  // O's rescale under the next Q K^T measured 0.5-1.2% slower at head_dim
-  // 128: off. L2: a tile reads its Q once, evict_first (FlashAttention-3's
+  // L2: a tile reads its Q once, evict_first (FlashAttention-3's
   // choice); K/V evict_normal (evict_last changed prefill by under 0.5%;
   // evict_first gained 6-10% in decode at batch 1 / 32k but lost 2-5% at
   // every larger shape).
+  bool overlap = o.intraWGOverlap.value_or(specialize && intraWGOverlap(f));
   MLIRContext *ctx = op.getContext();
   return Sm90CodegenAttr::get(
       ctx, schedulerBarrier, tmaStore, o.earlyQRelease.value_or(earlyQRelease(f)),
-      o.conditionalRescale.value_or(conditionalRescale(f)), /*rescaleUnderQK=*/false,
+      o.conditionalRescale.value_or(conditionalRescale(f)),
+      overlap && o.rescaleUnderQK.value_or(rescaleUnderQK(f)),
       reduceChains(f), rowCopies, *hp,
       o.l2HintQ.value_or(L2Priority::evict_first), o.l2HintKV.value_or(L2Priority::normal),
-      specialize, o.intraWGOverlap.value_or(specialize && intraWGOverlap(f)),
+      specialize, overlap,
       f.partial && o.fusedMerge.value_or(true),
       o.predicatedQRelease.value_or(predicatedQRelease(f)),
       o.prefetchNextQ.value_or(prefetchNextQ(f)),

@@ -3,7 +3,7 @@
 // RUN: fa-opt %s --flashattn-plan="target=sm90 consumers=1 block-n=64 stages=3" --split-input-file | FileCheck %s --check-prefix=OVERRIDE
 // RUN: not fa-opt %s --flashattn-plan="target=sm90 block-n=-1" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADOVERRIDE
 // RUN: not fa-opt %s --flashattn-plan="target=tpu" --split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
-// RUN: fa-opt %s --flashattn-plan="target=sm90 scheduler-barrier=off tma-store=off early-q-release=off l2-hint-q=normal l2-hint-kv=last" --split-input-file | FileCheck %s --check-prefix=CODEGEN
+// RUN: fa-opt %s --flashattn-plan="target=sm90 scheduler-barrier=off tma-store=off early-q-release=off rescale-under-qk=off l2-hint-q=normal l2-hint-kv=last" --split-input-file | FileCheck %s --check-prefix=CODEGEN
 // RUN: not fa-opt %s --flashattn-plan="target=sm90 tma-store=maybe" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADSWITCH
 // RUN: fa-opt %s --flashattn-plan="target=sm90 conditional-rescale=off" --split-input-file | FileCheck %s --check-prefix=NORESCALE
 // RUN: not fa-opt %s --flashattn-plan="target=sm90 conditional-rescale=sometimes" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADRESCALE
@@ -39,7 +39,7 @@
 // takes no turns; O's tile (16 KB) fits beside Q and 3 stages of K and V
 // (128 KB): the TMA store.
 // OVERRIDE-LABEL: func.func @prefill
-// OVERRIDE: plan = #flashattn.plan<target = sm90, block_m = 64, block_n = 64, stages = 3, consumers = 1, schedule = static, num_splits = 1, pack_gqa = false, sm90 = <tma_store = true, early_q_release = true, conditional_rescale = true, reduce_chains = 4, l2_hint_q = evict_first, warp_specialize = true, intra_wg_overlap = true>>
+// OVERRIDE: plan = #flashattn.plan<target = sm90, block_m = 64, block_n = 64, stages = 3, consumers = 1, schedule = static, num_splits = 1, pack_gqa = false, sm90 = <tma_store = true, early_q_release = true, conditional_rescale = true, rescale_under_qk = true, reduce_chains = 4, l2_hint_q = evict_first, warp_specialize = true, intra_wg_overlap = true>>
 
 // Non-causal prefill, head_dim 128: 64x64 tiles on the host; on sm90
 // 128x128 (2 consumer warpgroups of 64 rows), 2 K/V stages and the static
@@ -51,7 +51,7 @@
 // HOST-LABEL: func.func @prefill
 // HOST: plan = #flashattn.plan<target = host, block_m = 64, block_n = 64, stages = 1, consumers = 1, schedule = static, num_splits = 1, pack_gqa = false>
 // SM90-LABEL: func.func @prefill
-// SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 128, stages = 2, consumers = 2, schedule = static, num_splits = 1, pack_gqa = false, sm90 = <scheduler_barrier = true, tma_store = true, early_q_release = true, conditional_rescale = true, reduce_chains = 4, l2_hint_q = evict_first, warp_specialize = true, intra_wg_overlap = true>>
+// SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 128, stages = 2, consumers = 2, schedule = static, num_splits = 1, pack_gqa = false, sm90 = <scheduler_barrier = true, tma_store = true, early_q_release = true, conditional_rescale = true, rescale_under_qk = true, reduce_chains = 4, l2_hint_q = evict_first, warp_specialize = true, intra_wg_overlap = true>>
 func.func @prefill(%q: memref<2x1000x32x128xbf16>, %k: memref<2x1000x8x128xbf16>,
                    %v: memref<2x1000x8x128xbf16>, %o: memref<2x1000x32x128xbf16>) {
   flashattn.attention ins(%q, %k, %v : memref<2x1000x32x128xbf16>, memref<2x1000x8x128xbf16>, memref<2x1000x8x128xbf16>)
@@ -71,7 +71,7 @@ func.func @prefill(%q: memref<2x1000x32x128xbf16>, %k: memref<2x1000x8x128xbf16>
 // HOST-LABEL: func.func @decode
 // HOST: plan = #flashattn.plan<target = host, block_m = 1, block_n = 64, stages = 1, consumers = 1, schedule = static, num_splits = 1, pack_gqa = false>
 // SM90-LABEL: func.func @decode
-// SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 128, stages = 2, consumers = 2, schedule = lpt, num_splits = 1, pack_gqa = true, sm90 = <scheduler_barrier = true, early_q_release = true, conditional_rescale = true, reduce_chains = 4, l2_hint_q = evict_first, warp_specialize = true, intra_wg_overlap = true, predicated_q_release = true, prefetch_next_q = true, descending_key_blocks = true>>
+// SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 128, stages = 2, consumers = 2, schedule = lpt, num_splits = 1, pack_gqa = true, sm90 = <scheduler_barrier = true, early_q_release = true, conditional_rescale = true, rescale_under_qk = true, reduce_chains = 4, l2_hint_q = evict_first, warp_specialize = true, intra_wg_overlap = true, predicated_q_release = true, prefetch_next_q = true, descending_key_blocks = true>>
 // ASCENDING-LABEL: func.func @decode
 // ASCENDING-NOT: descending_key_blocks
 // ASCENDING: return
@@ -161,17 +161,17 @@ func.func @paged_blocks(%q: memref<2x1x4x128xbf16>, %k192: memref<8x192x1x128xbf
 // -----
 
 // The causal plan's tiles longest first (lpt), but under a left window,
-// which bounds every tile's keys (static); O's rescale under the next Q
-// K^T is not taken. The lpt tiles come from the launch's counter: at
+// which bounds every tile's keys (static); at head_dim 128 O's rescale
+// runs under the next Q K^T in both. The lpt tiles come from the launch's counter: at
 // head_dim 128 the next tile's Q is loaded into a second buffer
 // (prefetch_next_q), not with the static schedule. The key blocks run
 // from the last down under the causal mask, not with a left window.
 // SM90-LABEL: func.func @schedule
 // SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 128, stages = 2, consumers = 2, schedule = lpt,
-// SM90-NOT: rescale_under_qk
+// SM90-SAME: rescale_under_qk = true
 // SM90-SAME: prefetch_next_q = true, descending_key_blocks = true
 // SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 128, stages = 2, consumers = 2, schedule = static,
-// SM90-NOT: rescale_under_qk
+// SM90-SAME: rescale_under_qk = true
 // SM90-NOT: prefetch_next_q
 // SM90-NOT: descending_key_blocks
 // SM90: return

@@ -97,6 +97,10 @@ static cl::opt<std::string> conditionalRescale(
     "conditional-rescale", llvm::cl::cat(faCompileCategory), cl::init("auto"),
     cl::desc("sm90 tuning: rescale O only where a row's max grew by more than 8 (auto, on, "
              "off)"));
+static cl::opt<std::string> rescaleUnderQK(
+    "rescale-under-qk", llvm::cl::cat(faCompileCategory), cl::init("auto"),
+    cl::desc("sm90 tuning: in the overlapped key-block loop, O's rescale under the next "
+             "Q K^T (auto, on, off)"));
 static cl::opt<std::string> kvRowCopies(
     "kv-row-copies", llvm::cl::cat(faCompileCategory), cl::init("auto"),
     cl::desc("sm90 tuning: paged KV by per-row cp.async copies (auto, on, off)"));
@@ -142,7 +146,7 @@ static std::optional<fa_dtype> parseDtype(StringRef s) {
 static bool sm90TuningGiven() {
   for (const cl::opt<std::string> *o :
        {&schedulerBarrier, &tmaStore, &earlyQRelease, &predicatedQRelease, &prefetchNextQ,
-        &descendingKeyBlocks, &conditionalRescale, &kvRowCopies, &l2HintQ, &l2HintKV, &warpSpecialize,
+        &descendingKeyBlocks, &conditionalRescale, &rescaleUnderQK, &kvRowCopies, &l2HintQ, &l2HintKV, &warpSpecialize,
         &intraWGOverlap, &fusedMerge})
     if (o->getValue() != "auto")
       return true;
@@ -228,6 +232,7 @@ static mlir::flashattn::Sm90PlanOverrides overridesFromOptions() {
   o.prefetchNextQ = prefetchNextQ;
   o.descendingKeyBlocks = descendingKeyBlocks;
   o.conditionalRescale = conditionalRescale;
+  o.rescaleUnderQK = rescaleUnderQK;
   o.kvRowCopies = kvRowCopies;
   o.warpSpecialize = warpSpecialize;
   o.intraWGOverlap = intraWGOverlap;

@@ -80,6 +80,10 @@ struct Sm90PipelineOptions : public PassPipelineOptions<Sm90PipelineOptions> {
       *this, "conditional-rescale",
       llvm::cl::desc("rescale O only where a row's max grew by more than 8: auto, on, off"),
       llvm::cl::init("auto")};
+  Option<std::string> rescaleUnderQK{
+      *this, "rescale-under-qk",
+      llvm::cl::desc("O's rescale under the next Q K^T (overlapped loops): auto, on, off"),
+      llvm::cl::init("auto")};
   Option<std::string> kvRowCopies{
       *this, "kv-row-copies",
       llvm::cl::desc("paged KV by per-row cp.async copies: auto, on, off"),

@@ -80,7 +80,8 @@ struct Sm90PlanOverrides {
   std::string schedulerBarrier = "auto", tmaStore = "auto", earlyQRelease = "auto",
               predicatedQRelease = "auto", prefetchNextQ = "auto",
               descendingKeyBlocks = "auto",
-              conditionalRescale = "auto", kvRowCopies = "auto", l2HintQ = "auto", l2HintKV = "auto",
+              conditionalRescale = "auto", rescaleUnderQK = "auto",
+              kvRowCopies = "auto", l2HintQ = "auto", l2HintKV = "auto",
               warpSpecialize = "auto", intraWGOverlap = "auto",
               fusedMerge = "auto";
   int64_t kvHeadsPerBlock = 0;

@@ -40,6 +40,7 @@ def FlashAttnPlan : Pass<"flashattn-plan"> {
     split-KV merge), each chosen as measured on the H200 and overridable by
     the option of the same name (`scheduler-barrier`, `tma-store`,
     `early-q-release`, `predicated-q-release`, `conditional-rescale`,
+    `rescale-under-qk`,
     `kv-row-copies`, `warp-specialize`, `intra-wg-overlap`, `fused-merge`:
     auto, on, off; `kv-heads-per-block`: 0 automatic, 1 off; `l2-hint-q`,
     `l2-hint-kv`: auto, normal, first, last).
@@ -86,6 +87,10 @@ def FlashAttnPlan : Pass<"flashattn-plan"> {
            "sm90: rescale O only where a row's max grew by more than 8 (exp2 units): "
            "auto (but with 3 consumers under a causal mask, and split-KV at head_dim "
            "256 over pages smaller than a key block), on, off">,
+    Option<"rescaleUnderQK", "rescale-under-qk", "std::string", /*default=*/"\"auto\"",
+           "sm90: in the overlapped key-block loop, O's rescale by the previous block's "
+           "factor runs under the next Q K^T, before its P V is issued: auto (at "
+           "head_dim 128 with the overlap), on, off">,
     Option<"kvRowCopies", "kv-row-copies", "std::string", /*default=*/"\"auto\"",
            "sm90: paged KV by per-row cp.async copies instead of a TMA box per page: "
            "auto, on, off">,

@@ -1,4 +1,4 @@
-// RUN: fa-opt %s --flashattn-plan=target=sm90 --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup | FileCheck %s
+// RUN: fa-opt %s --flashattn-plan="target=sm90 rescale-under-qk=off" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup | FileCheck %s
 
 // The plan's conditional_rescale (flashattn-plan's but with 3 consumers
 // under a causal mask, FlashAttention-4): a row's max moves only when it grows by more than 8

@@ -1,8 +1,10 @@
-// RUN: fa-opt %s --flashattn-plan="target=sm90 consumers=3" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup --split-input-file | FileCheck %s
+// RUN: fa-opt %s --flashattn-plan="target=sm90 consumers=3 rescale-under-qk=off" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup --split-input-file | FileCheck %s
 // RUN: fa-opt %s --flashattn-plan="target=sm90 descending-key-blocks=off" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup --split-input-file | FileCheck %s --check-prefix=TURNS
 // RUN: fa-opt %s --flashattn-plan="target=sm90 consumers=3 descending-key-blocks=on" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup --split-input-file | FileCheck %s --check-prefix=DESC
 // RUN: fa-opt %s --flashattn-plan=target=sm90 --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup --split-input-file | FileCheck %s --check-prefix=DESCTURNS
 // RUN: fa-opt %s --flashattn-plan="target=sm90 consumers=3 descending-key-blocks=on intra-wg-overlap=off" --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup --split-input-file | FileCheck %s --check-prefix=DESCLOOP
+// rescale-under-qk=off in the first run: the branch of O's rescale under Q K^T
+// would come before the masks the window case checks.
 
 // A warp-specialized consumer's key blocks under a causal mask, 3
 // consumers (no turns): the blocks its own 64 rows see (the key_blocks of
