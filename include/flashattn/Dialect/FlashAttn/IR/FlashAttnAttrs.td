@@ -89,7 +89,7 @@ def FlashAttn_Sm90CodegenAttr : AttrDef<FlashAttn_Dialect, "Sm90Codegen"> {
   let mnemonic = "sm90_codegen";
   let summary = "the code-generation choices of one sm_90a attention kernel";
   let description = [{
-    Chosen by `flashattn-plan{target=sm90}` (each but `rescale_under_qk` and
+    Chosen by `flashattn-plan{target=sm90}` (each but
     `reduce_chains` overridable by a pass option of the same name) and implemented by the passes that build the
     sm90 kernels (`flashattn-tile`, `flashattn-sm90-pipeline-kv`,
     `flashattn-sm90-warp-specialize`, `flashattn-sm90-warpgroup`):
@@ -104,10 +104,10 @@ def FlashAttn_Sm90CodegenAttr : AttrDef<FlashAttn_Dialect, "Sm90Codegen"> {
     - `conditional_rescale`: the running max moves only when it grows by
       more than 8 (exp2 units), and O is rescaled only in warps where a row
       moved it (FlashAttention-4);
-    - `rescale_under_qk`: O's rescale by block n - 1's factor runs after
-      S_n is issued (FlashAttention-3's order); never chosen by the plan
-      (0.5-1.2% slower at head_dim 128 in these kernels): hand-written
-      plans only;
+    - `rescale_under_qk`: in the overlapped key-block loop, O's rescale by
+      block n - 1's factor runs after S_n is issued, before P_{n-1} V
+      (FlashAttention-3's order); the softmax then waits for that P V
+      before its exponentials (at head_dim 128);
     - `reduce_chains`: interleaved chains of a row's max and sum (>= 1);
     - `kv_row_copies`: paged K/V copied row by row with cp.async instead of
       one TMA box per page;
