@@ -164,8 +164,9 @@ bool conditionalRescale(const Facts &f) {
 /// rescale's per-warp branch). Against the rescale after the exponentials:
 /// 2.0-3.7% faster from 2k keys, unmasked and causal, -0.4% to +1.3% at
 /// 512 and 1k (H100, medians of 3 runs); docs/BENCHMARKS.md has the other
-/// places tried.
-bool rescaleUnderQK(const Facts &f) { return f.d == 128; }
+/// places tried. Not in the split-KV (partial) form, where it was not
+/// measured (decode's kernels).
+bool rescaleUnderQK(const Facts &f) { return f.d == 128 && !f.partial; }
 
 /// Head_dim 256 prefill over dense K/V with no mask, no softcap and no
 /// regions (where the predicated early release was measured).

@@ -90,7 +90,7 @@ def FlashAttnPlan : Pass<"flashattn-plan"> {
     Option<"rescaleUnderQK", "rescale-under-qk", "std::string", /*default=*/"\"auto\"",
            "sm90: in the overlapped key-block loop, O's rescale by the previous block's "
            "factor runs under the next Q K^T, before its P V is issued: auto (at "
-           "head_dim 128 with the overlap), on, off">,
+           "head_dim 128 with the overlap, not in the split-KV form), on, off">,
     Option<"kvRowCopies", "kv-row-copies", "std::string", /*default=*/"\"auto\"",
            "sm90: paged KV by per-row cp.async copies instead of a TMA box per page: "
            "auto, on, off">,
