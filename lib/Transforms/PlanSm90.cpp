@@ -146,7 +146,7 @@ bool intraWGOverlap(const Facts &f) { return !(f.softcap && f.d >= 128); }
 /// Conditional rescaling (FlashAttention-4) at every head_dim: +3-10% at
 /// head_dim 256 (O is 128 registers a thread); in the overlapped loops the
 /// wait for the previous P V then sits after the exponentials, right
-/// before the rescale's branch (a wait right after the row maxima was
+/// before the rescale's branch, unless O's rescale runs under Q K^T (a wait right after the row maxima was
 /// 6-14% slower at head_dim 64 unmasked; docs/BENCHMARKS.md). Not with 3 consumers under
 /// a causal mask (0.95-0.97x), nor at head_dim 256 with pages smaller than
 /// the key block in the split-KV form, where ptxas spills 8 bytes.
@@ -159,13 +159,14 @@ bool conditionalRescale(const Facts &f) {
 
 /// In the overlapped loop, O's rescale by block n - 1's factor under block
 /// n's Q K^T, before the deferred P V is issued (FlashAttention-3's order),
-/// at head_dim 128: the wait for that P V then precedes the softmax
+/// at head_dim 128: the wait for that P V then precedes the exponentials
 /// (wgmma.wait_group is .aligned, PTX ISA 9.7.15.7.3: it cannot sit in the
 /// rescale's per-warp branch). Against the rescale after the exponentials:
 /// 2.0-3.7% faster from 2k keys, unmasked and causal, -0.4% to +1.3% at
 /// 512 and 1k (H100, medians of 3 runs); docs/BENCHMARKS.md has the other
 /// places tried. Not in the split-KV (partial) form, where it was not
-/// measured (decode's kernels).
+/// measured (decode's kernels), nor then in a kernel compiled with the
+/// automatic num_splits that runs with one split.
 bool rescaleUnderQK(const Facts &f) { return f.d == 128 && !f.partial; }
 
 /// Head_dim 256 prefill over dense K/V with no mask, no softcap and no

@@ -13,6 +13,8 @@
 // RUN: not fa-compile --descending-key-blocks on -o %t.faa 2>&1 | FileCheck %s --check-prefix=TUNING
 // RUN: not fa-compile --target sm90 --prefetch-next-q bogus -o %t.faa 2>&1 | FileCheck %s --check-prefix=PREFETCH
 // RUN: not fa-compile --target sm90 --descending-key-blocks bogus -o %t.faa 2>&1 | FileCheck %s --check-prefix=DESCENDING
+// RUN: not fa-compile --rescale-under-qk on -o %t.faa 2>&1 | FileCheck %s --check-prefix=TUNING
+// RUN: not fa-compile --target sm90 --rescale-under-qk bogus -o %t.faa 2>&1 | FileCheck %s --check-prefix=UNDERQK
 // RUN: not test -e %t.faa
 
 // HEADS: fa-compile: invalid configuration: num_q_heads (3) must be a positive multiple of num_kv_heads (2)
@@ -24,6 +26,7 @@
 // SWITCH: flashattn-plan: predicated-q-release takes auto, on or off, got 'bogus'
 // PREFETCH: flashattn-plan: prefetch-next-q takes auto, on or off, got 'bogus'
 // DESCENDING: flashattn-plan: descending-key-blocks takes auto, on or off, got 'bogus'
+// UNDERQK: flashattn-plan: rescale-under-qk takes auto, on or off, got 'bogus'
 
 // A regions file holds score / mask regions and nothing else: text that
 // closes a region and adds an op of its own is refused, never compiled in.

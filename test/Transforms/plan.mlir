@@ -10,6 +10,8 @@
 // RUN: not fa-opt %s --flashattn-plan="target=sm90 l2-hint-kv=lru" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADL2
 // RUN: fa-opt %s --flashattn-plan="target=sm90 descending-key-blocks=off" --split-input-file | FileCheck %s --check-prefix=ASCENDING
 // RUN: not fa-opt %s --flashattn-plan="target=sm90 kv-heads-per-block=-2" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADHP
+// RUN: fa-opt %s --flashattn-plan="target=sm90 rescale-under-qk=on" --split-input-file | FileCheck %s --check-prefix=UNDERQK
+// RUN: not fa-opt %s --flashattn-plan="target=sm90 rescale-under-qk=always" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADUNDERQK
 // BADHP: error: flashattn-plan: kv-heads-per-block must be 0 (automatic) or positive, got -2
 // RUN: not fa-opt %s --flashattn-plan="block-n=8192" --split-input-file 2>&1 | FileCheck %s --check-prefix=HOSTBIG
 // RUN: not fa-opt %s --flashattn-plan="num-sms=-1" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADSMS
@@ -25,6 +27,7 @@
 // NORESCALE-NOT: conditional_rescale
 // NORESCALE: return
 // BADRESCALE: error: flashattn-plan: conditional-rescale takes auto, on or off, got 'sometimes'
+// BADUNDERQK: error: flashattn-plan: rescale-under-qk takes auto, on or off, got 'always'
 // BADL2: error: flashattn-plan: l2-hint-kv takes auto, normal, first or last, got 'lru'
 // BADOVERRIDE: error: flashattn-plan: block-m, block-n, consumers and stages must be 0 (automatic) or positive, got block-m=0 block-n=-1 consumers=0 stages=0
 // A host tile override past what LLVM compiles in reasonable time is an
@@ -228,5 +231,35 @@ func.func @hd256(%q: memref<2x512x4x256xbf16>, %k: memref<2x512x4x256xbf16>,
       outs(%o : memref<2x512x4x256xbf16>) {num_splits = 1 : i64}
   flashattn.attention ins(%q, %k, %k : memref<2x512x4x256xbf16>, memref<2x512x4x256xbf16>, memref<2x512x4x256xbf16>)
       outs(%o : memref<2x512x4x256xbf16>) {causal = #flashattn.causal<bottom_right>, num_splits = 1 : i64}
+  return
+}
+
+// -----
+
+// head_dim 128: O's rescale under the next Q K^T in the dense kernel, not
+// in the split-KV form (num_splits 3), nor where the P V / softmax
+// overlap is off (softcap), even when asked for (UNDERQK); off on request
+// (CODEGEN).
+// SM90-LABEL: func.func @under_qk
+// SM90: plan = #flashattn.plan<target = sm90, {{.*}}num_splits = 1,
+// SM90-SAME: rescale_under_qk = true
+// SM90: plan = #flashattn.plan<target = sm90, {{.*}}num_splits = 3,
+// SM90-NOT: rescale_under_qk
+// SM90: softcap
+// SM90-NOT: rescale_under_qk
+// SM90: return
+// UNDERQK-LABEL: func.func @under_qk
+// UNDERQK: num_splits = 3, {{.*}}rescale_under_qk = true
+// UNDERQK: plan = #flashattn.plan<target = sm90, {{.*}}num_splits = 1,
+// UNDERQK-NOT: rescale_under_qk
+// UNDERQK: return
+func.func @under_qk(%q: memref<2x512x4x128xbf16>, %k: memref<2x512x4x128xbf16>,
+                    %o: memref<2x512x4x128xbf16>) {
+  flashattn.attention ins(%q, %k, %k : memref<2x512x4x128xbf16>, memref<2x512x4x128xbf16>, memref<2x512x4x128xbf16>)
+      outs(%o : memref<2x512x4x128xbf16>) {num_splits = 1 : i64}
+  flashattn.attention ins(%q, %k, %k : memref<2x512x4x128xbf16>, memref<2x512x4x128xbf16>, memref<2x512x4x128xbf16>)
+      outs(%o : memref<2x512x4x128xbf16>) {num_splits = 3 : i64}
+  flashattn.attention ins(%q, %k, %k : memref<2x512x4x128xbf16>, memref<2x512x4x128xbf16>, memref<2x512x4x128xbf16>)
+      outs(%o : memref<2x512x4x128xbf16>) {num_splits = 1 : i64, softcap = 30.0 : f32}
   return
 }

@@ -37,7 +37,7 @@ def FlashAttnPlan : Pass<"flashattn-plan"> {
     form, conditional rescaling, the rescale's place, the reduction chains,
     per-row KV copies, kv heads per key block, the L2 priorities of the TMA
     loads, the producer warpgroup, the P V / softmax overlap, the fused
-    split-KV merge), each chosen as measured on the H200 and overridable by
+    split-KV merge), each chosen as measured on the H200 or H100 and overridable by
     the option of the same name (`scheduler-barrier`, `tma-store`,
     `early-q-release`, `predicated-q-release`, `conditional-rescale`,
     `rescale-under-qk`,
@@ -90,7 +90,8 @@ def FlashAttnPlan : Pass<"flashattn-plan"> {
     Option<"rescaleUnderQK", "rescale-under-qk", "std::string", /*default=*/"\"auto\"",
            "sm90: in the overlapped key-block loop, O's rescale by the previous block's "
            "factor runs under the next Q K^T, before its P V is issued: auto (at "
-           "head_dim 128 with the overlap, not in the split-KV form), on, off">,
+           "head_dim 128, not in the split-KV form), on, off; only with the P V / "
+           "softmax overlap">,
     Option<"kvRowCopies", "kv-row-copies", "std::string", /*default=*/"\"auto\"",
            "sm90: paged KV by per-row cp.async copies instead of a TMA box per page: "
            "auto, on, off">,

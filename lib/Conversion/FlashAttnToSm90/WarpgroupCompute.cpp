@@ -251,8 +251,9 @@ bool WarpgroupKernel::foldColumnCmp(Operation *op, int64_t r) {
 // overlapped loop without the conditional rescale the wait for the
 // previous block's P V comes next, then the exponentials (ptxas hoists a
 // later wait above the max: S, O, both Ps and the reductions would not
-// fit 168 registers). With it the wait comes after the exponentials,
-// ahead of the rescale's branch (below).
+// fit 168 registers); so with the plan's rescale_under_qk (O's rescale
+// ran under Q K^T). With the conditional rescale alone the wait comes
+// after the exponentials, ahead of the rescale's branch (below).
 void WarpgroupKernel::tileSoftmax(State &st) {
   Values x(nS), rowX[2];
   for (int64_t r = 0; r < nS; ++r) {
@@ -278,8 +279,8 @@ void WarpgroupKernel::tileSoftmax(State &st) {
     st.m[half] = mNew;
   }
   // The previous block's P V (overlapped) is over before O moves: then
-  // its V slot goes back to the producer. With the conditional rescale the
-  // wait comes after this block's P, right before the rescale's branch,
+  // its V slot goes back to the producer. With the conditional rescale
+  // (and O's rescale here, not under Q K^T) the wait comes after this block's P, right before the rescale's branch,
   // which keeps the P V under the exponentials. It stays out of the
   // branch: wgmma.wait_group is .aligned, one instruction for all of the
   // warpgroup's threads (PTX ISA 9.7.15.7.3), and the branch's condition

@@ -3,7 +3,9 @@
 // The plan's conditional_rescale (flashattn-plan's but with 3 consumers
 // under a causal mask, FlashAttention-4): a row's max moves only when it grows by more than 8
 // (exp2 units), and O is rescaled only in a warp where some row's factor
-// is not 1 (vote.sync.any, a warp-uniform branch).
+// is not 1 (vote.sync.any, a warp-uniform branch). Here O's rescale
+// stays in the softmax (rescale-under-qk=off; the plan's choice but at
+// head_dim 128, sm90-rescale-under-qk.mlir).
 // CHECK-LABEL: func.func @hd128
 // CHECK: sm90 = <{{.*}}conditional_rescale = true
 // CHECK: } consumers {

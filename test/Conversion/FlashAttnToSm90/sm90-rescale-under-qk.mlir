@@ -23,6 +23,7 @@
 // CHECK: flashattn.wgmma_rs %[[O]],
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 1
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK-NOT: scf.yield
 // CHECK: llvm.nvvm.ex2
 // CHECK-NOT: nvvm.vote.sync
 // CHECK: scf.yield

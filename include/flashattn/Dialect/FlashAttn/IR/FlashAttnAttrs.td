@@ -107,7 +107,8 @@ def FlashAttn_Sm90CodegenAttr : AttrDef<FlashAttn_Dialect, "Sm90Codegen"> {
     - `rescale_under_qk`: in the overlapped key-block loop, O's rescale by
       block n - 1's factor runs after S_n is issued, before P_{n-1} V
       (FlashAttention-3's order); the softmax then waits for that P V
-      before its exponentials (at head_dim 128 but in the split-KV form);
+      before its exponentials (flashattn-plan's at head_dim 128 with the
+      overlap, not in the split-KV form);
     - `reduce_chains`: interleaved chains of a row's max and sum (>= 1);
     - `kv_row_copies`: paged K/V copied row by row with cp.async instead of
       one TMA box per page;
