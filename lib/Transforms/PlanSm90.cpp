@@ -146,10 +146,11 @@ bool intraWGOverlap(const Facts &f) { return !(f.softcap && f.d >= 128); }
 /// Conditional rescaling (FlashAttention-4) at every head_dim: +3-10% at
 /// head_dim 256 (O is 128 registers a thread); in the overlapped loops the
 /// wait for the previous P V then sits after the exponentials, right
-/// before the rescale's branch, unless O's rescale runs under Q K^T (a wait right after the row maxima was
-/// 6-14% slower at head_dim 64 unmasked; docs/BENCHMARKS.md). Not with 3 consumers under
-/// a causal mask (0.95-0.97x), nor at head_dim 256 with pages smaller than
-/// the key block in the split-KV form, where ptxas spills 8 bytes.
+/// before the rescale's branch, unless O's rescale runs under Q K^T (a
+/// wait right after the row maxima was 6-14% slower at head_dim 64
+/// unmasked; docs/BENCHMARKS.md). Not with 3 consumers under a causal
+/// mask (0.95-0.97x), nor at head_dim 256 with pages smaller than the key
+/// block in the split-KV form, where ptxas spills 8 bytes.
 bool conditionalRescale(const Facts &f) {
   if (f.consumers == 3 && f.causal)
     return false;

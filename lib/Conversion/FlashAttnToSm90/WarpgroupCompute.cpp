@@ -280,8 +280,9 @@ void WarpgroupKernel::tileSoftmax(State &st) {
   }
   // The previous block's P V (overlapped) is over before O moves: then
   // its V slot goes back to the producer. With the conditional rescale
-  // (and O's rescale here, not under Q K^T) the wait comes after this block's P, right before the rescale's branch,
-  // which keeps the P V under the exponentials. It stays out of the
+  // (and O's rescale here, not under Q K^T) the wait comes after this
+  // block's P, right before the rescale's branch, which keeps the P V
+  // under the exponentials. It stays out of the
   // branch: wgmma.wait_group is .aligned, one instruction for all of the
   // warpgroup's threads (PTX ISA 9.7.15.7.3), and the branch's condition
   // is a vote of each warp.
@@ -327,8 +328,9 @@ void WarpgroupKernel::tileSoftmax(State &st) {
   st.o = rescaleO(st.o, alpha[0], alpha[1], waitPV);
 }
 
-// O *= alpha (per row); `first` runs before, ahead of the conditional
-// rescale's branch.
+// O *= alpha (per row); `first` (the overlapped loop's P V wait, which
+// tileSoftmax passes only with the conditional rescale) runs ahead of the
+// rescale's branch, never in it.
 Value WarpgroupKernel::rescaleO(Value o, Value alpha0, Value alpha1,
                                 const std::function<void()> &first) {
   Value alpha[2] = {alpha0, alpha1};
@@ -338,20 +340,15 @@ Value WarpgroupKernel::rescaleO(Value o, Value alpha0, Value alpha1,
       r = w.insertvalue(w.mulf(w.extractvalue(r, i), alpha[(i / 2) % 2]), r, i);
     return r;
   };
-  auto run = [&] {
-    if (first)
-      first();
-  };
-  if (!conditionalRescale) {
-    run();
+  if (!conditionalRescale)
     return rescale();
-  }
   // O moves only in a warp where a row's max moved (vote.sync.any, PTX ISA
   // 9.7.12.9: a warp-uniform branch).
   Value one = w.f32(1.0);
   Value moved = w.ori(w.cmpf(CmpF::UNE, alpha[0], one), w.cmpf(CmpF::UNE, alpha[1], one));
   Value any = NVVM::VoteSyncOp::create(b, loc, w.i1T, w.i32(-1), moved, NVVM::VoteSyncKind::any);
-  run();
+  if (first)
+    first();
   return w.ifElse1(any, oT, rescale, [&] { return o; });
 }
 
