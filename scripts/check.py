@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Runs every test of a build (lit, ctest, then the Python package's pytest)
-and prints one summary line.
+"""Runs every test of a build (lit, ctest, then pytest over the Python
+package's tests and the benchmark tools' tests) and prints one summary line.
 
 Usage: scripts/check.py BUILD_DIR
 
@@ -55,7 +55,8 @@ def main():
                      "-j", jobs, "--output-junit", ctest_xml])
     env = dict(os.environ, PYTHONPATH=os.path.join(build, "python"))
     subprocess.call([PYTEST_PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                     "--junitxml", pytest_xml, os.path.join(SOURCE, "python", "tests")],
+                     "--junitxml", pytest_xml, os.path.join(SOURCE, "python", "tests"),
+                     os.path.join(SOURCE, "bench", "tests")],
                     env=env)
 
     totals = [0, 0, 0]
