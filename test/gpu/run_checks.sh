@@ -2,8 +2,11 @@
 # One GPU-machine call over a directory of sm90 artifacts: every single-GPU
 # test/gpu script (test_sm90_attention.py with the host twins,
 # test_fused_combine, test_graph_capture, test_block_table_mirror), then,
-# while time is left, the decode and prefill benchmarks against the
-# variants given, each as bench/sm90_bench.py's --variant NAME=DIR[@LIB].
+# while time is left, FA_RUNS (default 3) runs of the decode and prefill
+# benchmarks against the variants given, each as bench/sm90_bench.py's
+# --variant NAME=DIR[@LIB], interleaved, and for each variant the tables of
+# bench/compare_runs.py over those runs (ARTIFACTS / NAME speed:
+# OUT/logs/compare_NAME.md).
 # Each step runs under a watchdog (timeout) cut to the time left of
 # FA_BUDGET seconds (default 570: the device tool's 10-minute call); a step
 # that no longer fits is skipped and said so. Writes OUT/logs/<step>.log,
@@ -55,10 +58,24 @@ step attention 240 test python3 test/gpu/test_sm90_attention.py --lib "$L" --art
 for s in test_fused_combine test_graph_capture test_block_table_mirror; do
   step "$s" 90 test python3 "test/gpu/$s.py" --lib "$L" --artifacts "$A" --out "$OUT/logs"
 done
-# shellcheck disable=SC2086
-step decode 150 bench python3 bench/sm90_bench.py --lib "$L" --artifacts "$A" $variants \
-  --decode --pages 8,16,64 --repeats 3 --out "$OUT/logs/decode"
-# shellcheck disable=SC2086
-step prefill 240 bench python3 bench/sm90_bench.py --lib "$L" --artifacts "$A" $variants \
-  --repeats 3 --out "$OUT/logs/prefill"
+runs=""
+for i in $(seq "${FA_RUNS:-3}"); do
+  # shellcheck disable=SC2086
+  step decode$i 150 bench python3 bench/sm90_bench.py --lib "$L" --artifacts "$A" $variants \
+    --decode --pages 8,16,64 --repeats 3 --out "$OUT/logs/decode$i"
+  # shellcheck disable=SC2086
+  step prefill$i 240 bench python3 bench/sm90_bench.py --lib "$L" --artifacts "$A" $variants \
+    --repeats 3 --out "$OUT/logs/prefill$i"
+  runs="$runs $OUT/logs/decode$i/decode.json $OUT/logs/prefill$i/bench.json"
+done
+present=""
+for f in $runs; do [ -f "$f" ] && present="$present $f"; done
+for v in "$@"; do
+  name=${v%%=*}
+  # shellcheck disable=SC2086 # the JSON of the runs that were not skipped
+  python3 bench/compare_runs.py --new ours --old "$name" $present \
+    > "$OUT/logs/compare_$name.md" 2>&1
+  echo "compare_$name rc=$? (at $(elapsed) s)" >> "$OUT/logs/summary.txt"
+done
+collect
 exit $status
