@@ -58,23 +58,30 @@ step attention 240 test python3 test/gpu/test_sm90_attention.py --lib "$L" --art
 for s in test_fused_combine test_graph_capture test_block_table_mirror; do
   step "$s" 90 test python3 "test/gpu/$s.py" --lib "$L" --artifacts "$A" --out "$OUT/logs"
 done
-runs=""
-for i in $(seq "${FA_RUNS:-3}"); do
+rm -rf "$OUT"/logs/decode[0-9]* "$OUT"/logs/prefill[0-9]*  # no run of an earlier call
+i=1
+while [ "$i" -le "${FA_RUNS:-3}" ]; do
   # shellcheck disable=SC2086
   step decode$i 150 bench python3 bench/sm90_bench.py --lib "$L" --artifacts "$A" $variants \
     --decode --pages 8,16,64 --repeats 3 --out "$OUT/logs/decode$i"
   # shellcheck disable=SC2086
   step prefill$i 240 bench python3 bench/sm90_bench.py --lib "$L" --artifacts "$A" $variants \
     --repeats 3 --out "$OUT/logs/prefill$i"
-  runs="$runs $OUT/logs/decode$i/decode.json $OUT/logs/prefill$i/bench.json"
+  i=$((i + 1))
 done
-present=""
-for f in $runs; do [ -f "$f" ] && present="$present $f"; done
+# compare NAME: bench/compare_runs.py over the runs that wrote their JSON.
+compare() (
+  name=$1
+  set --
+  for f in "$OUT"/logs/decode[0-9]*/decode.json "$OUT"/logs/prefill[0-9]*/bench.json; do
+    [ -f "$f" ] && set -- "$@" "$f"
+  done
+  [ $# -gt 0 ] || { echo "no run wrote its JSON"; return 2; }
+  python3 bench/compare_runs.py --new ours --old "$name" "$@"
+)
 for v in "$@"; do
   name=${v%%=*}
-  # shellcheck disable=SC2086 # the JSON of the runs that were not skipped
-  python3 bench/compare_runs.py --new ours --old "$name" $present \
-    > "$OUT/logs/compare_$name.md" 2>&1
+  compare "$name" > "$OUT/logs/compare_$name.md" 2>&1
   echo "compare_$name rc=$? (at $(elapsed) s)" >> "$OUT/logs/summary.txt"
 done
 collect
