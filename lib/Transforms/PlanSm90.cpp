@@ -2,7 +2,7 @@
 //
 // What flashattn-plan{target=sm90} decides beyond the tile sizes: the
 // #flashattn.sm90_codegen of one attention, each choice measured on the
-// H200 (docs/BENCHMARKS.md) and overridable. The passes that build the
+// H200 or the H100 (docs/BENCHMARKS.md) and overridable. The passes that build the
 // kernel (flashattn-tile, flashattn-sm90-pipeline-kv,
 // flashattn-sm90-warp-specialize, flashattn-sm90-warpgroup) implement what
 // the plan says.

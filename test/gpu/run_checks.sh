@@ -1,6 +1,6 @@
 #!/bin/sh
-# One GPU-machine call over a directory of sm90 artifacts: every single-GPU
-# test/gpu script (test_sm90_attention.py with the host twins,
+# One GPU-machine call over a directory of sm90 artifacts: four test/gpu
+# scripts (test_sm90_attention.py with the host twins,
 # test_fused_combine, test_graph_capture, test_block_table_mirror), then,
 # while time is left, FA_RUNS (default 3) runs of the decode and prefill
 # benchmarks against the variants given, each as bench/sm90_bench.py's

@@ -37,12 +37,14 @@ def FlashAttnPlan : Pass<"flashattn-plan"> {
     form, conditional rescaling, the rescale's place, the reduction chains,
     per-row KV copies, kv heads per key block, the L2 priorities of the TMA
     loads, the producer warpgroup, the P V / softmax overlap, the fused
-    split-KV merge), each chosen as measured on the H200 or H100 and overridable by
+    split-KV merge, the next tile's Q in a second buffer, the key blocks
+    from the last down), each chosen as measured on the H200 or H100 and overridable by
     the option of the same name (`scheduler-barrier`, `tma-store`,
     `early-q-release`, `predicated-q-release`, `conditional-rescale`,
     `rescale-under-qk`,
-    `kv-row-copies`, `warp-specialize`, `intra-wg-overlap`, `fused-merge`:
-    auto, on, off; `kv-heads-per-block`: 0 automatic, 1 off; `l2-hint-q`,
+    `kv-row-copies`, `warp-specialize`, `intra-wg-overlap`, `fused-merge`,
+    `prefetch-next-q`, `descending-key-blocks`: auto, on, off;
+    `kv-heads-per-block`: 0 automatic, 1 off; `l2-hint-q`,
     `l2-hint-kv`: auto, normal, first, last).
   }];
   let options = [
