@@ -59,11 +59,11 @@ def load(path):
     if not isinstance(rows, list):
         raise InputError("%s: expected the list sm90_bench.py writes" % path)
     try:
-        kinds = {row_id: kind_of(r) for row_id, r in enumerate(rows)}
+        tagged = [(kind_of(r), r) for r in rows]
     except InputError as e:
         raise InputError("%s: %s" % (path, e))
-    points = [rows[i] for i, k in kinds.items() if k]
-    found = {k for k in kinds.values() if k}
+    points = [r for k, r in tagged if k]
+    found = {k for k, _ in tagged if k}
     if len(found) != 1:
         what = "both prefill and decode rows" if found else "no prefill or decode rows"
         raise InputError("%s: %s (one run's bench.json or decode.json)" % (path, what))
@@ -147,12 +147,16 @@ def mask_label(mask):
     return {"none": "none", "bottom_right": "causal"}.get(mask, mask)
 
 
+def group_order(head_dim, mask):
+    return (head_dim, MASK_ORDER.get(mask, 3), str(mask))
+
+
 def point_order(key):
     """The tables' order: prefill by head_dim, mask, keys; decode by shape,
     then column."""
     if key[0] == "prefill":
-        return (0, key[1], MASK_ORDER.get(key[2], 3), str(key[2]), key[3])
-    return (1, key[1], key[2]) + ((column_order(key[3]),) if len(key) > 3 else ())
+        return (0,) + group_order(key[1], key[2]) + (key[3],)
+    return (1, key[1], key[2], column_order(key[3]))
 
 
 def cell(runs, most):
@@ -172,7 +176,7 @@ def prefill_tables(ratio, raw, new, most):
     if not keys:
         return []
     seqs = sorted({k[3] for k in keys})
-    groups = sorted({k[1:3] for k in keys}, key=lambda g: point_order(("prefill",) + g + (0,)))
+    groups = sorted({k[1:3] for k in keys}, key=lambda g: group_order(*g))
     head = ["head_dim, mask"] + [str(s) for s in seqs]
     label = lambda d, m: "%d, %s" % (d, mask_label(m))
     get = lambda d, m, s, f: f(("prefill", d, m, s)) if ("prefill", d, m, s) in ratio else "-"

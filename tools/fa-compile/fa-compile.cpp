@@ -146,8 +146,8 @@ static std::optional<fa_dtype> parseDtype(StringRef s) {
 static bool sm90TuningGiven() {
   for (const cl::opt<std::string> *o :
        {&schedulerBarrier, &tmaStore, &earlyQRelease, &predicatedQRelease, &prefetchNextQ,
-        &descendingKeyBlocks, &conditionalRescale, &rescaleUnderQK, &kvRowCopies, &l2HintQ, &l2HintKV, &warpSpecialize,
-        &intraWGOverlap, &fusedMerge})
+        &descendingKeyBlocks, &conditionalRescale, &rescaleUnderQK, &kvRowCopies, &l2HintQ,
+        &l2HintKV, &warpSpecialize, &intraWGOverlap, &fusedMerge})
     if (o->getValue() != "auto")
       return true;
   return blockM || blockN || consumers || stages || kvHeadsPerBlock || unpipelined;
