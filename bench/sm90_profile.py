@@ -13,9 +13,15 @@ DIR/<name>.ncu-rep, DIR/<name>.details.txt, DIR/<name>.source.csv,
 DIR/summary.txt and all of them in DIR/profile.tar.gz (one file to carry
 back).
 
-Usage: sm90_profile.py --lib LIBRT --variant NAME=DIR [--variant ...]
+With --decode BATCHxKEYS the workload is instead bench/decode_call.py's
+decode call (pack_gqa, automatic num_splits; --page P over a shuffled
+pool of P-key pages, --device-table with the block_table in device
+memory), and a variant NAME=DIR@LIB runs through its own runtime LIB.
+
+Usage: sm90_profile.py --lib LIBRT --variant NAME=DIR[@LIB] [--variant ...]
                        [--head-dim 64] [--mask bottom_right]
-                       [--seqlen 2048] [--top 25] [--out DIR]
+                       [--seqlen 2048] [--decode BATCHxKEYS [--page P]
+                       [--device-table]] [--top 25] [--out DIR]
 """
 
 import argparse
@@ -40,13 +46,23 @@ def find_ncu():
     sys.exit("sm90_profile: no ncu on PATH or in /usr/local/cuda/bin")
 
 
-def profile(ncu, args, name, artifacts):
-    """Runs ncu over one bench run; returns the report's path."""
+def workload(args, name, artifacts, lib):
+    """The command ncu runs: one bench/sm90_bench.py prefill run of the
+    shape, or with --decode bench/decode_call.py's call."""
+    if args.decode:
+        cmd = [sys.executable, os.path.join(HERE, "decode_call.py"), "--lib", lib,
+               "--artifacts", artifacts, "--shape", args.decode, "--page", str(args.page)]
+        return cmd + (["--device-table"] if args.device_table else [])
+    return [sys.executable, os.path.join(HERE, "sm90_bench.py"), "--lib", lib,
+            "--artifacts", artifacts, "--head-dims", str(args.head_dim),
+            "--masks", args.mask, "--seqlens", str(args.seqlen), "--repeats", "1",
+            "--out", os.path.join(args.out, "bench_" + name)]
+
+
+def profile(ncu, args, name, artifacts, lib):
+    """Runs ncu over one workload run; returns the report's path."""
     report = os.path.join(args.out, name)
-    bench = [sys.executable, os.path.join(HERE, "sm90_bench.py"), "--lib", args.lib,
-             "--artifacts", artifacts, "--head-dims", str(args.head_dim),
-             "--masks", args.mask, "--seqlens", str(args.seqlen), "--repeats", "1",
-             "--out", os.path.join(args.out, "bench_" + name)]
+    bench = workload(args, name, artifacts, lib)
     cmd = [ncu, "--target-processes", "all", "--clock-control", "none",
            "-k", "regex:^fa_sm90_0$", "--launch-skip", "1", "--launch-count", "1",
            "--set", "full", "--import-source", "no", "-f", "-o", report] + bench
@@ -86,20 +102,30 @@ def stalls(source_csv, top):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--lib", required=True)
-    ap.add_argument("--variant", action="append", required=True, help="NAME=DIR")
+    ap.add_argument("--variant", action="append", required=True,
+                    help="NAME=DIR[@LIB] (LIB: the runtime library, default --lib)")
     ap.add_argument("--head-dim", type=int, default=64)
     ap.add_argument("--mask", default="bottom_right")
     ap.add_argument("--seqlen", type=int, default=2048)
+    ap.add_argument("--decode", metavar="BATCHxKEYS",
+                    help="profile bench/decode_call.py's decode call of this shape instead")
+    ap.add_argument("--page", type=int, default=0,
+                    help="with --decode: keys a page (0: dense K / V)")
+    ap.add_argument("--device-table", action="store_true",
+                    help="with --decode and --page: the block_table in device memory")
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--out", default=".")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     ncu = find_ncu()
-    summary = [f"d{args.head_dim} {args.mask} {args.seqlen} keys"]
+    summary = [f"decode {args.decode}, pages of {args.page}"
+               + (", device block_table" if args.device_table else "") if args.decode
+               else f"d{args.head_dim} {args.mask} {args.seqlen} keys"]
     written = ["summary.txt"]
     for spec in args.variant:
         name, _, artifacts = spec.partition("=")
-        report = profile(ncu, args, name, artifacts)
+        artifacts, _, lib = artifacts.partition("@")
+        report = profile(ncu, args, name, artifacts, lib or args.lib)
         summary += [f"== {name} ({artifacts})"] + stalls(report + ".source.csv", args.top)
         written += [os.path.basename(report) + s
                     for s in (".ncu-rep", ".details.txt", ".source.csv", ".log")]
