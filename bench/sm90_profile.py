@@ -4,7 +4,8 @@
 side.
 
 For each --variant NAME=DIR, ncu profiles the second launch of the
-artifact's main kernel (`fa_sm90_0`, the first is a warm-up) in one
+artifact's attention kernel (`fa_sm90_0`, or the `_dense` / `_kv1`
+entry the runtime picks; the first launch is a warm-up) in one
 bench/sm90_bench.py run of the given shape (--set full, clocks not
 locked), exports the details page and the per-instruction source page
 (SASS), and sums the warp-state samples: the stall reasons over the
@@ -64,7 +65,7 @@ def profile(ncu, args, name, artifacts, lib):
     report = os.path.join(args.out, name)
     bench = workload(args, name, artifacts, lib)
     cmd = [ncu, "--target-processes", "all", "--clock-control", "none",
-           "-k", "regex:^fa_sm90_0$", "--launch-skip", "1", "--launch-count", "1",
+           "-k", "regex:^fa_sm90_0(_dense)?(_kv1)?$", "--launch-skip", "1", "--launch-count", "1",
            "--set", "full", "--import-source", "no", "-f", "-o", report] + bench
     with open(report + ".log", "w") as log:
         subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, check=True)
