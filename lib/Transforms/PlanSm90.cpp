@@ -186,12 +186,17 @@ bool earlyQRelease(const Facts &f) { return f.d < 256 || unmaskedHd256(f); }
 
 /// That release, where the key-block loop is split at the mask's boundary,
 /// as a predicated arrive in the masked loop only: at head_dim 128 under a
-/// causal mask or a right window, where a branch around the arrive in
-/// either loop made ptxas spill 32-40 bytes (1.02-1.07x at 512 to 2k keys
-/// causal against the release after the loop); elsewhere a branch (the
-/// predicated arrive was 5-17% slower at head_dim 64, with 3 consumers).
-bool predicatedQRelease(const Facts &f) {
-  return (f.d == 128 && (f.causal || f.windowRight >= 0)) || unmaskedHd256(f);
+/// causal mask or a right window with the key blocks ascending, where a
+/// branch around the arrive in either loop made ptxas spill 32-40 bytes
+/// (1.02-1.07x at 512 to 2k keys causal against the release after the
+/// loop); elsewhere a branch (the predicated arrive was 5-17% slower at
+/// head_dim 64, with 3 consumers). With the key blocks descending the
+/// masked loop runs first and the tile's last block is unmasked: there the
+/// branch was 0.996-1.007x at 512 keys and 0.999-1.013x from 1k (two
+/// calls, medians of 3 runs, H100).
+bool predicatedQRelease(const Facts &f, bool descending) {
+  return (f.d == 128 && (f.causal || f.windowRight >= 0) && !descending) ||
+         unmaskedHd256(f);
 }
 
 /// Q in two buffers, the next tile's loaded before this one's is released
@@ -247,6 +252,7 @@ FailureOr<Sm90CodegenAttr> mlir::flashattn::chooseSm90Codegen(AttentionOp op, Pl
   // evict_first gained 6-10% in decode at batch 1 / 32k but lost 2-5% at
   // every larger shape).
   bool overlap = o.intraWGOverlap.value_or(specialize && intraWGOverlap(f));
+  bool descending = o.descendingKeyBlocks.value_or(descendingKeyBlocks(f));
   MLIRContext *ctx = op.getContext();
   return Sm90CodegenAttr::get(
       ctx, schedulerBarrier, tmaStore, o.earlyQRelease.value_or(earlyQRelease(f)),
@@ -256,7 +262,6 @@ FailureOr<Sm90CodegenAttr> mlir::flashattn::chooseSm90Codegen(AttentionOp op, Pl
       o.l2HintQ.value_or(L2Priority::evict_first), o.l2HintKV.value_or(L2Priority::normal),
       specialize, overlap,
       f.partial && o.fusedMerge.value_or(true),
-      o.predicatedQRelease.value_or(predicatedQRelease(f)),
-      o.prefetchNextQ.value_or(prefetchNextQ(f)),
-      o.descendingKeyBlocks.value_or(descendingKeyBlocks(f)));
+      o.predicatedQRelease.value_or(predicatedQRelease(f, descending)),
+      o.prefetchNextQ.value_or(prefetchNextQ(f)), descending);
 }

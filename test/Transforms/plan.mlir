@@ -68,14 +68,16 @@ func.func @prefill(%q: memref<2x1000x32x128xbf16>, %k: memref<2x1000x8x128xbf16>
 // query heads of each kv head into one tile; under the causal mask the key
 // blocks are 128 and the schedule lpt. Automatic num_splits resolves to
 // 1 on sm90 (explicit num_splits are honoured; see Plan.cpp). No TMA store
-// with packed rows; at head_dim 128 under the causal mask Q's early
-// release is the predicated arrive and the key blocks run from the last
-// down (ascending with descending-key-blocks=off).
+// with packed rows; at head_dim 128 under the causal mask the key blocks
+// run from the last down and Q's early release is a branch in the unmasked
+// loop (ascending with descending-key-blocks=off, and then the predicated
+// arrive).
 // HOST-LABEL: func.func @decode
 // HOST: plan = #flashattn.plan<target = host, block_m = 1, block_n = 64, stages = 1, consumers = 1, schedule = static, num_splits = 1, pack_gqa = false>
 // SM90-LABEL: func.func @decode
-// SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 128, stages = 2, consumers = 2, schedule = lpt, num_splits = 1, pack_gqa = true, sm90 = <scheduler_barrier = true, early_q_release = true, conditional_rescale = true, rescale_under_qk = true, reduce_chains = 4, l2_hint_q = evict_first, warp_specialize = true, intra_wg_overlap = true, predicated_q_release = true, prefetch_next_q = true, descending_key_blocks = true>>
+// SM90: plan = #flashattn.plan<target = sm90, block_m = 128, block_n = 128, stages = 2, consumers = 2, schedule = lpt, num_splits = 1, pack_gqa = true, sm90 = <scheduler_barrier = true, early_q_release = true, conditional_rescale = true, rescale_under_qk = true, reduce_chains = 4, l2_hint_q = evict_first, warp_specialize = true, intra_wg_overlap = true, prefetch_next_q = true, descending_key_blocks = true>>
 // ASCENDING-LABEL: func.func @decode
+// ASCENDING: predicated_q_release = true
 // ASCENDING-NOT: descending_key_blocks
 // ASCENDING: return
 func.func @decode(%q: memref<1x1x32x128xbf16>, %k: memref<1x32768x8x128xbf16>,

@@ -74,7 +74,8 @@ def FlashAttnPlan : Pass<"flashattn-plan"> {
            "sm90: with early_q_release and a key-block loop "
            "split at the mask's boundary, Q released in the masked loop only, by a "
            "predicated arrive: auto (at head_dim 128 under a causal mask or a right "
-           "window, and unmasked dense head_dim 256), on, off">,
+           "window with the key blocks ascending, and unmasked dense head_dim 256), "
+           "on, off">,
     Option<"prefetchNextQ", "prefetch-next-q", "std::string", /*default=*/"\"auto\"",
            "sm90: with the counter's tiles, Q in two buffers, the next tile's loaded "
            "before this tile's is released: auto (at head_dim 64 and 128 under a causal "

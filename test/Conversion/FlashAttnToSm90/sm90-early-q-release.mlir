@@ -55,12 +55,13 @@ func.func @hd128(%q: memref<1x200x2x128xbf16>, %k: memref<1x200x2x128xbf16>, %v:
 
 // -----
 
-// With the plan's predicated_q_release (head_dim 128 under a causal mask)
-// and the boundary split (dynamic lengths: blocks before the diagonal
-// without the mask, the rest with it), Q's release sits in the second loop
-// only, as a predicated arrive, and after both loops when the first one had
-// the last block (the second none).
-// CAUSAL-LABEL: func.func @hd128_causal(
+// With the plan's predicated_q_release (head_dim 128 under a causal mask
+// with a left window, where the key blocks ascend) and the boundary split
+// (dynamic lengths: blocks before the diagonal without the mask, the rest
+// with it), Q's release sits in the second loop only, as a predicated
+// arrive, and after both loops when the first one had the last block (the
+// second none).
+// CAUSAL-LABEL: func.func @hd128_causal_window(
 // CAUSAL: early_q_release = true{{.*}}predicated_q_release = true
 // CAUSAL: } consumers {
 // CAUSAL: %[[BOUND:.*]] = arith.maxsi %{{.*}}, %[[FROM:[0-9]+]] : index
@@ -77,6 +78,34 @@ func.func @hd128(%q: memref<1x200x2x128xbf16>, %k: memref<1x200x2x128xbf16>, %v:
 // CAUSAL: %[[HELD:.*]] = arith.andi %[[STEADY]], %[[NOMASKED]] : i1
 // CAUSAL: scf.if %[[HELD]] {
 // CAUSAL: nvvm.mbarrier.arrive
+func.func @hd128_causal_window(%q: memref<?x?x2x128xbf16>, %k: memref<?x?x2x128xbf16>,
+                               %v: memref<?x?x2x128xbf16>, %o: memref<?x?x2x128xbf16>) {
+  flashattn.attention ins(%q, %k, %v : memref<?x?x2x128xbf16>, memref<?x?x2x128xbf16>, memref<?x?x2x128xbf16>)
+      outs(%o : memref<?x?x2x128xbf16>) {causal = #flashattn.causal<bottom_right>,
+                                         window_size = array<i64: 256, 0>}
+  return
+}
+
+// -----
+
+// Head_dim 128 under a causal mask alone: the key blocks run from the
+// tile's last down, so the masked loop comes first and the tile's last
+// block is in the unmasked loop after it, where Q's release is a branch
+// (no predicated arrive; predicated_q_release is off in this plan).
+// CAUSAL-LABEL: func.func @hd128_causal(
+// CAUSAL: early_q_release = true{{.*}}intra_wg_overlap = true, prefetch_next_q = true, descending_key_blocks = true>>
+// CAUSAL: } consumers {
+// CAUSAL-NOT: flashattn.mbarrier_arrive_if
+// CAUSAL: scf.for %{{.*}} = %{{.*}} to %[[BOUNDARY:[0-9]+]] step
+// CAUSAL-NOT: flashattn.mbarrier_arrive_if
+// CAUSAL: scf.for %[[N:[a-z0-9]+]] = %[[BOUNDARY]] to %[[END:[a-z0-9]+]] step
+// CAUSAL-NEXT: %[[NEXT:.*]] = arith.addi %[[N]], %c1
+// CAUSAL-NEXT: %[[LAST:.*]] = arith.cmpi sge, %[[NEXT]], %[[END]] : index
+// CAUSAL-NOT: flashattn.mbarrier_arrive_if
+// CAUSAL: scf.if %[[LAST]] {
+// CAUSAL: nvvm.mbarrier.arrive
+// CAUSAL-NOT: flashattn.mbarrier_arrive_if
+// CAUSAL: return
 func.func @hd128_causal(%q: memref<?x?x2x128xbf16>, %k: memref<?x?x2x128xbf16>,
                         %v: memref<?x?x2x128xbf16>, %o: memref<?x?x2x128xbf16>) {
   flashattn.attention ins(%q, %k, %v : memref<?x?x2x128xbf16>, memref<?x?x2x128xbf16>, memref<?x?x2x128xbf16>)
