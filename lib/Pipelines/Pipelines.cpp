@@ -64,21 +64,11 @@ void mlir::flashattn::buildFlashAttnSm90Pipeline(
   plan.blockN = options.unpipelined ? 64 : options.blockN;
   plan.consumers = options.unpipelined ? 1 : options.consumers;
   plan.stages = options.stages;
-  plan.schedulerBarrier = options.schedulerBarrier;
-  plan.tmaStore = options.tmaStore;
-  plan.earlyQRelease = options.earlyQRelease;
-  plan.predicatedQRelease = options.predicatedQRelease;
-  plan.prefetchNextQ = options.prefetchNextQ;
-  plan.descendingKeyBlocks = options.descendingKeyBlocks;
-  plan.conditionalRescale = options.conditionalRescale;
-  plan.rescaleUnderQK = options.rescaleUnderQK;
-  plan.kvRowCopies = options.kvRowCopies;
-  plan.warpSpecialize = options.unpipelined ? std::string("off") : options.warpSpecialize.getValue();
-  plan.intraWGOverlap = options.intraWGOverlap;
-  plan.fusedMerge = options.fusedMerge;
+#define FA_SM90_TUNING(NAME, FLAG, DESC, VALUES) plan.NAME = options.NAME;
+#include "flashattn/Transforms/Sm90Tuning.def"
+  if (options.unpipelined)
+    plan.warpSpecialize = "off";
   plan.kvHeadsPerBlock = options.kvHeadsPerBlock;
-  plan.l2HintQ = options.l2HintQ;
-  plan.l2HintKV = options.l2HintKV;
   pm.addPass(flashattn::createFlashAttnPlan(plan));
   pm.addPass(flashattn::createFlashAttnSplitKV());
   flashattn::FlashAttnTileOptions tile;

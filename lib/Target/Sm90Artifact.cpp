@@ -153,21 +153,9 @@ LogicalResult mlir::flashattn::compileSm90Ptx(const fa_attention_config &config,
             options.blockN = overrides.blockN;
             options.consumers = overrides.consumers;
             options.stages = overrides.stages;
-            options.schedulerBarrier = overrides.schedulerBarrier;
-            options.tmaStore = overrides.tmaStore;
-            options.earlyQRelease = overrides.earlyQRelease;
-            options.predicatedQRelease = overrides.predicatedQRelease;
-            options.prefetchNextQ = overrides.prefetchNextQ;
-            options.descendingKeyBlocks = overrides.descendingKeyBlocks;
-            options.conditionalRescale = overrides.conditionalRescale;
-            options.rescaleUnderQK = overrides.rescaleUnderQK;
-            options.kvRowCopies = overrides.kvRowCopies;
-            options.warpSpecialize = overrides.warpSpecialize;
-            options.intraWGOverlap = overrides.intraWGOverlap;
-            options.fusedMerge = overrides.fusedMerge;
+#define FA_SM90_TUNING(NAME, FLAG, DESC, VALUES) options.NAME = overrides.NAME;
+#include "flashattn/Transforms/Sm90Tuning.def"
             options.kvHeadsPerBlock = overrides.kvHeadsPerBlock;
-            options.l2HintQ = overrides.l2HintQ;
-            options.l2HintKV = overrides.l2HintKV;
             options.unpipelined = overrides.unpipelined;
             // Automatic num_splits: a dense entry for launches of 1 split.
             options.denseEntry = result.autoSplits;

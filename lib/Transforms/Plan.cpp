@@ -124,35 +124,29 @@ struct FlashAttnPlanPass
     : public flashattn::impl::FlashAttnPlanBase<FlashAttnPlanPass> {
   using Base::Base;
 
-  /// The code-generation overrides of the options; false (reported) for a
-  /// value they do not take.
+  /// `text` (option `flag`) parsed into `slot` by `parser`; false, with an
+  /// error naming the values it takes, where it does not parse.
+  template <typename T>
+  bool parse(StringRef flag, StringRef text, std::optional<T> &slot,
+             bool (*parser)(StringRef, std::optional<T> &), StringRef values) {
+    if (parser(text, slot))
+      return true;
+    getOperation()->emitError() << "flashattn-plan: " << flag << " takes " << values
+                                << ", got '" << text << "'";
+    return false;
+  }
+
+  /// The code-generation overrides of the options (Sm90Tuning.def); false
+  /// (reported) for a value they do not take.
   bool overrides(Sm90CodegenOverrides &o) {
-    for (auto [name, text, slot] :
-         {std::tuple{"scheduler-barrier", &schedulerBarrier, &o.schedulerBarrier},
-          std::tuple{"tma-store", &tmaStore, &o.tmaStore},
-          std::tuple{"early-q-release", &earlyQRelease, &o.earlyQRelease},
-          std::tuple{"predicated-q-release", &predicatedQRelease, &o.predicatedQRelease},
-          std::tuple{"prefetch-next-q", &prefetchNextQ, &o.prefetchNextQ},
-          std::tuple{"descending-key-blocks", &descendingKeyBlocks, &o.descendingKeyBlocks},
-          std::tuple{"conditional-rescale", &conditionalRescale, &o.conditionalRescale},
-          std::tuple{"rescale-under-qk", &rescaleUnderQK, &o.rescaleUnderQK},
-          std::tuple{"kv-row-copies", &kvRowCopies, &o.kvRowCopies},
-          std::tuple{"warp-specialize", &warpSpecialize, &o.warpSpecialize},
-          std::tuple{"intra-wg-overlap", &intraWGOverlap, &o.intraWGOverlap},
-          std::tuple{"fused-merge", &fusedMerge, &o.fusedMerge}})
-      if (!parseSwitch(*text, *slot)) {
-        getOperation()->emitError() << "flashattn-plan: " << name
-                                    << " takes auto, on or off, got '" << *text << "'";
-        return false;
-      }
-    for (auto [name, text, slot] : {std::tuple{"l2-hint-q", &l2HintQ, &o.l2HintQ},
-                                    std::tuple{"l2-hint-kv", &l2HintKV, &o.l2HintKV}})
-      if (!parseL2(*text, *slot)) {
-        getOperation()->emitError() << "flashattn-plan: " << name
-                                    << " takes auto, normal, first or last, got '" << *text
-                                    << "'";
-        return false;
-      }
+    bool ok = true;
+#define FA_SM90_SWITCH(NAME, FLAG, DESC)                                                      \
+  ok = ok && parse(FLAG, NAME, o.NAME, parseSwitch, "auto, on or off");
+#define FA_SM90_L2(NAME, FLAG, DESC)                                                          \
+  ok = ok && parse(FLAG, NAME, o.NAME, parseL2, "auto, normal, first or last");
+#include "flashattn/Transforms/Sm90Tuning.def"
+    if (!ok)
+      return false;
     if (kvHeadsPerBlock < 0) {
       getOperation()->emitError()
           << "flashattn-plan: kv-heads-per-block must be 0 (automatic) or positive, got "

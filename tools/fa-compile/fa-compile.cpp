@@ -72,59 +72,14 @@ static cl::opt<int> consumers("consumers", llvm::cl::cat(faCompileCategory), cl:
 static cl::opt<int> stages("stages", llvm::cl::cat(faCompileCategory), cl::init(0),
                            cl::desc("sm90 tuning: K/V stages (0: the plan's); the cache "
                                     "key does not record these overrides"));
-static cl::opt<std::string> schedulerBarrier(
-    "scheduler-barrier", llvm::cl::cat(faCompileCategory), cl::init("auto"),
-    cl::desc("sm90 tuning: consumers take turns issuing GEMMs (auto, on, off)"));
-static cl::opt<std::string> tmaStore(
-    "tma-store", llvm::cl::cat(faCompileCategory), cl::init("auto"),
-    cl::desc("sm90 tuning: O through shared memory and a TMA store (auto, on, off)"));
-static cl::opt<std::string> earlyQRelease(
-    "early-q-release", llvm::cl::cat(faCompileCategory), cl::init("auto"),
-    cl::desc("sm90 tuning: release Q after a tile's last S (auto, on, off)"));
-static cl::opt<std::string> predicatedQRelease(
-    "predicated-q-release", llvm::cl::cat(faCompileCategory), cl::init("auto"),
-    cl::desc("sm90 tuning: with the early Q release, a predicated arrive in the "
-             "masked key-block loop only (auto, on, off)"));
-static cl::opt<std::string> prefetchNextQ(
-    "prefetch-next-q", llvm::cl::cat(faCompileCategory), cl::init("auto"),
-    cl::desc("sm90 tuning: with the counter's tiles, Q in two buffers, the next "
-             "tile's loaded before this one's is released (auto, on, off)"));
-static cl::opt<std::string> descendingKeyBlocks(
-    "descending-key-blocks", llvm::cl::cat(faCompileCategory), cl::init("auto"),
-    cl::desc("sm90 tuning: under a causal mask or a right window without a left window, "
-             "the key blocks from the tile's last down, the masked ones first (auto, on, off)"));
-static cl::opt<std::string> conditionalRescale(
-    "conditional-rescale", llvm::cl::cat(faCompileCategory), cl::init("auto"),
-    cl::desc("sm90 tuning: rescale O only where a row's max grew by more than 8 (auto, on, "
-             "off)"));
-static cl::opt<std::string> rescaleUnderQK(
-    "rescale-under-qk", llvm::cl::cat(faCompileCategory), cl::init("auto"),
-    cl::desc("sm90 tuning: in the overlapped key-block loop, O's rescale under the next "
-             "Q K^T (auto, on, off)"));
-static cl::opt<std::string> kvRowCopies(
-    "kv-row-copies", llvm::cl::cat(faCompileCategory), cl::init("auto"),
-    cl::desc("sm90 tuning: paged KV by per-row cp.async copies (auto, on, off)"));
-static cl::opt<std::string> warpSpecialize(
-    "warp-specialize", llvm::cl::cat(faCompileCategory), cl::init("auto"),
-    cl::desc("sm90 tuning: a producer warpgroup (auto, on, off)"));
-static cl::opt<std::string> intraWGOverlap(
-    "intra-wg-overlap", llvm::cl::cat(faCompileCategory), cl::init("auto"),
-    cl::desc("sm90 tuning: P V under the next block's softmax (auto, on, off)"));
-static cl::opt<std::string> fusedMerge(
-    "fused-merge", llvm::cl::cat(faCompileCategory), cl::init("auto"),
-    cl::desc("sm90 tuning: split-KV partial kernels merge the splits (auto: on, "
-             "but off where the partial kernel would spill registers; on; off)"));
+#define FA_SM90_TUNING(NAME, FLAG, DESC, VALUES)                                              \
+  static cl::opt<std::string> NAME(FLAG, llvm::cl::cat(faCompileCategory), cl::init("auto"),   \
+                                   cl::desc("sm90 tuning: " DESC " (" VALUES ")"));
+#include "flashattn/Transforms/Sm90Tuning.def"
 static cl::opt<int> kvHeadsPerBlock(
     "kv-heads-per-block", llvm::cl::cat(faCompileCategory), cl::init(0),
     cl::desc("sm90 tuning: pack_gqa over small pages, kv heads per key block (0: auto, "
              "1: off)"));
-static cl::opt<std::string> l2HintQ(
-    "l2-hint-q", llvm::cl::cat(faCompileCategory), cl::init("auto"),
-    cl::desc("sm90 tuning: L2 eviction priority of Q's loads (auto, normal, first, last)"));
-static cl::opt<std::string> l2HintKV(
-    "l2-hint-kv", llvm::cl::cat(faCompileCategory), cl::init("auto"),
-    cl::desc("sm90 tuning: L2 eviction priority of the K/V loads (auto, normal, first, "
-             "last)"));
 static cl::opt<bool> unpipelined(
     "unpipelined", llvm::cl::cat(faCompileCategory),
     cl::desc("sm90: the warpgroup form, flashattn-tile's kernel distributed over one "
@@ -144,10 +99,10 @@ static std::optional<fa_dtype> parseDtype(StringRef s) {
 
 /// Whether an sm90 tuning option is given (they need --target sm90).
 static bool sm90TuningGiven() {
-  for (const cl::opt<std::string> *o :
-       {&schedulerBarrier, &tmaStore, &earlyQRelease, &predicatedQRelease, &prefetchNextQ,
-        &descendingKeyBlocks, &conditionalRescale, &rescaleUnderQK, &kvRowCopies, &l2HintQ,
-        &l2HintKV, &warpSpecialize, &intraWGOverlap, &fusedMerge})
+  for (const cl::opt<std::string> *o : {
+#define FA_SM90_TUNING(NAME, FLAG, DESC, VALUES) &NAME,
+#include "flashattn/Transforms/Sm90Tuning.def"
+       })
     if (o->getValue() != "auto")
       return true;
   return blockM || blockN || consumers || stages || kvHeadsPerBlock || unpipelined;
@@ -225,21 +180,9 @@ static mlir::flashattn::Sm90PlanOverrides overridesFromOptions() {
   o.blockN = blockN;
   o.consumers = consumers;
   o.stages = stages;
-  o.schedulerBarrier = schedulerBarrier;
-  o.tmaStore = tmaStore;
-  o.earlyQRelease = earlyQRelease;
-  o.predicatedQRelease = predicatedQRelease;
-  o.prefetchNextQ = prefetchNextQ;
-  o.descendingKeyBlocks = descendingKeyBlocks;
-  o.conditionalRescale = conditionalRescale;
-  o.rescaleUnderQK = rescaleUnderQK;
-  o.kvRowCopies = kvRowCopies;
-  o.warpSpecialize = warpSpecialize;
-  o.intraWGOverlap = intraWGOverlap;
-  o.fusedMerge = fusedMerge;
+#define FA_SM90_TUNING(NAME, FLAG, DESC, VALUES) o.NAME = NAME;
+#include "flashattn/Transforms/Sm90Tuning.def"
   o.kvHeadsPerBlock = kvHeadsPerBlock;
-  o.l2HintQ = l2HintQ;
-  o.l2HintKV = l2HintKV;
   o.unpipelined = unpipelined;
   return o;
 }

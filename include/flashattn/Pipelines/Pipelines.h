@@ -48,70 +48,15 @@ struct Sm90PipelineOptions : public PassPipelineOptions<Sm90PipelineOptions> {
   Option<int64_t> stages{*this, "stages", llvm::cl::desc("K/V pipeline stages"),
                          llvm::cl::init(0)};
   // Code-generation overrides handed to flashattn-plan (the plan's
-  // #flashattn.sm90_codegen).
-  Option<std::string> schedulerBarrier{
-      *this, "scheduler-barrier",
-      llvm::cl::desc("consumers take turns issuing GEMMs: auto, on, off"),
-      llvm::cl::init("auto")};
-  Option<std::string> tmaStore{
-      *this, "tma-store",
-      llvm::cl::desc("O through shared memory and a TMA store: auto, on, off"),
-      llvm::cl::init("auto")};
-  Option<std::string> earlyQRelease{
-      *this, "early-q-release",
-      llvm::cl::desc("release Q after a tile's last S: auto, on, off"),
-      llvm::cl::init("auto")};
-  Option<std::string> predicatedQRelease{
-      *this, "predicated-q-release",
-      llvm::cl::desc("with early-q-release, a predicated arrive in the masked key-block loop "
-                     "only: auto, on, off"),
-      llvm::cl::init("auto")};
-  Option<std::string> prefetchNextQ{
-      *this, "prefetch-next-q",
-      llvm::cl::desc("with the counter's tiles, Q in two buffers, the next tile's loaded early: "
-                     "auto, on, off"),
-      llvm::cl::init("auto")};
-  Option<std::string> descendingKeyBlocks{
-      *this, "descending-key-blocks",
-      llvm::cl::desc("the key blocks from the tile's last down, the masked ones first: "
-                     "auto, on, off"),
-      llvm::cl::init("auto")};
-  Option<std::string> conditionalRescale{
-      *this, "conditional-rescale",
-      llvm::cl::desc("rescale O only where a row's max grew by more than 8: auto, on, off"),
-      llvm::cl::init("auto")};
-  Option<std::string> rescaleUnderQK{
-      *this, "rescale-under-qk",
-      llvm::cl::desc("O's rescale under the next Q K^T (overlapped loops): auto, on, off"),
-      llvm::cl::init("auto")};
-  Option<std::string> kvRowCopies{
-      *this, "kv-row-copies",
-      llvm::cl::desc("paged KV by per-row cp.async copies: auto, on, off"),
-      llvm::cl::init("auto")};
-  Option<std::string> warpSpecialize{
-      *this, "warp-specialize",
-      llvm::cl::desc("a producer warpgroup (auto: but softcap at head_dim 256), on, off"),
-      llvm::cl::init("auto")};
-  Option<std::string> intraWGOverlap{
-      *this, "intra-wg-overlap",
-      llvm::cl::desc("P V under the next block's softmax (auto), on, off"),
-      llvm::cl::init("auto")};
-  Option<std::string> fusedMerge{
-      *this, "fused-merge",
-      llvm::cl::desc("split-KV partial kernels merge the splits (auto), on, off"),
-      llvm::cl::init("auto")};
+  // #flashattn.sm90_codegen), one option per line of Sm90Tuning.def.
+#define FA_SM90_TUNING(NAME, FLAG, DESC, VALUES)                                              \
+  Option<std::string> NAME{*this, FLAG, llvm::cl::desc(DESC ": " VALUES),                     \
+                           llvm::cl::init("auto")};
+#include "flashattn/Transforms/Sm90Tuning.def"
   Option<int64_t> kvHeadsPerBlock{
       *this, "kv-heads-per-block",
       llvm::cl::desc("pack_gqa over small pages: kv heads per key block (0: auto, 1: off)"),
       llvm::cl::init(0)};
-  Option<std::string> l2HintQ{
-      *this, "l2-hint-q",
-      llvm::cl::desc("L2 eviction priority of Q's loads: auto, normal, first, last"),
-      llvm::cl::init("auto")};
-  Option<std::string> l2HintKV{
-      *this, "l2-hint-kv",
-      llvm::cl::desc("L2 eviction priority of the K/V loads: auto, normal, first, last"),
-      llvm::cl::init("auto")};
   Option<bool> denseEntry{
       *this, "dense-entry",
       llvm::cl::desc("split-KV: also a dense kernel for one-split launches"),

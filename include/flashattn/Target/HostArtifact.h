@@ -77,13 +77,8 @@ struct Sm90Ptx {
 /// them.
 struct Sm90PlanOverrides {
   int64_t blockM = 0, blockN = 0, consumers = 0, stages = 0;
-  std::string schedulerBarrier = "auto", tmaStore = "auto", earlyQRelease = "auto",
-              predicatedQRelease = "auto", prefetchNextQ = "auto",
-              descendingKeyBlocks = "auto",
-              conditionalRescale = "auto", rescaleUnderQK = "auto",
-              kvRowCopies = "auto", l2HintQ = "auto", l2HintKV = "auto",
-              warpSpecialize = "auto", intraWGOverlap = "auto",
-              fusedMerge = "auto";
+#define FA_SM90_TUNING(NAME, FLAG, DESC, VALUES) std::string NAME = "auto";
+#include "flashattn/Transforms/Sm90Tuning.def"
   int64_t kvHeadsPerBlock = 0;
   /// The warpgroup form (flashattn-sm90-pipeline's `unpipelined`:
   /// flashattn-tile's kernel distributed by flashattn-sm90-warpgroup alone).
