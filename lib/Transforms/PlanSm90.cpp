@@ -253,6 +253,9 @@ FailureOr<Sm90CodegenAttr> mlir::flashattn::chooseSm90Codegen(AttentionOp op, Pl
   // every larger shape).
   bool overlap = o.intraWGOverlap.value_or(specialize && intraWGOverlap(f));
   bool descending = o.descendingKeyBlocks.value_or(descendingKeyBlocks(f));
+  // flashattn-tile descends only under a causal mask or a right window
+  // without a left one (a forced descending_key_blocks elsewhere ascends).
+  bool descends = descending && f.windowLeft < 0 && (f.causal || f.windowRight >= 0);
   MLIRContext *ctx = op.getContext();
   return Sm90CodegenAttr::get(
       ctx, schedulerBarrier, tmaStore, o.earlyQRelease.value_or(earlyQRelease(f)),
@@ -262,6 +265,6 @@ FailureOr<Sm90CodegenAttr> mlir::flashattn::chooseSm90Codegen(AttentionOp op, Pl
       o.l2HintQ.value_or(L2Priority::evict_first), o.l2HintKV.value_or(L2Priority::normal),
       specialize, overlap,
       f.partial && o.fusedMerge.value_or(true),
-      o.predicatedQRelease.value_or(predicatedQRelease(f, descending)),
+      o.predicatedQRelease.value_or(predicatedQRelease(f, descends)),
       o.prefetchNextQ.value_or(prefetchNextQ(f)), descending);
 }

@@ -12,6 +12,7 @@
 // RUN: not fa-opt %s --flashattn-plan="target=sm90 kv-heads-per-block=-2" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADHP
 // RUN: fa-opt %s --flashattn-plan="target=sm90 rescale-under-qk=on" --split-input-file | FileCheck %s --check-prefix=UNDERQK
 // RUN: not fa-opt %s --flashattn-plan="target=sm90 rescale-under-qk=always" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADUNDERQK
+// RUN: fa-opt %s --flashattn-plan="target=sm90 descending-key-blocks=on" --split-input-file | FileCheck %s --check-prefix=FORCEDESC
 // BADHP: error: flashattn-plan: kv-heads-per-block must be 0 (automatic) or positive, got -2
 // RUN: not fa-opt %s --flashattn-plan="block-n=8192" --split-input-file 2>&1 | FileCheck %s --check-prefix=HOSTBIG
 // RUN: not fa-opt %s --flashattn-plan="num-sms=-1" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADSMS
@@ -180,6 +181,15 @@ func.func @paged_blocks(%q: memref<2x1x4x128xbf16>, %k192: memref<8x192x1x128xbf
 // SM90-NOT: prefetch_next_q
 // SM90-NOT: descending_key_blocks
 // SM90: return
+// A forced descending_key_blocks under the left window: flashattn-tile
+// keeps those blocks ascending, so Q's release stays the predicated arrive.
+// FORCEDESC-LABEL: func.func @schedule
+// FORCEDESC: schedule = lpt,
+// FORCEDESC-NOT: predicated_q_release
+// FORCEDESC-SAME: descending_key_blocks = true
+// FORCEDESC: schedule = static,
+// FORCEDESC-SAME: predicated_q_release = true{{.*}}descending_key_blocks = true
+// FORCEDESC: return
 func.func @schedule(%q: memref<2x512x4x128xbf16>, %k: memref<2x512x4x128xbf16>,
                           %o: memref<2x512x4x128xbf16>) {
   flashattn.attention ins(%q, %k, %k : memref<2x512x4x128xbf16>, memref<2x512x4x128xbf16>, memref<2x512x4x128xbf16>)

@@ -91,18 +91,29 @@ func.func @hd128_causal_window(%q: memref<?x?x2x128xbf16>, %k: memref<?x?x2x128x
 // Head_dim 128 under a causal mask alone: the key blocks run from the
 // tile's last down, so the masked loop comes first and the tile's last
 // block is in the unmasked loop after it, where Q's release is a branch
-// (no predicated arrive; predicated_q_release is off in this plan).
+// (no predicated arrive; predicated_q_release is off in this plan), none
+// in the masked loop, and after both loops when the unmasked one had no
+// block (the masked one had the last).
 // CAUSAL-LABEL: func.func @hd128_causal(
 // CAUSAL: early_q_release = true{{.*}}intra_wg_overlap = true, prefetch_next_q = true, descending_key_blocks = true>>
 // CAUSAL: } consumers {
 // CAUSAL-NOT: flashattn.mbarrier_arrive_if
-// CAUSAL: scf.for %{{.*}} = %{{.*}} to %[[BOUNDARY:[0-9]+]] step
+// CAUSAL: scf.for %[[N1:[a-z0-9]+]] = %[[FROM:[0-9]+]] to %[[BOUNDARY:[0-9]+]] step
+// CAUSAL-NEXT: %[[NEXT1:.*]] = arith.addi %[[N1]], %c1
+// CAUSAL-NEXT: %[[LAST1:.*]] = arith.cmpi sge, %[[NEXT1]], %[[END:[a-z0-9]+]] : index
+// CAUSAL-NOT: scf.if %[[LAST1]]
 // CAUSAL-NOT: flashattn.mbarrier_arrive_if
-// CAUSAL: scf.for %[[N:[a-z0-9]+]] = %[[BOUNDARY]] to %[[END:[a-z0-9]+]] step
+// CAUSAL: scf.for %[[N:[a-z0-9]+]] = %[[BOUNDARY]] to %[[END]] step
 // CAUSAL-NEXT: %[[NEXT:.*]] = arith.addi %[[N]], %c1
 // CAUSAL-NEXT: %[[LAST:.*]] = arith.cmpi sge, %[[NEXT]], %[[END]] : index
 // CAUSAL-NOT: flashattn.mbarrier_arrive_if
 // CAUSAL: scf.if %[[LAST]] {
+// CAUSAL: nvvm.mbarrier.arrive
+// CAUSAL: scf.yield
+// CAUSAL: %[[NOUNMASKED:.*]] = arith.cmpi sge, %[[BOUNDARY]], %[[END]] : index
+// CAUSAL-NEXT: %[[STEADY:.*]] = arith.cmpi slt, %[[FROM]], %[[END]] : index
+// CAUSAL-NEXT: %[[HELD:.*]] = arith.andi %[[STEADY]], %[[NOUNMASKED]] : i1
+// CAUSAL-NEXT: scf.if %[[HELD]] {
 // CAUSAL: nvvm.mbarrier.arrive
 // CAUSAL-NOT: flashattn.mbarrier_arrive_if
 // CAUSAL: return
