@@ -48,6 +48,8 @@ def main():
     ap.add_argument("--calls", type=int, default=3)
     a = ap.parse_args()
     (b, sk), ps = a.shape, a.page
+    if ps < 0 or (a.device_table and not ps):
+        ap.error("--page takes a positive page size (with --device-table), or 0 for dense K / V")
     if ps and sk % ps:
         ap.error("--page %d does not divide %d keys" % (ps, sk))
     lib, rt, stream, kernel, run = open_runtime(a.lib, a.artifacts)

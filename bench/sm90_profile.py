@@ -4,8 +4,8 @@
 side.
 
 For each --variant NAME=DIR, ncu profiles the second launch of the
-artifact's attention kernel (`fa_sm90_0`, or the `_dense` / `_kv1`
-entry the runtime picks; the first launch is a warm-up) in one
+artifact's attention kernel (`fa_sm90_0`, or the `_dense`, `_packed` or
+`_kv1` entry the runtime picks; the first launch is a warm-up) in one
 bench/sm90_bench.py run of the given shape (--set full, clocks not
 locked), exports the details page and the per-instruction source page
 (SASS), and sums the warp-state samples: the stall reasons over the
@@ -65,7 +65,7 @@ def profile(ncu, args, name, artifacts, lib):
     report = os.path.join(args.out, name)
     bench = workload(args, name, artifacts, lib)
     cmd = [ncu, "--target-processes", "all", "--clock-control", "none",
-           "-k", "regex:^fa_sm90_0(_dense)?(_kv1)?$", "--launch-skip", "1", "--launch-count", "1",
+           "-k", "regex:^fa_sm90_0(_dense)?(_packed|_kv1)?$", "--launch-skip", "1", "--launch-count", "1",
            "--set", "full", "--import-source", "no", "-f", "-o", report] + bench
     with open(report + ".log", "w") as log:
         subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, check=True)
@@ -117,9 +117,14 @@ def main():
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--out", default=".")
     args = ap.parse_args()
+    if not args.decode and (args.page or args.device_table):
+        ap.error("--page and --device-table go with --decode")
+    if args.page < 0 or (args.device_table and not args.page):
+        ap.error("--page takes a positive page size (with --device-table), or 0 for dense K / V")
     os.makedirs(args.out, exist_ok=True)
     ncu = find_ncu()
-    summary = [f"decode {args.decode}, pages of {args.page}"
+    summary = [f"decode {args.decode}, "
+               + (f"pages of {args.page}" if args.page else "dense K / V")
                + (", device block_table" if args.device_table else "") if args.decode
                else f"d{args.head_dim} {args.mask} {args.seqlen} keys"]
     written = ["summary.txt"]
