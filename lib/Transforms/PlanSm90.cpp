@@ -266,5 +266,6 @@ FailureOr<Sm90CodegenAttr> mlir::flashattn::chooseSm90Codegen(AttentionOp op, Pl
       specialize, overlap,
       f.partial && o.fusedMerge.value_or(true),
       o.predicatedQRelease.value_or(predicatedQRelease(f, descends)),
-      o.prefetchNextQ.value_or(prefetchNextQ(f)), descending);
+      o.prefetchNextQ.value_or(prefetchNextQ(f)), descending,
+      o.drainIdleConsumers.value_or(false));
 }

@@ -38,12 +38,13 @@ def FlashAttnPlan : Pass<"flashattn-plan"> {
     per-row KV copies, kv heads per key block, the L2 priorities of the TMA
     loads, the producer warpgroup, the P V / softmax overlap, the fused
     split-KV merge, the next tile's Q in a second buffer, the key blocks
-    from the last down), each chosen as measured on the H200 or H100 and overridable by
+    from the last down, idle consumers of a packed tile drained), each chosen as measured on the H200 or H100 and overridable by
     the option of the same name (`scheduler-barrier`, `tma-store`,
     `early-q-release`, `predicated-q-release`, `conditional-rescale`,
     `rescale-under-qk`,
     `kv-row-copies`, `warp-specialize`, `intra-wg-overlap`, `fused-merge`,
-    `prefetch-next-q`, `descending-key-blocks`: auto, on, off;
+    `prefetch-next-q`, `descending-key-blocks`, `drain-idle-consumers`: auto, on,
+    off;
     `kv-heads-per-block`: 0 automatic, 1 off; `l2-hint-q`,
     `l2-hint-kv`: auto, normal, first, last).
   }];
@@ -85,6 +86,12 @@ def FlashAttnPlan : Pass<"flashattn-plan"> {
            "sm90: under a causal mask or a right window without a left window, the "
            "key blocks from the tile's last down, the masked ones first: auto (at "
            "head_dim 128 under a causal mask), on, off">,
+    Option<"drainIdleConsumers", "drain-idle-consumers", "std::string",
+           /*default=*/"\"auto\"",
+           "sm90: with pack_gqa and two or more consumers, a consumer whose 64 rows "
+           "all lie past its Q tile's (decode: G rows a query token) waits for and "
+           "releases the key blocks and takes its scheduler turns, without computing "
+           "them: auto (off), on, off">,
     Option<"conditionalRescale", "conditional-rescale", "std::string",
            /*default=*/"\"auto\"",
            "sm90: rescale O only where a row's max grew by more than 8 (exp2 units): "

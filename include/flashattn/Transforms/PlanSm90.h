@@ -28,7 +28,7 @@ inline bool sm90UsesTileTable(AttentionOp op) {
 struct Sm90CodegenOverrides {
   std::optional<bool> schedulerBarrier, tmaStore, earlyQRelease, conditionalRescale,
       kvRowCopies, warpSpecialize, intraWGOverlap, fusedMerge, predicatedQRelease,
-      prefetchNextQ, descendingKeyBlocks, rescaleUnderQK;
+      prefetchNextQ, descendingKeyBlocks, rescaleUnderQK, drainIdleConsumers;
   int64_t kvHeadsPerBlock = 0;
   std::optional<L2Priority> l2HintQ, l2HintKV;
 };

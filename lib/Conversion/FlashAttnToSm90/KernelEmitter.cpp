@@ -129,6 +129,11 @@ void KernelEmitter::tmaStore(Value map, Value src, ValueRange coords) {
 void KernelEmitter::barrier(Value id, Value threads) {
   NVVM::BarrierOp::create(b, loc, Type(), id, threads, NVVM::BarrierReductionAttr(), Value());
 }
+void KernelEmitter::barrierUnaligned(Value id, Value threads) {
+  LLVM::CallIntrinsicOp::create(b, loc,
+                                b.getStringAttr("llvm.nvvm.barrier.cta.sync.count"),
+                                ValueRange{id, threads});
+}
 void KernelEmitter::barrierArrive(Value id, Value threads) {
   NVVM::BarrierArriveOp::create(b, loc, id, threads);
 }

@@ -104,6 +104,9 @@ public:
   void tmaLoad(Value dst, Value map, Value bar, ValueRange coords, Value l2Hint);
   void tmaStore(Value map, Value src, ValueRange coords);
   void barrier(Value id, Value threads);
+  /// barrier.sync without .aligned (PTX ISA 9.7.13.1): its threads may
+  /// reach it from different instructions (nvvm.barrier is aligned).
+  void barrierUnaligned(Value id, Value threads);
   void barrierArrive(Value id, Value threads);
   Value shfl(NVVM::ShflKind kind, Value mask, Value v, Value offset, Value clamp);
   void fenceProxyAsyncShared();

@@ -182,11 +182,14 @@ Value mlir::flashattn::wgmmaPV(KernelEmitter &w, Value smem, Type accType, Value
 
 void mlir::flashattn::zeroTileRows(KernelEmitter &w, Value smem, Value tid, int64_t offset,
                                    Value from, int64_t rows, int64_t d, int64_t threads,
-                                   int32_t barrierId, std::optional<KVTileLayout> layout) {
+                                   int32_t barrierId, std::optional<KVTileLayout> layout,
+                                   bool aligned) {
   KVTileLayout l = layout.value_or(KVTileLayout::dense(rows));
   auto sync = [&] {
-    if (barrierId)
+    if (barrierId && aligned)
       w.barrier(w.i32(barrierId), w.i32(threads));
+    else if (barrierId)
+      w.barrierUnaligned(w.i32(barrierId), w.i32(threads));
     else
       NVVM::Barrier0Op::create(w.b, w.loc);
   };

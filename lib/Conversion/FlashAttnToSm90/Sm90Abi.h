@@ -123,11 +123,14 @@ Value wgmmaPV(KernelEmitter &w, Value smem, Type accType, Value acc, ArrayRef<Va
 /// the CTA in 16-byte chunks (a row keeps its place under the swizzle),
 /// fenced for the async proxy; then a barrier of those threads: the CTA's
 /// (barrier 0), after the branch, or, when `barrierId` is not 0, that
-/// named barrier (bar.sync, PTX ISA 9.7.13.1) of `threads` threads, only
-/// where rows were zeroed (`from` is the same in every thread).
+/// named barrier of `threads` threads, only where rows were zeroed (`from`
+/// is the same in every thread): bar.sync, or with `aligned` false
+/// barrier.sync without .aligned (PTX ISA 9.7.13.1), where the threads
+/// reach it from different instructions (a consumer that drains its blocks
+/// and one that computes them).
 void zeroTileRows(KernelEmitter &w, Value smem, Value tid, int64_t offset, Value from,
                   int64_t rows, int64_t d, int64_t threads, int32_t barrierId = 0,
-                  std::optional<KVTileLayout> layout = std::nullopt);
+                  std::optional<KVTileLayout> layout = std::nullopt, bool aligned = true);
 
 /// softcap's tanh of `x` (already scaled by scale / softcap):
 /// tanh.approx.f32 (PTX ISA 9.7.4.9), which NVPTX selects for an

@@ -966,11 +966,29 @@ Value WarpgroupKernel::ownFirstRow(KeyBlocksOp range) {
   return w.addi(map.lookup(range.getRowBegin()), index(w.muli(warpgroup, w.i32(kRows))));
 }
 
+// A packed tile holds G rows a query position (decode: G rows in all),
+// often fewer than 64: a consumer whose rows all lie past them computes no
+// block and drains them all (with their turns), so that the tensor cores
+// and issue slots go to the consumers with rows (FlashAttention-3 and cuDNN
+// take such tiles with one consumer's rows). Not in the producer, nor with
+// one consumer.
+bool WarpgroupKernel::mayIdle() const {
+  return planDrainIdle && specialize && !inProducer && packG > 1 && rowsM > kRows;
+}
+
+Value WarpgroupKernel::idleConsumer() {
+  if (!mayIdle() || !qRows ||
+      !qRows.getParentRegion()->isAncestor(b.getInsertionBlock()->getParent()))
+    return {};
+  return w.cmpi(CmpI::sge, index(w.muli(warpgroup, w.i32(kRows))), qRows);
+}
+
 Value WarpgroupKernel::ownEnd(scf::ForOp src) {
   Value ub = map.lookup(src.getUpperBound());
   KeyBlocksOp range = ownRange(src);
+  Value idle = idleConsumer();
   if (!range)
-    return ub;
+    return idle ? w.select(idle, map.lookup(src.getLowerBound()), ub) : ub;
   Value rowEnd = map.lookup(range.getRowEnd());
   Value first = ownFirstRow(range);
   Value last = w.minsi(w.addi(first, arith::ConstantIndexOp::create(b, loc, kRows)), rowEnd);
@@ -1065,11 +1083,27 @@ LogicalResult WarpgroupKernel::drains(scf::ForOp src, Value lb, Value lo, Value 
   map.map(src.getInductionVar(), next.getInductionVar());
   State in = st;
   llvm::copy(next.getRegionIterArgs(), in.phase);
+  // With the turns only an idle consumer drains (ownRange): it takes the
+  // N + 1 turns a consumer computing the loop's N blocks takes. Its warps
+  // come from the mbarrier waits' spin loops, which may leave a warp's
+  // threads apart: bar.warp.sync (PTX ISA 9.7.13.3) joins them before the
+  // aligned bar.sync (computing consumers join at their wgmma).
+  auto turn = [&] {
+    NVVM::SyncWarpOp::create(b, loc, w.i32(-1));
+    awaitTurn(Value());
+    passTurn(Value());
+  };
+  bool turns = scheduler && mayIdle();
+  if (turns)
+    turn();
   draining = true;
   LogicalResult ok = block(*src.getBody(), in);
   draining = false;
   scf::YieldOp::create(b, loc, ValueRange(in.phase));
   llvm::copy(next.getResults(), st.phase);
+  b.setInsertionPointAfter(next);
+  if (turns)
+    w.ifThen(w.cmpi(CmpI::slt, from, to), turn);
   return ok;
 }
 

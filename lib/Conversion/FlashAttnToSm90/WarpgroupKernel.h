@@ -111,6 +111,7 @@ public:
         planRowCopies(cg && cg.getKvRowCopies()),
         planLongestFirst(longestFirst),
         rescaleUnderQK(cg && cg.getRescaleUnderQk()),
+        planDrainIdle(cg && cg.getDrainIdleConsumers()),
         l2HintQ(cg ? cg.getL2HintQ() : L2Priority::normal),
         l2HintKV(cg ? cg.getL2HintKv() : L2Priority::normal) {}
   /// Builds the llvm.func before `tiled`; failure says why on the op.
@@ -149,6 +150,12 @@ private:
   /// (ownEnd), and the blocks past it waited for and released only
   /// (drains).
   Value ownEnd(scf::ForOp loop);
+  /// Whether this consumer's 64 rows all lie past its Q tile's (i1), in a
+  /// packed kernel with more than one consumer; else null.
+  Value idleConsumer();
+  /// Whether a consumer here may be idle (the plan's drain_idle_consumers
+  /// in a packed warp-specialized kernel with more than one consumer).
+  bool mayIdle() const;
   /// flashattn-tile's descending key-block order: the `top` of iteration
   /// j's block top - j (begin + end - 1), defined above the loop; else null.
   Value descendingTop(scf::ForOp loop) const;
@@ -384,6 +391,8 @@ private:
   enum class Overlap { none, first, steady } overlap = Overlap::none;
   /// A drain loop's body being emitted: its waits and releases only.
   bool draining = false;
+  /// The rows of the consumers' Q tile (its tile_wait's), for idleConsumer.
+  Value qRows;
   /// A steady loop's boundary branch and whether it runs there (null:
   /// the branch stays).
   scf::IfOp knownBranch;
@@ -393,6 +402,8 @@ private:
   /// With the plan's rescale_under_qk: O's rescale by the deferred block's
   /// alpha (both rows) waits for its P V, issued after the next Q K^T.
   bool rescaleUnderQK = false;
+  /// The plan's drain_idle_consumers (idleConsumer).
+  bool planDrainIdle = false;
   /// The plan's L2 eviction priorities of the TMA loads of Q and of K / V
   /// (l2PolicyFor).
   L2Priority l2HintQ, l2HintKV;

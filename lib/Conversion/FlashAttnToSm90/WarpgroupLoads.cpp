@@ -320,7 +320,7 @@ void WarpgroupKernel::waitTile(Arg role, Value slot, Value rows, State &st) {
     rows = w.muli(rows, w.i32(kvHeads));
   if (role == V && zeroVRows)
     zeroTileRows(w, tileAt(V, slot), ctid, 0, w.maxsi(rows, w.i32(0)), kKeys, D,
-                 consumerThreads, specialize ? kConsumerBarrier : 0, kvLayout);
+                 consumerThreads, specialize ? kConsumerBarrier : 0, kvLayout, !mayIdle());
 }
 
 LogicalResult WarpgroupKernel::tileWait(TileWaitOp op, State &st) {
@@ -328,6 +328,8 @@ LogicalResult WarpgroupKernel::tileWait(TileWaitOp op, State &st) {
   if (it == roles.end() || (it->second == Q && !specialize))
     return op.emitOpError("flashattn-sm90-warpgroup: waits on a tile that loads write (k or "
                           "v, or q in a warp-specialized kernel)");
+  if (it->second == Q && !inProducer)
+    qRows = map.lookup(op.getRows());
   if (op == topQWait) // done at the dynamic work loop's top
     return success();
   waitTile(it->second, slotOf(op.getTile()), i32(map.lookup(op.getRows())), st);

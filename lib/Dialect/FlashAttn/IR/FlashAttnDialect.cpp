@@ -321,7 +321,7 @@ LogicalResult FlashAttnDialect::verifyOperationAttribute(Operation *op, NamedAtt
 LogicalResult Sm90CodegenAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                       bool, bool, bool, bool, bool, int64_t reduceChains,
                                       bool, int64_t kvHeadsPerBlock, L2Priority, L2Priority, bool,
-                                      bool, bool, bool, bool, bool) {
+                                      bool, bool, bool, bool, bool, bool) {
   if (reduceChains < 1 || reduceChains > 64)
     return emitError() << "sm90_codegen reduce_chains must be in [1, 64], got " << reduceChains;
   if (kvHeadsPerBlock != 1 && kvHeadsPerBlock != 2 && kvHeadsPerBlock != 4 &&

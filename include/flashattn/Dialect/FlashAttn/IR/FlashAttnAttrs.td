@@ -143,7 +143,13 @@ def FlashAttn_Sm90CodegenAttr : AttrDef<FlashAttn_Dialect, "Sm90Codegen"> {
       tile's last block down, the masked blocks first (FlashAttention-3's
       order): iteration j computes block begin + end - 1 - j, and a
       warp-specialized consumer releases the blocks past its own rows
-      before its first one.
+      before its first one;
+    - `drain_idle_consumers`: in a warp-specialized pack_gqa kernel with
+      two or more consumers, a consumer whose 64 rows all lie past its Q
+      tile's (decode: a tile holds G rows a query token) computes no key
+      block: it waits for and releases every block and takes its scheduler
+      turns (FlashAttention-3 and cuDNN run such tiles on one consumer's
+      rows).
 
     Example:
 
@@ -171,7 +177,8 @@ def FlashAttn_Sm90CodegenAttr : AttrDef<FlashAttn_Dialect, "Sm90Codegen"> {
     DefaultValuedParameter<"bool", "false">:$fused_merge,
     DefaultValuedParameter<"bool", "false">:$predicated_q_release,
     DefaultValuedParameter<"bool", "false">:$prefetch_next_q,
-    DefaultValuedParameter<"bool", "false">:$descending_key_blocks
+    DefaultValuedParameter<"bool", "false">:$descending_key_blocks,
+    DefaultValuedParameter<"bool", "false">:$drain_idle_consumers
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
