@@ -1,6 +1,7 @@
 // RUN: fa-opt %s --split-input-file --flashattn-plan="target=sm90 drain-idle-consumers=on" --flashattn-split-kv --flashattn-tile --flashattn-sm90-pipeline-kv --flashattn-sm90-warp-specialize --flashattn-sm90-warpgroup | FileCheck %s
 
-// With the plan's drain_idle_consumers (off unless asked for). Packed decode (pack_gqa: 4 query heads of a kv head, one token: 4 rows
+// With the plan's drain_idle_consumers (off unless asked for).
+// Packed decode (pack_gqa: 4 query heads of a kv head, one token: 4 rows
 // of a 128-row tile, two consumers of 64 rows): a consumer whose first row
 // (64 g) is at or past the rows of its Q tile (the tile_wait's) computes no
 // key block. Its own end is the loop's begin, so its iterations are all
