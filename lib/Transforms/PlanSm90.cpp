@@ -253,9 +253,9 @@ FailureOr<Sm90CodegenAttr> mlir::flashattn::chooseSm90Codegen(AttentionOp op, Pl
   // every larger shape).
   bool overlap = o.intraWGOverlap.value_or(specialize && intraWGOverlap(f));
   bool descending = o.descendingKeyBlocks.value_or(descendingKeyBlocks(f));
-  // flashattn-tile descends only under a causal mask or a right window
-  // without a left one (a forced descending_key_blocks elsewhere ascends).
-  bool descends = descending && f.windowLeft < 0 && (f.causal || f.windowRight >= 0);
+  // (A forced descending_key_blocks ascends where flashattn-tile cannot
+  // descend.)
+  bool descends = keyBlocksDescend(descending, f.causal, f.windowLeft, f.windowRight);
   MLIRContext *ctx = op.getContext();
   return Sm90CodegenAttr::get(
       ctx, schedulerBarrier, tmaStore, o.earlyQRelease.value_or(earlyQRelease(f)),

@@ -27,6 +27,7 @@
 #include "TileGridKernels.h"
 
 #include "flashattn/Conversion/FlashAttnToSm90/Sm90Kernel.h"
+#include "flashattn/Transforms/PlanSm90.h"
 
 #include "flashattn/Utils/IntArith.h"
 #include "flashattn/Utils/LoopBuilders.h"
@@ -501,8 +502,8 @@ void AttentionTiler::tileBody(const Sequence &s, Value h, Value mb, Value split)
   TileInitOp::create(b, loc, mt, lt, acc);
   TileLoadOp::create(b, loc, w.qv, w.m0, w.rows, qt);
   // The plan's descending_key_blocks: iteration j computes block top - j.
-  bool descending = descendingKeyBlocks && !noKeys && !maskUntil &&
-                    (causal != CausalKind::none || winR >= 0);
+  bool descending = !noKeys && keyBlocksDescend(descendingKeyBlocks,
+                                                 causal != CausalKind::none, winL, winR);
   Value top = descending ? e.sub(e.add(range.getBegin(), range.getEnd()), e.c(1)) : Value();
   if (!noKeys)
     buildFor(b, loc, range.getBegin(), range.getEnd(), [&](Value j) {

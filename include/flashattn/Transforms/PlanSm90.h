@@ -23,14 +23,22 @@ inline bool sm90UsesTileTable(AttentionOp op) {
          op.hasAppend();
 }
 
+/// Whether flashattn-tile's key-block loop runs from the tile's last block
+/// down under the plan's `descending_key_blocks` (`planned`): only under a
+/// causal mask or a right window, without a left window (windows as
+/// sm90WindowSide gives them: -1 none); elsewhere it ascends.
+inline bool keyBlocksDescend(bool planned, bool causal, int64_t windowLeft,
+                             int64_t windowRight) {
+  return planned && windowLeft < 0 && (causal || windowRight >= 0);
+}
+
 /// Forced code-generation choices (nullopt, and kvHeadsPerBlock 0:
-/// automatic).
+/// automatic), one per line of Sm90Tuning.def.
 struct Sm90CodegenOverrides {
-  std::optional<bool> schedulerBarrier, tmaStore, earlyQRelease, conditionalRescale,
-      kvRowCopies, warpSpecialize, intraWGOverlap, fusedMerge, predicatedQRelease,
-      prefetchNextQ, descendingKeyBlocks, rescaleUnderQK, drainIdleConsumers;
+#define FA_SM90_SWITCH(NAME, FLAG, DESC) std::optional<bool> NAME;
+#define FA_SM90_L2(NAME, FLAG, DESC) std::optional<L2Priority> NAME;
+#include "flashattn/Transforms/Sm90Tuning.def"
   int64_t kvHeadsPerBlock = 0;
-  std::optional<L2Priority> l2HintQ, l2HintKV;
 };
 
 /// The code-generation choices for `op` under the sm90 `plan` (its tiles,
